@@ -1,0 +1,79 @@
+# det - build, test and benchmark.
+#
+#   make          build libdet.so, libdetsup.so, the samples, and .venv (setup on first use)
+#   make demo     record a heisenbug sample until it fails, then replay it
+#   make test     everything CI runs (checks + all tests)
+#   make bench    det-vs-native ratios (medians of several runs)
+#   make stress   slow statistical runs
+#
+# Rules: every target works from a fresh clone on Debian 12; tools/setup.sh
+# installs what is missing (as root) or says what to install.
+
+CC      ?= gcc
+CXX     ?= g++
+WARN    := -Wall -Wextra -Werror
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude
+VENV    := .venv
+PY      := $(VENV)/bin/python
+SETUP   := $(VENV)/.det-setup
+
+RUNTIME_SRC := recorder/runtime.c recorder/interpose.c replayer/enforce.c
+RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h
+SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
+SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
+
+SAMPLES_C   := $(wildcard samples/*.c)
+SAMPLES_CXX := $(wildcard samples/*.cpp)
+SAMPLE_BINS := $(patsubst samples/%.c,samples/bin/%,$(SAMPLES_C)) $(patsubst samples/%.cpp,samples/bin/%,$(SAMPLES_CXX))
+BENCH_C     := $(wildcard bench/*.c)
+BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
+
+.PHONY: all setup native samples benches demo test check unit e2e bench stress clean
+
+all: $(SETUP) native samples benches
+
+setup: $(SETUP)
+$(SETUP): tools/setup.sh setup.cfg
+	tools/setup.sh
+
+native: build/libdet.so build/libdetsup.so
+
+build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
+	@mkdir -p build
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -o $@ $(RUNTIME_SRC) -ldl
+
+build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
+	@mkdir -p build
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -o $@ $(SUP_SRC) -lsqlite3
+
+samples: $(SAMPLE_BINS)
+samples/bin/%: samples/%.c samples/sample.h
+	@mkdir -p samples/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+samples/bin/%: samples/%.cpp samples/sample.h
+	@mkdir -p samples/bin
+	$(CXX) -std=c++17 -O2 -g $(WARN) -pthread -o $@ $<
+
+benches: $(BENCH_BINS)
+bench/bin/%: bench/%.c
+	@mkdir -p bench/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+
+demo: all
+	tools/demo.sh
+
+check: $(SETUP)
+	$(PY) tools/gen_events.py --check
+	$(VENV)/bin/ruff check recorder replayer tests tools bench
+
+test: all check
+	$(PY) -m pytest -q -x tests
+
+bench: all
+	$(PY) bench/run.py
+
+stress: all
+	$(PY) -m pytest -q tests/stress -m stress
+
+clean:
+	rm -rf build samples/bin bench/bin

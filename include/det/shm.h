@@ -1,0 +1,221 @@
+/*
+ * include/det/shm.h - the shared-memory region between libdet.so (inside the
+ * program) and the supervisor (detrec / detreplay, through libdetsup.so).
+ *
+ * Rules of this file:
+ *  - It is an ABI between two processes built from the same tree: fixed-size
+ *    types only, explicit padding, no pointers (offsets from the region start).
+ *  - The supervisor creates the region (a memfd), fills the header and hands
+ *    the fd to the program in the environment variable DET_SHM_ENV; the
+ *    runtime maps it at DET_SHM_ADDR in every mode, so that det's memory
+ *    never moves the program's own mappings between recording and replay.
+ *  - Bump DET_SHM_VERSION on any change; the runtime refuses a mismatch.
+ *  - x86_64 only: the ordering arguments in recorder/runtime.c rely on TSO.
+ */
+#ifndef DET_SHM_H
+#define DET_SHM_H
+
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdatomic.h>
+#define DET_ATOMIC(t) _Atomic t
+#else
+#define DET_ATOMIC(t) t
+#endif
+
+#define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
+#define DET_SHM_VERSION 1
+#define DET_SHM_ADDR    0x200000000000UL
+/* Fixed width ("%06d") so that the environment, and with it the initial
+ * stack, has the same size in every mode. */
+#define DET_SHM_ENV     "_DET_SHM"
+
+enum det_mode {
+	DET_MODE_RECORD = 1,
+	DET_MODE_REPLAY = 2,
+};
+
+/* header.flags */
+#define DET_F_RELAXED   0x1  /* replay: per-object order only */
+
+/* The record clock packs the next event number and the thread count, so a
+ * create takes its sequence number and its child's number in one atomic add:
+ * thread numbers follow creation order exactly. */
+#define DET_SEQ_BITS  48
+#define DET_SEQ_MASK  ((1ULL << DET_SEQ_BITS) - 1)
+#define DET_THREAD_ONE (1ULL << DET_SEQ_BITS)
+
+enum det_thread_state {
+	DET_TS_FREE = 0,
+	DET_TS_STARTING = 1, /* created, not yet running */
+	DET_TS_RUNNING = 2,
+	DET_TS_EXITING = 3,  /* recorded its exit; the kernel thread may still run destructors */
+	DET_TS_PARKED = 4,   /* replay: past the end of its recorded events */
+};
+
+/* One entry of a thread's ring; 48 bytes. */
+struct det_rec {
+	uint64_t seq;     /* global order */
+	uint64_t ts;      /* TSC ticks; header.tsc0/mono0 and the supervisor's clock convert */
+	uint64_t ra;      /* return address of the interposed call */
+	int64_t result;
+	uint32_t obj;     /* object id (0: none) */
+	uint32_t aux;     /* kind-specific, see events.def */
+	uint16_t kind;    /* enum det_kind, or DET_REC_* */
+	uint16_t flags;
+	uint32_t len;     /* payload bytes carried in the entries that follow */
+};
+
+/* Ring entries that are not events. */
+#define DET_REC_OBJECT 0x8001 /* a new object: obj = id, aux = enum det_objkind, ra = its address */
+
+/* One replay schedule entry; 56 bytes. Each thread has an array of them. */
+struct det_sched {
+	uint64_t seq;
+	int64_t result;
+	uint32_t obj;
+	uint32_t aux;
+	uint16_t kind;
+	uint16_t flags;
+	uint32_t dep_thread[2]; /* number + 1 of a thread whose event must be done first; 0: none */
+	uint32_t dep_idx[2];    /* ... that thread's event index */
+	uint32_t wake[2];       /* number + 1 of a thread that may wait for this event */
+	uint32_t pad;
+};
+
+/* One thread; 320 bytes. Cache lines are split by writer. */
+struct det_slot {
+	/* line 0: identity, written before the thread runs */
+	uint32_t num;
+	uint32_t parent;
+	int32_t ktid;
+	uint32_t ring;          /* ring index + 1, 0: none */
+	uint64_t create_seq;
+	uint64_t pthread;       /* pthread_self() */
+	uint64_t start_routine; /* handed from creator to child */
+	uint64_t start_arg;
+	uint32_t obj;           /* the thread's own object id */
+	uint32_t pad0[3];
+	/* line 1: state, written by the thread */
+	DET_ATOMIC(uint32_t) state;
+	DET_ATOMIC(uint32_t) blocked_kind; /* event kind it is blocked in, 0: running */
+	uint32_t blocked_obj;
+	uint32_t pad1;
+	uint64_t blocked_ra;
+	uint8_t pad1b[40];
+	/* line 2: producer side of the ring */
+	DET_ATOMIC(uint64_t) head;      /* entries published */
+	DET_ATOMIC(uint64_t) last_seq;  /* seq + 1 of the last published event */
+	DET_ATOMIC(uint32_t) busy;      /* holds a sequence number not yet published */
+	DET_ATOMIC(uint32_t) waiting;   /* sleeps until the supervisor drains its ring */
+	uint8_t pad2[40];
+	/* line 3: consumer side, written by the supervisor */
+	DET_ATOMIC(uint64_t) tail;
+	uint8_t pad3[56];
+	/* line 4: replay */
+	DET_ATOMIC(uint64_t) done;      /* events completed */
+	DET_ATOMIC(uint32_t) sleeping;  /* futex word: 1 while asleep in a turnstile */
+	uint32_t pad4;
+	uint64_t sched_off;             /* this thread's struct det_sched array */
+	uint64_t sched_count;
+	uint8_t pad4b[32];
+};
+
+/* Object table entry: address -> id, open addressing, never reused. */
+struct det_objent {
+	DET_ATOMIC(uint64_t) addr; /* 0: empty, 1: deleted */
+	DET_ATOMIC(uint32_t) id;
+	uint32_t kind;
+};
+#define DET_OBJ_DELETED 1
+
+/* Where a replay stopped because the program did something else. */
+struct det_divergence {
+	uint32_t thread;
+	uint32_t got_kind;
+	uint64_t idx;        /* the thread's event index */
+	uint64_t seq;        /* recorded seq of the expected event (or ~0: none) */
+	uint32_t want_kind, want_obj;
+	uint32_t got_obj, reason;
+	uint64_t got_addr;
+	uint64_t ra;
+	char what[192];
+};
+
+enum det_divergence_reason {
+	DET_DIV_NONE = 0,
+	DET_DIV_KIND = 1,      /* another kind of event */
+	DET_DIV_OBJECT = 2,    /* same kind, another object */
+	DET_DIV_RESULT = 3,    /* the operation returned something else */
+	DET_DIV_EXTRA = 4,     /* more events than recorded */
+	DET_DIV_THREAD = 5,    /* a thread that was not recorded */
+};
+
+/* A loaded ELF object, for symbolizing return addresses later. */
+#define DET_MAX_MODULES 256
+struct det_module {
+	uint64_t base; /* load bias */
+	char path[248];
+};
+
+struct det_shm_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t mode;          /* enum det_mode */
+	uint64_t size;
+	uint32_t flags;         /* DET_F_* */
+	uint32_t max_threads;
+	uint64_t slots_off;
+	uint64_t objects_off;
+	uint32_t objects_cap;   /* power of two */
+	uint32_t ring_count;
+	uint64_t ring_owner_off; /* uint32_t per ring: owner thread number + 1 */
+	uint64_t rings_off;
+	uint64_t ring_entries;  /* struct det_rec per ring */
+	uint64_t sched_off;     /* replay: start of the schedule arrays */
+	uint64_t objrev_off;    /* replay: uint64_t address per recorded object id */
+	uint32_t objrev_count;
+	uint32_t threads_recorded; /* replay: threads in the trace */
+	uint64_t events_recorded;  /* replay: events in the trace */
+
+	/* written by the runtime */
+	DET_ATOMIC(uint32_t) attached;   /* program pid once libdet is initialised */
+	DET_ATOMIC(uint32_t) drain_kick; /* futex: bumped when a ring is full */
+	uint64_t tsc0, mono0;            /* TSC and CLOCK_MONOTONIC (ns) at attach */
+	DET_ATOMIC(uint32_t) failed;     /* nonzero: the runtime stopped the program */
+	DET_ATOMIC(uint32_t) diverged;
+	struct det_divergence div;
+	char error[256];                 /* why the runtime stopped the program */
+	DET_ATOMIC(uint32_t) module_count;
+	uint32_t pad_modules;
+	struct det_module modules[DET_MAX_MODULES];
+
+	/* own cache lines: the hot counters */
+	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */
+	DET_ATOMIC(uint32_t) next_obj __attribute__((aligned(64)));
+	uint8_t pad_end[60];
+};
+
+#define DET_EXIT_STOPPED 125 /* exit status when the runtime stops the program */
+
+static inline struct det_slot *det_shm_slot(struct det_shm_header *h, uint32_t num)
+{
+	return (struct det_slot *)((char *)h + h->slots_off) + num;
+}
+
+static inline struct det_objent *det_shm_objects(struct det_shm_header *h)
+{
+	return (struct det_objent *)((char *)h + h->objects_off);
+}
+
+static inline struct det_rec *det_shm_ring(struct det_shm_header *h, uint32_t ring)
+{
+	return (struct det_rec *)((char *)h + h->rings_off) + (uint64_t)ring * h->ring_entries;
+}
+
+static inline DET_ATOMIC(uint32_t) *det_shm_ring_owner(struct det_shm_header *h, uint32_t ring)
+{
+	return (DET_ATOMIC(uint32_t) *)((char *)h + h->ring_owner_off) + ring;
+}
+
+#endif /* DET_SHM_H */

@@ -1,0 +1,88 @@
+/*
+ * include/det/sup.h - libdetsup.so, the supervisor's native half.
+ *
+ * Rules of this file:
+ *  - detrec and detreplay (Python) call these through ctypes; every function
+ *    returns plain integers, and errors as a negative value plus a message
+ *    from det_sup_error(). Nothing here prints or exits.
+ *  - SQL text is the Python package's (recorder/det/schema.py): these
+ *    functions receive the statements and only bind values, in the order
+ *    each parameter's comment gives.
+ *  - struct det_thread_info is mirrored by ctypes in recorder/det/native.py;
+ *    det_sup_abi() lets Python check that both agree.
+ */
+#ifndef DET_SUP_H
+#define DET_SUP_H
+
+#include <stdint.h>
+
+struct det_sup;
+
+/* What Python learns about one thread of a running or finished program. */
+struct det_thread_info {
+	uint64_t num, parent, ktid, create_seq, obj, state;
+	uint64_t blocked_kind, blocked_obj, blocked_ra;
+	uint64_t events;  /* record: events drained; replay: events done */
+	uint64_t planned; /* replay: events recorded for it */
+	uint64_t sleeping;
+};
+
+struct det_drain_stats {
+	uint64_t events, objects, sites, payload_bytes, threads, passes;
+};
+
+#define DET_SUP_ABI (sizeof(struct det_thread_info) * 1000 + sizeof(struct det_drain_stats))
+uint64_t det_sup_abi(void);
+
+const char *det_sup_error(struct det_sup *s);
+int det_sup_fd(struct det_sup *s);
+void det_sup_free(struct det_sup *s);
+
+/* --- record --- */
+struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rings, uint64_t ring_entries,
+				   uint32_t objects_cap);
+/*
+ * Open the trace for draining.
+ *   event_prefix + event_row: "INSERT ... VALUES " and "(?, ...)" binding
+ *       seq, thread, index, kind, object, result, aux, site, ts (ns)
+ *   object_sql: binding object, kind, address, first seq
+ *   site_sql:   binding site, address
+ *   thread_sql: binding thread, parent, kernel tid, create seq, object
+ *               (run when a thread's first event is drained)
+ *   data_sql:   binding seq, bytes (NULL: payloads are dropped)
+ */
+int det_drain_open(struct det_sup *s, const char *db_path, const char *event_prefix, const char *event_row,
+		   const char *object_sql, const char *site_sql, const char *thread_sql, const char *data_sql);
+/* Drain until det_drain_stop(), then everything left; returns < 0 on error. */
+int det_drain_run(struct det_sup *s);
+/* Ask det_drain_run to finish; `dead` says the program is gone, so events
+ * whose thread died before publishing them will never come. */
+void det_drain_stop(struct det_sup *s, int dead);
+void det_drain_stats(struct det_sup *s, struct det_drain_stats *out);
+
+/* --- both --- */
+uint32_t det_sup_threads(struct det_sup *s);
+int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread_info *out);
+/* The runtime's state: attached pid, failed, diverged; error text. */
+int64_t det_sup_attached(struct det_sup *s);
+int det_sup_failed(struct det_sup *s, char *buf, uint32_t len);
+/* Replay divergence: fields as in struct det_divergence, in this order:
+ * thread, idx, seq, reason, want_kind, want_obj, got_kind, got_obj, got_addr, ra. */
+int det_sup_divergence(struct det_sup *s, uint64_t out[10], char *what, uint32_t len);
+
+/* The program's loaded objects: 1 and (base, path) for module i, 0 past the end. */
+int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, uint32_t len);
+
+/* --- replay --- */
+/*
+ * Build a replay region from a trace.
+ *   threads_sql: rows (thread, object) for every thread
+ *   max_obj_sql: one row, the largest object id
+ *   events_sql:  rows (seq, thread, index, kind, object, aux, result) in seq order
+ *   flags: DET_F_* (DET_F_RELAXED: per-object order)
+ */
+struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql, const char *max_obj_sql,
+				   const char *events_sql, uint32_t flags, char *err, uint32_t errlen);
+uint64_t det_sup_events_done(struct det_sup *s);
+
+#endif /* DET_SUP_H */

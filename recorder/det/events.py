@@ -1,0 +1,136 @@
+"""Event and object kinds: GENERATED from include/det/events.def by
+tools/gen_events.py. Do not edit; `make check` fails when this copy is stale.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class ObjKind(NamedTuple):
+    name: str
+    number: int
+    description: str
+
+
+class EventKind(NamedTuple):
+    name: str
+    number: int
+    objkind: str
+    role: str
+    description: str
+
+
+OBJKINDS: tuple[ObjKind, ...] = (
+    ObjKind('NONE', 0, 'no object'),
+    ObjKind('THREAD', 1, 'a thread'),
+    ObjKind('MUTEX', 2, 'pthread_mutex_t (std::mutex)'),
+    ObjKind('COND', 3, 'pthread_cond_t (std::condition_variable)'),
+    ObjKind('RWLOCK', 4, 'pthread_rwlock_t'),
+    ObjKind('BARRIER', 5, 'pthread_barrier_t'),
+    ObjKind('SEM', 6, 'unnamed sem_t'),
+    ObjKind('SPIN', 7, 'pthread_spinlock_t'),
+    ObjKind('ONCE', 8, 'pthread_once_t (std::call_once)'),
+    ObjKind('FILE', 9, 'a stdio FILE'),
+)
+
+EVENTS: tuple[EventKind, ...] = (
+    EventKind('THREAD_CREATE', 1, 'THREAD', 'CREATE', "pthread_create; aux = the new thread's number"),
+    EventKind('THREAD_START', 2, 'THREAD', 'START', 'a created thread begins running'),
+    EventKind('THREAD_EXIT', 3, 'THREAD', 'EXIT', 'a thread returns from its start routine or calls pthread_exit'),
+    EventKind('THREAD_JOIN', 4, 'THREAD', 'JOIN', 'pthread_join returned'),
+    EventKind('THREAD_TRYJOIN', 5, 'THREAD', 'JOIN', 'pthread_tryjoin_np returned'),
+    EventKind('THREAD_TIMEDJOIN', 6, 'THREAD', 'JOIN', 'pthread_timedjoin_np or pthread_clockjoin_np returned'),
+    EventKind('THREAD_DETACH', 7, 'THREAD', 'OTHER', 'pthread_detach'),
+    EventKind('MUTEX_LOCK', 10, 'MUTEX', 'ACQUIRE', 'pthread_mutex_lock returned'),
+    EventKind('MUTEX_TRYLOCK', 11, 'MUTEX', 'ACQUIRE', 'pthread_mutex_trylock returned'),
+    EventKind('MUTEX_TIMEDLOCK', 12, 'MUTEX', 'ACQUIRE', 'pthread_mutex_timedlock returned'),
+    EventKind('MUTEX_CLOCKLOCK', 13, 'MUTEX', 'ACQUIRE', 'pthread_mutex_clocklock returned'),
+    EventKind('MUTEX_UNLOCK', 14, 'MUTEX', 'RELEASE', 'pthread_mutex_unlock'),
+    EventKind('MUTEX_DESTROY', 15, 'MUTEX', 'DESTROY', 'pthread_mutex_destroy'),
+    EventKind('COND_WAIT', 20, 'COND', 'WAIT', 'pthread_cond_wait releases mutex aux and waits'),
+    EventKind('COND_TIMEDWAIT', 21, 'COND', 'WAIT', 'pthread_cond_timedwait releases mutex aux and waits'),
+    EventKind('COND_CLOCKWAIT', 22, 'COND', 'WAIT', 'pthread_cond_clockwait releases mutex aux and waits'),
+    EventKind('COND_WAKE', 23, 'COND', 'WAKE', 'a condition wait returned holding mutex aux'),
+    EventKind('COND_SIGNAL', 24, 'COND', 'SIGNAL', 'pthread_cond_signal'),
+    EventKind('COND_BROADCAST', 25, 'COND', 'SIGNAL', 'pthread_cond_broadcast'),
+    EventKind('COND_DESTROY', 26, 'COND', 'DESTROY', 'pthread_cond_destroy'),
+    EventKind('RWLOCK_RDLOCK', 30, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_rdlock returned'),
+    EventKind('RWLOCK_TRYRDLOCK', 31, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_tryrdlock returned'),
+    EventKind('RWLOCK_TIMEDRDLOCK', 32, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_timedrdlock returned'),
+    EventKind('RWLOCK_CLOCKRDLOCK', 33, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_clockrdlock returned'),
+    EventKind('RWLOCK_WRLOCK', 34, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_wrlock returned'),
+    EventKind('RWLOCK_TRYWRLOCK', 35, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_trywrlock returned'),
+    EventKind('RWLOCK_TIMEDWRLOCK', 36, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_timedwrlock returned'),
+    EventKind('RWLOCK_CLOCKWRLOCK', 37, 'RWLOCK', 'ACQUIRE', 'pthread_rwlock_clockwrlock returned'),
+    EventKind('RWLOCK_UNLOCK', 38, 'RWLOCK', 'RELEASE', 'pthread_rwlock_unlock'),
+    EventKind('RWLOCK_DESTROY', 39, 'RWLOCK', 'DESTROY', 'pthread_rwlock_destroy'),
+    EventKind('BARRIER_ARRIVE', 40, 'BARRIER', 'WAIT', 'pthread_barrier_wait: the thread arrives'),
+    EventKind('BARRIER_DEPART', 41, 'BARRIER', 'WAKE', 'pthread_barrier_wait returned (result: PTHREAD_BARRIER_SERIAL_THREAD or 0)'),
+    EventKind('BARRIER_DESTROY', 42, 'BARRIER', 'DESTROY', 'pthread_barrier_destroy'),
+    EventKind('SEM_WAIT', 45, 'SEM', 'ACQUIRE', 'sem_wait returned'),
+    EventKind('SEM_TRYWAIT', 46, 'SEM', 'ACQUIRE', 'sem_trywait returned'),
+    EventKind('SEM_TIMEDWAIT', 47, 'SEM', 'ACQUIRE', 'sem_timedwait returned'),
+    EventKind('SEM_CLOCKWAIT', 48, 'SEM', 'ACQUIRE', 'sem_clockwait returned'),
+    EventKind('SEM_POST', 49, 'SEM', 'RELEASE', 'sem_post'),
+    EventKind('SEM_DESTROY', 50, 'SEM', 'DESTROY', 'sem_destroy'),
+    EventKind('SPIN_LOCK', 52, 'SPIN', 'ACQUIRE', 'pthread_spin_lock returned'),
+    EventKind('SPIN_TRYLOCK', 53, 'SPIN', 'ACQUIRE', 'pthread_spin_trylock returned'),
+    EventKind('SPIN_UNLOCK', 54, 'SPIN', 'RELEASE', 'pthread_spin_unlock'),
+    EventKind('SPIN_DESTROY', 55, 'SPIN', 'DESTROY', 'pthread_spin_destroy'),
+    EventKind('ONCE', 57, 'ONCE', 'OTHER', 'pthread_once; result 1 if this thread ran the init routine'),
+    EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
+    EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
+    EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
+)
+
+THREAD_CREATE = 1
+THREAD_START = 2
+THREAD_EXIT = 3
+THREAD_JOIN = 4
+THREAD_TRYJOIN = 5
+THREAD_TIMEDJOIN = 6
+THREAD_DETACH = 7
+MUTEX_LOCK = 10
+MUTEX_TRYLOCK = 11
+MUTEX_TIMEDLOCK = 12
+MUTEX_CLOCKLOCK = 13
+MUTEX_UNLOCK = 14
+MUTEX_DESTROY = 15
+COND_WAIT = 20
+COND_TIMEDWAIT = 21
+COND_CLOCKWAIT = 22
+COND_WAKE = 23
+COND_SIGNAL = 24
+COND_BROADCAST = 25
+COND_DESTROY = 26
+RWLOCK_RDLOCK = 30
+RWLOCK_TRYRDLOCK = 31
+RWLOCK_TIMEDRDLOCK = 32
+RWLOCK_CLOCKRDLOCK = 33
+RWLOCK_WRLOCK = 34
+RWLOCK_TRYWRLOCK = 35
+RWLOCK_TIMEDWRLOCK = 36
+RWLOCK_CLOCKWRLOCK = 37
+RWLOCK_UNLOCK = 38
+RWLOCK_DESTROY = 39
+BARRIER_ARRIVE = 40
+BARRIER_DEPART = 41
+BARRIER_DESTROY = 42
+SEM_WAIT = 45
+SEM_TRYWAIT = 46
+SEM_TIMEDWAIT = 47
+SEM_CLOCKWAIT = 48
+SEM_POST = 49
+SEM_DESTROY = 50
+SPIN_LOCK = 52
+SPIN_TRYLOCK = 53
+SPIN_UNLOCK = 54
+SPIN_DESTROY = 55
+ONCE = 57
+STDIO_WRITE = 60
+FILE_LOCK = 61
+FILE_UNLOCK = 62
+
+BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
+OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}

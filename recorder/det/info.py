@@ -1,0 +1,99 @@
+"""detrec info TRACE: what a trace holds, for a human.
+
+Rules: reads only (never modifies the trace); works on NAME.incomplete too,
+with a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+from .errors import DetError
+from .symbols import Symbolizer
+from .trace import Trace, kind_name, objkind_name
+
+
+def summary(tr: Trace) -> dict[str, object]:
+    m = tr.meta
+    o = tr.outcome()
+    threads = tr.threads()
+    events = tr.event_count()
+    size = tr.path.stat().st_size
+    return {
+        "trace": str(tr.path),
+        "complete": tr.complete,
+        "program": m.get("binary"),
+        "argv": m.get("argv"),
+        "cwd": m.get("cwd"),
+        "mode": m.get("mode"),
+        "recorded": m.get("start_time"),
+        "det_version": m.get("det_version"),
+        "binary_sha256": m.get("binary_sha256"),
+        "threads": len(threads),
+        "events": events,
+        "objects": tr.q1("SELECT count(*) FROM objects"),
+        "kinds": {kind_name(k): n for k, n in tr.kind_counts()},
+        "outcome": None if o is None else {
+            k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in o.items()
+        },
+        "file_bytes": size,
+        "bytes_per_event": round(size / events, 1) if events else None,
+    }
+
+
+def print_human(tr: Trace, s: dict[str, object]) -> None:
+    o = s["outcome"]
+    w = print
+    if not s["complete"]:
+        w(f"warning: {tr.path} is incomplete: the recording did not finish (detrec was killed?); "
+          "events up to the last saved batch are readable")
+    w(f"trace:      {s['trace']} ({s['file_bytes']} bytes, {s['bytes_per_event'] or '-'} bytes/event)")
+    w(f"program:    {shlex.join(s['argv'] or [])}   [{s['program']}]")
+    w(f"directory:  {s['cwd']}")
+    w(f"recorded:   {s['recorded']} with det {s['det_version']} ({s['mode']})")
+    if o:
+        dur = o["duration_ns"] / 1e9
+        end = {"exited": f"exit {o['exit_code']}", "signaled": f"killed by signal {o['signal']}"}.get(
+            o["status"], o["status"])
+        w(f"outcome:    {end}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
+        w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
+    w(f"threads:    {s['threads']}")
+    w(f"objects:    {s['objects']}")
+    w(f"events:     {s['events']}")
+    for name, n in list(s["kinds"].items())[:12]:
+        w(f"  {n:>10}  {name}")
+    blocked = tr.blocked()
+    if blocked:
+        sym = Symbolizer(tr.modules())
+        objects = tr.objects()
+        locs = sym.lookup([b[3] for b in blocked if b[3]])
+        w("blocked when stopped:")
+        for tid, kind, obj, ra in blocked:
+            where = locs[ra].short() if ra in locs else "?"
+            okind = objkind_name(objects.get(obj, (0, 0))[0])
+            w(f"  T{tid} in {kind_name(kind)} on {okind} {obj} at {where}")
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="detrec info", description="Show what a det trace holds.")
+    p.add_argument("trace")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    ns = p.parse_args(argv)
+    try:
+        with Trace(ns.trace) as tr:
+            s = summary(tr)
+            if ns.json:
+                json.dump(s, sys.stdout, indent=2)
+                print()
+            else:
+                print_human(tr, s)
+    except DetError as e:
+        print(f"detrec info: {e}", file=sys.stderr)
+        return e.status
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

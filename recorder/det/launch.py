@@ -1,0 +1,207 @@
+"""Starting a program under libdet.so, the same way for recording and replay.
+
+Rules: whatever shapes the program's initial memory (the exec path, argv,
+environment and its order, ASLR) is decided here once, so that a replay
+gets exactly the recording's layout; det's own variables are appended last,
+with fixed widths.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO
+
+from .errors import DetError
+from .native import libdet_path
+
+ADDR_NO_RANDOMIZE = 0x0040000
+PR_SET_PDEATHSIG = 1
+SHM_ENV = "_DET_SHM"
+TAIL = 4096
+
+
+def resolve_program(name: str) -> str:
+    """Absolute path of the program to run, or a DetError saying why not."""
+    if "/" in name:
+        path = os.path.abspath(name)
+    else:
+        found = shutil.which(name)
+        if not found:
+            raise DetError(f"{name}: program not found in PATH", status=127)
+        path = os.path.abspath(found)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DetError(f"{name}: no such program", status=127) from None
+    except OSError as e:
+        raise DetError(f"{name}: {e.strerror}", status=126) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DetError(f"{name}: not a regular file", status=126)
+    if not os.access(path, os.X_OK):
+        raise DetError(f"{name}: not executable", status=126)
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        raise DetError(f"{name}: set-user-ID programs ignore LD_PRELOAD, so det cannot record them", status=126)
+    check_elf(path, name)
+    return path
+
+
+def check_elf(path: str, name: str) -> None:
+    """Refuse what libdet.so cannot be preloaded into."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:2] == b"#!":
+                return  # a script: its interpreter is checked when it runs
+            if head[:4] != b"\x7fELF":
+                raise DetError(f"{name}: not an ELF program", status=126)
+            if head[4] != 2 or struct.unpack_from("<H", head, 18)[0] != 62:
+                raise DetError(f"{name}: not an x86-64 program; det records x86-64 programs only", status=126)
+            phoff = struct.unpack_from("<Q", head, 32)[0]
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError as e:
+        raise DetError(f"{name}: cannot read ({e.strerror})", status=126) from None
+    types = [struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)]
+    if 3 not in types:  # PT_INTERP
+        raise DetError(
+            f"{name}: statically linked; det works by preloading libdet.so into the program's "
+            "dynamic loader, so it needs a dynamically linked program",
+            status=126,
+        )
+
+
+def program_env(base: dict[str, str], shm_fd: int) -> dict[str, str]:
+    """The program's environment: `base` in its order, then det's variables."""
+    env = dict(base)
+    lib = str(libdet_path())
+    prior = env.pop("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = lib + (":" + prior if prior else "")
+    env[SHM_ENV] = f"{shm_fd:06d}"
+    return env
+
+
+def _preexec() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.personality(ADDR_NO_RANDOMIZE)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class Capture:
+    """One output stream of the program: forwarded, counted, hashed."""
+
+    def __init__(self, fd: int, sink: IO[bytes] | None) -> None:
+        self.fd = fd
+        self.sink = sink
+        self.bytes = 0
+        self.sha = hashlib.sha256()
+        self.tail = b""
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.bytes += len(chunk)
+            self.sha.update(chunk)
+            self.tail = (self.tail + chunk)[-TAIL:]
+            if self.sink is not None:
+                try:
+                    self.sink.write(chunk)
+                    self.sink.flush()
+                except (OSError, ValueError):
+                    self.sink = None
+        os.close(self.fd)
+
+    def finish(self) -> dict[str, object]:
+        self.thread.join()
+        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "tail": self.tail}
+
+
+class Program:
+    """A running program under det."""
+
+    def __init__(
+        self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool
+    ) -> None:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                executable=exe,
+                env=program_env(env, shm_fd),
+                cwd=cwd,
+                stdout=out_w,
+                stderr=err_w,
+                pass_fds=(shm_fd,),
+                preexec_fn=_preexec,
+            )
+        except FileNotFoundError:
+            raise DetError(f"{cwd}: working directory is gone", status=2) from None
+        except OSError as e:
+            raise DetError(f"{argv[0]}: cannot start ({e.strerror})", status=126) from None
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
+        self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
+        return self.stdout.finish(), self.stderr.finish()
+
+
+def shell_status(returncode: int) -> int:
+    """The status a shell would report: 128+N for death by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def describe_status(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit {returncode}"
+
+
+def program_argv_display(argv: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def cwd_exists(cwd: str) -> bool:
+    return Path(cwd).is_dir()

@@ -1,0 +1,199 @@
+"""ctypes binding to libdetsup.so (include/det/sup.h) and the paths of det's
+native libraries.
+
+Rules: the SQL passed to the library comes from schema.py; struct layouts
+mirror include/det/sup.h and are checked against det_sup_abi() on load.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from . import schema
+from .errors import DetError
+
+PKG_DIR = Path(__file__).resolve().parent
+REPO_DIR = PKG_DIR.parent.parent
+
+DET_F_RELAXED = 0x1
+
+# enum det_thread_state
+THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
+
+
+def libdir() -> Path:
+    """Where libdet.so and libdetsup.so are: $DET_LIBDIR, else the build tree."""
+    env = os.environ.get("DET_LIBDIR")
+    d = Path(env) if env else REPO_DIR / "build"
+    for name in ("libdet.so", "libdetsup.so"):
+        if not (d / name).exists():
+            raise DetError(f"{d / name} is missing: run `make` first", status=2)
+    return d
+
+
+def libdet_path() -> Path:
+    return libdir() / "libdet.so"
+
+
+class ThreadInfo(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in (
+            "num", "parent", "ktid", "create_seq", "obj", "state",
+            "blocked_kind", "blocked_obj", "blocked_ra", "events", "planned", "sleeping",
+        )
+    ]
+
+
+class DrainStats(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64) for name in ("events", "objects", "sites", "payload_bytes", "threads", "passes")
+    ]
+
+
+_lib: ctypes.CDLL | None = None
+
+
+def lib() -> ctypes.CDLL:
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = libdir() / "libdetsup.so"
+    try:
+        L = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise DetError(f"cannot load {path}: {e}") from None
+    P, I, U32, U64, C = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_char_p
+    sig = {
+        "det_sup_abi": (U64, []),
+        "det_sup_error": (C, [P]),
+        "det_sup_fd": (I, [P]),
+        "det_sup_free": (None, [P]),
+        "det_sup_record_new": (P, [U32, U32, U64, U32]),
+        "det_drain_open": (I, [P, C, C, C, C, C, C, C]),
+        "det_drain_run": (I, [P]),
+        "det_drain_stop": (None, [P, I]),
+        "det_drain_stats": (None, [P, ctypes.POINTER(DrainStats)]),
+        "det_sup_threads": (U32, [P]),
+        "det_sup_thread": (I, [P, U32, ctypes.POINTER(ThreadInfo)]),
+        "det_sup_attached": (ctypes.c_int64, [P]),
+        "det_sup_failed": (I, [P, C, U32]),
+        "det_sup_divergence": (I, [P, ctypes.POINTER(U64 * 10), C, U32]),
+        "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
+        "det_sup_replay_new": (P, [C, C, C, C, U32, C, U32]),
+        "det_sup_events_done": (U64, [P]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(L, name)
+        f.restype = res
+        f.argtypes = args
+    want = ctypes.sizeof(ThreadInfo) * 1000 + ctypes.sizeof(DrainStats)
+    if L.det_sup_abi() != want:
+        raise DetError(f"{path} does not match this det's Python code: run `make`")
+    _lib = L
+    return L
+
+
+def _b(s: str | os.PathLike[str] | None) -> bytes | None:
+    return None if s is None else os.fsencode(s)
+
+
+class Region:
+    """The shared region of one run (record or replay)."""
+
+    def __init__(self, handle: int) -> None:
+        self.h = handle
+
+    def close(self) -> None:
+        if self.h:
+            lib().det_sup_free(self.h)
+            self.h = 0
+
+    @property
+    def fd(self) -> int:
+        return lib().det_sup_fd(self.h)
+
+    def attached(self) -> int:
+        return lib().det_sup_attached(self.h)
+
+    def failed(self) -> str | None:
+        buf = ctypes.create_string_buffer(300)
+        return buf.value.decode(errors="replace") if lib().det_sup_failed(self.h, buf, 300) else None
+
+    def threads(self) -> list[ThreadInfo]:
+        out = []
+        for i in range(lib().det_sup_threads(self.h)):
+            info = ThreadInfo()
+            if lib().det_sup_thread(self.h, i, ctypes.byref(info)) == 0:
+                out.append(info)
+        return out
+
+    def modules(self) -> list[tuple[str, int]]:
+        out = []
+        base = ctypes.c_uint64()
+        buf = ctypes.create_string_buffer(256)
+        i = 0
+        while lib().det_sup_module(self.h, i, ctypes.byref(base), buf, 256):
+            out.append((os.fsdecode(buf.value), base.value))
+            i += 1
+        return out
+
+    def divergence(self) -> tuple[dict[str, int], str] | None:
+        arr = (ctypes.c_uint64 * 10)()
+        what = ctypes.create_string_buffer(200)
+        if not lib().det_sup_divergence(self.h, ctypes.byref(arr), what, 200):
+            return None
+        keys = ("thread", "idx", "seq", "reason", "want_kind", "want_obj", "got_kind", "got_obj", "got_addr", "ra")
+        return dict(zip(keys, arr)), what.value.decode(errors="replace")
+
+
+class Recorder(Region):
+    def __init__(self, max_threads: int, rings: int, ring_entries: int, objects_cap: int) -> None:
+        h = lib().det_sup_record_new(max_threads, rings, ring_entries, objects_cap)
+        if not h:
+            raise DetError("out of memory")
+        super().__init__(h)
+        err = lib().det_sup_error(h).decode()
+        if err:
+            self.close()
+            raise DetError(f"cannot set up shared memory: {err}")
+
+    def drain_open(self, db_path: Path) -> None:
+        r = lib().det_drain_open(
+            self.h, _b(db_path), _b(schema.EVENT_INSERT_PREFIX), _b(schema.EVENT_INSERT_ROW),
+            _b(schema.OBJECT_INSERT), _b(schema.SITE_INSERT), _b(schema.THREAD_INSERT), _b(schema.DATA_INSERT),
+        )
+        if r != 0:
+            raise DetError(lib().det_sup_error(self.h).decode())
+
+    def drain_run(self) -> str | None:
+        """Blocks (without the GIL) until drain_stop; returns an error or None."""
+        if lib().det_drain_run(self.h) != 0:
+            return lib().det_sup_error(self.h).decode()
+        return None
+
+    def drain_stop(self, dead: bool) -> None:
+        lib().det_drain_stop(self.h, int(dead))
+
+    def stats(self) -> DrainStats:
+        st = DrainStats()
+        lib().det_drain_stats(self.h, ctypes.byref(st))
+        return st
+
+
+class Replayer(Region):
+    def __init__(self, trace_path: Path, complete: bool, relaxed: bool) -> None:
+        err = ctypes.create_string_buffer(512)
+        threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
+        h = lib().det_sup_replay_new(
+            _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_EVENTS),
+            DET_F_RELAXED if relaxed else 0, err, 512,
+        )
+        if not h:
+            raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")
+        super().__init__(h)
+
+    def events_done(self) -> int:
+        return lib().det_sup_events_done(self.h)

@@ -1,0 +1,407 @@
+"""detrec: record a program's synchronization order into a SQLite trace.
+
+    detrec [options] [--] PROGRAM [ARGS...]
+    detrec info TRACE
+
+Rules: every run leaves a readable trace, whatever the program does (exits,
+crashes, hangs, is killed) and whatever happens to detrec (Ctrl-C, SIGTERM);
+if detrec itself is killed, the program dies with it and NAME.incomplete
+stays readable. Exit status: the program's, as a shell reports it; 124 when
+--timeout stopped it; 125 when det had to stop it; 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import hashlib
+import os
+import platform
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .analysis import Waiter, block_report
+from .errors import DetError
+from .launch import Program, describe_status, resolve_program, shell_status
+from .native import THREAD_STATES, Recorder, libdet_path
+from .symbols import Symbolizer
+from .trace import Trace, TraceWriter
+
+EXIT_TIMEOUT = 124
+EXIT_STOPPED = 125
+
+RING_ENTRIES = (1 << 20) // 48  # 1 MiB per ring
+
+
+@dataclass
+class Options:
+    timeout: float | None = None
+    max_threads: int = 4096
+    rings: int = 1024
+    ring_entries: int = RING_ENTRIES
+    objects: int = 1 << 20
+    forward: bool = True
+
+
+@dataclass
+class RunResult:
+    path: Path
+    status: str             # exited | signaled | timeout | stopped | interrupted
+    returncode: int         # Popen-style: negative for a signal
+    exit_status: int        # what detrec exits with
+    message: str
+    events: int
+    duration: float
+    stdout_tail: bytes = b""
+    stderr_tail: bytes = b""
+    report: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_status != 0
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Interrupt:
+    """SIGINT/SIGTERM/SIGHUP while recording: stop the program, keep the trace."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self.programs: set[Program] = set()
+        self.lock = threading.Lock()
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(s, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        again = self.signal is not None
+        self.signal = signum
+        with self.lock:
+            progs = list(self.programs)
+        for p in progs:
+            # The terminal already sent SIGINT to the program's group; a
+            # second one, or another signal, is forwarded as SIGKILL.
+            p.kill(signal.SIGKILL if again or signum != signal.SIGINT else signal.SIGINT)
+
+
+INTERRUPT = Interrupt()
+
+
+def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: threading.Event | None = None) -> RunResult:
+    """Record one run of the program into `out`."""
+    env = dict(os.environ)
+    cwd = os.getcwd()
+    writer = TraceWriter(out)
+    rec = None
+    try:
+        rec = Recorder(opts.max_threads, opts.rings, opts.ring_entries, opts.objects)
+        start = time.time()
+        writer.set_meta({
+            "format_version": 1,
+            "det_version": __version__,
+            "mode": "record",
+            "argv": argv,
+            "env": env,
+            "cwd": cwd,
+            "binary": exe,
+            "binary_sha256": sha256_file(exe),
+            "libdet_sha256": sha256_file(str(libdet_path())),
+            "start_time": datetime.datetime.fromtimestamp(start, datetime.timezone.utc).isoformat(),
+            "start_unix_ns": time.time_ns(),
+            "host": platform.node(),
+            "kernel": platform.release(),
+            "timeout": opts.timeout,
+        })
+        rec.drain_open(writer.path)
+        drain_error: list[str | None] = [None]
+
+        def drain() -> None:
+            drain_error[0] = rec.drain_run()
+
+        drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
+        t0 = time.monotonic()
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward)
+        with INTERRUPT.lock:
+            INTERRUPT.programs.add(prog)
+        drainer.start()
+        timed_out = False
+        rc = None
+        deadline = None if opts.timeout is None else t0 + opts.timeout
+        blocked: list[tuple[int, int, int, int]] = []
+        while rc is None:
+            wait = 0.2
+            if deadline is not None:
+                wait = min(wait, max(0.0, deadline - time.monotonic()))
+            rc = prog.wait(wait)
+            if rc is not None:
+                break
+            if stop is not None and stop.is_set():
+                prog.kill()
+                continue
+            if deadline is not None and time.monotonic() >= deadline:
+                timed_out = True
+                blocked = _blocked_threads(rec)
+                prog.kill()
+                rc = prog.wait()
+        duration = time.monotonic() - t0
+        with INTERRUPT.lock:
+            INTERRUPT.programs.discard(prog)
+        out_info, err_info = prog.outputs()
+        rec.drain_stop(dead=True)
+        drainer.join()
+        if drain_error[0]:
+            raise DetError(f"cannot write the trace: {drain_error[0]}", status=1)
+        if not blocked and rc < 0:
+            blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
+        failure = rec.failed()
+        threads = _thread_rows(rec)
+        modules = rec.modules()
+        stats = rec.stats()
+        attached = rec.attached()
+    except BaseException:
+        writer.abandon()
+        raise
+    finally:
+        if rec is not None:
+            rec.close()
+
+    if failure:
+        status, message, exit_status = "stopped", f"det stopped the program: {failure}", EXIT_STOPPED
+    elif timed_out:
+        status, message, exit_status = "timeout", f"timeout after {opts.timeout:g} s", EXIT_TIMEOUT
+    elif INTERRUPT.signal is not None and rc < 0:
+        status, message, exit_status = "interrupted", "interrupted", shell_status(rc)
+    elif rc < 0:
+        status, message, exit_status = "signaled", describe_status(rc), shell_status(rc)
+    else:
+        status, message, exit_status = "exited", "", rc
+    if not attached and not failure:
+        message = (message + "; " if message else "") + "libdet.so was never loaded into the program"
+    outcome = {
+        "status": status,
+        "exit_code": rc if rc >= 0 else None,
+        "signal": -rc if rc < 0 else None,
+        "stdout_bytes": out_info["bytes"],
+        "stdout_sha256": out_info["sha256"],
+        "stdout_tail": out_info["tail"],
+        "stderr_bytes": err_info["bytes"],
+        "stderr_sha256": err_info["sha256"],
+        "stderr_tail": err_info["tail"],
+        "duration_ns": int(duration * 1e9),
+        "events": stats.events,
+        "message": message,
+    }
+    path = writer.finish(outcome, threads, modules, blocked)
+    report: list[str] = []
+    if blocked:
+        with Trace(path) as tr:
+            waiters = [Waiter(*b) for b in blocked]
+            rep = block_report(tr, waiters, Symbolizer(tr.modules()))
+        report = [rep.summary] + rep.lines
+        if timed_out:
+            message = f"{message}: {rep.summary}"
+            _set_message(path, message)
+    if not attached and not failure:
+        raise DetError(
+            f"{argv[0]}: libdet.so was never loaded into the program (is it statically linked, or does "
+            f"it reset LD_PRELOAD?); trace kept in {path}",
+            status=EXIT_STOPPED,
+        )
+    return RunResult(path, status, rc, exit_status, message, stats.events, duration,
+                     out_info["tail"], err_info["tail"], report)
+
+
+def _set_message(path: Path, message: str) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE outcome SET message = ?", (message,))
+    db.close()
+
+
+def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
+    return [
+        (int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
+        for t in rec.threads()
+        if t.blocked_kind and THREAD_STATES.get(t.state) in ("running", "starting")
+    ]
+
+
+def _thread_rows(rec: Recorder) -> list[dict[str, object]]:
+    rows = []
+    for t in rec.threads():
+        state = THREAD_STATES.get(t.state, "?")
+        end = {"exiting": "exited", "free": "exited"}.get(state, "blocked" if t.blocked_kind else state)
+        rows.append({
+            "tid": int(t.num),
+            "parent": int(t.parent) if t.num else -1,
+            "ktid": int(t.ktid),
+            "create_seq": int(t.create_seq) if t.num else -1,
+            "obj": int(t.obj),
+            "events": int(t.events),
+            "end_state": end,
+        })
+    return rows
+
+
+def default_output(argv0: str) -> Path:
+    return Path(f"{os.path.basename(argv0)}.det.db")
+
+
+def say(msg: str) -> None:
+    print(f"detrec: {msg}", file=sys.stderr, flush=True)
+
+
+def print_result(res: RunResult, quiet: bool) -> None:
+    if quiet:
+        return
+    say(f"{res.message or describe_status(res.returncode)}; {res.events} events in {res.duration:.2f} s; "
+        f"trace saved to {res.path}")
+    for line in res.report:
+        say("  " + line)
+
+
+def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool) -> int:
+    """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db."""
+    pass_path = out.with_name(out.stem + "-pass" + out.suffix)
+    work = out.with_name(f".{out.name}.runs")
+    work.mkdir(exist_ok=True)
+    stop = threading.Event()
+    lock = threading.Lock()
+    state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0}
+    t0 = time.monotonic()
+    tty = sys.stderr.isatty() and not quiet
+    opts.forward = False
+
+    def progress(final: bool = False) -> None:
+        if not tty:
+            return
+        rate = state["done"] / max(time.monotonic() - t0, 1e-9)
+        sys.stderr.write(f"\rdetrec: run {state['done']}/{runs}, {state['passed']} passed, "
+                         f"{rate:.1f} runs/s" + ("\n" if final else ""))
+        sys.stderr.flush()
+
+    def one(i: int) -> None:
+        if stop.is_set():
+            return
+        path = work / f"run{i}.db"
+        res = record_run(exe, argv, path, opts, stop)
+        with lock:
+            if stop.is_set() and state["failed"] is not None:
+                path.unlink(missing_ok=True)
+                return
+            state["done"] += 1
+            if res.failed and INTERRUPT.signal is None:
+                state["failed"] = (i, res)
+                stop.set()
+                os.replace(path, out)
+                res.path = out
+            elif res.failed:
+                stop.set()
+                path.unlink(missing_ok=True)
+            else:
+                state["passed"] += 1
+                os.replace(path, pass_path)
+                state["last_pass"] = pass_path
+            progress()
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(one, i) for i in range(runs)]
+            for f in futures:
+                f.result()
+    finally:
+        for p in work.glob("*"):
+            p.unlink(missing_ok=True)
+        work.rmdir()
+    progress(final=True)
+    if state["failed"] is not None:
+        i, res = state["failed"]
+        say(f"failure after {state['done']} run(s): {res.message or describe_status(res.returncode)}; "
+            f"trace saved to {out}" + (f", last passing run to {pass_path}" if state["last_pass"] else ""))
+        for line in res.report:
+            say("  " + line)
+        tail = (res.stdout_tail + res.stderr_tail).decode(errors="replace").strip().splitlines()[-5:]
+        for line in tail:
+            say("  | " + line)
+        return res.exit_status
+    if INTERRUPT.signal is not None:
+        say(f"interrupted after {state['done']} run(s), none failed")
+        return 130
+    say(f"no failure in {state['done']} run(s); the last passing trace is {pass_path}")
+    return 0
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="detrec",
+        description="Record a multithreaded program's synchronization order into a SQLite trace.",
+        epilog="detrec info TRACE prints what a trace holds. To record a program named 'info', "
+               "write `detrec -- info`.",
+    )
+    p.add_argument("-o", "--output", help="trace file (default: PROGRAM.det.db)")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="stop the program after S seconds, saving the trace and what blocked threads wait for")
+    p.add_argument("--until-fail", type=int, metavar="N",
+                   help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
+    p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
+    p.add_argument("--max-threads", type=int, default=4096, help="threads a run may create (default 4096)")
+    p.add_argument("program", help="the program to record")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    ns = p.parse_args(argv)
+    if ns.until_fail is not None and ns.until_fail < 1:
+        p.error("--until-fail needs a positive number of runs")
+    if ns.jobs < 1:
+        p.error("-j needs a positive number")
+    if ns.timeout is not None and ns.timeout <= 0:
+        p.error("--timeout needs a positive number of seconds")
+    if not 1 <= ns.max_threads <= 65535:
+        p.error("--max-threads must be between 1 and 65535")
+    return ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] == "info":
+            from .info import main as info_main
+
+            return info_main(argv[1:])
+        ns = parse_args(argv)
+        exe = resolve_program(ns.program)
+        prog_argv = [ns.program] + ns.args
+        out = Path(ns.output) if ns.output else default_output(ns.program)
+        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True)
+        INTERRUPT.install()
+        if ns.until_fail:
+            return until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+        res = record_run(exe, prog_argv, out, opts)
+        print_result(res, ns.quiet)
+        return res.exit_status
+    except DetError as e:
+        say(str(e))
+        return e.status
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

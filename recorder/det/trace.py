@@ -1,0 +1,294 @@
+"""Reading and writing det trace files (SQLite).
+
+Rules: standard library only (gdb's Python imports this module). Opening a
+trace validates it and turns every way a file can be wrong into a DetError
+whose message names what is wrong; no sqlite3 exception escapes a Trace
+method.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import events as ev
+from . import schema
+from .errors import DetError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+INCOMPLETE = ".incomplete"
+
+
+class TraceError(DetError):
+    """The file is not a trace this det can read."""
+
+
+@dataclass
+class Event:
+    seq: int
+    tid: int
+    idx: int
+    kind: int
+    obj: int
+    result: int
+    aux: int
+    site: int
+    ts: int
+
+    @property
+    def name(self) -> str:
+        k = ev.BY_NUMBER.get(self.kind)
+        return k.name.lower() if k else f"kind{self.kind}"
+
+
+EVENT_COLUMNS = "seq, tid, idx, kind, obj, result, aux, site, ts"
+
+
+def kind_name(kind: int) -> str:
+    k = ev.BY_NUMBER.get(kind)
+    return k.name.lower() if k else f"kind{kind}"
+
+
+def objkind_name(kind: int) -> str:
+    k = ev.OBJ_BY_NUMBER.get(kind)
+    return k.name.lower() if k else f"kind{kind}"
+
+
+class Trace:
+    """A validated, read-only trace."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.db = _open_validated(self.path)
+        self._meta: dict[str, Any] | None = None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Trace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def q(self, sql: str, args: tuple = ()) -> list[tuple]:
+        try:
+            return self.db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+
+    def q1(self, sql: str, args: tuple = ()) -> Any:
+        rows = self.q(sql, args)
+        return rows[0][0] if rows else None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        if self._meta is None:
+            m = {}
+            for k, v in self.q("SELECT key, value FROM meta"):
+                m[k] = json.loads(v) if k in JSON_META else v
+            self._meta = m
+        return self._meta
+
+    @property
+    def complete(self) -> bool:
+        return not self.path.name.endswith(INCOMPLETE) and self.outcome() is not None
+
+    def outcome(self) -> dict[str, Any] | None:
+        cur = self.db.execute("SELECT * FROM outcome LIMIT 1")
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cur.description], row))
+
+    def event_count(self) -> int:
+        o = self.outcome()
+        if o is not None:
+            return int(o["events"])
+        return int(self.q1("SELECT count(*) FROM events") or 0)
+
+    def threads(self) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM threads ORDER BY tid")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def events(self, where: str = "", args: tuple = (), order: str = "seq") -> Iterator[Event]:
+        sql = f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY {order}"
+        try:
+            for row in self.db.execute(sql, args):
+                yield Event(*row)
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+
+    def event(self, seq: int) -> Event | None:
+        rows = self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,))
+        return Event(*rows[0]) if rows else None
+
+    def objects(self) -> dict[int, tuple[int, int]]:
+        """obj -> (kind, address)"""
+        return {o: (k, a) for o, k, a in self.q("SELECT obj, kind, address FROM objects")}
+
+    def sites(self) -> dict[int, int]:
+        return dict(self.q("SELECT site, address FROM sites"))
+
+    def modules(self) -> list[tuple[str, int]]:
+        return [(p, b) for p, b in self.q("SELECT path, base FROM modules ORDER BY base")]
+
+    def blocked(self) -> list[tuple[int, int, int, int]]:
+        return self.q("SELECT tid, kind, obj, ra FROM blocked ORDER BY tid")
+
+    def kind_counts(self) -> list[tuple[int, int]]:
+        return self.q("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY 2 DESC")
+
+
+JSON_META = {"argv", "env"}
+
+
+def _open_validated(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise TraceError(f"{path}: no such trace")
+    if not path.is_file():
+        raise TraceError(f"{path}: not a file")
+    size = path.stat().st_size
+    if size == 0:
+        raise TraceError(f"{path}: empty file, not a det trace")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
+    if not head.startswith(SQLITE_MAGIC):
+        raise TraceError(f"{path}: not a det trace (not an SQLite database)")
+    if len(head) < 100:
+        raise TraceError(f"{path}: truncated ({size} bytes): not a complete det trace")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    wal = head[18] == 2
+    if not wal and page_size and pages and size < pages * page_size:
+        raise TraceError(
+            f"{path}: truncated: {size} bytes, its header says {pages * page_size}: the trace is damaged"
+        )
+    db = None
+    try:
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            app_id, version = _ids(db)
+        except sqlite3.OperationalError:
+            # A trace still being written (or left behind by a killed detrec)
+            # is in WAL mode, which a read-only connection cannot always open.
+            if db is not None:
+                db.close()
+            db = sqlite3.connect(path, check_same_thread=False)
+            app_id, version = _ids(db)
+        if app_id != schema.APPLICATION_ID:
+            raise TraceError(f"{path}: an SQLite database, but not a det trace")
+        if version != schema.FORMAT_VERSION:
+            newer = "a newer" if version > schema.FORMAT_VERSION else "an older"
+            raise TraceError(
+                f"{path}: trace format version {version}, made by {newer} det; "
+                f"this det reads version {schema.FORMAT_VERSION}"
+            )
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as e:
+        if db is not None:
+            db.close()
+        raise TraceError(f"{path}: the trace is damaged ({e})") from None
+    except TraceError:
+        if db is not None:
+            db.close()
+        raise
+    missing = [t for t in schema.REQUIRED_TABLES if t not in tables]
+    if missing:
+        db.close()
+        raise TraceError(f"{path}: the trace is damaged (no {', '.join(missing)} table)")
+    return db
+
+
+def _ids(db: sqlite3.Connection) -> tuple[int, int]:
+    return db.execute("PRAGMA application_id").fetchone()[0], db.execute("PRAGMA user_version").fetchone()[0]
+
+
+class TraceWriter:
+    """Creates NAME.incomplete (mode 0600), and renames it to NAME when done."""
+
+    def __init__(self, final_path: str | os.PathLike[str]) -> None:
+        self.final = Path(final_path)
+        self.path = self.final.with_name(self.final.name + INCOMPLETE)
+        for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm")):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise DetError(f"cannot replace {p}: {e.strerror}") from None
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except OSError as e:
+            raise DetError(f"cannot create {self.path}: {e.strerror}") from None
+        os.close(fd)
+        self.db = sqlite3.connect(self.path, check_same_thread=False)
+        self.db.executescript(
+            f"""PRAGMA application_id = {schema.APPLICATION_ID};
+            PRAGMA user_version = {schema.FORMAT_VERSION};
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = OFF;
+            {schema.SCHEMA}"""
+        )
+        # Keep the identity page in the main file, so even a trace whose
+        # writer was killed says what it is.
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO object_kinds VALUES (?,?,?)",
+                [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
+            )
+            self.db.executemany(
+                "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
+                [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description) for e in ev.EVENTS],
+            )
+
+    def set_meta(self, items: dict[str, Any]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?,?)",
+                [(k, json.dumps(v) if k in JSON_META else v) for k, v in items.items()],
+            )
+
+    def finish(
+        self,
+        outcome: dict[str, Any],
+        threads: list[dict[str, Any]],
+        modules: list[tuple[str, int]],
+        blocked: list[tuple[int, int, int, int]],
+    ) -> Path:
+        with self.db:
+            for t in threads:
+                self.db.execute(
+                    "INSERT INTO threads(tid, parent, ktid, create_seq, obj, events, end_state)"
+                    " VALUES (?,?,?,?,?,?,?) ON CONFLICT(tid) DO UPDATE SET"
+                    " events = excluded.events, end_state = excluded.end_state",
+                    (t["tid"], t["parent"], t["ktid"], t["create_seq"], t["obj"], t["events"], t["end_state"]),
+                )
+            self.db.executemany("INSERT INTO modules VALUES (?,?)", modules)
+            self.db.executemany("INSERT INTO blocked VALUES (?,?,?,?)", blocked)
+            cols = ", ".join(outcome)
+            self.db.execute(
+                f"INSERT INTO outcome({cols}) VALUES ({', '.join('?' * len(outcome))})", tuple(outcome.values())
+            )
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.db.execute("PRAGMA journal_mode = DELETE")
+        self.db.close()
+        os.replace(self.path, self.final)
+        return self.final
+
+    def abandon(self) -> None:
+        """Close, leaving NAME.incomplete readable."""
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass

@@ -1,0 +1,469 @@
+/*
+ * recorder/drain.c - libdetsup.so: move events from the threads' rings into
+ * the SQLite trace, in global order, while the program runs.
+ *
+ * Rules of this file:
+ *  - Rows are inserted in seq order (a k-way merge of the rings), so SQLite
+ *    appends and its pages stay full.
+ *  - An event may be emitted only when no thread can still publish a smaller
+ *    seq: the watermark below. When the program is dead, everything published
+ *    is emitted and events that were never published are simply absent.
+ *  - A ring is handed back to the pool only after its thread is gone from the
+ *    kernel and the ring is empty.
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define BATCH 64
+#define EV_COLS 9
+
+static int prepare(struct det_sup *s, const char *sql, sqlite3_stmt **st)
+{
+	if (!sql) {
+		*st = NULL;
+		return 0;
+	}
+	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+		return sup_fail(s, "cannot prepare \"%.60s\": %s", sql, sqlite3_errmsg(s->db));
+	return 0;
+}
+
+SUP_EXPORT int det_drain_open(struct det_sup *s, const char *db_path, const char *event_prefix,
+			      const char *event_row, const char *object_sql, const char *site_sql,
+			      const char *thread_sql, const char *data_sql)
+{
+	if (sqlite3_open_v2(db_path, &s->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+		return sup_fail(s, "cannot open %s: %s", db_path, sqlite3_errmsg(s->db));
+	sqlite3_busy_timeout(s->db, 10000);
+	sqlite3_exec(s->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL);
+
+	size_t plen = strlen(event_prefix), rlen = strlen(event_row);
+	char *sql = malloc(plen + BATCH * (rlen + 1) + 1);
+	if (!sql)
+		return sup_fail(s, "out of memory");
+	char *p = sql;
+	memcpy(p, event_prefix, plen);
+	p += plen;
+	for (int i = 0; i < BATCH; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, event_row, rlen);
+		p += rlen;
+	}
+	*p = 0;
+	int r = prepare(s, sql, &s->ev_batch);
+	free(sql);
+	if (r)
+		return r;
+	sql = malloc(plen + rlen + 1);
+	if (!sql)
+		return sup_fail(s, "out of memory");
+	memcpy(sql, event_prefix, plen);
+	memcpy(sql + plen, event_row, rlen + 1);
+	r = prepare(s, sql, &s->ev_one);
+	free(sql);
+	if (r || prepare(s, object_sql, &s->obj_stmt) || prepare(s, site_sql, &s->site_stmt) ||
+	    prepare(s, thread_sql, &s->thread_stmt) || prepare(s, data_sql, &s->data_stmt))
+		return -1;
+	s->tsc_start = __rdtsc();
+	s->mono_start = sup_mono_ns();
+	return 0;
+}
+
+SUP_EXPORT void det_drain_stop(struct det_sup *s, int dead)
+{
+	atomic_store(&s->dead, dead);
+	atomic_store(&s->stop, 1);
+	atomic_fetch_add(&s->hdr->drain_kick, 1);
+	syscall(SYS_futex, &s->hdr->drain_kick, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+SUP_EXPORT void det_drain_stats(struct det_sup *s, struct det_drain_stats *out)
+{
+	*out = s->stats;
+}
+
+/* TSC ticks -> ns since the runtime attached. Calibrated once, over at least
+ * 5 ms since the recording began. */
+static uint64_t ts_ns(struct det_sup *s, uint64_t tsc)
+{
+	if (s->tsc_per_ns == 0) {
+		uint64_t now = sup_mono_ns();
+		if (now - s->mono_start < 5000000) {
+			struct timespec d = {0, (long)(5000000 - (now - s->mono_start))};
+			nanosleep(&d, NULL);
+		}
+		uint64_t t = __rdtsc();
+		now = sup_mono_ns();
+		s->tsc_per_ns = (double)(t - s->tsc_start) / (double)(now - s->mono_start);
+		if (s->tsc_per_ns <= 0)
+			s->tsc_per_ns = 1;
+	}
+	uint64_t base = s->hdr->tsc0;
+	return tsc > base ? (uint64_t)((double)(tsc - base) / s->tsc_per_ns) : 0;
+}
+
+/* ra -> site number, in order of first appearance. */
+static int site_of(struct det_sup *s, uint64_t ra, int64_t *site)
+{
+	struct site_map *m = &s->sites;
+	if (!ra) {
+		*site = 0;
+		return 0;
+	}
+	if (m->used * 2 >= m->cap) {
+		uint64_t ncap = m->cap ? m->cap * 2 : 1024;
+		uint64_t *nk = calloc(ncap, sizeof(*nk));
+		uint32_t *ni = calloc(ncap, sizeof(*ni));
+		if (!nk || !ni) {
+			free(nk);
+			free(ni);
+			return sup_fail(s, "out of memory");
+		}
+		for (uint64_t i = 0; i < m->cap; i++) {
+			if (!m->keys[i])
+				continue;
+			uint64_t j = (m->keys[i] * 0x9E3779B97F4A7C15ull) & (ncap - 1);
+			while (nk[j])
+				j = (j + 1) & (ncap - 1);
+			nk[j] = m->keys[i];
+			ni[j] = m->ids[i];
+		}
+		free(m->keys);
+		free(m->ids);
+		m->keys = nk;
+		m->ids = ni;
+		m->cap = ncap;
+	}
+	uint64_t j = (ra * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
+	while (m->keys[j] && m->keys[j] != ra)
+		j = (j + 1) & (m->cap - 1);
+	if (m->keys[j]) {
+		*site = m->ids[j];
+		return 0;
+	}
+	m->keys[j] = ra;
+	m->ids[j] = (uint32_t)++m->used;
+	*site = m->ids[j];
+	s->stats.sites++;
+	sqlite3_bind_int64(s->site_stmt, 1, *site);
+	sqlite3_bind_int64(s->site_stmt, 2, (int64_t)ra);
+	if (sqlite3_step(s->site_stmt) != SQLITE_DONE)
+		return sup_fail(s, "cannot store a site: %s", sqlite3_errmsg(s->db));
+	sqlite3_reset(s->site_stmt);
+	return 0;
+}
+
+struct row {
+	int64_t v[EV_COLS];
+};
+
+static int flush_rows(struct det_sup *s, struct row *rows, int n)
+{
+	int done = 0;
+	while (n - done >= BATCH) {
+		for (int i = 0; i < BATCH; i++)
+			for (int c = 0; c < EV_COLS; c++)
+				sqlite3_bind_int64(s->ev_batch, i * EV_COLS + c + 1, rows[done + i].v[c]);
+		if (sqlite3_step(s->ev_batch) != SQLITE_DONE)
+			return sup_fail(s, "cannot store events: %s", sqlite3_errmsg(s->db));
+		sqlite3_reset(s->ev_batch);
+		done += BATCH;
+	}
+	for (; done < n; done++) {
+		for (int c = 0; c < EV_COLS; c++)
+			sqlite3_bind_int64(s->ev_one, c + 1, rows[done].v[c]);
+		if (sqlite3_step(s->ev_one) != SQLITE_DONE)
+			return sup_fail(s, "cannot store an event: %s", sqlite3_errmsg(s->db));
+		sqlite3_reset(s->ev_one);
+	}
+	return 0;
+}
+
+/* A thread's unread part of its ring. */
+struct cursor {
+	uint32_t num;
+	struct det_slot *slot;
+	struct det_rec *ring;
+	uint64_t pos, end; /* absolute entry counters */
+	uint64_t ev;       /* position of the next event entry */
+	uint64_t seq;      /* its seq */
+};
+
+static inline struct det_rec *at(struct det_sup *s, struct cursor *c, uint64_t pos)
+{
+	return &c->ring[pos % s->hdr->ring_entries];
+}
+
+/* Find the next event entry at or after c->pos; 0 if none is published. */
+static int cursor_next(struct det_sup *s, struct cursor *c)
+{
+	uint64_t p = c->pos;
+	while (p < c->end && at(s, c, p)->kind >= DET_KIND_LIMIT)
+		p++;
+	if (p >= c->end)
+		return 0;
+	c->ev = p;
+	c->seq = at(s, c, p)->seq;
+	return 1;
+}
+
+static void heap_push(struct cursor **h, int *n, struct cursor *c)
+{
+	int i = (*n)++;
+	while (i > 0) {
+		int parent = (i - 1) / 2;
+		if (h[parent]->seq <= c->seq)
+			break;
+		h[i] = h[parent];
+		i = parent;
+	}
+	h[i] = c;
+}
+
+static struct cursor *heap_pop(struct cursor **h, int *n)
+{
+	struct cursor *top = h[0], *last = h[--(*n)];
+	int i = 0;
+	for (;;) {
+		int l = 2 * i + 1, r = l + 1, m = i;
+		uint64_t ms = last->seq;
+		if (l < *n && h[l]->seq < ms) {
+			m = l;
+			ms = h[l]->seq;
+		}
+		if (r < *n && h[r]->seq < ms)
+			m = r;
+		if (m == i)
+			break;
+		h[i] = h[m];
+		i = m;
+	}
+	if (*n)
+		h[i] = last;
+	return top;
+}
+
+static int emit_object(struct det_sup *s, struct det_rec *r, uint64_t first_seq)
+{
+	s->stats.objects++;
+	sqlite3_bind_int64(s->obj_stmt, 1, r->obj);
+	sqlite3_bind_int64(s->obj_stmt, 2, r->aux);
+	sqlite3_bind_int64(s->obj_stmt, 3, (int64_t)r->ra);
+	sqlite3_bind_int64(s->obj_stmt, 4, (int64_t)first_seq);
+	if (sqlite3_step(s->obj_stmt) != SQLITE_DONE)
+		return sup_fail(s, "cannot store an object: %s", sqlite3_errmsg(s->db));
+	sqlite3_reset(s->obj_stmt);
+	return 0;
+}
+
+/* Copy an event's payload (the entries after it) into the data table. */
+static int emit_payload(struct det_sup *s, struct cursor *c, struct det_rec *r)
+{
+	uint64_t n = (r->len + sizeof(struct det_rec) - 1) / sizeof(struct det_rec);
+	if (!s->data_stmt)
+		return (int)n;
+	if (s->payload_cap < n * sizeof(struct det_rec)) {
+		free(s->payload);
+		s->payload_cap = n * sizeof(struct det_rec);
+		s->payload = malloc(s->payload_cap);
+		if (!s->payload)
+			return sup_fail(s, "out of memory");
+	}
+	for (uint64_t i = 0; i < n; i++)
+		memcpy(s->payload + i * sizeof(struct det_rec), at(s, c, c->ev + 1 + i), sizeof(struct det_rec));
+	sqlite3_bind_int64(s->data_stmt, 1, (int64_t)r->seq);
+	sqlite3_bind_blob(s->data_stmt, 2, s->payload, (int)r->len, SQLITE_STATIC);
+	if (sqlite3_step(s->data_stmt) != SQLITE_DONE)
+		return sup_fail(s, "cannot store input data: %s", sqlite3_errmsg(s->db));
+	sqlite3_reset(s->data_stmt);
+	s->stats.payload_bytes += r->len;
+	return (int)n;
+}
+
+static int emit_thread(struct det_sup *s, struct det_slot *sl)
+{
+	sqlite3_bind_int64(s->thread_stmt, 1, sl->num);
+	sqlite3_bind_int64(s->thread_stmt, 2, sl->num ? (int64_t)sl->parent : -1);
+	sqlite3_bind_int64(s->thread_stmt, 3, sl->ktid);
+	sqlite3_bind_int64(s->thread_stmt, 4, sl->num ? (int64_t)sl->create_seq : -1);
+	sqlite3_bind_int64(s->thread_stmt, 5, sl->obj);
+	if (sqlite3_step(s->thread_stmt) != SQLITE_DONE)
+		return sup_fail(s, "cannot store a thread: %s", sqlite3_errmsg(s->db));
+	sqlite3_reset(s->thread_stmt);
+	return 0;
+}
+
+static void release_rings(struct det_sup *s, uint32_t nthreads)
+{
+	struct det_shm_header *h = s->hdr;
+	pid_t pid = (pid_t)atomic_load(&h->attached);
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(h, i);
+		if (!sl->ring || atomic_load(&sl->state) != DET_TS_EXITING)
+			continue;
+		if (syscall(SYS_tgkill, pid, sl->ktid, 0) == 0 || errno != ESRCH)
+			continue; /* the kernel thread may still run destructors */
+		if (atomic_load(&sl->head) != atomic_load(&sl->tail))
+			continue; /* drain it first */
+		uint32_t ring = sl->ring - 1;
+		sl->ring = 0;
+		atomic_store(&sl->state, DET_TS_FREE);
+		atomic_store(det_shm_ring_owner(h, ring), 0);
+	}
+}
+
+/* One pass: emit every event below the watermark. */
+static int drain_pass(struct det_sup *s, int final)
+{
+	struct det_shm_header *h = s->hdr;
+	uint64_t clock = atomic_load(&h->clock);
+	uint64_t watermark = final ? UINT64_MAX : (clock & DET_SEQ_MASK);
+	uint32_t nthreads = (uint32_t)(clock >> DET_SEQ_BITS);
+	if (nthreads > h->max_threads)
+		nthreads = h->max_threads;
+	if (nthreads == 0)
+		return 0;
+
+	struct cursor *cur = calloc(nthreads, sizeof(*cur));
+	struct cursor **heap = calloc(nthreads, sizeof(*heap));
+	struct row *rows = malloc(sizeof(*rows) * 1024);
+	int nheap = 0, nrows = 0, ret = 0, began = 0;
+	if (!cur || !heap || !rows) {
+		ret = sup_fail(s, "out of memory");
+		goto out;
+	}
+	/* Read each thread's busy flag before its head; see recorder/runtime.c
+	 * take_seq() for why this bounds every seq still to be published. */
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(h, i);
+		struct cursor *c = &cur[i];
+		c->num = i;
+		c->slot = sl;
+		uint32_t ring = sl->ring;
+		if (!ring)
+			continue;
+		uint32_t busy = atomic_load_explicit(&sl->busy, memory_order_acquire);
+		uint64_t last = atomic_load_explicit(&sl->last_seq, memory_order_acquire);
+		c->end = atomic_load_explicit(&sl->head, memory_order_acquire);
+		c->pos = atomic_load_explicit(&sl->tail, memory_order_relaxed);
+		c->ring = det_shm_ring(h, ring - 1);
+		if (busy && !final && last < watermark)
+			watermark = last;
+		if (cursor_next(s, c))
+			heap_push(heap, &nheap, c);
+	}
+	while (nheap && heap[0]->seq < watermark) {
+		struct cursor *c = heap_pop(heap, &nheap);
+		if (!began) {
+			if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+				ret = sup_fail(s, "cannot write the trace: %s", sqlite3_errmsg(s->db));
+				goto out;
+			}
+			began = 1;
+		}
+		struct det_rec *r = at(s, c, c->ev);
+		for (uint64_t p = c->pos; p < c->ev; p++)
+			if (at(s, c, p)->kind == DET_REC_OBJECT && (ret = emit_object(s, at(s, c, p), r->seq)))
+				goto out;
+		int64_t site = 0;
+		if ((ret = site_of(s, r->ra, &site)))
+			goto out;
+		if (s->thread_idx[c->num] == 0 && (ret = emit_thread(s, c->slot)))
+			goto out;
+		struct row *row = &rows[nrows++];
+		row->v[0] = (int64_t)r->seq;
+		row->v[1] = c->num;
+		row->v[2] = (int64_t)s->thread_idx[c->num]++;
+		row->v[3] = r->kind;
+		row->v[4] = r->obj;
+		row->v[5] = r->result;
+		row->v[6] = r->aux;
+		row->v[7] = site;
+		row->v[8] = (int64_t)ts_ns(s, r->ts);
+		s->stats.events++;
+		uint64_t skip = 0;
+		if (r->len) {
+			/* the payload must follow its event row */
+			if ((ret = flush_rows(s, rows, nrows)))
+				goto out;
+			nrows = 0;
+			int n = emit_payload(s, c, r);
+			if (n < 0) {
+				ret = n;
+				goto out;
+			}
+			skip = (uint64_t)n;
+		}
+		c->pos = c->ev + 1 + skip;
+		if (nrows == 1024) {
+			if ((ret = flush_rows(s, rows, nrows)))
+				goto out;
+			nrows = 0;
+		}
+		if (cursor_next(s, c))
+			heap_push(heap, &nheap, c);
+	}
+	if (final) {
+		/* Objects declared by an event that never got published. */
+		for (uint32_t i = 0; i < nthreads; i++) {
+			struct cursor *c = &cur[i];
+			if (!c->ring)
+				continue;
+			for (; c->pos < c->end; c->pos++)
+				if (at(s, c, c->pos)->kind == DET_REC_OBJECT) {
+					if (!began && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+						began = 1;
+					if ((ret = emit_object(s, at(s, c, c->pos), 0)))
+						goto out;
+				}
+		}
+	}
+	if ((ret = flush_rows(s, rows, nrows)))
+		goto out;
+out:
+	if (began && sqlite3_exec(s->db, ret ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) != SQLITE_OK && !ret)
+		ret = sup_fail(s, "cannot commit to the trace: %s", sqlite3_errmsg(s->db));
+	/* Hand space back to the threads, and wake any that wait for it. */
+	if (cur && !ret) {
+		for (uint32_t i = 0; i < nthreads; i++) {
+			struct cursor *c = &cur[i];
+			if (!c->ring)
+				continue;
+			atomic_store_explicit(&c->slot->tail, c->pos, memory_order_release);
+			if (atomic_load(&c->slot->waiting) && atomic_exchange(&c->slot->waiting, 0))
+				syscall(SYS_futex, &c->slot->waiting, FUTEX_WAKE, 1, NULL, NULL, 0);
+		}
+		release_rings(s, nthreads);
+	}
+	s->stats.threads = nthreads;
+	s->stats.passes++;
+	free(cur);
+	free(heap);
+	free(rows);
+	return ret;
+}
+
+SUP_EXPORT int det_drain_run(struct det_sup *s)
+{
+	for (;;) {
+		uint32_t kick = atomic_load(&s->hdr->drain_kick);
+		int stop = atomic_load(&s->stop);
+		int final = stop && atomic_load(&s->dead);
+		if (drain_pass(s, final) < 0)
+			return -1;
+		if (stop)
+			return final ? 0 : drain_pass(s, 1);
+		struct timespec ts = {0, 2 * 1000 * 1000};
+		syscall(SYS_futex, &s->hdr->drain_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
+	}
+}

@@ -1,0 +1,1056 @@
+/*
+ * recorder/interpose.c - the pthread and stdio functions libdet.so replaces.
+ *
+ * Rules of this file:
+ *  - One wrapper per libc entry point, with libc's exact signature; each
+ *    passes straight through when det_enter() says the runtime is off.
+ *  - Wrappers say what an operation is (its event kind, object, whether it
+ *    releases or acquires) and leave the mode to runtime.h's begin/end pairs.
+ *  - Replay never blocks inside libc on an ordered object: at its turn an
+ *    acquisition must succeed with the non-blocking variant (the recorded
+ *    order guarantees it), and waits that only exist to be woken (condition
+ *    variables, barriers) are emulated by the turn itself, as POSIX allows
+ *    spurious wake-ups.
+ *  - Results that say an operation failed (EBUSY, ETIMEDOUT, ...) are part of
+ *    the event; replay returns them without performing the operation.
+ */
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ */
+/* threads */
+
+static void det_exit_event(struct det_thread *t, uint64_t ra)
+{
+	struct det_op op = {.id = t->slot->obj};
+	det_release_begin(&op, t, DET_EV_THREAD_EXIT, NULL, DET_OBJ_THREAD, ra);
+	det_release_end(&op, 0);
+	det_thread_exit(t);
+}
+
+static void *det_thread_main(void *arg)
+{
+	uint32_t num = (uint32_t)(uintptr_t)arg;
+	struct det_slot *s = det_shm_slot(det_hdr, num);
+	void *(*fn)(void *) = (void *(*)(void *))(uintptr_t)s->start_routine;
+	void *fn_arg = (void *)(uintptr_t)s->start_arg;
+	struct det_thread *t = &det_tls;
+
+	det_thread_attach(t, num);
+	t->depth = 1;
+	struct det_op op = {.id = s->obj};
+	det_acquire_begin(&op, t, DET_EV_THREAD_START, NULL, DET_OBJ_THREAD, (uint64_t)(uintptr_t)fn);
+	det_acquire_end(&op, 0);
+	det_leave(t);
+
+	void *ret = fn(fn_arg);
+
+	if (det_enter() == t) {
+		det_exit_event(t, (uint64_t)(uintptr_t)fn);
+		det_leave(t);
+	}
+	return ret;
+}
+
+EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_create(th, attr, fn, arg);
+	struct det_op op = {.t = t, .kind = DET_EV_THREAD_CREATE, .ra = DET_RA()};
+	uint32_t child;
+	if (det_replaying()) {
+		op.id = UINT32_MAX; /* the event makes its object */
+		op.rec = det_replay_begin(&op, NULL, DET_OBJ_THREAD);
+		if (op.rec->result) { /* creation failed in the recording */
+			int r = (int)op.rec->result;
+			det_replay_end(&op, r);
+			det_leave(t);
+			return r;
+		}
+		child = op.rec->aux;
+	} else {
+		child = det_rec_new_thread(&op);
+		if (child >= det_hdr->max_threads)
+			det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)",
+				  child, det_hdr->max_threads);
+	}
+	struct det_slot *cs = det_shm_slot(det_hdr, child);
+	cs->parent = t->num;
+	cs->create_seq = op.seq;
+	cs->start_routine = (uint64_t)(uintptr_t)fn;
+	cs->start_arg = (uint64_t)(uintptr_t)arg;
+	cs->obj = op.obj;
+	atomic_store(&cs->state, DET_TS_STARTING);
+	int r = real.pthread_create(th, attr, det_thread_main, (void *)(uintptr_t)child);
+	if (det_replaying()) {
+		if (r == 0)
+			det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD);
+	} else {
+		det_rec_thread_created(&op, r == 0 ? (uint64_t)*th : 0);
+	}
+	op.aux = child;
+	det_release_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
+/* Joins: replay performs a join only when the recording's succeeded, and by
+ * then the thread has done its exit event, so the real join returns soon. */
+static int det_join(struct det_thread *t, uint16_t kind, pthread_t th, void **ret, int (*attempt)(void *),
+		    void *ctx, uint64_t ra)
+{
+	struct det_op op = {0};
+	int r;
+	if (det_acquire_begin(&op, t, kind, (void *)th, DET_OBJ_THREAD, ra)) {
+		r = (int)op.rec->result;
+	} else if (det_replaying()) {
+		r = real.pthread_join(th, ret);
+	} else {
+		det_block(&op);
+		r = attempt(ctx);
+		det_unblock(&op);
+	}
+	det_acquire_end(&op, r);
+	if (r == 0)
+		det_obj_forget((void *)th);
+	det_leave(t);
+	return r;
+}
+
+struct join_args {
+	pthread_t th;
+	void **ret;
+	clockid_t clock;
+	const struct timespec *abstime;
+};
+
+static int join_plain(void *p)
+{
+	struct join_args *a = p;
+	return real.pthread_join(a->th, a->ret);
+}
+
+static int join_try(void *p)
+{
+	struct join_args *a = p;
+	return real.pthread_tryjoin_np(a->th, a->ret);
+}
+
+static int join_timed(void *p)
+{
+	struct join_args *a = p;
+	return real.pthread_timedjoin_np(a->th, a->ret, a->abstime);
+}
+
+static int join_clock(void *p)
+{
+	struct join_args *a = p;
+	return real.pthread_clockjoin_np(a->th, a->ret, a->clock, a->abstime);
+}
+
+EXPORT int pthread_join(pthread_t th, void **ret)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_join(th, ret);
+	struct join_args a = {th, ret, 0, NULL};
+	return det_join(t, DET_EV_THREAD_JOIN, th, ret, join_plain, &a, DET_RA());
+}
+
+EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_tryjoin_np(th, ret);
+	struct join_args a = {th, ret, 0, NULL};
+	return det_join(t, DET_EV_THREAD_TRYJOIN, th, ret, join_try, &a, DET_RA());
+}
+
+EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_timedjoin_np(th, ret, abstime);
+	struct join_args a = {th, ret, 0, abstime};
+	return det_join(t, DET_EV_THREAD_TIMEDJOIN, th, ret, join_timed, &a, DET_RA());
+}
+
+EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock, const struct timespec *abstime)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_clockjoin_np(th, ret, clock, abstime);
+	struct join_args a = {th, ret, clock, abstime};
+	return det_join(t, DET_EV_THREAD_TIMEDJOIN, th, ret, join_clock, &a, DET_RA());
+}
+
+EXPORT int pthread_detach(pthread_t th)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_detach(th);
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_THREAD_DETACH, (void *)th, DET_OBJ_THREAD, DET_RA());
+	int r = real.pthread_detach(th);
+	det_release_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
+EXPORT void pthread_exit(void *ret)
+{
+	struct det_thread *t = det_enter();
+	if (t) {
+		if (!t->exited)
+			det_exit_event(t, DET_RA());
+		det_leave(t);
+	}
+	real.pthread_exit(ret);
+	__builtin_unreachable();
+}
+
+/* ------------------------------------------------------------------ */
+/* lock-like acquisitions and releases */
+
+/*
+ * Acquire an ordered lock. Record tries first, so that only a contended call
+ * is marked as blocked (what a deadlock report shows). Replay takes the lock
+ * with try_call at its turn.
+ */
+#define DET_LOCK_LIKE(kind, objkind, obj, try_call, block_call)                    \
+	do {                                                                      \
+		struct det_thread *t = det_enter();                               \
+		if (!t)                                                           \
+			return block_call;                                        \
+		struct det_op op = {0};                                           \
+		int r;                                                            \
+		if (det_acquire_begin(&op, t, kind, obj, objkind, DET_RA())) {    \
+			r = (int)op.rec->result;                                  \
+		} else if ((r = try_call) == EBUSY && !det_replaying()) {         \
+			det_block(&op);                                           \
+			r = block_call;                                           \
+			det_unblock(&op);                                         \
+		}                                                                 \
+		det_acquire_end(&op, r);                                          \
+		det_leave(t);                                                     \
+		return r;                                                         \
+	} while (0)
+
+#define DET_RELEASE_LIKE(kind, objkind, obj, call)                                  \
+	do {                                                                      \
+		struct det_thread *t = det_enter();                               \
+		if (!t)                                                           \
+			return call;                                              \
+		struct det_op op = {0};                                           \
+		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
+		int r = call;                                                     \
+		det_release_end(&op, r);                                          \
+		det_leave(t);                                                     \
+		return r;                                                         \
+	} while (0)
+
+/* Destroying a known object is an event; an unknown one never took part. */
+#define DET_DESTROY(kind, objkind, obj, call)                                       \
+	do {                                                                      \
+		struct det_thread *t = det_enter();                               \
+		if (!t)                                                           \
+			return call;                                              \
+		if (!det_obj_find(obj)) {                                         \
+			det_leave(t);                                             \
+			return call;                                              \
+		}                                                                 \
+		struct det_op op = {0};                                           \
+		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
+		int r = call;                                                     \
+		det_release_end(&op, r);                                          \
+		det_obj_forget(obj);                                              \
+		det_leave(t);                                                     \
+		return r;                                                         \
+	} while (0)
+
+/* (Re-)initialising memory makes a new object, whatever was there before. */
+#define DET_INIT(obj, call)                                                         \
+	do {                                                                      \
+		if (det_mode)                                                     \
+			det_obj_forget(obj);                                      \
+		return call;                                                      \
+	} while (0)
+
+EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
+{
+	det_init();
+	DET_INIT(m, real.pthread_mutex_init(m, a));
+}
+
+EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
+{
+	DET_DESTROY(DET_EV_MUTEX_DESTROY, DET_OBJ_MUTEX, m, real.pthread_mutex_destroy(m));
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	DET_LOCK_LIKE(DET_EV_MUTEX_LOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
+		      real.pthread_mutex_lock(m));
+}
+
+EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_mutex_trylock(m);
+	struct det_op op = {0};
+	int r;
+	if (det_acquire_begin(&op, t, DET_EV_MUTEX_TRYLOCK, m, DET_OBJ_MUTEX, DET_RA()))
+		r = (int)op.rec->result;
+	else
+		r = real.pthread_mutex_trylock(m);
+	det_acquire_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
+EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+{
+	DET_LOCK_LIKE(DET_EV_MUTEX_TIMEDLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
+		      real.pthread_mutex_timedlock(m, abstime));
+}
+
+EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	DET_LOCK_LIKE(DET_EV_MUTEX_CLOCKLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
+		      real.pthread_mutex_clocklock(m, clock, abstime));
+}
+
+EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	DET_RELEASE_LIKE(DET_EV_MUTEX_UNLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_unlock(m));
+}
+
+/* ------------------------------------------------------------------ */
+/* condition variables */
+
+enum cond_how { COND_PLAIN, COND_TIMED, COND_CLOCK };
+
+static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c, pthread_mutex_t *m,
+			 enum cond_how how, clockid_t clock, const struct timespec *abstime, uint64_t ra)
+{
+	struct det_op wait = {.aux_addr = m, .auxkind = DET_OBJ_MUTEX};
+	struct det_op wake = {.aux_addr = m, .auxkind = DET_OBJ_MUTEX};
+	int r;
+
+	det_release_begin(&wait, t, kind, c, DET_OBJ_COND, ra);
+	if (det_replaying()) {
+		/* The wait releases the mutex; the turn of the wake-up event is
+		 * the recorded moment the wait returned. */
+		det_release_end(&wait, real.pthread_mutex_unlock(m));
+		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+		r = (int)wake.rec->result;
+		if (real.pthread_mutex_trylock(m) != 0)
+			det_diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
+				    "the mutex of a condition wait was not free at its recorded turn");
+		det_acquire_end(&wake, r);
+		return r;
+	}
+	/* Publish the wait before blocking in it. */
+	det_release_end(&wait, 0);
+	det_block(&wait);
+	switch (how) {
+	case COND_PLAIN:
+		r = real.pthread_cond_wait(c, m);
+		break;
+	case COND_TIMED:
+		r = real.pthread_cond_timedwait(c, m, abstime);
+		break;
+	default:
+		r = real.pthread_cond_clockwait(c, m, clock, abstime);
+		break;
+	}
+	det_unblock(&wait);
+	det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+	det_acquire_end(&wake, r);
+	return r;
+}
+
+EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
+{
+	det_init();
+	DET_INIT(c, real.pthread_cond_init(c, a));
+}
+
+EXPORT int pthread_cond_destroy(pthread_cond_t *c)
+{
+	DET_DESTROY(DET_EV_COND_DESTROY, DET_OBJ_COND, c, real.pthread_cond_destroy(c));
+}
+
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_cond_wait(c, m);
+	int r = det_cond_wait(t, DET_EV_COND_WAIT, c, m, COND_PLAIN, 0, NULL, DET_RA());
+	det_leave(t);
+	return r;
+}
+
+EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_cond_timedwait(c, m, abstime);
+	int r = det_cond_wait(t, DET_EV_COND_TIMEDWAIT, c, m, COND_TIMED, 0, abstime, DET_RA());
+	det_leave(t);
+	return r;
+}
+
+EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+				  const struct timespec *abstime)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_cond_clockwait(c, m, clock, abstime);
+	int r = det_cond_wait(t, DET_EV_COND_CLOCKWAIT, c, m, COND_CLOCK, clock, abstime, DET_RA());
+	det_leave(t);
+	return r;
+}
+
+/* Replay still signals: a waiter outside det's control (a thread not
+ * created through pthread_create) must not sleep for ever. */
+EXPORT int pthread_cond_signal(pthread_cond_t *c)
+{
+	DET_RELEASE_LIKE(DET_EV_COND_SIGNAL, DET_OBJ_COND, c, real.pthread_cond_signal(c));
+}
+
+EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+{
+	DET_RELEASE_LIKE(DET_EV_COND_BROADCAST, DET_OBJ_COND, c, real.pthread_cond_broadcast(c));
+}
+
+/* ------------------------------------------------------------------ */
+/* rwlocks */
+
+EXPORT int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
+{
+	det_init();
+	DET_INIT(l, real.pthread_rwlock_init(l, a));
+}
+
+EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *l)
+{
+	DET_DESTROY(DET_EV_RWLOCK_DESTROY, DET_OBJ_RWLOCK, l, real.pthread_rwlock_destroy(l));
+}
+
+EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_RDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+		      real.pthread_rwlock_rdlock(l));
+}
+
+EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+		      EBUSY);
+}
+
+EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+		      real.pthread_rwlock_timedrdlock(l, abstime));
+}
+
+EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+		      real.pthread_rwlock_clockrdlock(l, clock, abstime));
+}
+
+EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_WRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
+		      real.pthread_rwlock_wrlock(l));
+}
+
+EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
+		      EBUSY);
+}
+
+EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
+		      real.pthread_rwlock_timedwrlock(l, abstime));
+}
+
+EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
+		      real.pthread_rwlock_clockwrlock(l, clock, abstime));
+}
+
+EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+	DET_RELEASE_LIKE(DET_EV_RWLOCK_UNLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_unlock(l));
+}
+
+/* ------------------------------------------------------------------ */
+/* barriers: arrival and departure are separate events; replay emulates the
+ * wait, since every arrival of a round precedes its departures */
+
+EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a, unsigned count)
+{
+	det_init();
+	DET_INIT(b, real.pthread_barrier_init(b, a, count));
+}
+
+EXPORT int pthread_barrier_destroy(pthread_barrier_t *b)
+{
+	DET_DESTROY(DET_EV_BARRIER_DESTROY, DET_OBJ_BARRIER, b, real.pthread_barrier_destroy(b));
+}
+
+EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_barrier_wait(b);
+	uint64_t ra = DET_RA();
+	struct det_op arrive = {0}, depart = {0};
+	int r = 0;
+	det_release_begin(&arrive, t, DET_EV_BARRIER_ARRIVE, b, DET_OBJ_BARRIER, ra);
+	det_release_end(&arrive, 0);
+	if (!det_replaying()) {
+		det_block(&arrive);
+		r = real.pthread_barrier_wait(b);
+		det_unblock(&arrive);
+	}
+	if (det_acquire_begin(&depart, t, DET_EV_BARRIER_DEPART, b, DET_OBJ_BARRIER, ra))
+		r = (int)depart.rec->result;
+	det_acquire_end(&depart, r);
+	det_leave(t);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* semaphores: results are 0 or -errno */
+
+#define DET_SEM_WAIT(kind, s, try_call, block_call)                                 \
+	do {                                                                      \
+		struct det_thread *t = det_enter();                               \
+		if (!t)                                                           \
+			return block_call;                                        \
+		struct det_op op = {0};                                           \
+		int r;                                                            \
+		if (det_acquire_begin(&op, t, kind, s, DET_OBJ_SEM, DET_RA())) {  \
+			r = -1;                                                   \
+			errno = (int)-op.rec->result;                             \
+		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying()) { \
+			det_block(&op);                                           \
+			r = block_call;                                           \
+			det_unblock(&op);                                         \
+		}                                                                 \
+		int saved = errno;                                                \
+		det_acquire_end(&op, r ? -saved : 0);                             \
+		det_leave(t);                                                     \
+		errno = saved;                                                    \
+		return r;                                                         \
+	} while (0)
+
+EXPORT int sem_init(sem_t *s, int pshared, unsigned value)
+{
+	det_init();
+	DET_INIT(s, real.sem_init(s, pshared, value));
+}
+
+EXPORT int sem_destroy(sem_t *s)
+{
+	DET_DESTROY(DET_EV_SEM_DESTROY, DET_OBJ_SEM, s, real.sem_destroy(s));
+}
+
+EXPORT int sem_wait(sem_t *s)
+{
+	DET_SEM_WAIT(DET_EV_SEM_WAIT, s, real.sem_trywait(s), real.sem_wait(s));
+}
+
+EXPORT int sem_trywait(sem_t *s)
+{
+	DET_SEM_WAIT(DET_EV_SEM_TRYWAIT, s, real.sem_trywait(s), -1);
+}
+
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+	DET_SEM_WAIT(DET_EV_SEM_TIMEDWAIT, s, real.sem_trywait(s), real.sem_timedwait(s, abstime));
+}
+
+EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
+{
+	DET_SEM_WAIT(DET_EV_SEM_CLOCKWAIT, s, real.sem_trywait(s), real.sem_clockwait(s, clock, abstime));
+}
+
+EXPORT int sem_post(sem_t *s)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.sem_post(s);
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_SEM_POST, s, DET_OBJ_SEM, DET_RA());
+	int r = real.sem_post(s);
+	int saved = errno;
+	det_release_end(&op, r ? -saved : 0);
+	det_leave(t);
+	errno = saved;
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* spinlocks */
+
+EXPORT int pthread_spin_init(pthread_spinlock_t *l, int pshared)
+{
+	det_init();
+	DET_INIT((void *)l, real.pthread_spin_init(l, pshared));
+}
+
+EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
+{
+	DET_DESTROY(DET_EV_SPIN_DESTROY, DET_OBJ_SPIN, (void *)l, real.pthread_spin_destroy(l));
+}
+
+EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+	DET_LOCK_LIKE(DET_EV_SPIN_LOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l),
+		      real.pthread_spin_lock(l));
+}
+
+EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+	DET_LOCK_LIKE(DET_EV_SPIN_TRYLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l), EBUSY);
+}
+
+EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+{
+	DET_RELEASE_LIKE(DET_EV_SPIN_UNLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_unlock(l));
+}
+
+/* ------------------------------------------------------------------ */
+/* pthread_once: the event of the thread that ran the init routine is taken
+ * as the routine returns, before any other caller can return; replay runs
+ * the routine in the thread that ran it in the recording. */
+
+static __thread void (*once_routine)(void) __attribute__((tls_model("initial-exec")));
+static __thread pthread_once_t *once_control __attribute__((tls_model("initial-exec")));
+static __thread uint64_t once_ra __attribute__((tls_model("initial-exec")));
+
+static void once_event(struct det_thread *t, pthread_once_t *o, int ran, uint64_t ra)
+{
+	struct det_op op = {0};
+	det_acquire_begin(&op, t, DET_EV_ONCE, o, DET_OBJ_ONCE, ra);
+	det_acquire_end(&op, ran);
+}
+
+static void once_trampoline(void)
+{
+	struct det_thread *t = &det_tls;
+	once_routine();
+	t->once_ran = 1;
+	t->depth = 1;
+	once_event(t, once_control, 1, once_ra);
+	t->depth = 0;
+}
+
+static void once_nothing(void)
+{
+}
+
+EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pthread_once(o, fn);
+	uint64_t ra = DET_RA();
+	if (det_replaying()) {
+		int ran = t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_ONCE &&
+			  t->sched[t->idx].result == 1;
+		if (ran) {
+			det_leave(t);
+			fn();
+			t->depth = 1;
+			real.pthread_once(o, once_nothing);
+		}
+		once_event(t, o, ran, ra);
+		det_leave(t);
+		return 0;
+	}
+	void (*saved_routine)(void) = once_routine;
+	pthread_once_t *saved_control = once_control;
+	uint64_t saved_ra = once_ra;
+	uint32_t saved_ran = t->once_ran;
+	once_routine = fn;
+	once_control = o;
+	once_ra = ra;
+	t->once_ran = 0;
+	det_leave(t);
+	int r = real.pthread_once(o, once_trampoline);
+	t->depth = 1;
+	if (!t->once_ran)
+		once_event(t, o, 0, ra);
+	once_routine = saved_routine;
+	once_control = saved_control;
+	once_ra = saved_ra;
+	t->once_ran = saved_ran;
+	det_leave(t);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* stdio output: each call is an event on its FILE, so threads that print
+ * without their own locking produce the same output in replay. Record takes
+ * the FILE's lock around the call and its place in the order before
+ * releasing it. */
+
+static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
+{
+	if (!det_replaying() && f)
+		real.flockfile(f);
+	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
+}
+
+static int stdio_end(struct det_op *op, FILE *f, int r)
+{
+	if (det_replaying()) {
+		det_acquire_end(op, op->rec->result);
+	} else {
+		det_acquire_end(op, r);
+		if (f)
+			real.funlockfile(f);
+	}
+	det_leave(op->t);
+	return r;
+}
+
+#define DET_STDIO(f, call)                                                          \
+	do {                                                                      \
+		struct det_thread *t = det_enter();                               \
+		if (!t)                                                           \
+			return call;                                              \
+		struct det_op op = {0};                                           \
+		stdio_begin(&op, t, f, DET_RA());                                 \
+		return stdio_end(&op, f, call);                                   \
+	} while (0)
+
+EXPORT int vprintf(const char *fmt, va_list ap)
+{
+	DET_STDIO(stdout, real.vprintf(fmt, ap));
+}
+
+EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+	DET_STDIO(f, real.vfprintf(f, fmt, ap));
+}
+
+EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
+{
+	DET_STDIO(stdout, real.__vprintf_chk(flag, fmt, ap));
+}
+
+EXPORT int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+{
+	DET_STDIO(f, real.__vfprintf_chk(f, flag, fmt, ap));
+}
+
+/* The variadic entry points must compute their return address themselves. */
+#define DET_STDIO_VA(f, vcall, last)                                                \
+	do {                                                                      \
+		va_list ap;                                                       \
+		va_start(ap, last);                                               \
+		struct det_thread *t = det_enter();                               \
+		int r;                                                            \
+		if (!t) {                                                         \
+			r = vcall;                                                \
+		} else {                                                          \
+			struct det_op op = {0};                                   \
+			stdio_begin(&op, t, f, DET_RA());                         \
+			r = stdio_end(&op, f, vcall);                             \
+		}                                                                 \
+		va_end(ap);                                                       \
+		return r;                                                         \
+	} while (0)
+
+EXPORT int printf(const char *fmt, ...)
+{
+	DET_STDIO_VA(stdout, real.vprintf(fmt, ap), fmt);
+}
+
+EXPORT int fprintf(FILE *f, const char *fmt, ...)
+{
+	DET_STDIO_VA(f, real.vfprintf(f, fmt, ap), fmt);
+}
+
+EXPORT int __printf_chk(int flag, const char *fmt, ...)
+{
+	DET_STDIO_VA(stdout, real.__vprintf_chk(flag, fmt, ap), fmt);
+}
+
+EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+	DET_STDIO_VA(f, real.__vfprintf_chk(f, flag, fmt, ap), fmt);
+}
+
+EXPORT int puts(const char *s)
+{
+	DET_STDIO(stdout, real.puts(s));
+}
+
+EXPORT int fputs(const char *s, FILE *f)
+{
+	DET_STDIO(f, real.fputs(s, f));
+}
+
+EXPORT int fputc(int c, FILE *f)
+{
+	DET_STDIO(f, real.fputc(c, f));
+}
+
+#undef putc
+EXPORT int putc(int c, FILE *f)
+{
+	DET_STDIO(f, real.putc(c, f));
+}
+
+#undef putchar
+EXPORT int putchar(int c)
+{
+	DET_STDIO(stdout, real.putchar(c));
+}
+
+EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.fwrite(p, size, n, f);
+	struct det_op op = {0};
+	stdio_begin(&op, t, f, DET_RA());
+	size_t r = real.fwrite(p, size, n, f);
+	stdio_end(&op, f, (int)(r > INT32_MAX ? INT32_MAX : r));
+	return r;
+}
+
+EXPORT int fflush(FILE *f)
+{
+	DET_STDIO(f, real.fflush(f));
+}
+
+EXPORT void perror(const char *s)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		real.perror(s);
+		return;
+	}
+	int saved = errno;
+	struct det_op op = {0};
+	stdio_begin(&op, t, stderr, DET_RA());
+	errno = saved;
+	real.perror(s);
+	stdio_end(&op, stderr, 0);
+}
+
+EXPORT void flockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		real.flockfile(f);
+		return;
+	}
+	struct det_op op = {0};
+	if (!det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA())) {
+		det_block(&op);
+		real.flockfile(f);
+		det_unblock(&op);
+	}
+	det_acquire_end(&op, 0);
+	det_leave(t);
+}
+
+EXPORT int ftrylockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.ftrylockfile(f);
+	struct det_op op = {0};
+	int r;
+	if (det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA())) {
+		r = (int)op.rec->result;
+	} else {
+		r = real.ftrylockfile(f);
+		if (r && det_replaying()) /* free at its turn in the recording */
+			det_diverge(t, DET_DIV_RESULT, DET_EV_FILE_LOCK, f, op.ra,
+				    "ftrylockfile failed where the recording's succeeded");
+	}
+	det_acquire_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
+EXPORT void funlockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		real.funlockfile(f);
+		return;
+	}
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, DET_RA());
+	real.funlockfile(f);
+	det_release_end(&op, 0);
+	det_leave(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* child processes: not recorded yet, so refuse them clearly rather than
+ * record a trace that cannot be replayed */
+
+#define DET_NO_CHILDREN(name)                                                       \
+	do {                                                                      \
+		if (det_enter())                                                  \
+			det_fatal("%s() is not supported yet: det does not record child " \
+				  "processes or exec", name);                      \
+	} while (0)
+
+EXPORT pid_t fork(void)
+{
+	DET_NO_CHILDREN("fork");
+	pid_t (*f)(void) = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+	return f();
+}
+
+EXPORT pid_t vfork(void)
+{
+	DET_NO_CHILDREN("vfork");
+	pid_t (*f)(void) = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+	return f();
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	DET_NO_CHILDREN("execve");
+	int (*f)(const char *, char *const[], char *const[]) =
+		(int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
+	return f(path, argv, envp);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	DET_NO_CHILDREN("execvp");
+	int (*f)(const char *, char *const[]) = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execvp");
+	return f(file, argv);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	DET_NO_CHILDREN("execv");
+	int (*f)(const char *, char *const[]) = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");
+	return f(path, argv);
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	DET_NO_CHILDREN("posix_spawn");
+	int (*f)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+		 char *const[], char *const[]) = dlsym(RTLD_NEXT, "posix_spawn");
+	return f(pid, path, fa, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	DET_NO_CHILDREN("posix_spawnp");
+	int (*f)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+		 char *const[], char *const[]) = dlsym(RTLD_NEXT, "posix_spawnp");
+	return f(pid, file, fa, attr, argv, envp);
+}
+
+EXPORT int system(const char *cmd)
+{
+	DET_NO_CHILDREN("system");
+	int (*f)(const char *) = (int (*)(const char *))dlsym(RTLD_NEXT, "system");
+	return f(cmd);
+}
+
+EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	DET_NO_CHILDREN("popen");
+	FILE *(*f)(const char *, const char *) = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "popen");
+	return f(cmd, mode);
+}
+
+/* execl* build an argument vector and go through the exec* above. */
+static char **collect_args(const char *arg0, va_list ap, char ***envp_out)
+{
+	size_t n = 1, cap = 16;
+	char **argv = malloc(cap * sizeof(*argv));
+	if (!argv)
+		return NULL;
+	argv[0] = (char *)arg0;
+	for (char *a = arg0 ? va_arg(ap, char *) : NULL;; a = va_arg(ap, char *)) {
+		if (n + 1 >= cap) {
+			char **grown = realloc(argv, (cap *= 2) * sizeof(*argv));
+			if (!grown) {
+				free(argv);
+				return NULL;
+			}
+			argv = grown;
+		}
+		argv[n++] = a;
+		if (!a)
+			break;
+	}
+	if (envp_out)
+		*envp_out = va_arg(ap, char **);
+	return argv;
+}
+
+EXPORT int execl(const char *path, const char *arg0, ...)
+{
+	DET_NO_CHILDREN("execl");
+	va_list ap;
+	va_start(ap, arg0);
+	char **argv = collect_args(arg0, ap, NULL);
+	va_end(ap);
+	if (!argv)
+		return -1;
+	return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg0, ...)
+{
+	DET_NO_CHILDREN("execlp");
+	va_list ap;
+	va_start(ap, arg0);
+	char **argv = collect_args(arg0, ap, NULL);
+	va_end(ap);
+	if (!argv)
+		return -1;
+	return execvp(file, argv);
+}
+
+EXPORT int execle(const char *path, const char *arg0, ...)
+{
+	DET_NO_CHILDREN("execle");
+	char **envp;
+	va_list ap;
+	va_start(ap, arg0);
+	char **argv = collect_args(arg0, ap, &envp);
+	va_end(ap);
+	if (!argv)
+		return -1;
+	return execve(path, argv, envp);
+}

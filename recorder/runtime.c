@@ -1,0 +1,550 @@
+/*
+ * recorder/runtime.c - libdet.so start-up, threads, objects and the record log.
+ *
+ * Rules of this file:
+ *  - The record hot path (det_rec_* and det_obj for a known object) takes no
+ *    lock, makes no syscall and allocates nothing: an event is one atomic add
+ *    on the global clock plus a 48-byte store into the thread's own ring in
+ *    memory shared with detrec.
+ *  - No event is ever dropped: a full ring makes its thread wait for detrec.
+ *  - Never call an interposed function from here; use real.* or raw syscalls.
+ *  - Memory ordering arguments assume x86-64 (TSO); they are spelled out
+ *    where they matter.
+ */
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+struct det_real real;
+__thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
+struct det_shm_header *det_hdr;
+int det_mode;
+
+static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
+
+_Static_assert(sizeof(struct det_rec) == 48, "ring entry size is ABI");
+_Static_assert(sizeof(struct det_slot) == 320, "slot size is ABI");
+_Static_assert(sizeof(struct det_sched) == 56, "schedule entry size is ABI");
+
+/* ------------------------------------------------------------------ */
+/* messages */
+
+static void det_write_all(const char *buf, size_t len)
+{
+	while (len) {
+		long n = syscall(SYS_write, 2, buf, len);
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+static void det_vmsg(const char *fmt, va_list ap)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "det: ");
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	det_write_all(buf, (size_t)n);
+}
+
+void det_msg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	det_vmsg(fmt, ap);
+	va_end(ap);
+}
+
+static __attribute__((noreturn)) void det_vstop(int print, const char *fmt, va_list ap)
+{
+	va_list copy;
+	va_copy(copy, ap);
+	if (det_hdr) {
+		uint32_t expected = 0;
+		if (atomic_compare_exchange_strong(&det_hdr->failed, &expected, 1))
+			vsnprintf(det_hdr->error, sizeof(det_hdr->error), fmt, ap);
+	}
+	if (print || !det_hdr)
+		det_vmsg(fmt, copy);
+	va_end(copy);
+	syscall(SYS_exit_group, DET_EXIT_STOPPED);
+	__builtin_unreachable();
+}
+
+void det_fatal(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	det_vstop(1, fmt, ap);
+}
+
+void det_stop(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	det_vstop(0, fmt, ap);
+}
+
+/* ------------------------------------------------------------------ */
+/* start-up */
+
+static void resolve_real(void)
+{
+#define DET_REAL(ret, name, args)                                                 \
+	real.name = (ret(*) args)dlsym(RTLD_NEXT, #name);                          \
+	if (!real.name)                                                           \
+		det_fatal("cannot find %s in libc", #name);
+#define DET_REAL_V(ret, name, args, version)                                      \
+	real.name = (ret(*) args)dlvsym(RTLD_NEXT, #name, version);                \
+	if (!real.name)                                                           \
+		real.name = (ret(*) args)dlsym(RTLD_NEXT, #name);                  \
+	if (!real.name)                                                           \
+		det_fatal("cannot find %s in libc", #name);
+#include "real.def"
+#undef DET_REAL
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void map_region(void)
+{
+	const char *env = getenv(DET_SHM_ENV);
+	if (!env || !*env)
+		return; /* not under detrec/detreplay: pass everything through */
+	char *end;
+	long fd = strtol(env, &end, 10);
+	struct stat st;
+	if (*end || fd < 0 || fstat((int)fd, &st) != 0 || (size_t)st.st_size < sizeof(struct det_shm_header))
+		det_fatal("%s=%s does not name det's shared memory", DET_SHM_ENV, env);
+	void *p = mmap((void *)DET_SHM_ADDR, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED_NOREPLACE, (int)fd, 0);
+	if (p == MAP_FAILED || p != (void *)DET_SHM_ADDR)
+		det_fatal("cannot map det's shared memory at %#lx: %s", DET_SHM_ADDR, strerror(errno));
+	/* The mapping keeps the memfd alive: close it so the program's file
+	 * descriptors are the ones it would have natively. */
+	close((int)fd);
+	struct det_shm_header *h = p;
+	if (h->magic != DET_SHM_MAGIC || h->version != DET_SHM_VERSION)
+		det_fatal("shared memory version %u, this libdet.so speaks %u: mixed det builds?",
+			  h->version, DET_SHM_VERSION);
+	det_hdr = h;
+	det_mode = (int)h->mode;
+}
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	struct det_shm_header *h = det_hdr;
+	uint32_t n = atomic_load(&h->module_count);
+	if (n >= DET_MAX_MODULES)
+		return 1;
+	struct det_module *m = &h->modules[n];
+	if (n == 0 || !info->dlpi_name || !*info->dlpi_name) {
+		if (n != 0)
+			return 0; /* the vDSO and other nameless objects */
+		ssize_t len = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
+		m->path[len > 0 ? len : 0] = 0;
+	} else {
+		strncpy(m->path, info->dlpi_name, sizeof(m->path) - 1);
+	}
+	m->base = info->dlpi_addr;
+	atomic_store(&h->module_count, n + 1);
+	return 0;
+}
+
+void det_init(void)
+{
+	int st = atomic_load_explicit(&init_state, memory_order_acquire);
+	if (det_likely(st == 2))
+		return;
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+		while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+			__builtin_ia32_pause();
+		return;
+	}
+	resolve_real();
+	map_region();
+	if (det_hdr) {
+		det_hdr->tsc0 = __rdtsc();
+		det_hdr->mono0 = mono_ns();
+		dl_iterate_phdr(note_module, NULL);
+		det_thread_attach(&det_tls, 0);
+		atomic_store(&det_hdr->attached, (uint32_t)getpid());
+	}
+	atomic_store_explicit(&init_state, 2, memory_order_release);
+}
+
+__attribute__((constructor)) static void det_ctor(void)
+{
+	det_init();
+}
+
+/* ------------------------------------------------------------------ */
+/* futex helpers */
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *timeout)
+{
+	return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* threads */
+
+static void claim_ring(struct det_thread *t)
+{
+	struct det_shm_header *h = det_hdr;
+	uint32_t n = h->ring_count;
+	for (unsigned attempt = 0;; attempt++) {
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t r = (t->num + i) % n;
+			uint32_t expected = 0;
+			if (atomic_load_explicit(det_shm_ring_owner(h, r), memory_order_relaxed) == 0 &&
+			    atomic_compare_exchange_strong(det_shm_ring_owner(h, r), &expected, t->num + 1)) {
+				t->slot->ring = r + 1;
+				t->ring = det_shm_ring(h, r);
+				t->ring_entries = h->ring_entries;
+				/* A reused ring starts where its last owner's drain ended. */
+				atomic_store(&t->slot->head, 0);
+				atomic_store(&t->slot->tail, 0);
+				t->head = t->pos = t->tail_seen = t->published = 0;
+				return;
+			}
+		}
+		/* Every ring belongs to a live thread or waits to be drained. */
+		if (attempt == 200)
+			det_msg("T%u waits for a free event ring (%u threads alive; raise DET_RINGS)",
+				t->num, n);
+		atomic_fetch_add(&h->drain_kick, 1);
+		futex(&h->drain_kick, FUTEX_WAKE, 1, NULL);
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+void det_thread_attach(struct det_thread *t, uint32_t num)
+{
+	struct det_shm_header *h = det_hdr;
+	if (num >= h->max_threads)
+		det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)", num,
+			  h->max_threads);
+	t->num = num;
+	t->slot = det_shm_slot(h, num);
+	t->idx = 0;
+	t->slot->num = num;
+	t->slot->ktid = (int32_t)syscall(SYS_gettid);
+	t->slot->pthread = (uint64_t)pthread_self();
+	if (det_mode == DET_MODE_RECORD) {
+		claim_ring(t);
+		if (num == 0) {
+			/* T0's object: the main thread's handle. */
+			t->active = 1;
+			t->slot->obj = det_obj(t, (void *)pthread_self(), DET_OBJ_THREAD);
+			t->active = 0;
+			/* Publish the object now: T0 may never have an event. */
+			atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+			atomic_fetch_add(&h->clock, DET_THREAD_ONE);
+		}
+	} else {
+		det_replay_attach(t);
+	}
+	atomic_store(&t->slot->state, DET_TS_RUNNING);
+	t->active = 1;
+}
+
+void det_thread_exit(struct det_thread *t)
+{
+	t->exited = 1;
+	atomic_store(&t->slot->state, DET_TS_EXITING);
+}
+
+/* ------------------------------------------------------------------ */
+/* objects: address -> id, open addressing with linear probing */
+
+static inline uint64_t obj_hash(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdULL;
+	a ^= a >> 33;
+	return a;
+}
+
+/* Find addr, or claim an empty entry for it (*fresh = 1). */
+static struct det_objent *obj_lookup(uint64_t addr, int create, int *fresh)
+{
+	struct det_objent *tab = det_shm_objects(det_hdr);
+	uint64_t mask = det_hdr->objects_cap - 1;
+	*fresh = 0;
+	for (uint64_t i = obj_hash(addr) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t cur = atomic_load_explicit(&tab[i].addr, memory_order_acquire);
+		if (cur == addr)
+			return &tab[i];
+		if (cur == 0) {
+			if (!create)
+				return NULL;
+			uint64_t expected = 0;
+			if (atomic_compare_exchange_strong(&tab[i].addr, &expected, addr)) {
+				*fresh = 1;
+				return &tab[i];
+			}
+			if (expected == addr)
+				return &tab[i];
+		}
+	}
+	if (!create)
+		return NULL;
+	det_fatal("object table full (%u objects)", det_hdr->objects_cap);
+}
+
+static uint32_t objent_id(struct det_objent *e)
+{
+	uint32_t id;
+	/* Another thread may have claimed the entry and not stored the id yet. */
+	while ((id = atomic_load_explicit(&e->id, memory_order_acquire)) == 0)
+		__builtin_ia32_pause();
+	return id;
+}
+
+static void emit_object(struct det_thread *t, uint32_t id, enum det_objkind kind, uint64_t addr);
+
+uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind)
+{
+	if (!addr)
+		return 0;
+	int fresh;
+	struct det_objent *e = obj_lookup((uint64_t)(uintptr_t)addr, 1, &fresh);
+	if (det_likely(!fresh))
+		return objent_id(e);
+	uint32_t id = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
+	e->kind = kind;
+	atomic_store_explicit(&e->id, id, memory_order_release);
+	emit_object(t, id, kind, (uint64_t)(uintptr_t)addr);
+	return id;
+}
+
+uint32_t det_obj_find(const void *addr)
+{
+	int fresh;
+	struct det_objent *e;
+	if (!addr || !det_hdr)
+		return 0;
+	e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
+	return e ? objent_id(e) : 0;
+}
+
+/* Replay: recorded object id -> the address it is bound to in this run. */
+static _Atomic uint64_t *objrev(uint32_t id)
+{
+	if (det_mode != DET_MODE_REPLAY || id == 0 || id > det_hdr->objrev_count)
+		return NULL;
+	return (_Atomic uint64_t *)((char *)det_hdr + det_hdr->objrev_off) + id;
+}
+
+void det_obj_forget(const void *addr)
+{
+	int fresh;
+	struct det_objent *e;
+	if (!addr || !det_hdr)
+		return;
+	e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
+	if (!e)
+		return;
+	_Atomic uint64_t *rev = objrev(objent_id(e));
+	if (rev)
+		atomic_store(rev, 0);
+	atomic_store(&e->addr, DET_OBJ_DELETED);
+}
+
+void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind)
+{
+	int fresh;
+	struct det_objent *e = obj_lookup((uint64_t)(uintptr_t)addr, 1, &fresh);
+	e->kind = kind;
+	atomic_store_explicit(&e->id, id, memory_order_release);
+	_Atomic uint64_t *rev = objrev(id);
+	if (rev)
+		atomic_store(rev, (uint64_t)(uintptr_t)addr);
+}
+
+/* Replay: is addr the object the recording calls `want`? The first time an
+ * address meets a recorded id, they are bound for the object's lifetime. */
+int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind)
+{
+	int fresh;
+	uint64_t a = (uint64_t)(uintptr_t)addr;
+	if (!addr)
+		return want == 0;
+	struct det_objent *e = obj_lookup(a, 0, &fresh);
+	if (e)
+		return objent_id(e) == want;
+	_Atomic uint64_t *rev = objrev(want);
+	if (!rev)
+		return 0;
+	uint64_t bound = atomic_load(rev);
+	if (bound && bound != a)
+		return 0; /* the recorded object lives elsewhere in this run */
+	e = obj_lookup(a, 1, &fresh);
+	if (!fresh)
+		return objent_id(e) == want;
+	e->kind = kind;
+	atomic_store_explicit(&e->id, want, memory_order_release);
+	atomic_store(rev, a);
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* the record log */
+
+static __attribute__((noinline)) void ring_wait(struct det_thread *t, uint64_t need)
+{
+	struct det_slot *s = t->slot;
+	for (;;) {
+		t->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
+		if (t->head + need - t->tail_seen <= t->ring_entries)
+			return;
+		/* Publish what we have so the supervisor can drain it. */
+		atomic_store(&s->waiting, 1);
+		atomic_fetch_add(&det_hdr->drain_kick, 1);
+		futex(&det_hdr->drain_kick, FUTEX_WAKE, 1, NULL);
+		t->tail_seen = atomic_load(&s->tail);
+		if (t->head + need - t->tail_seen <= t->ring_entries) {
+			atomic_store(&s->waiting, 0);
+			return;
+		}
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		futex(&s->waiting, FUTEX_WAIT, 1, &ts);
+	}
+}
+
+/* Make room for n entries before taking a sequence number: a thread never
+ * waits for the supervisor while it holds an unpublished one. */
+static inline void ring_reserve(struct det_thread *t, uint64_t n)
+{
+	if (det_unlikely(t->head + n - t->tail_seen > t->ring_entries))
+		ring_wait(t, n);
+}
+
+static inline struct det_rec *ring_put(struct det_thread *t)
+{
+	struct det_rec *r = &t->ring[t->pos];
+	t->head++;
+	if (++t->pos == t->ring_entries)
+		t->pos = 0;
+	return r;
+}
+
+static void emit_object(struct det_thread *t, uint32_t id, enum det_objkind kind, uint64_t addr)
+{
+	/* Published together with the event that first uses the object. */
+	ring_reserve(t, 2);
+	struct det_rec *r = ring_put(t);
+	r->seq = 0;
+	r->ts = 0;
+	r->ra = addr;
+	r->result = 0;
+	r->obj = id;
+	r->aux = kind;
+	r->kind = DET_REC_OBJECT;
+	r->flags = 0;
+	r->len = 0;
+}
+
+static inline uint64_t take_seq(struct det_thread *t, uint64_t add)
+{
+	/* busy must be visible before the add: a plain store followed by a
+	 * locked instruction is ordered on x86 (TSO), which is what the
+	 * supervisor's watermark relies on (recorder/drain.c). */
+	atomic_store_explicit(&t->slot->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	return atomic_fetch_add_explicit(&det_hdr->clock, add, memory_order_seq_cst);
+}
+
+static inline void write_event(struct det_op *op, int64_t result)
+{
+	struct det_thread *t = op->t;
+	struct det_rec *r = ring_put(t);
+	r->seq = op->seq;
+	r->ts = __rdtsc();
+	r->ra = op->ra;
+	r->result = result;
+	r->obj = op->obj;
+	r->aux = op->aux;
+	r->kind = op->kind;
+	r->flags = 0;
+	r->len = 0;
+	t->idx++;
+	struct det_slot *s = t->slot;
+	atomic_store_explicit(&s->head, t->head, memory_order_release);
+	atomic_store_explicit(&s->last_seq, op->seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
+
+void det_rec_release_begin(struct det_op *op)
+{
+	ring_reserve(op->t, 1);
+	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
+}
+
+void det_rec_end(struct det_op *op, int64_t result)
+{
+	write_event(op, result);
+}
+
+void det_rec_acquire_end(struct det_op *op, int64_t result)
+{
+	ring_reserve(op->t, 1);
+	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
+	write_event(op, result);
+}
+
+/* A create takes its place in the order and its child's number together. */
+uint32_t det_rec_new_thread(struct det_op *op)
+{
+	ring_reserve(op->t, 2); /* the event and its object */
+	uint64_t c = take_seq(op->t, 1 + DET_THREAD_ONE);
+	op->seq = c & DET_SEQ_MASK;
+	op->obj = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
+	return (uint32_t)(c >> DET_SEQ_BITS);
+}
+
+/* After pthread_create: the new thread's handle names its object. */
+void det_rec_thread_created(struct det_op *op, uint64_t handle)
+{
+	if (handle)
+		det_obj_bind((void *)(uintptr_t)handle, op->obj, DET_OBJ_THREAD);
+	emit_object(op->t, op->obj, DET_OBJ_THREAD, handle);
+}
+
+void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra)
+{
+	struct det_slot *s = t->slot;
+	s->blocked_obj = obj;
+	s->blocked_ra = ra;
+	atomic_store_explicit(&s->blocked_kind, kind, memory_order_release);
+}
+
+void det_rec_unblock(struct det_thread *t)
+{
+	atomic_store_explicit(&t->slot->blocked_kind, 0, memory_order_relaxed);
+}

@@ -1,0 +1,228 @@
+/*
+ * recorder/runtime.h - internal API of libdet.so, the preload runtime.
+ *
+ * Rules of this file:
+ *  - Every interposed function (recorder/interpose.c) goes through the
+ *    det_*_begin / det_*_end pairs below; they hide the mode. The record side
+ *    lives in recorder/runtime.c, the replay side in replayer/enforce.c.
+ *  - Nothing here may call an interposed function (pthread_*, stdio, malloc
+ *    is allowed but avoided on hot paths): use the real_* pointers.
+ *  - Hot-path helpers are static inline; no syscall, lock or allocation on
+ *    the record hot path.
+ *  - Exported symbols are the interposed libc names and det_* only.
+ */
+#ifndef DET_RUNTIME_H
+#define DET_RUNTIME_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "det/events.h"
+#include "det/shm.h"
+
+#define DET_HIDDEN __attribute__((visibility("hidden")))
+#define det_likely(x) __builtin_expect(!!(x), 1)
+#define det_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* The real libc functions, resolved once at start-up. */
+struct det_real {
+#define DET_REAL(ret, name, args) ret (*name) args;
+#include "real.def"
+#undef DET_REAL
+};
+extern DET_HIDDEN struct det_real real;
+
+/* Per-thread runtime state (static TLS). */
+struct det_thread {
+	struct det_slot *slot;
+	uint32_t num;
+	uint32_t active;   /* attached to the region: events are recorded/enforced */
+	uint32_t depth;    /* > 0 inside the runtime: nested calls pass through */
+	uint32_t exited;   /* its exit event is done */
+	uint64_t idx;      /* events so far (= index of the next one) */
+	/* record: this thread's ring */
+	struct det_rec *ring;
+	uint64_t ring_entries;
+	uint64_t head;     /* entries written (published or not) */
+	uint64_t pos;      /* head % ring_entries */
+	uint64_t tail_seen;
+	uint64_t published;
+	/* replay: this thread's recorded events */
+	const struct det_sched *sched;
+	uint64_t sched_count;
+	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
+	uint32_t pad;
+};
+
+extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
+extern DET_HIDDEN struct det_shm_header *det_hdr;
+extern DET_HIDDEN int det_mode; /* 0: off (pass through), or enum det_mode */
+
+/* An event in progress, between its begin and end calls. The caller zeroes
+ * it and may preset id, aux, aux_addr and auxkind. */
+struct det_op {
+	struct det_thread *t;
+	const struct det_sched *rec; /* replay: the recorded event */
+	const void *aux_addr;        /* a second object (the mutex of a condition wait) */
+	uint64_t seq;
+	uint64_t ra;
+	uint32_t obj;                /* the object's id */
+	uint32_t id;                 /* preset: the object's id, known without an address (threads) */
+	uint32_t aux;                /* kind-specific value, or the id of aux_addr */
+	uint16_t kind;
+	uint16_t auxkind;            /* enum det_objkind of aux_addr */
+};
+
+/* --- lifecycle (runtime.c) --- */
+DET_HIDDEN void det_init(void);
+DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_fatal(const char *fmt, ...);
+DET_HIDDEN __attribute__((format(printf, 1, 2))) void det_msg(const char *fmt, ...);
+/* Stop the program, leaving the reason in the shared header for the
+ * supervisor to report (det_fatal also prints it). */
+DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_stop(const char *fmt, ...);
+DET_HIDDEN void det_thread_attach(struct det_thread *t, uint32_t num);
+DET_HIDDEN void det_thread_exit(struct det_thread *t);
+
+/* Enter the runtime from an interposed call: NULL means "pass through". */
+static inline struct det_thread *det_enter(void)
+{
+	struct det_thread *t = &det_tls;
+	if (det_unlikely(!t->active)) {
+		if (det_mode || !det_hdr)
+			det_init();
+		if (!t->active)
+			return NULL;
+	}
+	if (det_unlikely(t->depth))
+		return NULL;
+	t->depth = 1;
+	return t;
+}
+
+static inline void det_leave(struct det_thread *t)
+{
+	t->depth = 0;
+}
+
+static inline int det_replaying(void)
+{
+	return det_mode == DET_MODE_REPLAY;
+}
+
+/* --- objects (runtime.c) --- */
+/* Id of the object at addr, creating it (record) if new; 0 for NULL. */
+DET_HIDDEN uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind);
+/* Id if known, else 0; never creates. */
+DET_HIDDEN uint32_t det_obj_find(const void *addr);
+/* Forget addr (destroyed, re-initialised or a finished thread). */
+DET_HIDDEN void det_obj_forget(const void *addr);
+/* Bind addr to id, replacing any previous binding (thread handles). */
+DET_HIDDEN void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind);
+/* Replay: does addr name recorded object `want`? Binds it on first sight. */
+DET_HIDDEN int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind);
+
+/* --- record side (runtime.c) --- */
+DET_HIDDEN void det_rec_release_begin(struct det_op *op);
+DET_HIDDEN void det_rec_end(struct det_op *op, int64_t result);
+DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
+DET_HIDDEN void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
+DET_HIDDEN void det_rec_unblock(struct det_thread *t);
+DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
+DET_HIDDEN void det_rec_thread_created(struct det_op *op, uint64_t handle);
+
+/* --- replay side (replayer/enforce.c) --- */
+/* Wait until the thread's next recorded event is due and check that it is
+ * this one (kind, object, aux object). Diverges (does not return) when not. */
+DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const void *addr,
+						    enum det_objkind objkind);
+DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
+DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
+						     uint16_t got_kind, const void *got_addr,
+						     uint64_t ra, const char *what);
+DET_HIDDEN void det_replay_attach(struct det_thread *t);
+
+/*
+ * The mode-independent pairs used by interpose.c.
+ *
+ * Release-like operations (unlock, signal, post, create...) take their place
+ * in the order before the operation; acquire-like ones (lock, wait, join...)
+ * after it returns, so an acquisition is always ordered after the release it
+ * observed. Replay makes each wait for its turn before doing anything.
+ */
+static inline void det_op_resolve(struct det_op *op, const void *addr, enum det_objkind objkind)
+{
+	op->obj = op->id ? op->id : det_obj(op->t, addr, objkind);
+	if (op->aux_addr)
+		op->aux = det_obj(op->t, op->aux_addr, (enum det_objkind)op->auxkind);
+}
+
+static inline void det_release_begin(struct det_op *op, struct det_thread *t, uint16_t kind,
+				     const void *addr, enum det_objkind objkind, uint64_t ra)
+{
+	op->t = t;
+	op->kind = kind;
+	op->ra = ra;
+	if (det_replaying()) {
+		op->rec = det_replay_begin(op, addr, objkind);
+		return;
+	}
+	det_op_resolve(op, addr, objkind);
+	det_rec_release_begin(op);
+}
+
+static inline void det_release_end(struct det_op *op, int64_t result)
+{
+	if (det_replaying())
+		det_replay_end(op, result);
+	else
+		det_rec_end(op, result);
+}
+
+/* Acquire-like: begin returns nonzero in replay when the recorded result says
+ * the operation failed (EBUSY, ETIMEDOUT...): the caller then returns
+ * op->rec->result without performing it. */
+static inline int det_acquire_begin(struct det_op *op, struct det_thread *t, uint16_t kind,
+				    const void *addr, enum det_objkind objkind, uint64_t ra)
+{
+	op->t = t;
+	op->kind = kind;
+	op->ra = ra;
+	if (det_replaying()) {
+		op->rec = det_replay_begin(op, addr, objkind);
+		return op->rec->result != 0;
+	}
+	det_op_resolve(op, addr, objkind);
+	return 0;
+}
+
+static inline void det_acquire_end(struct det_op *op, int64_t result)
+{
+	if (det_replaying())
+		det_replay_end(op, result);
+	else
+		det_rec_acquire_end(op, result);
+}
+
+/* Record only: say what the thread is about to block in (deadlock reports). */
+static inline void det_block(struct det_op *op)
+{
+	if (!det_replaying())
+		det_rec_block(op->t, op->kind, op->obj, op->ra);
+}
+
+static inline void det_unblock(struct det_op *op)
+{
+	if (!det_replaying())
+		det_rec_unblock(op->t);
+}
+
+#define DET_RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+#endif /* DET_RUNTIME_H */

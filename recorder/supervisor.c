@@ -1,0 +1,246 @@
+/*
+ * recorder/supervisor.c - libdetsup.so: the shared region seen from detrec
+ * and detreplay (creation, layout, thread and failure reports).
+ *
+ * Rules of this file:
+ *  - The region layout is computed here only, for both modes.
+ *  - No printing, no exits: errors go to det_sup_error().
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+SUP_EXPORT uint64_t det_sup_abi(void)
+{
+	return DET_SUP_ABI;
+}
+
+uint64_t sup_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t sup_pow2(uint64_t n, uint32_t min)
+{
+	uint64_t p = min;
+	while (p < n)
+		p <<= 1;
+	return p > (1u << 31) ? (1u << 31) : (uint32_t)p;
+}
+
+int sup_fail(struct det_sup *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+struct det_sup *sup_alloc(void)
+{
+	struct det_sup *s = calloc(1, sizeof(*s));
+	if (s)
+		s->fd = -1;
+	return s;
+}
+
+static uint64_t page_up(uint64_t n)
+{
+	return (n + 4095) & ~4095ull;
+}
+
+int sup_map(struct det_sup *s, const struct sup_layout *l)
+{
+	uint64_t off = page_up(sizeof(struct det_shm_header));
+	uint64_t slots_off = off;
+	off = page_up(off + (uint64_t)l->max_threads * sizeof(struct det_slot));
+	uint64_t owners_off = off;
+	off = page_up(off + (uint64_t)l->rings * sizeof(uint32_t));
+	uint64_t objects_off = off;
+	off = page_up(off + (uint64_t)l->objects_cap * sizeof(struct det_objent));
+	uint64_t objrev_off = off;
+	off = page_up(off + (l->objrev_count + 1) * sizeof(uint64_t));
+	uint64_t rings_off = off;
+	off = page_up(off + (uint64_t)l->rings * l->ring_entries * sizeof(struct det_rec));
+	uint64_t sched_off = off;
+	off = page_up(off + l->sched_entries * sizeof(struct det_sched));
+
+	s->fd = memfd_create("det-shm", MFD_CLOEXEC);
+	if (s->fd < 0)
+		return sup_fail(s, "memfd_create: %s", strerror(errno));
+	if (ftruncate(s->fd, (off_t)off) != 0)
+		return sup_fail(s, "cannot size shared memory to %lu bytes: %s", (unsigned long)off,
+				strerror(errno));
+	void *p = mmap(NULL, off, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+	if (p == MAP_FAILED)
+		return sup_fail(s, "cannot map shared memory: %s", strerror(errno));
+	s->hdr = p;
+	s->size = off;
+	struct det_shm_header *h = s->hdr;
+	h->magic = DET_SHM_MAGIC;
+	h->version = DET_SHM_VERSION;
+	h->mode = l->mode;
+	h->size = off;
+	h->max_threads = l->max_threads;
+	h->slots_off = slots_off;
+	h->objects_off = objects_off;
+	h->objects_cap = l->objects_cap;
+	h->ring_count = l->rings;
+	h->ring_owner_off = owners_off;
+	h->rings_off = rings_off;
+	h->ring_entries = l->ring_entries;
+	h->sched_off = sched_off;
+	h->objrev_off = objrev_off;
+	h->objrev_count = (uint32_t)l->objrev_count;
+	return 0;
+}
+
+SUP_EXPORT const char *det_sup_error(struct det_sup *s)
+{
+	return s ? s->err : "out of memory";
+}
+
+SUP_EXPORT int det_sup_fd(struct det_sup *s)
+{
+	return s->fd;
+}
+
+SUP_EXPORT void det_sup_free(struct det_sup *s)
+{
+	if (!s)
+		return;
+	if (s->db) {
+		sqlite3_finalize(s->ev_batch);
+		sqlite3_finalize(s->ev_one);
+		sqlite3_finalize(s->obj_stmt);
+		sqlite3_finalize(s->site_stmt);
+		sqlite3_finalize(s->thread_stmt);
+		sqlite3_finalize(s->data_stmt);
+		sqlite3_close(s->db);
+	}
+	if (s->hdr)
+		munmap(s->hdr, s->size);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->thread_idx);
+	free(s->sites.keys);
+	free(s->sites.ids);
+	free(s->payload);
+	free(s);
+}
+
+SUP_EXPORT uint32_t det_sup_threads(struct det_sup *s)
+{
+	struct det_shm_header *h = s->hdr;
+	if (h->mode == DET_MODE_REPLAY)
+		return h->threads_recorded;
+	uint64_t n = atomic_load(&h->clock) >> DET_SEQ_BITS;
+	return n > h->max_threads ? h->max_threads : (uint32_t)n;
+}
+
+SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread_info *out)
+{
+	struct det_shm_header *h = s->hdr;
+	if (num >= h->max_threads)
+		return -1;
+	struct det_slot *sl = det_shm_slot(h, num);
+	memset(out, 0, sizeof(*out));
+	out->num = num;
+	out->parent = sl->parent;
+	out->ktid = (uint64_t)(int64_t)sl->ktid;
+	out->create_seq = sl->create_seq;
+	out->obj = sl->obj;
+	out->state = atomic_load(&sl->state);
+	out->blocked_kind = atomic_load(&sl->blocked_kind);
+	out->blocked_obj = sl->blocked_obj;
+	out->blocked_ra = sl->blocked_ra;
+	if (h->mode == DET_MODE_REPLAY) {
+		out->events = atomic_load(&sl->done);
+		out->planned = sl->sched_count;
+		out->sleeping = atomic_load(&sl->sleeping);
+	} else {
+		out->events = s->thread_idx ? s->thread_idx[num] : 0;
+	}
+	return 0;
+}
+
+SUP_EXPORT int64_t det_sup_attached(struct det_sup *s)
+{
+	return atomic_load(&s->hdr->attached);
+}
+
+SUP_EXPORT int det_sup_failed(struct det_sup *s, char *buf, uint32_t len)
+{
+	struct det_shm_header *h = s->hdr;
+	int failed = (int)atomic_load(&h->failed);
+	if (failed && buf && len) {
+		strncpy(buf, h->error, len - 1);
+		buf[len - 1] = 0;
+	}
+	return failed;
+}
+
+SUP_EXPORT int det_sup_divergence(struct det_sup *s, uint64_t out[10], char *what, uint32_t len)
+{
+	struct det_shm_header *h = s->hdr;
+	if (!atomic_load(&h->diverged))
+		return 0;
+	struct det_divergence *d = &h->div;
+	out[0] = d->thread;
+	out[1] = d->idx;
+	out[2] = d->seq;
+	out[3] = d->reason;
+	out[4] = d->want_kind;
+	out[5] = d->want_obj;
+	out[6] = d->got_kind;
+	out[7] = d->got_obj;
+	out[8] = d->got_addr;
+	out[9] = d->ra;
+	if (what && len) {
+		strncpy(what, d->what, len - 1);
+		what[len - 1] = 0;
+	}
+	return 1;
+}
+
+SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rings, uint64_t ring_entries,
+					      uint32_t objects_cap)
+{
+	struct det_sup *s = sup_alloc();
+	if (!s)
+		return NULL;
+	struct sup_layout l = {
+		.mode = DET_MODE_RECORD,
+		.max_threads = max_threads,
+		.rings = rings,
+		.objects_cap = sup_pow2(objects_cap, 1024),
+		.ring_entries = ring_entries,
+	};
+	if (sup_map(s, &l) != 0)
+		return s; /* the caller reads det_sup_error() and frees */
+	s->thread_idx = calloc(max_threads, sizeof(uint64_t));
+	if (!s->thread_idx)
+		sup_fail(s, "out of memory");
+	return s;
+}
+
+SUP_EXPORT int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, uint32_t len)
+{
+	struct det_shm_header *h = s->hdr;
+	if (i >= atomic_load(&h->module_count) || i >= DET_MAX_MODULES || !len)
+		return 0;
+	*base = h->modules[i].base;
+	strncpy(path, h->modules[i].path, len - 1);
+	path[len - 1] = 0;
+	return 1;
+}

@@ -1,0 +1,238 @@
+"""detreplay: replay a trace, enforcing its schedule.
+
+Rules: see det.replay's docstring. Everything the user sees from detreplay
+itself is one `detreplay: ...` line per fact on stderr; the program's own
+output goes where it went when recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from det.analysis import Waiter, block_report
+from det.errors import DetError
+from det.launch import Program, describe_status, shell_status
+from det.native import THREAD_STATES, Replayer
+from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
+from det.symbols import Symbolizer
+from det.trace import Trace, kind_name, objkind_name
+
+EXIT_DIVERGED = EXIT_STOPPED
+
+REASONS = {1: "kind", 2: "object", 3: "result", 4: "extra", 5: "thread"}
+
+
+@dataclass
+class ReplayResult:
+    exit_status: int
+    events: int
+    matched: bool
+    lines: list[str] = field(default_factory=list)  # what detreplay says
+    diverged: bool = False
+
+
+def say(msg: str) -> None:
+    print(f"detreplay: {msg}", file=sys.stderr, flush=True)
+
+
+def check_binary(tr: Trace, force: bool) -> str:
+    m = tr.meta
+    exe = m.get("binary")
+    if not exe or not os.path.exists(exe):
+        raise DetError(f"{exe}: the recorded program is gone", status=2)
+    if not force and sha256_file(exe) != m.get("binary_sha256"):
+        raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
+                       status=2)
+    if not os.path.isdir(m.get("cwd", "")):
+        raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
+    return exe
+
+
+def describe_divergence(tr: Trace, div: dict[str, int], what: str, sym: Symbolizer) -> str:
+    objects = tr.objects()
+
+    def obj(o: int, addr: int = 0) -> str:
+        if o:
+            return f"{objkind_name(objects.get(o, (0, 0))[0])} {o}"
+        return f"an object at {addr:#x}" if addr else "no object"
+
+    loc = sym.one(div["ra"]).short() if div["ra"] else "?"
+    t = div["thread"]
+    if div["seq"] == 2**64 - 1:
+        at = f"after T{t}'s last recorded event"
+    else:
+        at = f"divergence at event {div['seq']} (T{t})"
+    reason = REASONS.get(div["reason"], "?")
+    want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
+    got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
+    if reason in ("kind", "object"):
+        return f"{at}: recorded {want}, got {got} at {loc}"
+    if reason == "result":
+        return f"{at}: {want} at {loc}: {what}"
+    return f"{at}: {what} ({got} at {loc})"
+
+
+def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
+           stall: float | None = None) -> ReplayResult:
+    with Trace(trace_path) as tr:
+        exe = check_binary(tr, force)
+        m = tr.meta
+        rec = tr.outcome()
+        total = tr.event_count()
+        if rec is None:
+            say(f"warning: {trace_path} is incomplete; replaying the {total} events it has")
+        rep = Replayer(Path(trace_path), tr.complete, relaxed)
+        sym = Symbolizer(tr.modules())
+        try:
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall)
+        finally:
+            rep.close()
+
+
+def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
+         sym: Symbolizer, stall: float | None) -> ReplayResult:
+    duration = (rec or {}).get("duration_ns", 0) / 1e9
+    stall_limit = stall if stall is not None else max(10.0, 2 * duration)
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward)
+    last_done, last_change = -1, time.monotonic()
+    ended_early = ""  # why detreplay stopped the program itself
+    rc = None
+    while rc is None:
+        rc = prog.wait(0.02)
+        if rc is not None:
+            break
+        if rep.divergence() is not None or rep.failed():
+            rc = prog.wait(5)
+            if rc is None:
+                prog.kill()
+                rc = prog.wait()
+            break
+        now = time.monotonic()
+        done = rep.events_done()
+        if done != last_done:
+            last_done, last_change = done, now
+        quiet_for = now - last_change
+        if done >= total and (rec is None or rec["status"] not in ("exited", "signaled")):
+            # The recording ended with det stopping the program: so does the replay,
+            # once every thread has done its recorded events and waits.
+            live = [t for t in rep.threads() if THREAD_STATES.get(t.state) in ("running", "starting", "parked")]
+            if all(THREAD_STATES.get(t.state) == "parked" for t in live) or quiet_for > 1.0:
+                ended_early = "end"
+                prog.kill()
+                rc = prog.wait()
+                break
+        if quiet_for > stall_limit:
+            ended_early = "stall"
+            stalled = rep.threads()
+            prog.kill()
+            rc = prog.wait()
+            break
+    out_info, err_info = prog.outputs()
+    done = rep.events_done()
+    lines: list[str] = []
+    div = rep.divergence()
+    failure = rep.failed()
+    if div is not None:
+        lines.append(describe_divergence(tr, div[0], div[1], sym))
+        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+    if failure:
+        lines.append(f"det stopped the program: {failure}")
+        return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
+    if ended_early == "stall":
+        lines.append(_stall_text(tr, stalled, done, total, sym))
+        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+
+    # Compare with the recording.
+    problems = []
+    if rec is not None:
+        if ended_early == "end":
+            status_txt = f"stopped at the end of the recording ({rec['status']})"
+            rec_status = EXIT_TIMEOUT if rec["status"] == "timeout" else _recorded_exit(rec)
+            exit_status = rec_status
+        else:
+            status_txt = describe_status(rc)
+            exit_status = shell_status(rc)
+            if rec["status"] in ("exited", "signaled") and rc != _recorded_rc(rec):
+                problems.append(f"recorded {describe_status(_recorded_rc(rec))}, replay {describe_status(rc)}")
+            elif rec["status"] not in ("exited", "signaled"):
+                problems.append(f"the recording was stopped ({rec['status']}) but the replay ended: {status_txt}")
+        for name, info in (("stdout", out_info), ("stderr", err_info)):
+            if info["sha256"] != rec[f"{name}_sha256"]:
+                problems.append(f"{name} differs ({info['bytes']} bytes, recorded {rec[f'{name}_bytes']})")
+        if done < total and ended_early != "end":
+            problems.append(f"only {done} of the {total} recorded events happened")
+    else:
+        status_txt = describe_status(rc)
+        exit_status = shell_status(rc)
+    if ended_early == "end":
+        waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
+                   for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
+        if waiters:
+            lines.append(block_report(tr, waiters, sym).summary)
+    if problems:
+        lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
+        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+    lines.insert(0, f"replayed {done} events; outcome matches the recording: {status_txt}")
+    return ReplayResult(exit_status, done, True, lines)
+
+
+def _recorded_rc(rec: dict) -> int:
+    return -rec["signal"] if rec["signal"] is not None else rec["exit_code"]
+
+
+def _recorded_exit(rec: dict) -> int:
+    if rec["signal"] is not None:
+        return 128 + rec["signal"]
+    return rec["exit_code"] if rec["exit_code"] is not None else EXIT_STOPPED
+
+
+def _stall_text(tr: Trace, threads: list, done: int, total: int, sym: Symbolizer) -> str:
+    parts = []
+    for t in threads:
+        state = THREAD_STATES.get(t.state, "?")
+        if state in ("free", "exiting"):
+            continue
+        if state == "parked" and t.blocked_kind:
+            loc = sym.one(int(t.blocked_ra)).short() if t.blocked_ra else "?"
+            parts.append(f"T{t.num} did its {t.planned} recorded events and then wanted "
+                         f"{kind_name(int(t.blocked_kind))} at {loc}")
+        elif t.events < t.planned:
+            nxt = tr.q("SELECT seq, kind, obj FROM events WHERE tid = ? AND idx = ?", (int(t.num), int(t.events)))
+            what = f"{kind_name(nxt[0][1])}(obj {nxt[0][2]}) = event {nxt[0][0]}" if nxt else "?"
+            parts.append(f"T{t.num} is stuck before its event {t.events} ({what})")
+    return (f"divergence: replay stalled after {done} of {total} events: " + "; ".join(parts)
+            if parts else f"divergence: replay stalled after {done} of {total} events")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="detreplay", description="Replay a det trace with its recorded schedule.")
+    p.add_argument("trace")
+    p.add_argument("--relaxed", action="store_true",
+                   help="enforce only the order on each object (threads run more in parallel)")
+    p.add_argument("--force", action="store_true", help="replay even if the program changed since recording")
+    p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
+    p.add_argument("--stall", type=float, metavar="S",
+                   help="report a divergence when no event happens for S seconds (default: twice the "
+                        "recorded run time, at least 10 s)")
+    ns = p.parse_args(argv)
+    try:
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall)
+    except DetError as e:
+        say(str(e))
+        return e.status
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    if not ns.quiet or res.diverged:
+        for line in res.lines:
+            say(line)
+    return res.exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

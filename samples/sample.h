@@ -1,0 +1,44 @@
+/*
+ * samples/sample.h - the few helpers every sample shares.
+ *
+ * Rules: a sample prints its result and exits 0 when the bug did not show;
+ * when it did, it prints one line "BUG: <what>" and exits 1. Optional
+ * arguments scale the run (tests use small values, demos the defaults).
+ */
+#ifndef DET_SAMPLE_H
+#define DET_SAMPLE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BUG(...)                                                                                   \
+	do {                                                                                       \
+		printf("BUG: ");                                                                   \
+		printf(__VA_ARGS__);                                                               \
+		printf("\n");                                                                      \
+		fflush(stdout);                                                                    \
+		exit(1);                                                                           \
+	} while (0)
+
+/* argv[i] as a number, or dflt when absent. */
+static inline long arg_long(int argc, char **argv, int i, long dflt)
+{
+	if (argc <= i)
+		return dflt;
+	char *end;
+	long v = strtol(argv[i], &end, 10);
+	if (*end || v <= 0) {
+		fprintf(stderr, "%s: argument %d must be a positive number\n", argv[0], i);
+		exit(2);
+	}
+	return v;
+}
+
+/* Burn a little time without any synchronization: widens a race window. */
+static inline void spin(unsigned n)
+{
+	for (volatile unsigned i = 0; i < n; i++)
+		;
+}
+
+#endif

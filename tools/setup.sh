@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tools/setup.sh - install what det needs on a Debian machine, then create
+# .venv with det and its Python tools. Idempotent; make runs it once.
+#
+# Rules: Debian packages are installed only when running as root (apt-get);
+# otherwise each missing tool is named with the package that provides it,
+# and the script fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# command -> Debian package
+need=(
+  "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
+  "tmux:tmux" "sqlite3:sqlite3"
+)
+# header -> Debian package
+headers=("/usr/include/sqlite3.h:libsqlite3-dev")
+
+missing=()
+for pair in "${need[@]}"; do
+  cmd=${pair%%:*}; pkg=${pair##*:}
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+done
+for pair in "${headers[@]}"; do
+  f=${pair%%:*}; pkg=${pair##*:}
+  [ -e "$f" ] || missing+=("$pkg")
+done
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+if [ -z "$PY" ]; then
+  missing+=("python3")
+elif ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  missing+=("python3-venv")
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${missing[*]}"
+    apt-get -o DPkg::Lock::Timeout=900 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    PY=/usr/bin/python3
+  else
+    echo "setup: missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python -m pip install -q -e '.[dev]'
+touch .venv/.det-setup
