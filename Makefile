@@ -25,12 +25,14 @@ SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include
 SAMPLES_C   := $(wildcard samples/*.c)
 SAMPLES_CXX := $(wildcard samples/*.cpp)
 SAMPLE_BINS := $(patsubst samples/%.c,samples/bin/%,$(SAMPLES_C)) $(patsubst samples/%.cpp,samples/bin/%,$(SAMPLES_CXX))
+TESTPROG_C  := $(wildcard tests/programs/*.c)
+TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bin/hello_static
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
-.PHONY: all setup native samples benches demo test check unit e2e bench stress clean
+.PHONY: all setup native samples benches testprogs demo test check bench stress clean
 
-all: $(SETUP) native samples benches
+all: $(SETUP) native samples benches testprogs
 
 setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
@@ -54,6 +56,14 @@ samples/bin/%: samples/%.cpp samples/sample.h
 	@mkdir -p samples/bin
 	$(CXX) -std=c++17 -O2 -g $(WARN) -pthread -o $@ $<
 
+testprogs: $(TESTPROGS)
+tests/bin/%: tests/programs/%.c
+	@mkdir -p tests/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -pthread -o $@ $<
+tests/bin/hello_static: tests/programs/hello.c
+	@mkdir -p tests/bin
+	$(CC) -std=c11 -O1 $(WARN) -static -o $@ $<
+
 benches: $(BENCH_BINS)
 bench/bin/%: bench/%.c
 	@mkdir -p bench/bin
@@ -76,4 +86,4 @@ stress: all
 	$(PY) -m pytest -q tests/stress -m stress
 
 clean:
-	rm -rf build samples/bin bench/bin
+	rm -rf build samples/bin bench/bin tests/bin

@@ -39,7 +39,7 @@ static int prepare(struct det_sup *s, const char *sql, sqlite3_stmt **st)
 
 SUP_EXPORT int det_drain_open(struct det_sup *s, const char *db_path, const char *event_prefix,
 			      const char *event_row, const char *object_sql, const char *site_sql,
-			      const char *thread_sql, const char *data_sql)
+			      const char *thread_sql, const char *result_sql, const char *data_sql)
 {
 	if (sqlite3_open_v2(db_path, &s->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
 		return sup_fail(s, "cannot open %s: %s", db_path, sqlite3_errmsg(s->db));
@@ -72,7 +72,8 @@ SUP_EXPORT int det_drain_open(struct det_sup *s, const char *db_path, const char
 	r = prepare(s, sql, &s->ev_one);
 	free(sql);
 	if (r || prepare(s, object_sql, &s->obj_stmt) || prepare(s, site_sql, &s->site_stmt) ||
-	    prepare(s, thread_sql, &s->thread_stmt) || prepare(s, data_sql, &s->data_stmt))
+	    prepare(s, thread_sql, &s->thread_stmt) || prepare(s, result_sql, &s->result_stmt) ||
+	    prepare(s, data_sql, &s->data_stmt))
 		return -1;
 	s->tsc_start = __rdtsc();
 	s->mono_start = sup_mono_ns();
@@ -266,6 +267,33 @@ static int emit_object(struct det_sup *s, struct det_rec *r, uint64_t first_seq)
 	return 0;
 }
 
+/* A release-like event failed: fix its result, in the batch or the table. */
+static int apply_result(struct det_sup *s, struct row *rows, int nrows, struct det_rec *r)
+{
+	for (int i = nrows - 1; i >= 0; i--)
+		if (rows[i].v[0] == (int64_t)r->seq) {
+			rows[i].v[5] = r->result;
+			return 0;
+		}
+	sqlite3_bind_int64(s->result_stmt, 1, r->result);
+	sqlite3_bind_int64(s->result_stmt, 2, (int64_t)r->seq);
+	if (sqlite3_step(s->result_stmt) != SQLITE_DONE)
+		return sup_fail(s, "cannot store a result: %s", sqlite3_errmsg(s->db));
+	sqlite3_reset(s->result_stmt);
+	return 0;
+}
+
+/* Entries between events: objects (declared for the event that follows)
+ * and results (of the thread's previous release-like event). */
+static int meta_entry(struct det_sup *s, struct det_rec *e, uint64_t next_seq, struct row *rows, int nrows)
+{
+	if (e->kind == DET_REC_OBJECT)
+		return emit_object(s, e, next_seq);
+	if (e->kind == DET_REC_RESULT)
+		return apply_result(s, rows, nrows, e);
+	return 0;
+}
+
 /* Copy an event's payload (the entries after it) into the data table. */
 static int emit_payload(struct det_sup *s, struct cursor *c, struct det_rec *r)
 {
@@ -373,7 +401,7 @@ static int drain_pass(struct det_sup *s, int final)
 		}
 		struct det_rec *r = at(s, c, c->ev);
 		for (uint64_t p = c->pos; p < c->ev; p++)
-			if (at(s, c, p)->kind == DET_REC_OBJECT && (ret = emit_object(s, at(s, c, p), r->seq)))
+			if ((ret = meta_entry(s, at(s, c, p), r->seq, rows, nrows)))
 				goto out;
 		int64_t site = 0;
 		if ((ret = site_of(s, r->ra, &site)))
@@ -414,18 +442,18 @@ static int drain_pass(struct det_sup *s, int final)
 			heap_push(heap, &nheap, c);
 	}
 	if (final) {
-		/* Objects declared by an event that never got published. */
+		/* After each thread's last event: results, and objects of an
+		 * event that never got published. */
 		for (uint32_t i = 0; i < nthreads; i++) {
 			struct cursor *c = &cur[i];
 			if (!c->ring)
 				continue;
-			for (; c->pos < c->end; c->pos++)
-				if (at(s, c, c->pos)->kind == DET_REC_OBJECT) {
-					if (!began && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
-						began = 1;
-					if ((ret = emit_object(s, at(s, c, c->pos), 0)))
-						goto out;
-				}
+			for (; c->pos < c->end; c->pos++) {
+				if (!began && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+					began = 1;
+				if ((ret = meta_entry(s, at(s, c, c->pos), 0, rows, nrows)))
+					goto out;
+			}
 		}
 	}
 	if ((ret = flush_rows(s, rows, nrows)))

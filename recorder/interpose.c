@@ -91,13 +91,8 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	cs->obj = op.obj;
 	atomic_store(&cs->state, DET_TS_STARTING);
 	int r = real.pthread_create(th, attr, det_thread_main, (void *)(uintptr_t)child);
-	if (det_replaying()) {
-		if (r == 0)
-			det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD);
-	} else {
-		det_rec_thread_created(&op, r == 0 ? (uint64_t)*th : 0);
-	}
-	op.aux = child;
+	if (r == 0)
+		det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD);
 	det_release_end(&op, r);
 	det_leave(t);
 	return r;
@@ -676,8 +671,10 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 		return real.pthread_once(o, fn);
 	uint64_t ra = DET_RA();
 	if (det_replaying()) {
-		int ran = t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_ONCE &&
-			  t->sched[t->idx].result == 1;
+		/* Its next recorded event is either the ONCE of a thread that
+		 * did not run the routine, or the routine's own first event. */
+		int ran = !(t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_ONCE &&
+			    t->sched[t->idx].result == 0);
 		if (ran) {
 			det_leave(t);
 			fn();

@@ -70,34 +70,23 @@ void det_msg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static __attribute__((noreturn)) void det_vstop(int print, const char *fmt, va_list ap)
-{
-	va_list copy;
-	va_copy(copy, ap);
-	if (det_hdr) {
-		uint32_t expected = 0;
-		if (atomic_compare_exchange_strong(&det_hdr->failed, &expected, 1))
-			vsnprintf(det_hdr->error, sizeof(det_hdr->error), fmt, ap);
-	}
-	if (print || !det_hdr)
-		det_vmsg(fmt, copy);
-	va_end(copy);
-	syscall(SYS_exit_group, DET_EXIT_STOPPED);
-	__builtin_unreachable();
-}
-
+/* Stop the program. The reason goes to the shared header, where detrec or
+ * detreplay (or det's gdb commands) report it; it is printed here only
+ * when no supervisor is there to read it. */
 void det_fatal(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	det_vstop(1, fmt, ap);
-}
-
-void det_stop(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	det_vstop(0, fmt, ap);
+	if (det_hdr) {
+		uint32_t expected = 0;
+		if (atomic_compare_exchange_strong(&det_hdr->failed, &expected, 1))
+			vsnprintf(det_hdr->error, sizeof(det_hdr->error), fmt, ap);
+	} else {
+		det_vmsg(fmt, ap);
+	}
+	va_end(ap);
+	syscall(SYS_exit_group, DET_EXIT_STOPPED);
+	__builtin_unreachable();
 }
 
 /* ------------------------------------------------------------------ */
@@ -500,15 +489,31 @@ static inline void write_event(struct det_op *op, int64_t result)
 	atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
+/*
+ * A release-like event is published before its operation runs: once the
+ * operation is visible to other threads, the process may die (another
+ * thread exits, crashes, or detrec is killed) and the event must already be
+ * in the log. Its result is assumed to be 0; the rare failure is logged as
+ * a DET_REC_RESULT entry after the operation.
+ */
 void det_rec_release_begin(struct det_op *op)
 {
-	ring_reserve(op->t, 1);
+	ring_reserve(op->t, 2); /* the event, and room for a result */
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
+	write_event(op, 0);
 }
 
 void det_rec_end(struct det_op *op, int64_t result)
 {
-	write_event(op, result);
+	if (det_likely(result == 0))
+		return;
+	struct det_thread *t = op->t;
+	struct det_rec *r = ring_put(t);
+	memset(r, 0, sizeof(*r));
+	r->seq = op->seq;
+	r->kind = DET_REC_RESULT;
+	r->result = result;
+	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
 }
 
 void det_rec_acquire_end(struct det_op *op, int64_t result)
@@ -518,22 +523,20 @@ void det_rec_acquire_end(struct det_op *op, int64_t result)
 	write_event(op, result);
 }
 
-/* A create takes its place in the order and its child's number together. */
+/* A create takes its place in the order and its child's number together,
+ * and is published before the child exists. The thread's handle is not
+ * known yet: its object is declared without an address. */
 uint32_t det_rec_new_thread(struct det_op *op)
 {
-	ring_reserve(op->t, 2); /* the event and its object */
-	uint64_t c = take_seq(op->t, 1 + DET_THREAD_ONE);
-	op->seq = c & DET_SEQ_MASK;
+	struct det_thread *t = op->t;
+	ring_reserve(t, 3); /* the object, the event, a result */
 	op->obj = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
-	return (uint32_t)(c >> DET_SEQ_BITS);
-}
-
-/* After pthread_create: the new thread's handle names its object. */
-void det_rec_thread_created(struct det_op *op, uint64_t handle)
-{
-	if (handle)
-		det_obj_bind((void *)(uintptr_t)handle, op->obj, DET_OBJ_THREAD);
-	emit_object(op->t, op->obj, DET_OBJ_THREAD, handle);
+	emit_object(t, op->obj, DET_OBJ_THREAD, 0);
+	uint64_t c = take_seq(t, 1 + DET_THREAD_ONE);
+	op->seq = c & DET_SEQ_MASK;
+	op->aux = (uint32_t)(c >> DET_SEQ_BITS);
+	write_event(op, 0);
+	return op->aux;
 }
 
 void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra)

@@ -84,9 +84,7 @@ struct det_op {
 DET_HIDDEN void det_init(void);
 DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_fatal(const char *fmt, ...);
 DET_HIDDEN __attribute__((format(printf, 1, 2))) void det_msg(const char *fmt, ...);
-/* Stop the program, leaving the reason in the shared header for the
- * supervisor to report (det_fatal also prints it). */
-DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_stop(const char *fmt, ...);
+
 DET_HIDDEN void det_thread_attach(struct det_thread *t, uint32_t num);
 DET_HIDDEN void det_thread_exit(struct det_thread *t);
 
@@ -135,7 +133,6 @@ DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
 DET_HIDDEN void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
 DET_HIDDEN void det_rec_unblock(struct det_thread *t);
 DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
-DET_HIDDEN void det_rec_thread_created(struct det_op *op, uint64_t handle);
 
 /* --- replay side (replayer/enforce.c) --- */
 /* Wait until the thread's next recorded event is due and check that it is

@@ -125,6 +125,7 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 		sqlite3_finalize(s->obj_stmt);
 		sqlite3_finalize(s->site_stmt);
 		sqlite3_finalize(s->thread_stmt);
+		sqlite3_finalize(s->result_stmt);
 		sqlite3_finalize(s->data_stmt);
 		sqlite3_close(s->db);
 	}

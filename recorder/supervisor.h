@@ -34,7 +34,7 @@ struct det_sup {
 
 	/* drain */
 	sqlite3 *db;
-	sqlite3_stmt *ev_batch, *ev_one, *obj_stmt, *site_stmt, *thread_stmt, *data_stmt;
+	sqlite3_stmt *ev_batch, *ev_one, *obj_stmt, *site_stmt, *thread_stmt, *result_stmt, *data_stmt;
 	uint64_t *thread_idx; /* events drained per thread */
 	struct site_map sites;
 	_Atomic int stop, dead;

@@ -95,7 +95,7 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 	}
 	strncpy(d->what, what, sizeof(d->what) - 1);
 	/* detreplay (or det's gdb commands) report it, with source lines. */
-	det_stop("replay diverged at T%u's event %lu: %s", t->num, (unsigned long)t->idx, what);
+	det_fatal("replay diverged at T%u's event %lu: %s", t->num, (unsigned long)t->idx, what);
 }
 
 const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, enum det_objkind objkind)

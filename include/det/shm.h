@@ -68,6 +68,7 @@ struct det_rec {
 
 /* Ring entries that are not events. */
 #define DET_REC_OBJECT 0x8001 /* a new object: obj = id, aux = enum det_objkind, ra = its address */
+#define DET_REC_RESULT 0x8002 /* the release-like event `seq` returned `result`, not 0 */
 
 /* One replay schedule entry; 56 bytes. Each thread has an array of them. */
 struct det_sched {

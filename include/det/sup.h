@@ -49,10 +49,12 @@ struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rings, uint64_
  *   site_sql:   binding site, address
  *   thread_sql: binding thread, parent, kernel tid, create seq, object
  *               (run when a thread's first event is drained)
+ *   result_sql: binding result, seq (a release-like event that failed)
  *   data_sql:   binding seq, bytes (NULL: payloads are dropped)
  */
 int det_drain_open(struct det_sup *s, const char *db_path, const char *event_prefix, const char *event_row,
-		   const char *object_sql, const char *site_sql, const char *thread_sql, const char *data_sql);
+		   const char *object_sql, const char *site_sql, const char *thread_sql, const char *result_sql,
+		   const char *data_sql);
 /* Drain until det_drain_stop(), then everything left; returns < 0 on error. */
 int det_drain_run(struct det_sup *s);
 /* Ask det_drain_run to finish; `dead` says the program is gone, so events

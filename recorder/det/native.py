@@ -72,7 +72,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_fd": (I, [P]),
         "det_sup_free": (None, [P]),
         "det_sup_record_new": (P, [U32, U32, U64, U32]),
-        "det_drain_open": (I, [P, C, C, C, C, C, C, C]),
+        "det_drain_open": (I, [P, C, C, C, C, C, C, C, C]),
         "det_drain_run": (I, [P]),
         "det_drain_stop": (None, [P, I]),
         "det_drain_stats": (None, [P, ctypes.POINTER(DrainStats)]),
@@ -163,7 +163,8 @@ class Recorder(Region):
     def drain_open(self, db_path: Path) -> None:
         r = lib().det_drain_open(
             self.h, _b(db_path), _b(schema.EVENT_INSERT_PREFIX), _b(schema.EVENT_INSERT_ROW),
-            _b(schema.OBJECT_INSERT), _b(schema.SITE_INSERT), _b(schema.THREAD_INSERT), _b(schema.DATA_INSERT),
+            _b(schema.OBJECT_INSERT), _b(schema.SITE_INSERT), _b(schema.THREAD_INSERT), _b(schema.RESULT_UPDATE),
+            _b(schema.DATA_INSERT),
         )
         if r != 0:
             raise DetError(lib().det_sup_error(self.h).decode())

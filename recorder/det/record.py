@@ -208,7 +208,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
     }
     path = writer.finish(outcome, threads, modules, blocked)
     report: list[str] = []
-    if blocked:
+    if blocked and timed_out:
         with Trace(path) as tr:
             waiters = [Waiter(*b) for b in blocked]
             rep = block_report(tr, waiters, Symbolizer(tr.modules()))

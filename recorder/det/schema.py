@@ -96,6 +96,7 @@ EVENT_INSERT_ROW = "(?,?,?,?,?,?,?,?,?)"
 OBJECT_INSERT = "INSERT OR REPLACE INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,?)"
 SITE_INSERT = "INSERT INTO sites(site, address) VALUES (?,?)"
 THREAD_INSERT = "INSERT OR REPLACE INTO threads(tid, parent, ktid, create_seq, obj) VALUES (?,?,?,?,?)"
+RESULT_UPDATE = "UPDATE events SET result = ? WHERE seq = ?"
 DATA_INSERT = "INSERT INTO data(seq, bytes) VALUES (?,?)"
 
 # What the replay schedule builder reads.

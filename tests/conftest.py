@@ -1,0 +1,90 @@
+"""Shared helpers for det's tests.
+
+Rules: tests run the real tools (.venv/bin/detrec, detreplay) on real
+programs; nothing is mocked. A tool or file the tests need that is missing
+fails the test loudly, never skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".venv" / "bin"
+DETREC = BIN / "detrec"
+DETREPLAY = BIN / "detreplay"
+SAMPLES = ROOT / "samples" / "bin"
+PROGRAMS = ROOT / "tests" / "bin"
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make` first", pytrace=False)
+    return path
+
+
+def run(cmd: list[str | os.PathLike[str]], timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], capture_output=True, timeout=timeout, **kw)
+
+
+def detrec(*args: str | os.PathLike[str], timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return run([_require(DETREC), *args], timeout=timeout, **kw)
+
+
+def detreplay(*args: str | os.PathLike[str], timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return run([_require(DETREPLAY), *args], timeout=timeout, **kw)
+
+
+def sample_bin(name: str) -> Path:
+    return _require(SAMPLES / name)
+
+
+def program(name: str) -> Path:
+    return _require(PROGRAMS / name)
+
+
+@dataclass
+class Sample:
+    name: str
+    binary: str
+    args: list[str]
+    test_args: list[str]
+    bug: str | None
+    hang: bool
+
+    @property
+    def path(self) -> Path:
+        return sample_bin(self.binary)
+
+
+def samples() -> list[Sample]:
+    data = json.loads((ROOT / "samples" / "manifest.json").read_text())
+    return [
+        Sample(s["name"], s.get("binary", s["name"]), s["args"], s["test_args"], s["bug"], s["hang"])
+        for s in data["samples"]
+    ]
+
+
+def outcome(trace: Path) -> dict:
+    db = sqlite3.connect(trace)
+    cur = db.execute("SELECT * FROM outcome")
+    row = cur.fetchone()
+    names = [d[0] for d in cur.description]
+    db.close()
+    assert row is not None, f"{trace} has no outcome"
+    return dict(zip(names, row))
+
+
+def query(trace: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    db = sqlite3.connect(trace)
+    try:
+        return db.execute(sql, args).fetchall()
+    finally:
+        db.close()

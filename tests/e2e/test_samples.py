@@ -1,0 +1,57 @@
+"""Every sample, recorded and replayed: the outcome is identical in every
+replay, in ordered and relaxed mode; every heisenbug is captured with
+--until-fail and its failing trace replays the bug every time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import Sample, detrec, detreplay, outcome, samples
+
+REPLAYS = 20
+HANG_TIMEOUT = "3"
+
+
+def record(s: Sample, trace: Path, *extra: str) -> None:
+    args = ["--timeout", HANG_TIMEOUT] if s.hang else []
+    r = detrec(*args, *extra, "-o", trace, "--", s.path, *s.test_args)
+    assert trace.exists(), r.stderr.decode()
+    assert not Path(str(trace) + ".incomplete").exists()
+
+
+def replay_matches(trace: Path, mode: list[str], n: int) -> None:
+    rec = outcome(trace)
+    want_status = 124 if rec["status"] == "timeout" else (
+        128 + rec["signal"] if rec["signal"] is not None else rec["exit_code"])
+    for i in range(n):
+        r = detreplay(*mode, trace)
+        err = r.stderr.decode()
+        assert r.returncode == want_status, f"replay {i + 1} {mode}: exit {r.returncode}, want {want_status}\n{err}"
+        assert "outcome matches the recording" in err, f"replay {i + 1} {mode}:\n{err}"
+        if rec["status"] != "timeout":
+            assert r.stdout.endswith(rec["stdout_tail"]), f"replay {i + 1} {mode}: stdout differs"
+
+
+@pytest.mark.parametrize("s", samples(), ids=lambda s: s.name)
+def test_sample_replays_identically(s: Sample, tmp_path: Path) -> None:
+    trace = tmp_path / f"{s.name}.db"
+    record(s, trace)
+    replay_matches(trace, [], REPLAYS)
+    replay_matches(trace, ["--relaxed"], REPLAYS)
+
+
+@pytest.mark.parametrize("s", [s for s in samples() if s.bug], ids=lambda s: s.name)
+def test_heisenbug_captured_and_reproduced(s: Sample, tmp_path: Path) -> None:
+    trace = tmp_path / f"{s.name}.db"
+    record(s, trace, "--until-fail", "500", "-j", "2")
+    rec = outcome(trace)
+    if s.hang:
+        assert rec["status"] == "timeout", rec
+        assert s.bug in rec["message"], rec["message"]
+    else:
+        assert rec["status"] == "exited" and rec["exit_code"] == 1, rec
+        assert s.bug.encode() in rec["stdout_tail"], rec["stdout_tail"]
+    replay_matches(trace, [], REPLAYS)
+    replay_matches(trace, ["--relaxed"], REPLAYS)

@@ -1,0 +1,40 @@
+/* tests/programs/crash.c - a thread dies of the fault MODE names after some
+ * synchronization: segv, abort, assert, fpe. */
+#include <assert.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static const char *mode;
+static volatile int zero;
+
+static void *victim(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 100; i++) {
+		pthread_mutex_lock(&m);
+		pthread_mutex_unlock(&m);
+	}
+	if (!strcmp(mode, "segv"))
+		*(volatile int *)16 = 1;
+	else if (!strcmp(mode, "abort"))
+		abort();
+	else if (!strcmp(mode, "assert"))
+		assert(zero == 1);
+	else if (!strcmp(mode, "fpe"))
+		printf("%d\n", 1000 / zero);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	mode = argc > 1 ? argv[1] : "segv";
+	pthread_t t;
+	pthread_create(&t, NULL, victim, NULL);
+	for (;;) {
+		pthread_mutex_lock(&m);
+		pthread_mutex_unlock(&m);
+	}
+}
