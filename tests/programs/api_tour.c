@@ -96,6 +96,9 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&m);
 	}
 	pthread_mutex_lock(&m);
+	struct timespec first = soon(1);
+	if (pthread_cond_timedwait(&cv, &m, &first) == ETIMEDOUT)
+		timeouts++;
 	while (!ready) {
 		struct timespec ts = soon(2);
 		if (pthread_cond_timedwait(&cv, &m, &ts) == ETIMEDOUT)

@@ -1,0 +1,130 @@
+"""Nothing is lost: a program that crashes, aborts, exits early, is killed,
+or whose detrec is interrupted or killed still leaves a readable trace, and
+the traces of finished runs replay to the same outcome."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DETREC, detrec, detreplay, outcome, program, query
+
+SIGNALS = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "assert": signal.SIGABRT, "fpe": signal.SIGFPE}
+
+
+@pytest.mark.parametrize("mode", sorted(SIGNALS))
+def test_crash_leaves_complete_trace(mode: str, tmp_path: Path) -> None:
+    trace = tmp_path / "crash.db"
+    r = detrec("-o", trace, program("crash"), mode)
+    sig = SIGNALS[mode]
+    assert r.returncode == 128 + sig, r.stderr.decode()
+    o = outcome(trace)
+    assert o["status"] == "signaled" and o["signal"] == sig
+    # the victim did its 100 lock/unlock pairs before dying
+    n = query(trace, "SELECT count(*) FROM events WHERE tid = 1 AND kind IN (10, 14)")[0][0]
+    assert n == 200
+    for mode_args in ([], ["--relaxed"]):
+        rr = detreplay(*mode_args, trace)
+        assert rr.returncode == 128 + sig, rr.stderr.decode()
+        assert b"outcome matches the recording" in rr.stderr
+
+
+def test_main_exits_while_threads_run(tmp_path: Path) -> None:
+    trace = tmp_path / "early.db"
+    r = detrec("-o", trace, program("early_exit"))
+    assert r.returncode == 0, r.stderr.decode()
+    states = dict(query(trace, "SELECT tid, end_state FROM threads"))
+    # killed by the exit, in the middle of their loop (maybe waiting for the lock)
+    assert states[1] in ("running", "blocked") and states[2] in ("running", "blocked")
+    for _ in range(3):
+        rr = detreplay(trace)
+        assert rr.returncode == 0 and b"outcome matches" in rr.stderr, rr.stderr.decode()
+        assert rr.stdout == b"main leaves with the workers running\n"
+
+
+def test_program_killed_from_outside(tmp_path: Path) -> None:
+    trace = tmp_path / "killed.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("spinner"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"running\n"
+    time.sleep(0.3)
+    pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("spinner"))]))
+    os.kill(pid, signal.SIGKILL)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGKILL, err.decode()
+    o = outcome(trace)
+    assert o["status"] == "signaled" and o["signal"] == signal.SIGKILL
+    assert o["events"] > 100
+    rr = detreplay(trace)
+    # the replay reaches the recording's last event, then the threads wait there
+    assert b"outcome matches" in rr.stderr or b"events" in rr.stderr, rr.stderr.decode()
+
+
+def test_ctrl_c_saves_the_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "int.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("spinner"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert p.stdout.readline() == b"running\n"
+    time.sleep(0.3)
+    os.killpg(p.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err.decode()
+    assert b"trace saved to" in err
+    o = outcome(trace)
+    assert o["status"] == "interrupted"
+    assert o["events"] == query(trace, "SELECT count(*) FROM events")[0][0] > 0
+
+
+def test_detrec_killed_leaves_readable_incomplete_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "lost.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("spinner"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"running\n"
+    time.sleep(0.5)
+    p.kill()
+    p.wait()
+    time.sleep(0.3)
+    # the program died with detrec
+    alive = subprocess.run(["pgrep", "-f", str(program("spinner"))], capture_output=True)
+    assert alive.returncode == 1, f"the program outlived detrec: {alive.stdout!r}"
+    inc = Path(str(trace) + ".incomplete")
+    assert inc.exists() and not trace.exists()
+    info = detrec("info", inc)
+    assert info.returncode == 0, info.stderr.decode()
+    assert b"incomplete" in info.stdout
+    n = query(inc, "SELECT count(*) FROM events")[0][0]
+    assert n > 0
+    rr = detreplay(inc)
+    assert rr.returncode == 0, rr.stderr.decode()
+    assert f"replayed all {n} events of the incomplete recording".encode() in rr.stderr
+
+
+def test_deadlock_timeout_names_the_cycle(tmp_path: Path) -> None:
+    from conftest import sample_bin
+
+    trace = tmp_path / "dl.db"
+    r = detrec("--until-fail", "200", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"))
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    assert "deadlock: T1 holds mutex" in err and "T2 holds mutex" in err
+    assert "lock_order_inversion.c:" in err  # where each thread waits
+    blocked = query(trace, "SELECT tid, kind FROM blocked ORDER BY tid")
+    assert (1, 10) in blocked and (2, 10) in blocked  # both in mutex_lock
+    rr = detreplay(trace)
+    assert rr.returncode == 124, rr.stderr.decode()
+    assert b"deadlock: T1 holds mutex" in rr.stderr
+
+
+def test_trace_is_private(tmp_path: Path) -> None:
+    trace = tmp_path / "p.db"
+    old = os.umask(0)
+    try:
+        detrec("-o", trace, program("hello"))
+    finally:
+        os.umask(old)
+    assert (trace.stat().st_mode & 0o777) == 0o600
