@@ -487,10 +487,15 @@ SUP_EXPORT int det_drain_run(struct det_sup *s)
 		uint32_t kick = atomic_load(&s->hdr->drain_kick);
 		int stop = atomic_load(&s->stop);
 		int final = stop && atomic_load(&s->dead);
-		if (drain_pass(s, final) < 0)
+		uint64_t t0 = sup_mono_ns();
+		int r = drain_pass(s, final);
+		if (r == 0 && stop && !final)
+			r = drain_pass(s, 1);
+		s->stats.busy_ns += sup_mono_ns() - t0;
+		if (r < 0)
 			return -1;
 		if (stop)
-			return final ? 0 : drain_pass(s, 1);
+			return 0;
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		syscall(SYS_futex, &s->hdr->drain_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
 	}

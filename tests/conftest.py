@@ -79,7 +79,7 @@ def outcome(trace: Path) -> dict:
     names = [d[0] for d in cur.description]
     db.close()
     assert row is not None, f"{trace} has no outcome"
-    return dict(zip(names, row))
+    return dict(zip(names, row, strict=True))
 
 
 def query(trace: Path, sql: str, args: tuple = ()) -> list[tuple]:

@@ -29,6 +29,7 @@ struct det_thread_info {
 
 struct det_drain_stats {
 	uint64_t events, objects, sites, payload_bytes, threads, passes;
+	uint64_t busy_ns; /* time spent moving events into SQLite */
 };
 
 #define DET_SUP_ABI (sizeof(struct det_thread_info) * 1000 + sizeof(struct det_drain_stats))

@@ -49,7 +49,8 @@ class ThreadInfo(ctypes.Structure):
 
 class DrainStats(ctypes.Structure):
     _fields_ = [
-        (name, ctypes.c_uint64) for name in ("events", "objects", "sites", "payload_bytes", "threads", "passes")
+        (name, ctypes.c_uint64)
+        for name in ("events", "objects", "sites", "payload_bytes", "threads", "passes", "busy_ns")
     ]
 
 
@@ -146,7 +147,7 @@ class Region:
         if not lib().det_sup_divergence(self.h, ctypes.byref(arr), what, 200):
             return None
         keys = ("thread", "idx", "seq", "reason", "want_kind", "want_obj", "got_kind", "got_obj", "got_addr", "ra")
-        return dict(zip(keys, arr)), what.value.decode(errors="replace")
+        return dict(zip(keys, arr, strict=True)), what.value.decode(errors="replace")
 
 
 class Recorder(Region):

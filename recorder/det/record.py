@@ -36,7 +36,7 @@ from .trace import Trace, TraceWriter
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
 
-RING_ENTRIES = (1 << 20) // 48  # 1 MiB per ring
+RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "1024")) << 10) // 48  # per thread
 
 
 @dataclass
@@ -121,7 +121,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "binary": exe,
             "binary_sha256": sha256_file(exe),
             "libdet_sha256": sha256_file(str(libdet_path())),
-            "start_time": datetime.datetime.fromtimestamp(start, datetime.timezone.utc).isoformat(),
+            "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             "start_unix_ns": time.time_ns(),
             "host": platform.node(),
             "kernel": platform.release(),
@@ -206,6 +206,9 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         "events": stats.events,
         "message": message,
     }
+    writer.set_meta({
+        "ingest_events_per_s": round(stats.events / (stats.busy_ns / 1e9)) if stats.busy_ns else 0,
+    })
     path = writer.finish(outcome, threads, modules, blocked)
     report: list[str] = []
     if blocked and timed_out:

@@ -70,7 +70,7 @@ class Symbolizer:
             todo.setdefault(module, []).append((a, look))
         for module, items in todo.items():
             results = self._addr2line(module, [look for _, look in items])
-            for (a, _), (func, file, line) in zip(items, results):
+            for (a, _), (func, file, line) in zip(items, results, strict=True):
                 loc = Location(a, module, self.module_of(a)[1], func, file, line)
                 self.cache[(a, return_addresses)] = loc
                 out[a] = loc

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import events as ev
 from . import schema
@@ -103,7 +104,7 @@ class Trace:
         row = cur.fetchone()
         if row is None:
             return None
-        return dict(zip([d[0] for d in cur.description], row))
+        return dict(zip([d[0] for d in cur.description], row, strict=True))
 
     def event_count(self) -> int:
         o = self.outcome()
@@ -114,7 +115,7 @@ class Trace:
     def threads(self) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM threads ORDER BY tid")
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def events(self, where: str = "", args: tuple = (), order: str = "seq") -> Iterator[Event]:
         sql = f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY {order}"
