@@ -13,31 +13,83 @@
  *    detreplay to report, and the program stops with DET_EXIT_STOPPED.
  */
 #include "runtime.h"
+#include "det/gdb.h"
 
 #include <errno.h>
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SPIN_ROUNDS 400
+
+/* Read and written by det's gdb extension; see include/det/gdb.h. */
+__attribute__((visibility("default"))) struct det_gdb_control det_gdb_control = {.stop_seq = UINT64_MAX};
+
+/* gdb breaks here: every other thread waits at its turnstile (or runs code
+ * that has no more events), the calling thread is about to do its event. */
+__attribute__((visibility("default"), noinline)) void det_gdb_stop(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+/* gdb breaks here once libdet.so is set up in a replay, before the first
+ * event: the moment to write det_gdb_control (again, after a restart). */
+__attribute__((visibility("default"), noinline)) void det_gdb_ready(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+/* gdb breaks here when a replay diverges, before the program stops. */
+__attribute__((visibility("default"), noinline)) void det_gdb_diverged(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 {
 	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
 }
 
+/* A replay region may be run more than once (gdb restarts the program to go
+ * back in time): T0 clears everything a previous run changed. */
+static void reset_region(void)
+{
+	struct det_shm_header *h = det_hdr;
+	for (uint32_t i = 0; i < h->threads_recorded; i++) {
+		struct det_slot *s = det_shm_slot(h, i);
+		atomic_store(&s->done, 0);
+		atomic_store(&s->sleeping, 0);
+		atomic_store(&s->state, DET_TS_FREE);
+		atomic_store(&s->blocked_kind, 0);
+		s->blocked_obj = 0;
+		s->blocked_ra = 0;
+		atomic_store(&s->at_turnstile, 0);
+	}
+	memset(det_shm_objects(h), 0, (size_t)h->objects_cap * sizeof(struct det_objent));
+	memset((char *)h + h->objrev_off, 0, ((size_t)h->objrev_count + 1) * sizeof(uint64_t));
+	atomic_store(&h->diverged, 0);
+	atomic_store(&h->failed, 0);
+	memset(&h->div, 0, sizeof(h->div));
+	h->error[0] = 0;
+}
+
 void det_replay_attach(struct det_thread *t)
 {
 	struct det_slot *s = t->slot;
+	if (t->num == 0)
+		reset_region();
 	if (t->num >= det_hdr->threads_recorded)
 		det_diverge(t, DET_DIV_THREAD, DET_EV_THREAD_START, NULL, 0,
 			    "a thread that the recording does not have");
 	t->sched = (const struct det_sched *)((char *)det_hdr + s->sched_off);
 	t->sched_count = s->sched_count;
 	t->idx = 0;
-	if (t->num == 0)
+	if (t->num == 0) {
 		det_obj_bind((void *)pthread_self(), s->obj, DET_OBJ_THREAD);
+		det_gdb_ready();
+	}
 }
 
 /* Sleep for ever: the thread has done everything the recording saw it do. */
@@ -45,6 +97,7 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 {
 	_Atomic uint32_t never = 0;
 	atomic_store(&t->slot->state, DET_TS_PARKED);
+	atomic_store(&t->slot->at_turnstile, 1);
 	for (;;)
 		futex(&never, FUTEX_WAIT_PRIVATE, 0);
 }
@@ -54,10 +107,13 @@ static void wait_for(struct det_thread *t, uint32_t dep_thread, uint64_t dep_idx
 	struct det_slot *d = det_shm_slot(det_hdr, dep_thread - 1);
 	if (atomic_load_explicit(&d->done, memory_order_acquire) > dep_idx)
 		return;
+	atomic_store_explicit(&t->slot->at_turnstile, 1, memory_order_relaxed);
 	for (int i = 0; i < SPIN_ROUNDS; i++) {
 		__builtin_ia32_pause();
-		if (atomic_load_explicit(&d->done, memory_order_acquire) > dep_idx)
+		if (atomic_load_explicit(&d->done, memory_order_acquire) > dep_idx) {
+			atomic_store_explicit(&t->slot->at_turnstile, 0, memory_order_relaxed);
 			return;
+		}
 	}
 	struct det_slot *me = t->slot;
 	for (;;) {
@@ -69,6 +125,53 @@ static void wait_for(struct det_thread *t, uint32_t dep_thread, uint64_t dep_idx
 		futex(&me->sleeping, FUTEX_WAIT, 1);
 	}
 	atomic_store(&me->sleeping, 0);
+	atomic_store_explicit(&me->at_turnstile, 0, memory_order_relaxed);
+}
+
+/* Before gdb stops the program, let the other threads reach their next
+ * turnstile, so that `info threads` shows each one waiting for its turn.
+ * Bounded: a thread may compute for long, or have no events left. */
+static void settle_others(struct det_thread *t)
+{
+	for (int round = 0; round < 2000; round++) {
+		int moving = 0;
+		for (uint32_t i = 0; i < det_hdr->threads_recorded; i++) {
+			struct det_slot *s = det_shm_slot(det_hdr, i);
+			uint32_t st = atomic_load(&s->state);
+			if (i == t->num || st != DET_TS_RUNNING)
+				continue;
+			if (!atomic_load(&s->at_turnstile) && atomic_load(&s->done) < s->sched_count)
+				moving = 1;
+		}
+		if (!moving)
+			return;
+		struct timespec ts = {0, 50000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void gdb_check(struct det_thread *t, const struct det_sched *e)
+{
+	struct det_gdb_control *c = &det_gdb_control;
+	uint32_t reason = 0;
+	if (e->seq >= c->stop_seq)
+		reason = DET_GDB_SEQ;
+	else if (c->stop_thread && c->stop_thread == t->num + 1)
+		reason = DET_GDB_THREAD;
+	else if ((c->stop_kind && c->stop_kind == e->kind && (!c->stop_obj || c->stop_obj == e->obj)) ||
+		 (!c->stop_kind && c->stop_obj && c->stop_obj == e->obj))
+		reason = DET_GDB_KIND;
+	if (!reason)
+		return;
+	settle_others(t);
+	c->seq = e->seq;
+	c->idx = t->idx;
+	c->thread = t->num;
+	c->kind = e->kind;
+	c->obj = e->obj;
+	c->reason = reason;
+	c->stops++;
+	det_gdb_stop();
 }
 
 void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const void *got_addr, uint64_t ra,
@@ -94,6 +197,7 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 		d->seq = UINT64_MAX;
 	}
 	strncpy(d->what, what, sizeof(d->what) - 1);
+	det_gdb_diverged();
 	/* detreplay (or det's gdb commands) report it, with source lines. */
 	det_fatal("replay diverged at T%u's event %lu: %s", t->num, (unsigned long)t->idx, what);
 }
@@ -128,6 +232,8 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	op->obj = e->obj;
 	op->aux = e->aux;
 	op->seq = e->seq;
+	if (det_unlikely(det_gdb_control.attached))
+		gdb_check(t, e);
 	return e;
 }
 

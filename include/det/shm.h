@@ -116,7 +116,7 @@ struct det_slot {
 	/* line 4: replay */
 	DET_ATOMIC(uint64_t) done;      /* events completed */
 	DET_ATOMIC(uint32_t) sleeping;  /* futex word: 1 while asleep in a turnstile */
-	uint32_t pad4;
+	DET_ATOMIC(uint32_t) at_turnstile; /* waiting for its turn, or parked */
 	uint64_t sched_off;             /* this thread's struct det_sched array */
 	uint64_t sched_count;
 	uint8_t pad4b[32];
