@@ -205,16 +205,13 @@ static inline struct det_rec *at(struct det_sup *s, struct cursor *c, uint64_t p
 	return &c->ring[pos % s->hdr->ring_entries];
 }
 
-/* Find the next event entry at or after c->pos; 0 if none is published. */
+/* Is an event published at c->pos (after take_meta)? */
 static int cursor_next(struct det_sup *s, struct cursor *c)
 {
-	uint64_t p = c->pos;
-	while (p < c->end && at(s, c, p)->kind >= DET_KIND_LIMIT)
-		p++;
-	if (p >= c->end)
+	if (c->pos >= c->end)
 		return 0;
-	c->ev = p;
-	c->seq = at(s, c, p)->seq;
+	c->ev = c->pos;
+	c->seq = at(s, c, c->pos)->seq;
 	return 1;
 }
 
@@ -283,39 +280,81 @@ static int apply_result(struct det_sup *s, struct row *rows, int nrows, struct d
 	return 0;
 }
 
-/* Entries between events: objects (declared for the event that follows)
- * and results (of the thread's previous release-like event). */
-static int meta_entry(struct det_sup *s, struct det_rec *e, uint64_t next_seq, struct row *rows, int nrows)
+/*
+ * Take the entries that come before the thread's next event off its ring:
+ * objects and data wait in `pending` for that event; a result belongs to an
+ * event already emitted. This frees ring space even while the event itself
+ * is held back by the watermark.
+ */
+static int take_meta(struct det_sup *s, struct cursor *c, struct row *rows, int nrows)
 {
-	if (e->kind == DET_REC_OBJECT)
-		return emit_object(s, e, next_seq);
-	if (e->kind == DET_REC_RESULT)
-		return apply_result(s, rows, nrows, e);
+	struct pending *p = &s->pending[c->num];
+	for (; c->pos < c->end; c->pos++) {
+		struct det_rec *e = at(s, c, c->pos);
+		if (e->kind < DET_KIND_LIMIT)
+			break;
+		if (e->kind == DET_REC_OBJECT) {
+			if (p->nobjs == p->cap_objs) {
+				uint32_t ncap = p->cap_objs ? p->cap_objs * 2 : 8;
+				struct det_rec *n = realloc(p->objs, ncap * sizeof(*n));
+				if (!n)
+					return sup_fail(s, "out of memory");
+				p->objs = n;
+				p->cap_objs = ncap;
+			}
+			p->objs[p->nobjs++] = *e;
+		} else if (e->kind == DET_REC_RESULT) {
+			int r = apply_result(s, rows, nrows, e);
+			if (r)
+				return r;
+		} else if (e->kind == DET_REC_DATA) {
+			uint32_t k = e->len <= DET_DATA_CHUNK ? e->len : DET_DATA_CHUNK;
+			if (p->len + k > p->cap) {
+				uint64_t ncap = p->cap ? p->cap * 2 : 4096;
+				while (ncap < p->len + k)
+					ncap *= 2;
+				uint8_t *n = realloc(p->data, ncap);
+				if (!n)
+					return sup_fail(s, "out of memory");
+				p->data = n;
+				p->cap = ncap;
+			}
+			memcpy(p->data + p->len, e, k);
+			p->len += k;
+		}
+	}
 	return 0;
 }
 
-/* Copy an event's payload (the entries after it) into the data table. */
-static int emit_payload(struct det_sup *s, struct cursor *c, struct det_rec *r)
+/* The event is being emitted: its objects and its data go with it. */
+static int emit_pending(struct det_sup *s, uint32_t num, struct det_rec *ev)
 {
-	uint64_t n = (r->len + sizeof(struct det_rec) - 1) / sizeof(struct det_rec);
-	if (!s->data_stmt)
-		return (int)n;
-	if (s->payload_cap < n * sizeof(struct det_rec)) {
-		free(s->payload);
-		s->payload_cap = n * sizeof(struct det_rec);
-		s->payload = malloc(s->payload_cap);
-		if (!s->payload)
-			return sup_fail(s, "out of memory");
+	struct pending *p = &s->pending[num];
+	for (uint32_t i = 0; i < p->nobjs; i++) {
+		int r = emit_object(s, &p->objs[i], ev ? ev->seq : 0);
+		if (r)
+			return r;
 	}
-	for (uint64_t i = 0; i < n; i++)
-		memcpy(s->payload + i * sizeof(struct det_rec), at(s, c, c->ev + 1 + i), sizeof(struct det_rec));
-	sqlite3_bind_int64(s->data_stmt, 1, (int64_t)r->seq);
-	sqlite3_bind_blob(s->data_stmt, 2, s->payload, (int)r->len, SQLITE_STATIC);
-	if (sqlite3_step(s->data_stmt) != SQLITE_DONE)
-		return sup_fail(s, "cannot store input data: %s", sqlite3_errmsg(s->db));
-	sqlite3_reset(s->data_stmt);
-	s->stats.payload_bytes += r->len;
-	return (int)n;
+	p->nobjs = 0;
+	if (!ev) {
+		p->len = 0; /* data of an event that never got published */
+		return 0;
+	}
+	if (ev->len != p->len)
+		return sup_fail(s, "T%u's event %llu says %u bytes of data, its ring had %llu", num,
+				(unsigned long long)ev->seq, ev->len, (unsigned long long)p->len);
+	if (!p->len)
+		return 0;
+	if (s->data_stmt) {
+		sqlite3_bind_int64(s->data_stmt, 1, (int64_t)ev->seq);
+		sqlite3_bind_blob64(s->data_stmt, 2, p->data, p->len, SQLITE_STATIC);
+		if (sqlite3_step(s->data_stmt) != SQLITE_DONE)
+			return sup_fail(s, "cannot store input data: %s", sqlite3_errmsg(s->db));
+		sqlite3_reset(s->data_stmt);
+	}
+	s->stats.payload_bytes += p->len;
+	p->len = 0;
+	return 0;
 }
 
 static int emit_thread(struct det_sup *s, struct det_slot *sl)
@@ -387,6 +426,8 @@ static int drain_pass(struct det_sup *s, int final)
 		c->ring = det_shm_ring(h, ring - 1);
 		if (busy && !final && last < watermark)
 			watermark = last;
+		if ((ret = take_meta(s, c, rows, nrows)))
+			goto out;
 		if (cursor_next(s, c))
 			heap_push(heap, &nheap, c);
 	}
@@ -400,9 +441,8 @@ static int drain_pass(struct det_sup *s, int final)
 			began = 1;
 		}
 		struct det_rec *r = at(s, c, c->ev);
-		for (uint64_t p = c->pos; p < c->ev; p++)
-			if ((ret = meta_entry(s, at(s, c, p), r->seq, rows, nrows)))
-				goto out;
+		if ((ret = emit_pending(s, c->num, r)))
+			goto out;
 		int64_t site = 0;
 		if ((ret = site_of(s, r->ra, &site)))
 			goto out;
@@ -419,41 +459,26 @@ static int drain_pass(struct det_sup *s, int final)
 		row->v[7] = site;
 		row->v[8] = (int64_t)ts_ns(s, r->ts);
 		s->stats.events++;
-		uint64_t skip = 0;
-		if (r->len) {
-			/* the payload must follow its event row */
-			if ((ret = flush_rows(s, rows, nrows)))
-				goto out;
-			nrows = 0;
-			int n = emit_payload(s, c, r);
-			if (n < 0) {
-				ret = n;
-				goto out;
-			}
-			skip = (uint64_t)n;
-		}
-		c->pos = c->ev + 1 + skip;
+		c->pos = c->ev + 1;
 		if (nrows == 1024) {
 			if ((ret = flush_rows(s, rows, nrows)))
 				goto out;
 			nrows = 0;
 		}
+		if ((ret = take_meta(s, c, rows, nrows)))
+			goto out;
 		if (cursor_next(s, c))
 			heap_push(heap, &nheap, c);
 	}
 	if (final) {
-		/* After each thread's last event: results, and objects of an
-		 * event that never got published. */
+		/* Objects and data of events that never got published. */
 		for (uint32_t i = 0; i < nthreads; i++) {
-			struct cursor *c = &cur[i];
-			if (!c->ring)
+			if (!cur[i].ring || !(s->pending[i].nobjs || s->pending[i].len))
 				continue;
-			for (; c->pos < c->end; c->pos++) {
-				if (!began && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
-					began = 1;
-				if ((ret = meta_entry(s, at(s, c, c->pos), 0, rows, nrows)))
-					goto out;
-			}
+			if (!began && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK)
+				began = 1;
+			if ((ret = emit_pending(s, i, NULL)))
+				goto out;
 		}
 	}
 	if ((ret = flush_rows(s, rows, nrows)))

@@ -32,10 +32,11 @@ struct det_shm_header *det_hdr;
 int det_mode;
 
 static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
+static __thread int initialising __attribute__((tls_model("initial-exec")));
 
 _Static_assert(sizeof(struct det_rec) == 48, "ring entry size is ABI");
 _Static_assert(sizeof(struct det_slot) == 320, "slot size is ABI");
-_Static_assert(sizeof(struct det_sched) == 56, "schedule entry size is ABI");
+_Static_assert(sizeof(struct det_sched) == 64, "schedule entry size is ABI");
 
 /* ------------------------------------------------------------------ */
 /* messages */
@@ -43,7 +44,7 @@ _Static_assert(sizeof(struct det_sched) == 56, "schedule entry size is ABI");
 static void det_write_all(const char *buf, size_t len)
 {
 	while (len) {
-		long n = syscall(SYS_write, 2, buf, len);
+		long n = det_sys(SYS_write, 2, (long)buf, (long)len, 0, 0, 0);
 		if (n <= 0)
 			return;
 		buf += n;
@@ -85,7 +86,7 @@ void det_fatal(const char *fmt, ...)
 		det_vmsg(fmt, ap);
 	}
 	va_end(ap);
-	syscall(SYS_exit_group, DET_EXIT_STOPPED);
+	det_sys(SYS_exit_group, DET_EXIT_STOPPED, 0, 0, 0, 0, 0);
 	__builtin_unreachable();
 }
 
@@ -111,7 +112,7 @@ static void resolve_real(void)
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
-	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	det_sys(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0, 0, 0, 0);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -131,7 +132,7 @@ static void map_region(void)
 		det_fatal("cannot map det's shared memory at %#lx: %s", DET_SHM_ADDR, strerror(errno));
 	/* The mapping keeps the memfd alive: close it so the program's file
 	 * descriptors are the ones it would have natively. */
-	close((int)fd);
+	det_sys(SYS_close, fd, 0, 0, 0, 0, 0);
 	struct det_shm_header *h = p;
 	if (h->magic != DET_SHM_MAGIC || h->version != DET_SHM_VERSION)
 		det_fatal("shared memory version %u, this libdet.so speaks %u: mixed det builds?",
@@ -167,12 +168,15 @@ void det_init(void)
 	int st = atomic_load_explicit(&init_state, memory_order_acquire);
 	if (det_likely(st == 2))
 		return;
+	if (initialising)
+		return; /* an interposed call made by det_init itself */
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&init_state, &expected, 1)) {
 		while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
 			__builtin_ia32_pause();
 		return;
 	}
+	initialising = 1;
 	resolve_real();
 	map_region();
 	if (det_hdr) {
@@ -180,8 +184,9 @@ void det_init(void)
 		det_hdr->mono0 = mono_ns();
 		dl_iterate_phdr(note_module, NULL);
 		det_thread_attach(&det_tls, 0);
-		atomic_store(&det_hdr->attached, (uint32_t)getpid());
+		atomic_store(&det_hdr->attached, (uint32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0));
 	}
+	initialising = 0;
 	atomic_store_explicit(&init_state, 2, memory_order_release);
 }
 
@@ -195,7 +200,7 @@ __attribute__((constructor)) static void det_ctor(void)
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *timeout)
 {
-	return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
+	return det_sys(SYS_futex, (long)addr, op, val, (long)timeout, 0, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -228,7 +233,7 @@ static void claim_ring(struct det_thread *t)
 		atomic_fetch_add(&h->drain_kick, 1);
 		futex(&h->drain_kick, FUTEX_WAKE, 1, NULL);
 		struct timespec ts = {0, 5 * 1000 * 1000};
-		nanosleep(&ts, NULL);
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
 }
 
@@ -242,7 +247,7 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	t->slot = det_shm_slot(h, num);
 	t->idx = 0;
 	t->slot->num = num;
-	t->slot->ktid = (int32_t)syscall(SYS_gettid);
+	t->slot->ktid = (int32_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	t->slot->pthread = (uint64_t)pthread_self();
 	if (det_mode == DET_MODE_RECORD) {
 		claim_ring(t);
@@ -469,7 +474,14 @@ static inline uint64_t take_seq(struct det_thread *t, uint64_t add)
 	return atomic_fetch_add_explicit(&det_hdr->clock, add, memory_order_seq_cst);
 }
 
+static inline void write_event_len(struct det_op *op, int64_t result, uint32_t len);
+
 static inline void write_event(struct det_op *op, int64_t result)
+{
+	write_event_len(op, result, 0);
+}
+
+static inline void write_event_len(struct det_op *op, int64_t result, uint32_t len)
 {
 	struct det_thread *t = op->t;
 	struct det_rec *r = ring_put(t);
@@ -481,7 +493,7 @@ static inline void write_event(struct det_op *op, int64_t result)
 	r->aux = op->aux;
 	r->kind = op->kind;
 	r->flags = 0;
-	r->len = 0;
+	r->len = len;
 	t->idx++;
 	struct det_slot *s = t->slot;
 	atomic_store_explicit(&s->head, t->head, memory_order_release);
@@ -521,6 +533,35 @@ void det_rec_acquire_end(struct det_op *op, int64_t result)
 	ring_reserve(op->t, 1);
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
 	write_event(op, result);
+}
+
+/* An input's data goes before its event, in DATA entries published as they
+ * are written, so that data larger than the ring streams through it. */
+void det_rec_data(struct det_thread *t, const void *data, uint32_t len)
+{
+	const uint8_t *p = data;
+	uint32_t n = 0;
+	while (len) {
+		ring_reserve(t, 1);
+		struct det_rec *r = ring_put(t);
+		uint32_t k = len < DET_DATA_CHUNK ? len : DET_DATA_CHUNK;
+		memcpy(r, p, k);
+		r->kind = DET_REC_DATA;
+		r->flags = 0;
+		r->len = k;
+		p += k;
+		len -= k;
+		if (++n % 256 == 0)
+			atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+	}
+	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+}
+
+void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
+{
+	ring_reserve(op->t, 1);
+	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
+	write_event_len(op, result, len);
 }
 
 /* A create takes its place in the order and its child's number together,

@@ -17,8 +17,14 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -133,6 +139,8 @@ DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
 DET_HIDDEN void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
 DET_HIDDEN void det_rec_unblock(struct det_thread *t);
 DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
+DET_HIDDEN void det_rec_data(struct det_thread *t, const void *data, uint32_t len);
+DET_HIDDEN void det_rec_input(struct det_op *op, int64_t result, uint32_t len);
 
 /* --- replay side (replayer/enforce.c) --- */
 /* Wait until the thread's next recorded event is due and check that it is
@@ -140,6 +148,8 @@ DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
 DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const void *addr,
 						    enum det_objkind objkind);
 DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
+/* Inputs: check that the next recorded event is this input (kind, aux). */
+DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);
@@ -207,6 +217,42 @@ static inline void det_acquire_end(struct det_op *op, int64_t result)
 		det_rec_acquire_end(op, result);
 }
 
+/*
+ * Inputs (recorder/inputs.c): record performs the call and logs its result
+ * and data; in replay begin returns nonzero and the wrapper uses
+ * op->rec->result and det_replay_data() instead of performing the call
+ * (except for sources it re-reads and checks, like regular files).
+ */
+static inline int det_input_begin(struct det_op *op, struct det_thread *t, uint16_t kind, uint32_t aux,
+				  uint64_t ra)
+{
+	op->t = t;
+	op->kind = kind;
+	op->aux = aux;
+	op->ra = ra;
+	if (det_replaying()) {
+		op->rec = det_replay_input(op);
+		return 1;
+	}
+	return 0;
+}
+
+static inline void det_input_end(struct det_op *op, int64_t result, const void *data, uint32_t len)
+{
+	if (det_replaying()) {
+		det_replay_end(op, op->rec->result);
+	} else {
+		if (len)
+			det_rec_data(op->t, data, len);
+		det_rec_input(op, result, len);
+	}
+}
+
+static inline const void *det_replay_data(const struct det_sched *e)
+{
+	return (const char *)det_hdr + e->data_off;
+}
+
 /* Record only: say what the thread is about to block in (deadlock reports). */
 static inline void det_block(struct det_op *op)
 {
@@ -221,5 +267,20 @@ static inline void det_unblock(struct det_op *op)
 }
 
 #define DET_RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+/* A system call straight from libdet.so: never through libc's wrappers,
+ * which det interposes itself. Returns -errno on failure. */
+static inline long det_sys(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
 
 #endif /* DET_RUNTIME_H */

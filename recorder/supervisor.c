@@ -74,6 +74,8 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	off = page_up(off + (uint64_t)l->rings * l->ring_entries * sizeof(struct det_rec));
 	uint64_t sched_off = off;
 	off = page_up(off + l->sched_entries * sizeof(struct det_sched));
+	s->data_off = off;
+	off = page_up(off + l->data_bytes);
 
 	s->fd = memfd_create("det-shm", MFD_CLOEXEC);
 	if (s->fd < 0)
@@ -129,6 +131,12 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 		sqlite3_finalize(s->data_stmt);
 		sqlite3_close(s->db);
 	}
+	if (s->pending && s->hdr)
+		for (uint32_t i = 0; i < s->hdr->max_threads; i++) {
+			free(s->pending[i].objs);
+			free(s->pending[i].data);
+		}
+	free(s->pending);
 	if (s->hdr)
 		munmap(s->hdr, s->size);
 	if (s->fd >= 0)
@@ -136,7 +144,6 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 	free(s->thread_idx);
 	free(s->sites.keys);
 	free(s->sites.ids);
-	free(s->payload);
 	free(s);
 }
 
@@ -230,7 +237,8 @@ SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rin
 	if (sup_map(s, &l) != 0)
 		return s; /* the caller reads det_sup_error() and frees */
 	s->thread_idx = calloc(max_threads, sizeof(uint64_t));
-	if (!s->thread_idx)
+	s->pending = calloc(max_threads, sizeof(struct pending));
+	if (!s->thread_idx || !s->pending)
 		sup_fail(s, "out of memory");
 	return s;
 }
@@ -244,4 +252,9 @@ SUP_EXPORT int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, cha
 	strncpy(path, h->modules[i].path, len - 1);
 	path[len - 1] = 0;
 	return 1;
+}
+
+SUP_EXPORT void det_sup_add_flags(struct det_sup *s, uint32_t flags)
+{
+	s->hdr->flags |= flags;
 }

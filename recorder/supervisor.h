@@ -26,6 +26,15 @@ struct site_map {
 	uint64_t cap, used;
 };
 
+/* What a thread's ring said before its next event: objects it declares and
+ * the event's data. */
+struct pending {
+	struct det_rec *objs;
+	uint32_t nobjs, cap_objs;
+	uint8_t *data;
+	uint64_t len, cap;
+};
+
 struct det_sup {
 	int fd;
 	struct det_shm_header *hdr;
@@ -41,14 +50,14 @@ struct det_sup {
 	uint64_t tsc_start, mono_start;
 	double tsc_per_ns;
 	struct det_drain_stats stats;
-	uint8_t *payload;
-	uint64_t payload_cap;
+	struct pending *pending; /* per thread */
+	uint64_t data_off;       /* replay: where recorded input data starts */
 };
 
 /* Sizes that decide the region's layout. */
 struct sup_layout {
 	uint32_t mode, max_threads, rings, objects_cap;
-	uint64_t ring_entries, objrev_count, sched_entries;
+	uint64_t ring_entries, objrev_count, sched_entries, data_bytes;
 };
 
 SUP_HIDDEN struct det_sup *sup_alloc(void);

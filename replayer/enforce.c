@@ -49,7 +49,7 @@ __attribute__((visibility("default"), noinline)) void det_gdb_diverged(void)
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 {
-	return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
+	return det_sys(SYS_futex, (long)addr, op, val, 0, 0, 0);
 }
 
 /* A replay region may be run more than once (gdb restarts the program to go
@@ -146,7 +146,7 @@ static void settle_others(struct det_thread *t)
 		if (!moving)
 			return;
 		struct timespec ts = {0, 50000};
-		nanosleep(&ts, NULL);
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
 }
 
@@ -232,6 +232,29 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	op->obj = e->obj;
 	op->aux = e->aux;
 	op->seq = e->seq;
+	if (det_unlikely(det_gdb_control.attached))
+		gdb_check(t, e);
+	return e;
+}
+
+const struct det_sched *det_replay_input(struct det_op *op)
+{
+	struct det_thread *t = op->t;
+	if (t->idx >= t->sched_count) {
+		struct det_slot *s = t->slot;
+		s->blocked_obj = 0;
+		s->blocked_ra = op->ra;
+		atomic_store(&s->blocked_kind, op->kind);
+		park(t);
+	}
+	const struct det_sched *e = &t->sched[t->idx];
+	if (e->kind != op->kind)
+		det_diverge(t, DET_DIV_KIND, op->kind, NULL, op->ra, "another kind of event");
+	if (e->aux != op->aux)
+		det_diverge(t, DET_DIV_OBJECT, op->kind, NULL, op->ra,
+			    "the same input from another file descriptor or clock");
+	op->seq = e->seq;
+	op->obj = 0;
 	if (det_unlikely(det_gdb_control.attached))
 		gdb_check(t, e);
 	return e;

@@ -24,6 +24,13 @@ static const uint8_t kind_role[DET_KIND_LIMIT] = {
 #include "det/events.def"
 };
 
+/* Inputs carry their values: replay needs no cross-thread order for them. */
+static int unordered(uint16_t kind)
+{
+	int role = kind < DET_KIND_LIMIT ? kind_role[kind] - 1 : -1;
+	return role == DET_ROLE_INPUT || kind == DET_EV_SEND;
+}
+
 /* Does this kind's aux name a second object (the mutex of a condition wait)? */
 static int aux_is_object(uint16_t kind)
 {
@@ -71,12 +78,14 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 }
 
 SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql,
-					      const char *max_obj_sql, const char *events_sql, uint32_t flags,
+					      const char *max_obj_sql, const char *events_sql,
+					      const char *data_size_sql, const char *data_sql, uint32_t flags,
 					      char *err, uint32_t errlen)
 {
 	struct det_sup *s = sup_alloc();
 	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = NULL, *dst = NULL;
+	int64_t data_bytes = 0;
 	uint64_t *counts = NULL;
 	uint32_t *thread_obj = NULL;
 	struct det_sched **next = NULL;
@@ -138,7 +147,13 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		max_obj = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (max_obj < 0 || max_obj > (1ll << 31)) {
+	if (query(s, db, data_size_sql, &st))
+		goto out;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		data_bytes = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (max_obj < 0 || max_obj > (1ll << 31) || data_bytes < 0) {
 		sup_fail(s, "the trace has an impossible object id %lld", (long long)max_obj);
 		goto out;
 	}
@@ -151,6 +166,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		.ring_entries = 0,
 		.objrev_count = (uint64_t)max_obj,
 		.sched_entries = total,
+		.data_bytes = (uint64_t)data_bytes,
 	};
 	if (sup_map(s, &l))
 		goto out;
@@ -178,8 +194,10 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	}
 
 	/* events: (seq, thread, idx, kind, obj, aux, result) in seq order */
-	if (query(s, db, events_sql, &st))
+	if (query(s, db, events_sql, &st) || query(s, db, data_sql, &dst))
 		goto out;
+	int drc = sqlite3_step(dst);
+	uint64_t data_at = s->data_off;
 	struct last_event prev = {0};
 	uint64_t seen = 0;
 	int rc;
@@ -210,6 +228,25 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		e->aux = (uint32_t)aux;
 		e->kind = (uint16_t)kind;
 		uint32_t t = (uint32_t)num;
+		/* this event's data: the data rows come in the same seq order */
+		while (drc == SQLITE_ROW && sqlite3_column_int64(dst, 0) < seq)
+			drc = sqlite3_step(dst);
+		if (drc == SQLITE_ROW && sqlite3_column_int64(dst, 0) == seq) {
+			int n = sqlite3_column_bytes(dst, 1);
+			if (data_at + (uint64_t)n > s->data_off + (uint64_t)data_bytes) {
+				sup_fail(s, "the trace's data table is damaged");
+				goto out;
+			}
+			memcpy((char *)h + data_at, sqlite3_column_blob(dst, 1), (size_t)n);
+			e->data_off = data_at;
+			e->data_len = (uint32_t)n;
+			data_at += (uint64_t)n;
+			drc = sqlite3_step(dst);
+		}
+		if (unordered((uint16_t)kind)) {
+			seen++;
+			continue;
+		}
 		if (flags & DET_F_RELAXED) {
 			add_dep(e, 0, &last_obj[obj], t);
 			last_obj[obj] = (struct last_event){t + 1, 0, (uint64_t)idx, e};
@@ -236,6 +273,8 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 out:
 	if (st)
 		sqlite3_finalize(st);
+	if (dst)
+		sqlite3_finalize(dst);
 	sqlite3_close(db);
 	free(counts);
 	free(thread_obj);

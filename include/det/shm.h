@@ -37,6 +37,7 @@ enum det_mode {
 
 /* header.flags */
 #define DET_F_RELAXED   0x1  /* replay: per-object order only */
+#define DET_F_STDIN_FED 0x2  /* stdin is a pipe det fills with the recorded input */
 
 /* The record clock packs the next event number and the thread count, so a
  * create takes its sequence number and its child's number in one atomic add:
@@ -69,8 +70,10 @@ struct det_rec {
 /* Ring entries that are not events. */
 #define DET_REC_OBJECT 0x8001 /* a new object: obj = id, aux = enum det_objkind, ra = its address */
 #define DET_REC_RESULT 0x8002 /* the release-like event `seq` returned `result`, not 0 */
+#define DET_REC_DATA   0x8003 /* up to DET_DATA_CHUNK bytes of the next event's data, in place */
+#define DET_DATA_CHUNK 40     /* a data entry carries its bytes over seq..aux */
 
-/* One replay schedule entry; 56 bytes. Each thread has an array of them. */
+/* One replay schedule entry; 64 bytes. Each thread has an array of them. */
 struct det_sched {
 	uint64_t seq;
 	int64_t result;
@@ -81,7 +84,8 @@ struct det_sched {
 	uint32_t dep_thread[2]; /* number + 1 of a thread whose event must be done first; 0: none */
 	uint32_t dep_idx[2];    /* ... that thread's event index */
 	uint32_t wake[2];       /* number + 1 of a thread that may wait for this event */
-	uint32_t pad;
+	uint32_t data_len;      /* bytes of recorded data */
+	uint64_t data_off;      /* where they are in the region */
 };
 
 /* One thread; 320 bytes. Cache lines are split by writer. */

@@ -64,6 +64,8 @@ void det_drain_stop(struct det_sup *s, int dead);
 void det_drain_stats(struct det_sup *s, struct det_drain_stats *out);
 
 /* --- both --- */
+/* Add DET_F_* flags to the region before the program starts. */
+void det_sup_add_flags(struct det_sup *s, uint32_t flags);
 uint32_t det_sup_threads(struct det_sup *s);
 int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread_info *out);
 /* The runtime's state: attached pid, failed, diverged; error text. */
@@ -82,10 +84,13 @@ int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, ui
  *   threads_sql: rows (thread, object) for every thread
  *   max_obj_sql: one row, the largest object id
  *   events_sql:  rows (seq, thread, index, kind, object, aux, result) in seq order
+ *   data_size_sql: one row, the total bytes of input data
+ *   data_sql:    rows (seq, bytes) in seq order
  *   flags: DET_F_* (DET_F_RELAXED: per-object order)
  */
 struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql, const char *max_obj_sql,
-				   const char *events_sql, uint32_t flags, char *err, uint32_t errlen);
+				   const char *events_sql, const char *data_size_sql, const char *data_sql,
+				   uint32_t flags, char *err, uint32_t errlen);
 uint64_t det_sup_events_done(struct det_sup *s);
 
 #endif /* DET_SUP_H */

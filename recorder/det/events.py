@@ -82,6 +82,29 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
     EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
     EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
+    EventKind('CLOCK_GETTIME', 100, 'NONE', 'INPUT', 'clock_gettime (or timespec_get); aux = clock id; result = ns, or -errno'),
+    EventKind('GETTIMEOFDAY', 101, 'NONE', 'INPUT', 'gettimeofday; result = microseconds since the epoch, or -errno'),
+    EventKind('TIME', 102, 'NONE', 'INPUT', 'time; result = seconds since the epoch'),
+    EventKind('CLOCK', 103, 'NONE', 'INPUT', 'clock; result = processor time in CLOCKS_PER_SEC units'),
+    EventKind('GETRANDOM', 104, 'NONE', 'INPUT', 'getrandom or getentropy; result = bytes, or -errno; data = the bytes'),
+    EventKind('READ', 105, 'NONE', 'INPUT', 'read, readv, pread or preadv of a pipe, socket, terminal or device; aux = fd; result = bytes, or -errno; data = the bytes'),
+    EventKind('FILE_READ', 106, 'NONE', 'INPUT', 'read of a regular file, re-read in replay; aux = fd; result = bytes, or -errno; data = a 64-bit hash of the bytes'),
+    EventKind('PIPE_READ', 107, 'NONE', 'INPUT', 'read of a pipe both ends of which the program made; re-read in replay; aux = fd; data = the bytes'),
+    EventKind('RECV', 108, 'NONE', 'INPUT', 'recv, recvfrom or recvmsg; aux = fd; result = bytes, or -errno; data = address length, address, flags, bytes'),
+    EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
+    EventKind('ACCEPT', 110, 'NONE', 'INPUT', 'accept or accept4; aux = listening fd; result = new fd, or -errno; data = peer address'),
+    EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
+    EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
+    EventKind('SELECT', 113, 'NONE', 'INPUT', 'select or pselect; result = ready fds, or -errno; data = the three fd sets'),
+    EventKind('EPOLL_WAIT', 114, 'NONE', 'INPUT', 'epoll_wait or epoll_pwait; aux = epoll fd; result = events, or -errno; data = the events'),
+    EventKind('GETPID', 115, 'NONE', 'INPUT', 'getpid; result = the recorded pid'),
+    EventKind('GETPPID', 116, 'NONE', 'INPUT', 'getppid; result = the recorded parent pid'),
+    EventKind('GETTID', 117, 'NONE', 'INPUT', 'gettid; result = the recorded thread id'),
+    EventKind('SYSCONF', 118, 'NONE', 'INPUT', 'sysconf(_SC_NPROCESSORS_*); aux = the name; result'),
+    EventKind('SCHED_YIELD', 119, 'NONE', 'INPUT', 'sched_yield'),
+    EventKind('SLEEP', 120, 'NONE', 'INPUT', 'nanosleep, clock_nanosleep, usleep or sleep, skipped in replay; result = 0 or -errno'),
+    EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
+    EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
 )
 
 THREAD_CREATE = 1
@@ -131,6 +154,29 @@ ONCE = 57
 STDIO_WRITE = 60
 FILE_LOCK = 61
 FILE_UNLOCK = 62
+CLOCK_GETTIME = 100
+GETTIMEOFDAY = 101
+TIME = 102
+CLOCK = 103
+GETRANDOM = 104
+READ = 105
+FILE_READ = 106
+PIPE_READ = 107
+RECV = 108
+SEND = 109
+ACCEPT = 110
+CONNECT = 111
+POLL = 112
+SELECT = 113
+EPOLL_WAIT = 114
+GETPID = 115
+GETPPID = 116
+GETTID = 117
+SYSCONF = 118
+SCHED_YIELD = 119
+SLEEP = 120
+SIGNAL = 121
+RDTSC = 122
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
 OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}

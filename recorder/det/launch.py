@@ -133,20 +133,87 @@ class Capture:
         return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "tail": self.tail}
 
 
+def stdin_source() -> dict[str, object]:
+    """What detrec's stdin is, and so how the program's stdin is recorded:
+    a terminal is passed through; a regular file is passed through and
+    identified by path and hash; anything else (a pipe) is copied into the
+    trace as the program reads it, and fed back in replay."""
+    try:
+        st = os.fstat(0)
+    except OSError:
+        return {"kind": "none"}
+    if os.isatty(0):
+        return {"kind": "tty"}
+    if stat.S_ISREG(st.st_mode):
+        path = os.readlink("/proc/self/fd/0")
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return {"kind": "file", "path": path, "sha256": h.hexdigest(), "offset": os.lseek(0, 0, os.SEEK_CUR)}
+    return {"kind": "pipe"}
+
+
+class StdinFeed:
+    """Copies chunks into the program's stdin pipe; `spool` keeps them."""
+
+    def __init__(self, chunks, spool: IO[bytes] | None) -> None:
+        self.r, self.w = os.pipe()
+        self.chunks = chunks
+        self.spool = spool
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+
+    def start(self) -> None:
+        os.close(self.r)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for chunk in self.chunks:
+                if self.spool is not None:
+                    self.spool.write(chunk)
+                os.write(self.w, chunk) if len(chunk) < 65536 else self._write_all(chunk)
+        except (BrokenPipeError, OSError):
+            pass
+        finally:
+            os.close(self.w)
+
+    def _write_all(self, chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view:
+            n = os.write(self.w, view)
+            view = view[n:]
+
+
+def read_own_stdin():
+    while True:
+        try:
+            chunk = os.read(0, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
+
+
 class Program:
-    """A running program under det."""
+    """A running program under det. `stdin` is None (inherit), an fd to
+    give it (closed here), or a StdinFeed."""
 
     def __init__(
-        self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool
+        self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
+        stdin: StdinFeed | int | None = None,
     ) -> None:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
         try:
             self.proc = subprocess.Popen(
                 argv,
                 executable=exe,
                 env=program_env(env, shm_fd),
                 cwd=cwd,
+                stdin=stdin_fd,
                 stdout=out_w,
                 stderr=err_w,
                 pass_fds=(shm_fd,),
@@ -159,6 +226,10 @@ class Program:
         finally:
             os.close(out_w)
             os.close(err_w)
+            if isinstance(stdin, int):
+                os.close(stdin)
+        if isinstance(stdin, StdinFeed):
+            stdin.start()
         self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
         self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
 

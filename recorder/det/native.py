@@ -18,6 +18,7 @@ PKG_DIR = Path(__file__).resolve().parent
 REPO_DIR = PKG_DIR.parent.parent
 
 DET_F_RELAXED = 0x1
+DET_F_STDIN_FED = 0x2
 
 # enum det_thread_state
 THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
@@ -83,11 +84,15 @@ def lib() -> ctypes.CDLL:
         "det_sup_failed": (I, [P, C, U32]),
         "det_sup_divergence": (I, [P, ctypes.POINTER(U64 * 10), C, U32]),
         "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
-        "det_sup_replay_new": (P, [C, C, C, C, U32, C, U32]),
+        "det_sup_replay_new": (P, [C, C, C, C, C, C, U32, C, U32]),
         "det_sup_events_done": (U64, [P]),
+        "det_sup_add_flags": (None, [P, U32]),
     }
     for name, (res, args) in sig.items():
-        f = getattr(L, name)
+        try:
+            f = getattr(L, name)
+        except AttributeError:
+            raise DetError(f"{path} is out of date ({name} is missing): run `make`") from None
         f.restype = res
         f.argtypes = args
     want = ctypes.sizeof(ThreadInfo) * 1000 + ctypes.sizeof(DrainStats)
@@ -115,6 +120,9 @@ class Region:
     @property
     def fd(self) -> int:
         return lib().det_sup_fd(self.h)
+
+    def add_flags(self, flags: int) -> None:
+        lib().det_sup_add_flags(self.h, flags)
 
     def attached(self) -> int:
         return lib().det_sup_attached(self.h)
@@ -191,7 +199,7 @@ class Replayer(Region):
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         h = lib().det_sup_replay_new(
             _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_EVENTS),
-            DET_F_RELAXED if relaxed else 0, err, 512,
+            _b(schema.REPLAY_DATA_SIZE), _b(schema.REPLAY_DATA), DET_F_RELAXED if relaxed else 0, err, 512,
         )
         if not h:
             raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")

@@ -20,6 +20,7 @@ import os
 import platform
 import signal
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,8 +29,8 @@ from pathlib import Path
 from . import __version__
 from .analysis import Waiter, block_report
 from .errors import DetError
-from .launch import Program, describe_status, resolve_program, shell_status
-from .native import THREAD_STATES, Recorder, libdet_path
+from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
+from .native import DET_F_STDIN_FED, THREAD_STATES, Recorder, libdet_path
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 
@@ -41,6 +42,8 @@ RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "1024")) << 10) // 48  # per t
 
 @dataclass
 class Options:
+    stdin: dict[str, object] | None = None     # stdin_source(), decided once
+    stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
     timeout: float | None = None
     max_threads: int = 4096
     rings: int = 1024
@@ -126,8 +129,15 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "host": platform.node(),
             "kernel": platform.release(),
             "timeout": opts.timeout,
+            "stdin": opts.stdin,
         })
         rec.drain_open(writer.path)
+        stdin: StdinFeed | int | None = None
+        spool = None
+        if opts.stdin and opts.stdin["kind"] == "pipe":
+            rec.add_flags(DET_F_STDIN_FED)
+            spool = tempfile.TemporaryFile()
+            stdin = StdinFeed(iter(opts.stdin_bytes) if opts.stdin_bytes is not None else read_own_stdin(), spool)
         drain_error: list[str | None] = [None]
 
         def drain() -> None:
@@ -135,7 +145,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
         drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
         t0 = time.monotonic()
-        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward)
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
         drainer.start()
@@ -209,7 +219,9 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
     writer.set_meta({
         "ingest_events_per_s": round(stats.events / (stats.busy_ns / 1e9)) if stats.busy_ns else 0,
     })
-    path = writer.finish(outcome, threads, modules, blocked)
+    path = writer.finish(outcome, threads, modules, blocked, spool)
+    if spool is not None:
+        spool.close()
     report: list[str] = []
     if blocked and timed_out:
         with Trace(path) as tr:
@@ -391,9 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else default_output(ns.program)
-        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True)
+        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source())
         INTERRUPT.install()
         if ns.until_fail:
+            if opts.stdin["kind"] == "pipe":  # every run reads the same input
+                opts.stdin_bytes = list(read_own_stdin())
             return until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
         res = record_run(exe, prog_argv, out, opts)
         print_result(res, ns.quiet)

@@ -65,6 +65,10 @@ CREATE TABLE data (
     seq   INTEGER PRIMARY KEY,        -- the event the bytes belong to
     bytes BLOB NOT NULL
 );
+CREATE TABLE stdin (
+    chunk INTEGER PRIMARY KEY,        -- what the program read on stdin when it was a pipe, in order
+    bytes BLOB NOT NULL
+);
 CREATE TABLE blocked (
     tid  INTEGER PRIMARY KEY,         -- a thread blocked when the program was stopped
     kind INTEGER NOT NULL,            -- the event it was blocked in
@@ -108,3 +112,5 @@ ORDER BY t.tid
 """
 REPLAY_MAX_OBJECT = "SELECT coalesce(max(obj), 0) FROM objects"
 REPLAY_EVENTS = "SELECT seq, tid, idx, kind, obj, aux, result FROM events ORDER BY seq"
+REPLAY_DATA_SIZE = "SELECT coalesce(sum(length(bytes)), 0) FROM data"
+REPLAY_DATA = "SELECT seq, bytes FROM data ORDER BY seq"

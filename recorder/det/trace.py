@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from . import events as ev
 from . import schema
@@ -139,6 +139,11 @@ class Trace:
     def modules(self) -> list[tuple[str, int]]:
         return [(p, b) for p, b in self.q("SELECT path, base FROM modules ORDER BY base")]
 
+    def stdin_chunks(self) -> Iterator[bytes]:
+        """What the program read on stdin, when it was a pipe."""
+        for (b,) in self.q("SELECT bytes FROM stdin ORDER BY chunk"):
+            yield b
+
     def blocked(self) -> list[tuple[int, int, int, int]]:
         return self.q("SELECT tid, kind, obj, ra FROM blocked ORDER BY tid")
 
@@ -146,7 +151,7 @@ class Trace:
         return self.q("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY 2 DESC")
 
 
-JSON_META = {"argv", "env"}
+JSON_META = {"argv", "env", "stdin"}
 
 
 def _open_validated(path: Path) -> sqlite3.Connection:
@@ -266,8 +271,13 @@ class TraceWriter:
         threads: list[dict[str, Any]],
         modules: list[tuple[str, int]],
         blocked: list[tuple[int, int, int, int]],
+        stdin: IO[bytes] | None = None,
     ) -> Path:
         with self.db:
+            if stdin is not None:
+                stdin.seek(0)
+                for i, chunk in enumerate(iter(lambda: stdin.read(1 << 20), b"")):
+                    self.db.execute("INSERT INTO stdin VALUES (?,?)", (i, chunk))
             for t in threads:
                 self.db.execute(
                     "INSERT INTO threads(tid, parent, ktid, create_seq, obj, events, end_state)"

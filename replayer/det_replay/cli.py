@@ -16,8 +16,8 @@ from pathlib import Path
 
 from det.analysis import Waiter, block_report
 from det.errors import DetError
-from det.launch import Program, describe_status, shell_status
-from det.native import THREAD_STATES, Replayer
+from det.launch import Program, StdinFeed, describe_status, shell_status
+from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, objkind_name
@@ -98,7 +98,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
          sym: Symbolizer, stall: float | None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
-    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward)
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep))
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
     rc = None
@@ -184,6 +184,23 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
     lines.insert(0, f"replayed {count}; outcome matches the recording: {status_txt}")
     return ReplayResult(exit_status, done, True, lines)
+
+
+def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
+    """The program's stdin as it was recorded (see det.launch.stdin_source)."""
+    src = tr.meta.get("stdin") or {"kind": "tty"}
+    if src["kind"] == "pipe":
+        rep.add_flags(DET_F_STDIN_FED)
+        return StdinFeed(tr.stdin_chunks(), None)
+    if src["kind"] == "file":
+        path = src["path"]
+        if not os.path.exists(path) or sha256_file(path) != src["sha256"]:
+            raise DetError(f"{path}: the file the program read as stdin is gone or changed since recording",
+                           status=2)
+        fd = os.open(path, os.O_RDONLY)
+        os.lseek(fd, int(src.get("offset", 0)), os.SEEK_SET)
+        return fd
+    return None
 
 
 def _recorded_rc(rec: dict) -> int:

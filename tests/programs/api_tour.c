@@ -47,6 +47,11 @@ static void *worker(void *arg)
 {
 	long id = (long)arg;
 	pthread_once(&once, init_once);
+	/* every blocking variant at least once, whatever the interleaving */
+	pthread_rwlock_rdlock(&rw);
+	pthread_rwlock_unlock(&rw);
+	pthread_rwlock_wrlock(&rw);
+	pthread_rwlock_unlock(&rw);
 	for (int i = 0; i < 200; i++) {
 		if (pthread_mutex_trylock(&m) == EBUSY) {
 			pthread_mutex_lock(&m);

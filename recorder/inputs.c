@@ -1,0 +1,1296 @@
+/*
+ * recorder/inputs.c - what the program learns from the world: time,
+ * randomness, data from files, pipes, sockets and devices, readiness,
+ * process ids, sleeps.
+ *
+ * Rules of this file:
+ *  - Every wrapper records the call's result and the bytes it produced, and
+ *    in replay returns them without touching the world - except for sources
+ *    that replay re-reads and checks instead (regular files, pipes whose both
+ *    ends belong to the program, stdin fed by det): those are read for real
+ *    and compared, so that writes into them still drain.
+ *  - Which kind of source an fd is gets decided once per fd (fd_class) and
+ *    the event kind records it; replay with another kind is a divergence.
+ *  - Writes to stdout, stderr, files and pipes happen in replay; writes to
+ *    sockets are checked against the recording, never sent.
+ *  - Results are stored as -errno on failure; wrappers restore errno.
+ */
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ */
+/* what an fd is */
+
+enum fd_class {
+	FDC_UNKNOWN = 0,
+	FDC_FILE = 1,     /* regular file: re-read in replay, checked by hash */
+	FDC_EXTERNAL = 2, /* socket, terminal, device, someone else's pipe: recorded */
+	FDC_INTERNAL = 3, /* a pipe or socketpair the program made, or stdin fed by det: re-read */
+	FDC_OTHER = 4,    /* directory, or a bad fd */
+	FDC_SOCKET = 5,   /* an external socket: read like EXTERNAL, writes checked not sent */
+};
+
+#define FD_LIMIT 65536
+static _Atomic uint8_t fd_classes[FD_LIMIT];
+
+static void fd_set_class(int fd, enum fd_class c)
+{
+	if (fd >= 0 && fd < FD_LIMIT)
+		atomic_store_explicit(&fd_classes[fd], (uint8_t)c, memory_order_relaxed);
+}
+
+static enum fd_class fd_class(int fd)
+{
+	if (fd < 0 || fd >= FD_LIMIT)
+		return FDC_EXTERNAL;
+	uint8_t c = atomic_load_explicit(&fd_classes[fd], memory_order_relaxed);
+	if (det_likely(c))
+		return (enum fd_class)c;
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return FDC_OTHER; /* EBADF: the call will fail the same way in replay */
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		c = FDC_FILE;
+	else if (S_ISDIR(st.st_mode))
+		c = FDC_OTHER;
+	else if (fd == 0 && S_ISFIFO(st.st_mode) && (det_hdr->flags & DET_F_STDIN_FED))
+		c = FDC_INTERNAL;
+	else if (S_ISSOCK(st.st_mode))
+		c = FDC_SOCKET;
+	else
+		c = FDC_EXTERNAL;
+	fd_set_class(fd, (enum fd_class)c);
+	return (enum fd_class)c;
+}
+
+/* ------------------------------------------------------------------ */
+/* a 64-bit checksum of re-read data (crc32c, two lanes) */
+
+__attribute__((target("sse4.2"))) static uint64_t hash64(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h1 = 0x9E3779B9u, h2 = 0x85EBCA6Bu;
+	for (; n >= 8; n -= 8, b += 8) {
+		uint64_t w;
+		memcpy(&w, b, 8);
+		h1 = __builtin_ia32_crc32di(h1, w);
+		h2 = __builtin_ia32_crc32di(h2, w ^ 0x5bd1e9955bd1e995ull);
+	}
+	for (; n; n--, b++) {
+		h1 = __builtin_ia32_crc32qi((uint32_t)h1, *b);
+		h2 = __builtin_ia32_crc32qi((uint32_t)h2, (uint8_t)(*b ^ 0x5b));
+	}
+	return (h1 << 32) | (uint32_t)h2;
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+static int64_t res_of(long r)
+{
+	return r < 0 ? -(int64_t)errno : r;
+}
+
+/* Turn a recorded result back into the C convention. */
+static long ret_of(int64_t res)
+{
+	if (res < 0) {
+		errno = (int)-res;
+		return -1;
+	}
+	return (long)res;
+}
+
+static void diverge_data(struct det_op *op, const char *what)
+{
+	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, what);
+}
+
+/* Copy recorded bytes into an iovec array. */
+static void scatter(const struct iovec *iov, int n, const uint8_t *data, size_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		size_t k = iov[i].iov_len < len ? iov[i].iov_len : len;
+		memcpy(iov[i].iov_base, data, k);
+		data += k;
+		len -= k;
+	}
+}
+
+/* Gather up to len bytes of an iovec array into a buffer (malloc'd). */
+static uint8_t *gather(const struct iovec *iov, int n, size_t len)
+{
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		det_fatal("out of memory recording %zu bytes", len);
+	size_t at = 0;
+	for (int i = 0; i < n && at < len; i++) {
+		size_t k = iov[i].iov_len < len - at ? iov[i].iov_len : len - at;
+		memcpy(buf + at, iov[i].iov_base, k);
+		at += k;
+	}
+	return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* time */
+
+static int64_t ns_of(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static void ts_of(int64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = ns / 1000000000;
+	ts->tv_nsec = ns % 1000000000;
+}
+
+EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.clock_gettime(clk, ts);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_CLOCK_GETTIME, (uint32_t)clk, DET_RA())) {
+		res = op.rec->result;
+	} else {
+		int r = real.clock_gettime(clk, ts);
+		res = r == 0 ? ns_of(ts) : -(int64_t)errno;
+	}
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	if (res < 0)
+		return (int)ret_of(res);
+	ts_of(res, ts);
+	return 0;
+}
+
+EXPORT int timespec_get(struct timespec *ts, int base)
+{
+	det_init();
+	if (base != TIME_UTC)
+		return real.timespec_get(ts, base);
+	return clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
+}
+
+/* glibc declares tv nonnull, yet callers pass NULL and the vDSO accepts it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
+EXPORT int gettimeofday(struct timeval *tv, void *tz)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.gettimeofday(tv, tz);
+	struct det_op op = {0};
+	int64_t res;
+	struct timeval mine;
+	if (det_input_begin(&op, t, DET_EV_GETTIMEOFDAY, 0, DET_RA())) {
+		res = op.rec->result;
+	} else {
+		int r = real.gettimeofday(&mine, NULL);
+		res = r == 0 ? (int64_t)mine.tv_sec * 1000000 + mine.tv_usec : -(int64_t)errno;
+	}
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	if (res < 0)
+		return (int)ret_of(res);
+	if (tv) {
+		tv->tv_sec = res / 1000000;
+		tv->tv_usec = res % 1000000;
+	}
+	if (tz) /* glibc has always filled the obsolete timezone with zeros */
+		memset(tz, 0, 2 * sizeof(int));
+	return 0;
+}
+#pragma GCC diagnostic pop
+
+EXPORT time_t time(time_t *out)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.time(out);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_TIME, 0, DET_RA()))
+		res = op.rec->result;
+	else
+		res = real.time(NULL);
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	if (out)
+		*out = (time_t)res;
+	return (time_t)res;
+}
+
+EXPORT clock_t clock(void)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.clock();
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_CLOCK, 0, DET_RA()))
+		res = op.rec->result;
+	else
+		res = real.clock();
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	return (clock_t)res;
+}
+
+/* ------------------------------------------------------------------ */
+/* randomness */
+
+static ssize_t det_getrandom(struct det_thread *t, void *buf, size_t n, unsigned flags, int entropy, uint64_t ra)
+{
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_GETRANDOM, (uint32_t)entropy, ra)) {
+		res = op.rec->result;
+		if (res > 0)
+			memcpy(buf, det_replay_data(op.rec), (size_t)res < n ? (size_t)res : n);
+	} else if (entropy) {
+		res = real.getentropy(buf, n) == 0 ? (int64_t)n : -(int64_t)errno;
+	} else {
+		res = res_of(real.getrandom(buf, n, flags));
+	}
+	det_input_end(&op, res, buf, res > 0 ? (uint32_t)res : 0);
+	return ret_of(res);
+}
+
+EXPORT ssize_t getrandom(void *buf, size_t n, unsigned int flags)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.getrandom(buf, n, flags);
+	ssize_t r = det_getrandom(t, buf, n, flags, 0, DET_RA());
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return r;
+}
+
+EXPORT int getentropy(void *buf, size_t n)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.getentropy(buf, n);
+	ssize_t r = det_getrandom(t, buf, n, 0, 1, DET_RA());
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return r < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* reading */
+
+/*
+ * One read-like call on fd. `perform` does the real call into iov; `exact`
+ * re-reads a stream in replay until it has the recorded count.
+ */
+struct read_call {
+	int fd;
+	const struct iovec *iov;
+	int iovcnt;
+	size_t want;
+	ssize_t (*perform)(struct read_call *rc);
+	off_t off;
+	int flags;
+};
+
+static ssize_t perform_read(struct read_call *rc)
+{
+	return real.readv(rc->fd, rc->iov, rc->iovcnt);
+}
+
+static ssize_t perform_pread(struct read_call *rc)
+{
+	return real.preadv(rc->fd, rc->iov, rc->iovcnt, rc->off);
+}
+
+/* Replay of an INTERNAL stream: read for real until the recorded count. */
+static ssize_t reread_exact(struct read_call *rc, size_t count)
+{
+	size_t got = 0;
+	struct iovec local[64];
+	int n = rc->iovcnt < 64 ? rc->iovcnt : 64;
+	memcpy(local, rc->iov, (size_t)n * sizeof(*local));
+	while (got < count) {
+		/* advance the iovecs past what we already have */
+		size_t skip = got;
+		int first = 0;
+		while (first < n && skip >= rc->iov[first].iov_len)
+			skip -= rc->iov[first++].iov_len;
+		if (first == n)
+			break;
+		local[first].iov_base = (char *)rc->iov[first].iov_base + skip;
+		local[first].iov_len = rc->iov[first].iov_len - skip;
+		size_t left = count - got, room = 0;
+		int last = first;
+		for (; last < n && room < left; last++)
+			room += local[last].iov_len;
+		if (room > left)
+			local[last - 1].iov_len -= room - left;
+		ssize_t r = real.readv(rc->fd, &local[first], last - first);
+		if (r <= 0)
+			return got ? (ssize_t)got : r;
+		got += (size_t)r;
+		for (int i = first; i < n; i++)
+			local[i] = rc->iov[i];
+	}
+	return (ssize_t)got;
+}
+
+static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
+{
+	enum fd_class c = fd_class(rc->fd);
+	uint16_t kind = c == FDC_FILE ? DET_EV_FILE_READ : c == FDC_INTERNAL ? DET_EV_PIPE_READ : DET_EV_READ;
+	struct det_op op = {0};
+	int64_t res;
+	if (!det_input_begin(&op, t, kind, (uint32_t)rc->fd, ra)) {
+		res = res_of(rc->perform(rc));
+		if (res > 0 && kind == DET_EV_FILE_READ) {
+			uint8_t *buf = gather(rc->iov, rc->iovcnt, (size_t)res);
+			uint64_t h = hash64(buf, (size_t)res);
+			free(buf);
+			det_input_end(&op, res, &h, sizeof(h));
+		} else if (res > 0) {
+			uint8_t *buf = rc->iovcnt == 1 ? rc->iov[0].iov_base : gather(rc->iov, rc->iovcnt, (size_t)res);
+			det_input_end(&op, res, buf, (uint32_t)res);
+			if (rc->iovcnt != 1)
+				free(buf);
+		} else {
+			det_input_end(&op, res, NULL, 0);
+		}
+		return ret_of(res);
+	}
+	/* replay */
+	const struct det_sched *e = op.rec;
+	res = e->result;
+	if (kind == DET_EV_READ) {
+		if (res > 0)
+			scatter(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res < rc->want ? (size_t)res : rc->want);
+	} else if (res >= 0) {
+		/* re-read, and check it is what the recording read */
+		ssize_t r = kind == DET_EV_FILE_READ ? rc->perform(rc) : reread_exact(rc, (size_t)res);
+		if (r != res)
+			diverge_data(&op, kind == DET_EV_FILE_READ
+					  ? "a file read returned another count: the file changed since recording"
+					  : "a pipe read returned another count than recorded");
+		if (res > 0) {
+			uint8_t *buf = gather(rc->iov, rc->iovcnt, (size_t)res);
+			int same = kind == DET_EV_FILE_READ
+					   ? e->data_len == 8 && hash64(buf, (size_t)res) == *(const uint64_t *)det_replay_data(e)
+					   : e->data_len == (uint32_t)res && !memcmp(buf, det_replay_data(e), (size_t)res);
+			free(buf);
+			if (!same)
+				diverge_data(&op, kind == DET_EV_FILE_READ
+						  ? "a file read returned other bytes: the file changed since recording"
+						  : "a pipe read returned other bytes than recorded");
+		}
+	}
+	det_input_end(&op, res, NULL, 0);
+	return ret_of(res);
+}
+
+#define DET_READ_CALL(rc, pass)                                                                    \
+	do {                                                                                       \
+		struct det_thread *t = det_enter();                                                \
+		if (!t)                                                                            \
+			return pass;                                                               \
+		ssize_t r = det_read(t, &rc, DET_RA());                                            \
+		int e = errno;                                                                     \
+		det_leave(t);                                                                      \
+		errno = e;                                                                         \
+		return r;                                                                          \
+	} while (0)
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	struct iovec iov = {buf, n};
+	struct read_call rc = {fd, &iov, 1, n, perform_read, 0, 0};
+	DET_READ_CALL(rc, real.read(fd, buf, n));
+}
+
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		abort(); /* what glibc's fortify check does */
+	return read(fd, buf, n);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	size_t want = 0;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	struct read_call rc = {fd, iov, iovcnt, want, perform_read, 0, 0};
+	DET_READ_CALL(rc, real.readv(fd, iov, iovcnt));
+}
+
+EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	struct iovec iov = {buf, n};
+	struct read_call rc = {fd, &iov, 1, n, perform_pread, off, 0};
+	DET_READ_CALL(rc, real.pread(fd, buf, n, off));
+}
+
+EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) __attribute__((alias("pread")));
+
+EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	if (n > buflen)
+		abort();
+	return pread(fd, buf, n, off);
+}
+
+EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+	__attribute__((alias("__pread_chk")));
+
+EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+	size_t want = 0;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	struct read_call rc = {fd, iov, iovcnt, want, perform_pread, off, 0};
+	DET_READ_CALL(rc, real.preadv(fd, iov, iovcnt, off));
+}
+
+EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t off) __attribute__((alias("preadv")));
+
+/* ------------------------------------------------------------------ */
+/* sockets */
+
+/* Recorded as: socklen_t address length, the address, int msg flags, the bytes. */
+static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int flags, uint64_t ra)
+{
+	struct det_op op = {0};
+	if (fd_class(fd) == FDC_INTERNAL) {
+		/* a socketpair of the program's own: re-read like a pipe */
+		struct read_call rc = {fd, msg->msg_iov, (int)msg->msg_iovlen, 0, perform_read, 0, flags};
+		for (size_t i = 0; i < msg->msg_iovlen; i++)
+			rc.want += msg->msg_iov[i].iov_len;
+		msg->msg_namelen = 0;
+		msg->msg_controllen = 0;
+		msg->msg_flags = 0;
+		return det_read(t, &rc, ra);
+	}
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_RECV, (uint32_t)fd, ra)) {
+		res = op.rec->result;
+		const uint8_t *d = det_replay_data(op.rec);
+		size_t len = op.rec->data_len;
+		socklen_t alen = 0;
+		int mflags = 0;
+		if (len >= sizeof(alen) + sizeof(mflags)) {
+			memcpy(&alen, d, sizeof(alen));
+			if (sizeof(alen) + alen + sizeof(mflags) <= len) {
+				if (msg->msg_name && msg->msg_namelen)
+					memcpy(msg->msg_name, d + sizeof(alen), alen < msg->msg_namelen ? alen : msg->msg_namelen);
+				msg->msg_namelen = alen;
+				memcpy(&mflags, d + sizeof(alen) + alen, sizeof(mflags));
+				msg->msg_flags = mflags;
+				d += sizeof(alen) + alen + sizeof(mflags);
+				if (res > 0)
+					scatter(msg->msg_iov, (int)msg->msg_iovlen, d, (size_t)res);
+			}
+		}
+		msg->msg_controllen = 0;
+		det_input_end(&op, res, NULL, 0);
+		return ret_of(res);
+	}
+	res = res_of(real.recvmsg(fd, msg, flags));
+	size_t bytes = res > 0 ? (size_t)res : 0;
+	socklen_t alen = msg->msg_name ? msg->msg_namelen : 0;
+	size_t len = sizeof(alen) + alen + sizeof(int) + bytes;
+	uint8_t *buf = malloc(len);
+	if (!buf)
+		det_fatal("out of memory recording %zu bytes", len);
+	memcpy(buf, &alen, sizeof(alen));
+	if (alen)
+		memcpy(buf + sizeof(alen), msg->msg_name, alen);
+	int mflags = res >= 0 ? msg->msg_flags : 0;
+	memcpy(buf + sizeof(alen) + alen, &mflags, sizeof(mflags));
+	if (bytes) {
+		uint8_t *data = gather(msg->msg_iov, (int)msg->msg_iovlen, bytes);
+		memcpy(buf + sizeof(alen) + alen + sizeof(int), data, bytes);
+		free(data);
+	}
+	det_input_end(&op, res, buf, (uint32_t)len);
+	free(buf);
+	return ret_of(res);
+}
+
+#define DET_RECV_CALL(fd, msg, flags, pass)                                                        \
+	do {                                                                                       \
+		struct det_thread *t = det_enter();                                                \
+		if (!t)                                                                            \
+			return pass;                                                               \
+		ssize_t r = det_recv(t, fd, &msg, flags, DET_RA());                                \
+		int e = errno;                                                                     \
+		det_leave(t);                                                                      \
+		errno = e;                                                                         \
+		return r;                                                                          \
+	} while (0)
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	DET_RECV_CALL(fd, (*msg), flags, real.recvmsg(fd, msg, flags));
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
+{
+	struct iovec iov = {buf, n};
+	struct msghdr msg = {addr, addr && alen ? *alen : 0, &iov, 1, NULL, 0, 0};
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.recvfrom(fd, buf, n, flags, addr, alen);
+	ssize_t r = det_recv(t, fd, &msg, flags, DET_RA());
+	int e = errno;
+	det_leave(t);
+	if (r >= 0 && addr && alen)
+		*alen = msg.msg_namelen;
+	errno = e;
+	return r;
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	struct iovec iov = {buf, n};
+	struct msghdr msg = {NULL, 0, &iov, 1, NULL, 0, 0};
+	DET_RECV_CALL(fd, msg, flags, real.recv(fd, buf, n, flags));
+}
+
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	if (n > buflen)
+		abort();
+	return recv(fd, buf, n, flags);
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+			      socklen_t *alen)
+{
+	if (n > buflen)
+		abort();
+	return recvfrom(fd, buf, n, flags, addr, alen);
+}
+
+/*
+ * Sending on an external socket: recorded with a checksum; replay checks
+ * the program sends the same bytes and does not send them (the peer may be
+ * gone). Everything else (files, pipes, terminals) is written for real.
+ */
+static ssize_t det_send(struct det_thread *t, int fd, const struct iovec *iov, int iovcnt,
+			ssize_t (*perform)(void *ctx), void *ctx, uint64_t ra)
+{
+	struct det_op op = {0};
+	int64_t res;
+	size_t want = 0;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	if (det_input_begin(&op, t, DET_EV_SEND, (uint32_t)fd, ra)) {
+		res = op.rec->result;
+		if (res > 0) {
+			uint8_t *buf = gather(iov, iovcnt, (size_t)res < want ? (size_t)res : want);
+			uint64_t h = hash64(buf, (size_t)res < want ? (size_t)res : want);
+			free(buf);
+			if ((size_t)res > want || op.rec->data_len != 8 || h != *(const uint64_t *)det_replay_data(op.rec))
+				diverge_data(&op, "the program sends other bytes than it did when recorded");
+		}
+		det_input_end(&op, res, NULL, 0);
+		return ret_of(res);
+	}
+	res = res_of(perform(ctx));
+	uint64_t h = 0;
+	if (res > 0) {
+		uint8_t *buf = gather(iov, iovcnt, (size_t)res);
+		h = hash64(buf, (size_t)res);
+		free(buf);
+	}
+	det_input_end(&op, res, &h, sizeof(h));
+	return ret_of(res);
+}
+
+struct send_args {
+	int fd;
+	const void *buf;
+	size_t n;
+	int flags;
+	const struct sockaddr *to;
+	socklen_t tolen;
+	const struct msghdr *msg;
+	const struct iovec *iov;
+	int iovcnt;
+};
+
+static ssize_t do_sendto(void *p)
+{
+	struct send_args *a = p;
+	return real.sendto(a->fd, a->buf, a->n, a->flags, a->to, a->tolen);
+}
+
+static ssize_t do_sendmsg(void *p)
+{
+	struct send_args *a = p;
+	return real.sendmsg(a->fd, a->msg, a->flags);
+}
+
+static ssize_t do_write(void *p)
+{
+	struct send_args *a = p;
+	return real.write(a->fd, a->buf, a->n);
+}
+
+static ssize_t do_writev(void *p)
+{
+	struct send_args *a = p;
+	return real.writev(a->fd, a->iov, a->iovcnt);
+}
+
+#define DET_SEND_CALL(fd, iov, iovcnt, perform, args, pass)                                        \
+	do {                                                                                       \
+		struct det_thread *t = det_enter();                                                \
+		if (!t)                                                                            \
+			return pass;                                                               \
+		if (fd_class(fd) != FDC_SOCKET) {                                                  \
+			det_leave(t);                                                              \
+			return pass;                                                               \
+		}                                                                                  \
+		ssize_t r = det_send(t, fd, iov, iovcnt, perform, &args, DET_RA());               \
+		int e = errno;                                                                     \
+		det_leave(t);                                                                      \
+		errno = e;                                                                         \
+		return r;                                                                          \
+	} while (0)
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen)
+{
+	struct iovec iov = {(void *)buf, n};
+	struct send_args a = {fd, buf, n, flags, to, tolen, NULL, NULL, 0};
+	DET_SEND_CALL(fd, &iov, 1, do_sendto, a, real.sendto(fd, buf, n, flags, to, tolen));
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	return sendto(fd, buf, n, flags, NULL, 0);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct send_args a = {fd, NULL, 0, flags, NULL, 0, msg, NULL, 0};
+	DET_SEND_CALL(fd, msg->msg_iov, (int)msg->msg_iovlen, do_sendmsg, a, real.sendmsg(fd, msg, flags));
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct iovec iov = {(void *)buf, n};
+	struct send_args a = {fd, buf, n, 0, NULL, 0, NULL, NULL, 0};
+	DET_SEND_CALL(fd, &iov, 1, do_write, a, real.write(fd, buf, n));
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct send_args a = {fd, NULL, 0, 0, NULL, 0, NULL, iov, iovcnt};
+	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt));
+}
+
+EXPORT int socket(int domain, int type, int protocol)
+{
+	det_init();
+	int fd = real.socket(domain, type, protocol);
+	if (fd >= 0)
+		fd_set_class(fd, FDC_SOCKET);
+	return fd;
+}
+
+EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
+{
+	det_init();
+	int r = real.socketpair(domain, type, protocol, sv);
+	if (r == 0) {
+		fd_set_class(sv[0], FDC_INTERNAL);
+		fd_set_class(sv[1], FDC_INTERNAL);
+	}
+	return r;
+}
+
+EXPORT int pipe(int fds[2])
+{
+	det_init();
+	int r = real.pipe(fds);
+	if (r == 0) {
+		fd_set_class(fds[0], FDC_INTERNAL);
+		fd_set_class(fds[1], FDC_INTERNAL);
+	}
+	return r;
+}
+
+EXPORT int pipe2(int fds[2], int flags)
+{
+	det_init();
+	int r = real.pipe2(fds, flags);
+	if (r == 0) {
+		fd_set_class(fds[0], FDC_INTERNAL);
+		fd_set_class(fds[1], FDC_INTERNAL);
+	}
+	return r;
+}
+
+/* Replay: put a stand-in at the recorded fd number (one end of a
+ * socketpair), so the program can poll, read, write and close it. */
+static int stand_in(int want)
+{
+	int sv[2];
+	if (real.socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	int fd = sv[0];
+	if (fd != want) {
+		if (fcntl(want, F_GETFD) != -1) { /* taken: the program diverged */
+			real.close(sv[0]);
+			real.close(sv[1]);
+			return -1;
+		}
+		fd = real.dup3(sv[0], want, 0);
+		real.close(sv[0]);
+	}
+	real.close(sv[1]);
+	fd_set_class(fd, FDC_SOCKET);
+	return fd;
+}
+
+static int det_accept(int fd, struct sockaddr *addr, socklen_t *alen, int flags, int four, uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return four ? real.accept4(fd, addr, alen, flags) : real.accept(fd, addr, alen);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_ACCEPT, (uint32_t)fd, ra)) {
+		res = op.rec->result;
+		if (res >= 0) {
+			if (stand_in((int)res) != res)
+				diverge_data(&op, "the recorded fd of an accepted connection is taken");
+			socklen_t l = (socklen_t)op.rec->data_len;
+			if (addr && alen) {
+				memcpy(addr, det_replay_data(op.rec), l < *alen ? l : *alen);
+				*alen = l;
+			}
+		}
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		struct sockaddr_storage ss;
+		socklen_t l = sizeof(ss);
+		res = res_of(four ? real.accept4(fd, (struct sockaddr *)&ss, &l, flags)
+				  : real.accept(fd, (struct sockaddr *)&ss, &l));
+		if (res >= 0) {
+			fd_set_class((int)res, FDC_SOCKET);
+			if (addr && alen) {
+				memcpy(addr, &ss, l < *alen ? l : *alen);
+				*alen = l;
+			}
+		}
+		det_input_end(&op, res, &ss, res >= 0 ? l : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+	return det_accept(fd, addr, alen, 0, 0, DET_RA());
+}
+
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	return det_accept(fd, addr, alen, flags, 1, DET_RA());
+}
+
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.connect(fd, addr, alen);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_CONNECT, (uint32_t)fd, DET_RA()))
+		res = op.rec->result; /* replay never connects: the peer may be gone */
+	else
+		res = res_of(real.connect(fd, addr, alen));
+	fd_set_class(fd, FDC_SOCKET);
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	return (int)ret_of(res);
+}
+
+/* ------------------------------------------------------------------ */
+/* file descriptors: keep the class table right when numbers are reused */
+
+EXPORT int close(int fd)
+{
+	det_init();
+	fd_set_class(fd, FDC_UNKNOWN);
+	return real.close(fd);
+}
+
+EXPORT int dup(int fd)
+{
+	det_init();
+	int r = real.dup(fd);
+	if (r >= 0 && fd >= 0 && fd < FD_LIMIT)
+		fd_set_class(r, (enum fd_class)atomic_load(&fd_classes[fd]));
+	return r;
+}
+
+EXPORT int dup2(int fd, int to)
+{
+	det_init();
+	int r = real.dup2(fd, to);
+	if (r >= 0 && fd >= 0 && fd < FD_LIMIT)
+		fd_set_class(r, (enum fd_class)atomic_load(&fd_classes[fd]));
+	return r;
+}
+
+EXPORT int dup3(int fd, int to, int flags)
+{
+	det_init();
+	int r = real.dup3(fd, to, flags);
+	if (r >= 0 && fd >= 0 && fd < FD_LIMIT)
+		fd_set_class(r, (enum fd_class)atomic_load(&fd_classes[fd]));
+	return r;
+}
+
+EXPORT int fclose(FILE *f)
+{
+	det_init();
+	if (f)
+		fd_set_class(fileno(f), FDC_UNKNOWN);
+	return real.fclose(f);
+}
+
+EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	det_init();
+	FILE *f = real.fopen(path, mode);
+	if (f)
+		fd_set_class(fileno(f), FDC_UNKNOWN);
+	return f;
+}
+
+EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
+
+/* ------------------------------------------------------------------ */
+/* readiness */
+
+EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.ppoll(fds, n, timeout, mask);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_POLL, (uint32_t)n, DET_RA())) {
+		res = op.rec->result;
+		const short *rev = det_replay_data(op.rec);
+		for (nfds_t i = 0; i < n && (i + 1) * sizeof(short) <= op.rec->data_len; i++)
+			fds[i].revents = rev[i];
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(real.ppoll(fds, n, timeout, mask));
+		short small[64];
+		short *rev = n <= 64 ? small : malloc(n * sizeof(short));
+		if (!rev)
+			det_fatal("out of memory recording poll");
+		for (nfds_t i = 0; i < n; i++)
+			rev[i] = fds[i].revents;
+		det_input_end(&op, res, rev, res >= 0 ? (uint32_t)(n * sizeof(short)) : 0);
+		if (rev != small)
+			free(rev);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+	return ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL);
+}
+
+EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort();
+	return poll(fds, n, timeout_ms);
+}
+
+EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.pselect(nfds, r, w, x, timeout, mask);
+	struct det_op op = {0};
+	int64_t res;
+	fd_set *sets[3] = {r, w, x};
+	if (det_input_begin(&op, t, DET_EV_SELECT, (uint32_t)nfds, DET_RA())) {
+		res = op.rec->result;
+		if (res >= 0 && op.rec->data_len == 3 * sizeof(fd_set))
+			for (int i = 0; i < 3; i++)
+				if (sets[i])
+					memcpy(sets[i], (const char *)det_replay_data(op.rec) + i * sizeof(fd_set),
+					       sizeof(fd_set));
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(real.pselect(nfds, r, w, x, timeout, mask));
+		fd_set out[3];
+		for (int i = 0; i < 3; i++) {
+			if (sets[i])
+				out[i] = *sets[i];
+			else
+				FD_ZERO(&out[i]);
+		}
+		det_input_end(&op, res, out, res >= 0 ? sizeof(out) : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+	struct timespec ts, *tsp = NULL;
+	if (tv) {
+		ts.tv_sec = tv->tv_sec;
+		ts.tv_nsec = tv->tv_usec * 1000;
+		tsp = &ts;
+	}
+	int res = pselect(nfds, r, w, x, tsp, NULL);
+	if (tv && res >= 0 && det_replaying()) /* Linux leaves the time not slept */
+		tv->tv_sec = tv->tv_usec = 0;
+	return res;
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.epoll_pwait(epfd, ev, max, timeout, mask);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_EPOLL_WAIT, (uint32_t)epfd, DET_RA())) {
+		res = op.rec->result;
+		if (res > 0)
+			memcpy(ev, det_replay_data(op.rec),
+			       op.rec->data_len < (uint32_t)max * sizeof(*ev) ? op.rec->data_len : max * sizeof(*ev));
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(real.epoll_pwait(epfd, ev, max, timeout, mask));
+		det_input_end(&op, res, ev, res > 0 ? (uint32_t)(res * sizeof(*ev)) : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	return epoll_pwait(epfd, ev, max, timeout, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* identity and machine */
+
+static int64_t simple_input(uint16_t kind, uint32_t aux, int64_t (*get)(uint32_t), uint64_t ra, int *passed)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		*passed = 1;
+		return 0;
+	}
+	*passed = 0;
+	struct det_op op = {0};
+	int64_t res = det_input_begin(&op, t, kind, aux, ra) ? op.rec->result : get(aux);
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	return res;
+}
+
+static int64_t get_pid(uint32_t a)
+{
+	(void)a;
+	return real.getpid();
+}
+
+static int64_t get_ppid(uint32_t a)
+{
+	(void)a;
+	return real.getppid();
+}
+
+static int64_t get_tid(uint32_t a)
+{
+	(void)a;
+	return real.gettid();
+}
+
+static int64_t get_sysconf(uint32_t a)
+{
+	return real.sysconf((int)a);
+}
+
+static int64_t get_nprocs_of(uint32_t a)
+{
+	return a ? real.get_nprocs_conf() : real.get_nprocs();
+}
+
+static int64_t do_yield(uint32_t a)
+{
+	(void)a;
+	return real.sched_yield() ? -(int64_t)errno : 0;
+}
+
+static pid_t recorded_pid; /* replay: the pid the program saw when recorded */
+
+EXPORT pid_t getpid(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_GETPID, 0, get_pid, DET_RA(), &passed);
+	if (passed)
+		return real.getpid();
+	recorded_pid = (pid_t)r;
+	return (pid_t)r;
+}
+
+EXPORT pid_t getppid(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_GETPPID, 0, get_ppid, DET_RA(), &passed);
+	return passed ? real.getppid() : (pid_t)r;
+}
+
+EXPORT pid_t gettid(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_GETTID, 0, get_tid, DET_RA(), &passed);
+	return passed ? real.gettid() : (pid_t)r;
+}
+
+EXPORT long sysconf(int name)
+{
+	det_init();
+	if (name != _SC_NPROCESSORS_ONLN && name != _SC_NPROCESSORS_CONF)
+		return real.sysconf(name);
+	int passed;
+	int64_t r = simple_input(DET_EV_SYSCONF, (uint32_t)name, get_sysconf, DET_RA(), &passed);
+	return passed ? real.sysconf(name) : (long)r;
+}
+
+EXPORT int get_nprocs(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_SYSCONF, 1000, get_nprocs_of, DET_RA(), &passed);
+	return passed ? real.get_nprocs() : (int)r;
+}
+
+EXPORT int get_nprocs_conf(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_SYSCONF, 1001, get_nprocs_of, DET_RA(), &passed);
+	return passed ? real.get_nprocs_conf() : (int)r;
+}
+
+EXPORT int sched_yield(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_SCHED_YIELD, 0, do_yield, DET_RA(), &passed);
+	return passed ? real.sched_yield() : (int)ret_of(r);
+}
+
+/* Replay: a pid the program got from getpid is the recorded one. */
+EXPORT int kill(pid_t pid, int sig)
+{
+	det_init();
+	if (det_replaying() && recorded_pid && (pid == recorded_pid || pid == -recorded_pid))
+		pid = pid > 0 ? real.getpid() : -getpgrp();
+	return real.kill(pid, sig);
+}
+
+/* ------------------------------------------------------------------ */
+/* sleeping: recorded, and skipped in replay */
+
+static int det_sleep(struct timespec *rem, int (*perform)(void *), void *ctx, uint64_t ra, int *passed)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		*passed = 1;
+		return 0;
+	}
+	*passed = 0;
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_SLEEP, 0, ra)) {
+		res = op.rec->result;
+		if (rem && op.rec->data_len == sizeof(*rem))
+			memcpy(rem, det_replay_data(op.rec), sizeof(*rem));
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = perform(ctx);
+		det_input_end(&op, res, rem, res == -EINTR && rem ? sizeof(*rem) : 0);
+	}
+	det_leave(t);
+	return (int)res;
+}
+
+struct sleep_args {
+	clockid_t clock;
+	int flags;
+	const struct timespec *req;
+	struct timespec *rem;
+};
+
+static int do_nanosleep(void *p)
+{
+	struct sleep_args *a = p;
+	return real.nanosleep(a->req, a->rem) ? -errno : 0;
+}
+
+static int do_clock_nanosleep(void *p)
+{
+	struct sleep_args *a = p;
+	int r = real.clock_nanosleep(a->clock, a->flags, a->req, a->rem);
+	return r ? -r : 0; /* clock_nanosleep returns the error number */
+}
+
+EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	struct sleep_args a = {0, 0, req, rem};
+	int passed;
+	int r = det_sleep(rem, do_nanosleep, &a, DET_RA(), &passed);
+	if (passed)
+		return real.nanosleep(req, rem);
+	return (int)ret_of(r);
+}
+
+EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+{
+	struct sleep_args a = {clock, flags, req, rem};
+	int passed;
+	int r = det_sleep(rem, do_clock_nanosleep, &a, DET_RA(), &passed);
+	if (passed)
+		return real.clock_nanosleep(clock, flags, req, rem);
+	return -r;
+}
+
+EXPORT int usleep(useconds_t us)
+{
+	struct timespec req = {us / 1000000, (long)(us % 1000000) * 1000};
+	return nanosleep(&req, NULL);
+}
+
+EXPORT unsigned int sleep(unsigned int s)
+{
+	struct timespec req = {s, 0}, rem = {0, 0};
+	if (nanosleep(&req, &rem) == 0)
+		return 0;
+	return (unsigned int)rem.tv_sec + (rem.tv_nsec > 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* syscall(): the same calls by number; inputs det cannot replay stop here */
+
+EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	det_init();
+	if (!det_mode)
+		return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	switch (nr) {
+	case SYS_gettid:
+		return gettid();
+	case SYS_getpid:
+		return getpid();
+	case SYS_getppid:
+		return getppid();
+	case SYS_getrandom:
+		return getrandom((void *)a[0], (size_t)a[1], (unsigned)a[2]);
+	case SYS_clock_gettime:
+		return clock_gettime((clockid_t)a[0], (struct timespec *)a[1]);
+	case SYS_gettimeofday:
+		return gettimeofday((struct timeval *)a[0], (void *)a[1]);
+	case SYS_time:
+		return time((time_t *)a[0]);
+	case SYS_read:
+		return read((int)a[0], (void *)a[1], (size_t)a[2]);
+	case SYS_pread64:
+		return pread((int)a[0], (void *)a[1], (size_t)a[2], (off_t)a[3]);
+	case SYS_readv:
+		return readv((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+	case SYS_recvfrom:
+		return recvfrom((int)a[0], (void *)a[1], (size_t)a[2], (int)a[3], (struct sockaddr *)a[4],
+				(socklen_t *)a[5]);
+	case SYS_recvmsg:
+		return recvmsg((int)a[0], (struct msghdr *)a[1], (int)a[2]);
+	case SYS_poll:
+		return poll((struct pollfd *)a[0], (nfds_t)a[1], (int)a[2]);
+	case SYS_sched_yield:
+		return sched_yield();
+	case SYS_nanosleep:
+		return nanosleep((const struct timespec *)a[0], (struct timespec *)a[1]);
+	case SYS_close:
+		return close((int)a[0]);
+	case SYS_recvmmsg:
+	case SYS_io_uring_setup:
+	case SYS_io_uring_enter:
+	case SYS_io_submit:
+	case SYS_io_getevents:
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+	case SYS_ppoll:
+	case SYS_pselect6:
+	case SYS_select:
+	case SYS_preadv:
+	case SYS_preadv2:
+	case SYS_accept:
+	case SYS_accept4:
+	case SYS_fork:
+	case SYS_vfork:
+	case SYS_clone:
+	case SYS_clone3:
+	case SYS_execve:
+	case SYS_execveat:
+	case SYS_rt_sigaction:
+		if (det_enter())
+			det_fatal("syscall(%ld) is not supported by det: use the libc function, whose result det "
+				  "records",
+				  nr);
+		break;
+	}
+	return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
