@@ -97,6 +97,8 @@ SUP_EXPORT void det_drain_stats(struct det_sup *s, struct det_drain_stats *out)
  * 5 ms since the recording began. */
 static uint64_t ts_ns(struct det_sup *s, uint64_t tsc)
 {
+	if (s->hdr->flags & DET_F_TS_NS)
+		return tsc > s->hdr->tsc0 ? tsc - s->hdr->tsc0 : 0;
 	if (s->tsc_per_ns == 0) {
 		uint64_t now = sup_mono_ns();
 		if (now - s->mono_start < 5000000) {

@@ -168,6 +168,10 @@ EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
 	int64_t res;
 	if (det_input_begin(&op, t, DET_EV_CLOCK_GETTIME, (uint32_t)clk, DET_RA())) {
 		res = op.rec->result;
+	} else if (det_tsc_trapped) {
+		/* the vDSO reads the TSC, which faults now: ask the kernel */
+		long r = det_sys(SYS_clock_gettime, clk, (long)ts, 0, 0, 0, 0);
+		res = r == 0 ? ns_of(ts) : r;
 	} else {
 		int r = real.clock_gettime(clk, ts);
 		res = r == 0 ? ns_of(ts) : -(int64_t)errno;
@@ -202,8 +206,9 @@ EXPORT int gettimeofday(struct timeval *tv, void *tz)
 	if (det_input_begin(&op, t, DET_EV_GETTIMEOFDAY, 0, DET_RA())) {
 		res = op.rec->result;
 	} else {
-		int r = real.gettimeofday(&mine, NULL);
-		res = r == 0 ? (int64_t)mine.tv_sec * 1000000 + mine.tv_usec : -(int64_t)errno;
+		long r = det_tsc_trapped ? det_sys(SYS_gettimeofday, (long)&mine, 0, 0, 0, 0, 0)
+					 : real.gettimeofday(&mine, NULL) ? -errno : 0;
+		res = r == 0 ? (int64_t)mine.tv_sec * 1000000 + mine.tv_usec : r;
 	}
 	det_input_end(&op, res, NULL, 0);
 	det_leave(t);
@@ -229,7 +234,7 @@ EXPORT time_t time(time_t *out)
 	if (det_input_begin(&op, t, DET_EV_TIME, 0, DET_RA()))
 		res = op.rec->result;
 	else
-		res = real.time(NULL);
+		res = det_tsc_trapped ? det_sys(SYS_time, 0, 0, 0, 0, 0, 0) : real.time(NULL);
 	det_input_end(&op, res, NULL, 0);
 	det_leave(t);
 	if (out)

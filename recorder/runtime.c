@@ -180,9 +180,10 @@ void det_init(void)
 	resolve_real();
 	map_region();
 	if (det_hdr) {
-		det_hdr->tsc0 = __rdtsc();
-		det_hdr->mono0 = mono_ns();
 		dl_iterate_phdr(note_module, NULL);
+		det_signals_init();
+		det_hdr->tsc0 = det_now();
+		det_hdr->mono0 = mono_ns();
 		det_thread_attach(&det_tls, 0);
 		atomic_store(&det_hdr->attached, (uint32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0));
 	}
@@ -486,7 +487,7 @@ static inline void write_event_len(struct det_op *op, int64_t result, uint32_t l
 	struct det_thread *t = op->t;
 	struct det_rec *r = ring_put(t);
 	r->seq = op->seq;
-	r->ts = __rdtsc();
+	r->ts = det_now();
 	r->ra = op->ra;
 	r->result = result;
 	r->obj = op->obj;

@@ -19,6 +19,7 @@
 #endif
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -64,7 +65,13 @@ struct det_thread {
 	const struct det_sched *sched;
 	uint64_t sched_count;
 	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
-	uint32_t pad;
+	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
+	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
+	uint32_t nsigs;    /* record: signals that arrived inside the runtime */
+	struct {
+		int sig;
+		siginfo_t info;
+	} sigs[8];
 };
 
 extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
@@ -85,6 +92,18 @@ struct det_op {
 	uint16_t kind;
 	uint16_t auxkind;            /* enum det_objkind of aux_addr */
 };
+
+/* --- signals and rdtsc (signals.c) --- */
+DET_HIDDEN void det_signals_init(void);
+DET_HIDDEN extern int det_tsc_trapped;
+/* The runtime's own clock for event timestamps: TSC ticks, or ns when the
+ * program's rdtsc is trapped (then rdtsc would fault in det itself). */
+DET_HIDDEN uint64_t det_now_slow(void);
+static inline uint64_t det_now(void)
+{
+	extern int det_tsc_trapped;
+	return det_likely(!det_tsc_trapped) ? __builtin_ia32_rdtsc() : det_now_slow();
+}
 
 /* --- lifecycle (runtime.c) --- */
 DET_HIDDEN void det_init(void);
@@ -110,9 +129,13 @@ static inline struct det_thread *det_enter(void)
 	return t;
 }
 
+DET_HIDDEN void det_signals_due(struct det_thread *t);
+
 static inline void det_leave(struct det_thread *t)
 {
 	t->depth = 0;
+	if (det_unlikely(t->sig_due))
+		det_signals_due(t);
 }
 
 static inline int det_replaying(void)

@@ -202,9 +202,20 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 	det_fatal("replay diverged at T%u's event %lu: %s", t->num, (unsigned long)t->idx, what);
 }
 
+/* A recorded signal comes before this event: deliver it first. */
+static void signals_first(struct det_thread *t, uint16_t kind)
+{
+	if (det_unlikely(t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
+			 kind != DET_EV_SIGNAL)) {
+		det_signals_due(t);
+		t->depth = 1;
+	}
+}
+
 const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, enum det_objkind objkind)
 {
 	struct det_thread *t = op->t;
+	signals_first(t, op->kind);
 	if (t->idx >= t->sched_count) {
 		/* Past its last recorded event: the recording ended here (the
 		 * program exited, crashed or was stopped). Park, saying what the
@@ -240,6 +251,7 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 const struct det_sched *det_replay_input(struct det_op *op)
 {
 	struct det_thread *t = op->t;
+	signals_first(t, op->kind);
 	if (t->idx >= t->sched_count) {
 		struct det_slot *s = t->slot;
 		s->blocked_obj = 0;
@@ -268,6 +280,8 @@ void det_replay_end(struct det_op *op, int64_t result)
 		det_diverge(t, DET_DIV_RESULT, op->kind, NULL, op->ra, "the operation returned something else");
 	t->idx++;
 	atomic_store(&t->slot->done, t->idx);
+	if (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL)
+		t->sig_due = 1; /* delivered as the thread leaves det */
 	for (int i = 0; i < 2; i++) {
 		uint32_t w = e->wake[i];
 		if (!w)

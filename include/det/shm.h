@@ -38,6 +38,7 @@ enum det_mode {
 /* header.flags */
 #define DET_F_RELAXED   0x1  /* replay: per-object order only */
 #define DET_F_STDIN_FED 0x2  /* stdin is a pipe det fills with the recorded input */
+#define DET_F_TS_NS     0x4  /* event timestamps are ns (rdtsc is trapped), not TSC ticks */
 
 /* The record clock packs the next event number and the thread count, so a
  * create takes its sequence number and its child's number in one atomic add:

@@ -1,0 +1,318 @@
+/*
+ * recorder/signals.c - asynchronous signals and the time-stamp counter.
+ *
+ * Rules of this file:
+ *  - det installs its own entry for every signal the program handles and
+ *    keeps the program's handler. An asynchronous signal (a timer, kill from
+ *    outside, pthread_kill from another thread) is recorded as a SIGNAL event
+ *    at the receiving thread's position and the program's handler runs; one
+ *    that arrives while the thread is inside det waits until it leaves.
+ *  - Replay ignores real asynchronous signals: it delivers each recorded one
+ *    right after the thread's preceding event, by calling the handler.
+ *  - Synchronous signals (faults, raise, pthread_kill to oneself) reproduce
+ *    by themselves and are delivered at once in both modes.
+ *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
+ *    the instruction; then each one is a recorded RDTSC input, and det's own
+ *    timestamps come from the kernel clock instead.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+int det_tsc_trapped;
+
+/* The program's own handlers. */
+static struct sigaction prog_act[NSIG];
+static _Atomic int prog_set[NSIG];
+
+uint64_t det_now_slow(void)
+{
+	struct timespec ts;
+	det_sys(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0, 0, 0, 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int is_fault(int sig, const siginfo_t *info)
+{
+	return info->si_code > 0 &&
+	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP);
+}
+
+/* Run the program's handler as the kernel would have. */
+static void call_program(int sig, siginfo_t *info, void *uc)
+{
+	struct sigaction *a = &prog_act[sig];
+	if (a->sa_flags & SA_SIGINFO) {
+		if (a->sa_sigaction)
+			a->sa_sigaction(sig, info, uc);
+	} else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
+		a->sa_handler(sig);
+	}
+	if (a->sa_flags & SA_RESETHAND) {
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		a->sa_handler = SIG_DFL;
+		a->sa_flags = 0;
+		real.sigaction(sig, &dfl, NULL);
+	}
+}
+
+/* The SIGNAL event: the payload is the sender's pid and uid and the value. */
+struct sig_data {
+	int32_t pid, uid;
+	int64_t value;
+};
+
+static void record_and_deliver(struct det_thread *t, int sig, siginfo_t *info, void *uc)
+{
+	struct det_op op = {0};
+	t->depth = 1;
+	det_input_begin(&op, t, DET_EV_SIGNAL, (uint32_t)sig, 0);
+	struct sig_data d = {info->si_pid, (int32_t)info->si_uid, (int64_t)(intptr_t)info->si_value.sival_ptr};
+	det_input_end(&op, info->si_code, &d, sizeof(d));
+	t->depth = 0;
+	call_program(sig, info, uc);
+}
+
+/* ------------------------------------------------------------------ */
+/* rdtsc */
+
+static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	const uint8_t *ip = (const uint8_t *)g[REG_RIP];
+	int len;
+	if (ip[0] == 0x0f && ip[1] == 0x31)
+		len = 2;
+	else if (ip[0] == 0x0f && ip[1] == 0x01 && ip[2] == 0xf9)
+		len = 3;
+	else
+		return 0;
+	uint64_t v = 0;
+	if (!det_replaying() || !t->active || t->depth) {
+		/* read the real counter: let this thread read it for a moment */
+		det_sys(SYS_prctl, PR_SET_TSC, PR_TSC_ENABLE, 0, 0, 0, 0);
+		v = __builtin_ia32_rdtsc();
+		det_sys(SYS_prctl, PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0, 0);
+	}
+	if (t->active && !t->depth) {
+		struct det_op op = {0};
+		t->depth = 1;
+		if (det_input_begin(&op, t, DET_EV_RDTSC, len == 3, (uint64_t)(uintptr_t)ip))
+			v = (uint64_t)op.rec->result;
+		det_input_end(&op, (int64_t)v, NULL, 0);
+		t->depth = 0;
+	}
+	g[REG_RAX] = (greg_t)(v & 0xffffffffu);
+	g[REG_RDX] = (greg_t)(v >> 32);
+	if (len == 3)
+		g[REG_RCX] = 0; /* IA32_TSC_AUX: det reports CPU 0 */
+	g[REG_RIP] += len;
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* the entry for every handled signal */
+
+static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
+{
+	struct det_thread *t = &det_tls;
+	int saved = errno;
+	if (sig == SIGSEGV && det_tsc_trapped && info->si_code == SI_KERNEL && emulate_tsc(t, ucv)) {
+		errno = saved;
+		return;
+	}
+	if (!atomic_load(&prog_set[sig])) {
+		/* det's own SIGSEGV entry and no program handler: die as natively */
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		real.sigaction(sig, &dfl, NULL);
+		errno = saved;
+		return; /* the fault happens again, with the default action */
+	}
+	if (!t->active || is_fault(sig, info) || t->self_signal == sig) {
+		call_program(sig, info, ucv);
+	} else if (det_replaying()) {
+		/* the recorded delivery comes from the schedule */
+	} else if (t->depth) {
+		if (t->nsigs < sizeof(t->sigs) / sizeof(t->sigs[0])) {
+			t->sigs[t->nsigs].sig = sig;
+			t->sigs[t->nsigs].info = *info;
+			t->nsigs++;
+			t->sig_due = 1;
+		}
+	} else {
+		record_and_deliver(t, sig, info, ucv);
+	}
+	errno = saved;
+}
+
+/* Called when a thread leaves det with signals to deliver. */
+void det_signals_due(struct det_thread *t)
+{
+	t->sig_due = 0;
+	if (det_replaying()) {
+		while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL) {
+			const struct det_sched *e = &t->sched[t->idx];
+			int sig = (int)e->aux;
+			siginfo_t info;
+			memset(&info, 0, sizeof(info));
+			info.si_signo = sig;
+			info.si_code = (int)e->result;
+			if (e->data_len == sizeof(struct sig_data)) {
+				const struct sig_data *d = det_replay_data(e);
+				info.si_pid = d->pid;
+				info.si_uid = (uid_t)d->uid;
+				info.si_value.sival_ptr = (void *)(intptr_t)d->value;
+			}
+			struct det_op op = {0};
+			t->depth = 1;
+			det_input_begin(&op, t, DET_EV_SIGNAL, (uint32_t)sig, 0);
+			det_input_end(&op, 0, NULL, 0);
+			t->depth = 0;
+			if (sig > 0 && sig < NSIG)
+				call_program(sig, &info, NULL);
+		}
+		return;
+	}
+	while (t->nsigs) {
+		int sig = t->sigs[0].sig;
+		siginfo_t info = t->sigs[0].info;
+		t->nsigs--;
+		memmove(&t->sigs[0], &t->sigs[1], t->nsigs * sizeof(t->sigs[0]));
+		record_and_deliver(t, sig, &info, NULL);
+	}
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	det_init();
+	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP || !det_mode)
+		return real.sigaction(sig, act, old);
+	struct sigaction prev = prog_act[sig];
+	int had = atomic_load(&prog_set[sig]);
+	if (!act) {
+		int r = real.sigaction(sig, NULL, old);
+		if (r == 0 && old && had)
+			*old = prev;
+		return r;
+	}
+	struct sigaction mine = *act;
+	int handled = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
+						   : act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+	int keep_entry = sig == SIGSEGV && det_tsc_trapped;
+	if (handled || keep_entry) {
+		mine.sa_sigaction = det_sig_entry;
+		mine.sa_flags = (act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
+	}
+	struct sigaction kernel_old;
+	int r = real.sigaction(sig, &mine, &kernel_old);
+	if (r != 0)
+		return r;
+	if (old)
+		*old = had ? prev : kernel_old;
+	prog_act[sig] = *act;
+	atomic_store(&prog_set[sig], handled);
+	return 0;
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction act = {.sa_handler = handler, .sa_flags = SA_RESTART}, old;
+	sigemptyset(&act.sa_mask);
+	if (sigaction(sig, &act, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* Signals a thread sends itself arrive before the call returns, in both
+ * modes: deliver them at once instead of from the schedule. */
+EXPORT int raise(int sig)
+{
+	det_init();
+	struct det_thread *t = &det_tls;
+	int prev = t->self_signal;
+	t->self_signal = sig;
+	int r = real.raise(sig);
+	t->self_signal = prev;
+	return r;
+}
+
+EXPORT int pthread_kill(pthread_t th, int sig)
+{
+	det_init();
+	struct det_thread *t = &det_tls;
+	if (!pthread_equal(th, pthread_self()))
+		return real.pthread_kill(th, sig);
+	int prev = t->self_signal;
+	t->self_signal = sig;
+	int r = real.pthread_kill(th, sig);
+	t->self_signal = prev;
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* does the program execute rdtsc itself? */
+
+static int has_tsc_insn(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (p[i] == 0x0f && (p[i + 1] == 0x31 || (i + 2 < n && p[i + 1] == 0x01 && p[i + 2] == 0xf9)))
+			return 1;
+	return 0;
+}
+
+static int skip_module(const char *name)
+{
+	/* libc, the loader, libdet itself and the vDSO read the counter for
+	 * det's and libc's own clocks, not for the program's logic */
+	static const char *const trusted[] = {"libc.so", "ld-linux", "libdet.so", "linux-vdso", "libm.so",
+					      "libpthread", "libdl.so", "librt.so", "libstdc++", "libgcc_s"};
+	for (size_t i = 0; i < sizeof(trusted) / sizeof(trusted[0]); i++)
+		if (strstr(name, trusted[i]))
+			return 1;
+	return 0;
+}
+
+static int scan_module(struct dl_phdr_info *info, size_t size, void *found)
+{
+	(void)size;
+	const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "";
+	if (*name && skip_module(name))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+		    has_tsc_insn((const uint8_t *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz)) {
+			*(int *)found = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void det_signals_init(void)
+{
+	const char *force = getenv("DET_TRAP_TSC");
+	int found = 0;
+	if (force && *force)
+		found = *force == '1';
+	else
+		dl_iterate_phdr(scan_module, &found);
+	if (!found)
+		return;
+	if (det_sys(SYS_prctl, PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0, 0) != 0)
+		det_fatal("cannot trap rdtsc (PR_SET_TSC): its values would not replay");
+	det_tsc_trapped = 1;
+	det_hdr->flags |= DET_F_TS_NS;
+	struct sigaction a = {.sa_sigaction = det_sig_entry, .sa_flags = SA_SIGINFO | SA_NODEFER};
+	sigemptyset(&a.sa_mask);
+	real.sigaction(SIGSEGV, &a, NULL);
+}
