@@ -57,6 +57,9 @@ ALIGN_BUDGET = 16_000_000
 ALIGN_SCAN = 200_000
 THREAD_KIND = next(o.number for o in ev.OBJKINDS if o.name == "THREAD")
 THREAD_START = next(e.number for e in ev.EVENTS if e.name == "THREAD_START")
+THREAD_EXIT = next(e.number for e in ev.EVENTS if e.name == "THREAD_EXIT")
+# sizeof each object kind on x86-64 glibc: names elements of arrays.
+OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4}
 BARRIER_DEPART = next(e.number for e in ev.EVENTS if e.name == "BARRIER_DEPART")
 
 
@@ -249,6 +252,7 @@ class _Side:
         self.modules = tr.modules()
         self._sym: Symbolizer | None = None
         self._seqs: list[int] | None = None
+        self.start_routines: set[int] | None = None
         lo, hi = tr.q1("SELECT min(seq) FROM events"), tr.q1("SELECT max(seq) FROM events")
         self.seq0 = int(lo or 0)
         self.last_seq = -1 if hi is None else int(hi)
@@ -525,9 +529,23 @@ class Comparison:
                          object=self.label(side, obj), name=self.name(side, obj), result=result, address=addr,
                          location=f"{addr:#x}" if addr else None, function=None)
             if addr:
-                self._pending.append((side, kind == THREAD_START, addr, e))
+                self._pending.append((side, self._is_entry(side, kind, addr), addr, e))
             out.append(e)
         return out
+
+    def _is_entry(self, side: _Side, kind: int, addr: int) -> bool:
+        """Is a site a function's entry rather than a return address? A
+        thread_start's is (the start routine), and so is a thread_exit's when
+        the start routine returned."""
+        if kind == THREAD_START:
+            return True
+        if kind != THREAD_EXIT:
+            return False
+        if side.start_routines is None:
+            side.start_routines = {r[0] for r in side.tr.q(
+                "SELECT address FROM sites WHERE site IN (SELECT DISTINCT site FROM events WHERE kind = ?)",
+                (THREAD_START,))}
+        return addr in side.start_routines
 
     def finish(self) -> None:
         """Source lines for every EventRef and ObjectRef made so far: one addr2line per module."""
@@ -576,7 +594,7 @@ class Comparison:
         row = side.tr.q("SELECT e.kind, s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.seq = ?",
                         (first_seq,))
         if row and row[0][1]:
-            self._pending.append((side, row[0][0] == THREAD_START, row[0][1], o))
+            self._pending.append((side, self._is_entry(side, row[0][0], row[0][1]), row[0][1], o))
         return o
 
     def name(self, side: _Side, obj: int) -> str | None:
@@ -584,15 +602,12 @@ class Comparison:
         kind, addr, _first = side.objects.get(obj, (0, 0, 0))
         if not self.symbolize or kind == THREAD_KIND or not addr:
             return None
-        return self._data_symbol(side, addr)
-
-    def _data_symbol(self, side: _Side, addr: int) -> str | None:
         module, off = side.sym.module_of(addr)
         if not module:
             return None
         if module not in self._symbols:
             self._symbols[module] = _DataSymbols(module)
-        return self._symbols[module].lookup(off)
+        return self._symbols[module].lookup(off, OBJ_SIZES.get(objkind_name(kind).upper(), 0))
 
 
 def check_same_program(a: _Side, b: _Side, force: bool, notes: list[str]) -> None:
@@ -911,9 +926,13 @@ class _DataSymbols:
         self.ends = [r[0] + r[1] for r in rows]
         self.names = [r[2] for r in rows]
 
-    def lookup(self, off: int) -> str | None:
+    def lookup(self, off: int, elem: int = 0) -> str | None:
+        """The variable at offset off: `name`, `name[3]` (elem: the size of
+        the object, when the variable is an array of them), `name+16`."""
         i = bisect.bisect_right(self.starts, off) - 1
         if i < 0 or off >= self.ends[i]:
             return None
-        start = self.starts[i]
+        start, size = self.starts[i], self.ends[i] - self.starts[i]
+        if elem and size > elem and size % elem == 0 and (off - start) % elem == 0:
+            return f"{self.names[i]}[{(off - start) // elem}]"
         return self.names[i] if off == start else f"{self.names[i]}+{off - start}"
