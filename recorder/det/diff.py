@@ -467,6 +467,11 @@ class Comparison:
         self.symbolize = symbolize
         self.notes: list[str] = []
         check_same_program(self.a, self.b, force, self.notes)
+        # An incomplete trace has no modules table (it is written at the
+        # end); the binary is the same and ASLR off, so the other's serves.
+        for x, y in ((self.a, self.b), (self.b, self.a)):
+            if not x.modules and y.modules:
+                x.modules = y.modules
         ma, mb = self.a.maxima(), self.b.maxima()
         self.b_obj_to_a = match_objects(self.a, self.b)
         self.b_site_to_a = match_sites(self.a, self.b)

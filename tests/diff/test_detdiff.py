@@ -391,3 +391,54 @@ def test_engine_imports_only_the_standard_library() -> None:
     r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd="/")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- unusual traces
+
+
+def test_seq_gaps(tmp: Path, bank: tuple[Path, Path]) -> None:
+    """seq may have gaps (a thread that died mid-event): positions, not seq values, are compared."""
+    passing, failing = bank
+    gapped = tmp / "gapped.db"
+    shutil.copy(failing, gapped)
+    db = sqlite3.connect(gapped)
+    (n,) = db.execute("SELECT count(*) FROM events").fetchone()
+    with db:
+        for table, col in (("events", "seq"), ("objects", "first_seq"), ("threads", "create_seq")):
+            # Two steps, so that no two rows share a seq on the way.
+            db.execute(f"UPDATE {table} SET {col} = -{col} - 1 WHERE {col} >= ?", (n // 2,))
+            db.execute(f"UPDATE {table} SET {col} = -{col} - 1 + 1000 WHERE {col} < -1", ())
+    db.close()
+    assert query(gapped, "SELECT max(seq) FROM events")[0][0] == n - 1 + 1000
+    r = detdiff(failing, gapped)
+    assert r.returncode == 0, r.stdout.decode()
+    check_against_oracle(passing, gapped)
+    check_against_oracle(gapped, passing)
+
+
+def test_incomplete_trace(tmp: Path) -> None:
+    """A recording whose detrec was killed (NAME.incomplete, no outcome) compares, and says so."""
+    out = tmp / "killed.db"
+    p = subprocess.Popen([BIN / "detrec", "-q", "-o", out, "--", program("spinner")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout is not None
+        p.stdout.readline()  # the program runs
+    finally:
+        p.kill()
+        p.wait()
+    incomplete = tmp / "killed.db.incomplete"
+    assert incomplete.exists()
+    stopped = tmp / "stopped.db"
+    detrec("-q", "--timeout", "0.3", "-o", stopped, "--", program("spinner"))
+    assert outcome(stopped)["status"] == "timeout"
+    r = detdiff("--json", incomplete, stopped)
+    assert r.returncode == 1, r.stderr.decode()
+    j = json.loads(r.stdout)
+    assert j["a"]["complete"] is False and j["a"]["outcome"] is None
+    assert any("incomplete" in n for n in j["notes"])
+    assert {"field": "status", "a": "incomplete", "b": "timeout"} in j["outcome"]
+    # Its source lines come from the other trace's modules (an incomplete trace has none).
+    located = [e["location"] for e in j["divergence"]["before"] + j["divergence"]["a_after"]
+               if e["kind"].startswith("mutex")]
+    assert located and all(loc.startswith("spinner.c:") for loc in located), located
