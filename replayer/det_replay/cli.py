@@ -232,7 +232,11 @@ def _stall_text(tr: Trace, threads: list, done: int, total: int, sym: Symbolizer
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="detreplay", description="Replay a det trace with its recorded schedule.")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    gdb_args = argv[argv.index("--") + 1:] if "--" in argv else []  # --gdb: the rest is gdb's
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    p = argparse.ArgumentParser(prog="detreplay", description="Replay a det trace with its recorded schedule.",
+                                usage="detreplay [options] TRACE [-- GDB ARGS...]")
     p.add_argument("trace")
     p.add_argument("--relaxed", action="store_true",
                    help="enforce only the order on each object (threads run more in parallel)")
@@ -241,7 +245,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
                         "recorded run time, at least 10 s)")
+    p.add_argument("--gdb", action="store_true",
+                   help="replay inside gdb, stopped at the first event, with det's commands (`help det`); "
+                        "arguments after -- go to gdb")
+    p.add_argument("-g", type=int, metavar="N", dest="goto", help="with --gdb: stop at event N instead (implies --gdb)")
     ns = p.parse_args(argv)
+    if ns.gdb or ns.goto is not None or gdb_args:
+        if not (ns.gdb or ns.goto is not None):
+            p.error("arguments after -- are gdb's: add --gdb")
+        from .gdb import run_gdb
+
+        try:
+            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args)
+        except DetError as e:
+            say(str(e))
+            return e.status
     try:
         res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall)
     except DetError as e:

@@ -1,0 +1,140 @@
+"""detreplay --gdb: replay a trace inside gdb, with det's extension loaded.
+
+    detreplay --gdb [-g N] [--relaxed] [--force] TRACE [-- GDB ARGS...]
+
+Rules: everything that can be wrong (the trace, the program, -g, gdb
+missing) is found here, before gdb starts, and said in one `detreplay:`
+line with a non-zero exit. The replay region is made here (libdetsup.so,
+through det.native) and handed to gdb as an inherited fd; the program is
+started by gdb through gdb-ext/det_exec.py with exactly the recording's
+argv, environment (in order) and working directory, as det.launch.Program
+starts it without gdb, with the recorded stdin (a recorded pipe is fed
+again at every (re)start through a FIFO this process keeps filling). LD_PRELOAD
+is never put in gdb's own environment. Exits with gdb's exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+from det.errors import DetError
+from det.launch import program_env
+from det.native import DET_F_STDIN_FED, REPO_DIR, Replayer
+from det.record import sha256_file
+from det.trace import Trace
+
+EXT_DIR = REPO_DIR / "gdb-ext"
+
+
+def find_gdb() -> str:
+    name = os.environ.get("DET_GDB", "gdb")
+    path = shutil.which(name)
+    if not path:
+        raise DetError(f"{name}: gdb is not installed (Debian: apt-get install gdb)", status=2)
+    return path
+
+
+def check_goto(tr: Trace, goto: int | None) -> None:
+    if goto is None:
+        return
+    first, last = tr.q("SELECT min(seq), max(seq) FROM events")[0]
+    if first is None:
+        raise DetError(f"-g {goto}: the trace has no events", status=2)
+    if goto < 0 or goto > last + 1:
+        raise DetError(f"-g {goto}: the trace has events {first} to {last} ({last + 1} is after the last)", status=2)
+    if goto <= last and tr.q1("SELECT count(*) FROM events WHERE seq = ?", (goto,)) == 0:
+        raise DetError(f"-g {goto}: the trace has no event {goto} (its thread died before it was written)", status=2)
+
+
+def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: int | None = None,
+            gdb_args: list[str] | None = None) -> int:
+    """Start gdb on the replaying program; returns gdb's exit status."""
+    from .cli import check_binary  # the same checks as a replay without gdb
+
+    gdb = find_gdb()
+    path = Path(trace_path).resolve()
+    with Trace(path) as tr:
+        exe = check_binary(tr, force)
+        check_goto(tr, goto)
+        meta = tr.meta
+        complete = tr.complete
+        stdin = meta.get("stdin") or {"kind": "tty"}
+        if stdin["kind"] == "file" and (not os.path.exists(stdin["path"])
+                                        or sha256_file(stdin["path"]) != stdin["sha256"]):
+            raise DetError(f"{stdin['path']}: the file the program read as stdin is gone or changed since "
+                           "recording", status=2)
+    if not (EXT_DIR / "det_gdb.py").exists():
+        raise DetError(f"{EXT_DIR}: det's gdb extension is missing", status=2)
+    rep = Replayer(path, complete, relaxed)
+    try:
+        env = program_env(meta["env"], rep.fd)
+        with tempfile.TemporaryDirectory(prefix="detreplay-gdb-") as d:
+            spec = Path(d) / "program.json"
+            program = {"exe": exe, "argv": meta["argv"], "env": list(env.items()), "cwd": meta["cwd"]}
+            if stdin["kind"] == "pipe":
+                rep.add_flags(DET_F_STDIN_FED)
+                program["stdin_fifo"] = str(feed_stdin(path, Path(d) / "stdin"))
+            elif stdin["kind"] == "file":
+                program["stdin_file"] = [stdin["path"], int(stdin.get("offset", 0))]
+            spec.write_text(json.dumps(program))
+            paths = sysconfig.get_paths()
+            config = Path(d) / "config.json"
+            config.write_text(json.dumps({
+                "trace": str(path),
+                "relaxed": relaxed,
+                "goto": goto,
+                "binary": exe,
+                "exec_wrapper": [sys.executable, "-I", "-S", str(EXT_DIR / "det_exec.py"), str(spec)],
+                "pythonpath": [str(EXT_DIR), str(Path(sys.modules["det"].__file__).resolve().parent.parent)],
+                "site_packages": sorted({paths["purelib"], paths["platlib"]}),
+                "skip_files": [f"{REPO_DIR}/recorder/*", f"{REPO_DIR}/replayer/*"],
+            }))
+            init = Path(d) / "init.gdb"
+            init.write_text(
+                "python\n"
+                "import sys\n"
+                f"sys.path.insert(0, {str(EXT_DIR)!r})\n"
+                "import det_gdb\n"
+                f"det_gdb.start_or_say({str(config)!r})\n"
+                "end\n"
+            )
+            # gdb handles Ctrl-C (it stops the program); this process only waits.
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                proc = subprocess.Popen([gdb, "-q", "-x", str(init), *(gdb_args or [])], pass_fds=(rep.fd,),
+                                        preexec_fn=_default_sigint)
+                return proc.wait()
+            finally:
+                signal.signal(signal.SIGINT, old)
+    finally:
+        rep.close()
+
+
+def feed_stdin(trace: Path, fifo: Path) -> Path:
+    """A FIFO that gives every (re)started program the recorded stdin again."""
+    os.mkfifo(fifo, 0o600)
+
+    def pump() -> None:
+        while True:
+            try:
+                with open(fifo, "wb") as w, Trace(trace) as tr:  # blocks until a run opens it
+                    for chunk in tr.stdin_chunks():
+                        w.write(chunk)
+            except (OSError, DetError):
+                pass  # the run ended before reading everything: the next one starts over
+
+    threading.Thread(target=pump, daemon=True).start()
+    return fifo
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

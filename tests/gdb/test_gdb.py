@@ -1,0 +1,371 @@
+"""`detreplay --gdb`: det's commands in a real gdb on real programs.
+
+Rules: every check runs real gdb (`-nx -batch`, or an interactive gdb in
+tmux) through .venv/bin/detreplay on a trace recorded by detrec in the same
+test session; values read from the program are compared with what the
+trace says they must be (tests/programs/gdb_counter.c explains its
+invariant), never with numbers copied from a previous run. A missing gdb or
+tmux fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DETREPLAY, ROOT, detrec, detreplay, program, sample_bin
+
+MUTEX_LOCK, MUTEX_UNLOCK, THREAD_EXIT = 10, 14, 3
+
+
+def need(tool: str) -> str:
+    path = shutil.which(tool)
+    if not path:
+        pytest.fail(f"{tool} is not installed (tools/setup.sh installs it)", pytrace=False)
+    return path
+
+
+def gdb_batch(trace: Path, *cmds: str, opts: tuple[str, ...] = (), timeout: float = 120) -> str:
+    """Run detreplay --gdb with gdb commands in batch mode; all output, as text."""
+    need("gdb")
+    args = ["--gdb", *opts, str(trace), "--", "-nx", "-batch"]
+    for c in cmds:
+        args += ["-ex", c]
+    r = detreplay(*args, timeout=timeout)
+    out = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+    assert "Traceback" not in out and "Python Exception" not in out, out
+    return out
+
+
+def marks(out: str, tag: str) -> list[list[int]]:
+    """Values printed by `printf "@tag %d ...\\n"`, in order."""
+    return [[int(x) for x in m.split()] for m in re.findall(rf"^@{tag} ([-\d ]+)$", out, re.M)]
+
+
+EV = 'printf "@ev %d %d\\n", $det_event, $det_thread'
+CNT = 'printf "@cnt %d\\n", counter'
+
+
+def events(trace: Path) -> list[tuple[int, int, int, int]]:
+    db = sqlite3.connect(trace)
+    try:
+        return db.execute("SELECT seq, tid, kind, obj FROM events ORDER BY seq").fetchall()
+    finally:
+        db.close()
+
+
+def counter_at(evs: list[tuple[int, int, int, int]], seq: int) -> int:
+    """gdb_counter's invariant: T1 adds 1 and T2 adds 2 per mutex_lock done."""
+    return sum(tid for s, tid, kind, _ in evs if s < seq and kind == MUTEX_LOCK)
+
+
+def unlock_near(evs: list[tuple[int, int, int, int]], frac: float) -> tuple[int, int]:
+    """(seq, tid) of an unlock at about frac of the stretch where both workers
+    run: the holder has added, nobody else is inside, every thread exists."""
+    first = next(i for i, e in enumerate(evs) if e[2] == MUTEX_LOCK)
+    last = min(max(i for i, e in enumerate(evs) if e[1] == t) for t in (1, 2))
+    for s, tid, kind, _ in evs[first + int((last - first) * frac):last]:
+        if kind == MUTEX_UNLOCK:
+            return s, tid
+    raise AssertionError("no unlock in the trace")
+
+
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("counter")
+    trace = d / "counter.db"
+    r = detrec("-q", "-o", trace, program("gdb_counter"), "1500")
+    assert r.returncode == 0, r.stderr.decode()
+    return trace
+
+
+@pytest.fixture(scope="module")
+def deadlock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("deadlock")
+    trace = d / "hang.db"
+    r = detrec("-q", "--until-fail", "200", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"))
+    assert r.returncode == 124, r.stderr.decode()
+    return trace
+
+
+def test_starts_at_first_event_with_gdb_args(counter: Path) -> None:
+    evs = events(counter)
+    out = gdb_batch(counter, EV, "info threads", "info breakpoints", opts=())
+    assert marks(out, "ev") == [[evs[0][0], evs[0][1]]]
+    assert '"T0"' in out  # gdb's thread name is det's thread number
+    # Extra gdb arguments pass through, after det's set-up.
+    need("gdb")
+    r = detreplay("--gdb", counter, "--", "-nx", "-batch", "-ex", "break worker", "-ex", "info breakpoints",
+                  timeout=120)
+    text = r.stdout.decode() + r.stderr.decode()
+    assert "Breakpoint 1 at" in text and "in worker at tests/programs/gdb_counter.c" in text, text
+    # -g N starts at event N, with every thread parked at its turnstile.
+    seq, tid = unlock_near(evs, 0.5)
+    out = gdb_batch(counter, EV, CNT, "info threads", opts=("-g", str(seq)))
+    assert marks(out, "ev") == [[seq, tid]]
+    assert marks(out, "cnt") == [[counter_at(evs, seq)]]
+    assert all(f'"T{t}"' in out for t in (0, 1, 2)), out
+
+
+def test_goto_forward_and_back_land_on_the_same_state(counter: Path) -> None:
+    evs = events(counter)
+    late, late_tid = unlock_near(evs, 0.7)
+    early, early_tid = unlock_near(evs, 0.3)
+    out = gdb_batch(counter, "break worker", f"det goto {late}", EV, CNT, f"det goto {early}", EV, CNT,
+                    f"det goto {late}", EV, CNT, "info breakpoints", "det goto start", EV, "det goto end", EV)
+    assert marks(out, "ev")[:3] == [[late, late_tid], [early, early_tid], [late, late_tid]]
+    want = [[counter_at(evs, late)], [counter_at(evs, early)], [counter_at(evs, late)]]
+    assert marks(out, "cnt") == want
+    # The user's breakpoint passed the gotos (never hit) and is still enabled.
+    assert re.search(r"^1\s+breakpoint\s+keep\s+y\s", out, re.M), out
+    assert "already hit" not in out
+    assert marks(out, "ev")[3][0] == evs[0][0]
+    assert marks(out, "ev")[4][0] == evs[-1][0] + 1  # the end: after the last event
+    assert "the program is about to exit with code 0" in out
+
+
+def test_next_back_when_status_timeline_threads(counter: Path) -> None:
+    evs = events(counter)
+    seq, _ = unlock_near(evs, 0.5)
+    i = [e[0] for e in evs].index(seq)
+    out = gdb_batch(counter, f"det goto {seq}", "det next 5", EV, "det back 2", EV, "det when", "det status",
+                    "det timeline", "det threads", "info threads")
+    assert marks(out, "ev") == [[evs[i + 5][0], evs[i + 5][1]], [evs[i + 3][0], evs[i + 3][1]]]
+    cur = evs[i + 3]
+    assert f"det: at event {cur[0]} of {len(evs)}: T{cur[1]} mutex_" in out
+    status = out[out.index("det: at event", out.index("det: at event") + 1):]
+    for t in (0, 1, 2):
+        assert re.search(rf"^[ *] T{t}( \[gdb \d\])?: \d+/\d+ done", status, re.M), status
+    assert "gdb_counter.c:" in status
+    rows = [ln for ln in out.splitlines() if re.match(r"^(=>|  ) +\d+  ", ln)]
+    assert len(rows) == 21 and rows[10].startswith("=>") and f" {cur[0]}  " in rows[10], "\n".join(rows)
+    table = re.findall(r"^[* ] (\d)\s+T(\d)\s+(\d+)\s", out, re.M)
+    assert len(table) >= 2 and table[0][1] == "0", out
+    for gdb_num, t, lwp in table:  # det threads agrees with gdb's own list
+        assert re.search(rf"^[* ] {gdb_num}\s+Thread 0x[0-9a-f]+ \(LWP {lwp}\) \"T{t}\"", out, re.M), out
+
+
+def test_step_thread(counter: Path) -> None:
+    evs = events(counter)
+    seq, tid = unlock_near(evs, 0.5)
+    i = [e[0] for e in evs].index(seq)
+    other = 2 if tid == 1 else 1
+    # The other thread's next event after seq, and the event after that one.
+    j = next(k for k in range(i, len(evs)) if evs[k][1] == other)
+    out = gdb_batch(counter, f"det goto {seq}", f"det step-thread T{other}", EV, "info threads",
+                    "det step-thread", EV, "det step-thread T9")
+    got = marks(out, "ev")
+    assert got[0] == [evs[j + 1][0], evs[j + 1][1]], out
+    assert f"det: T{other} did its event {evs[j][0]}" in out
+    assert re.search(rf"^\* \d+\s+Thread .*\"T{other}\"", out, re.M), out  # gdb selected T{other}
+    # Without an argument: the selected thread (T{other}) again.
+    k = next(k for k in range(j + 1, len(evs)) if evs[k][1] == other)
+    assert got[1] == [evs[k + 1][0], evs[k + 1][1]], out
+    assert "det: det step-thread: no thread T9 in the recording (threads T0 to T2)" in out
+
+
+def test_until_and_break_events(counter: Path) -> None:
+    evs = events(counter)
+    seq, _ = unlock_near(evs, 0.2)
+    first_exit = next(e for e in evs if e[0] > seq and e[2] == THREAD_EXIT)
+    other = 3 - first_exit[1]  # the worker still running after the first one exits
+    unlocks = [e[0] for e in evs if e[0] > first_exit[0] and e[1] == other and e[2] == MUTEX_UNLOCK]
+    out = gdb_batch(counter, f"det goto {seq}", "det until thread_exit", EV,
+                    f"det break-event mutex_unlock thread T{other}", "continue", EV, "continue", EV, "det break-event",
+                    "det break-event delete", "det until mutex_lock &lock", EV, "det until nonsense")
+    got = marks(out, "ev")
+    assert got[0] == [first_exit[0], first_exit[1]]
+    assert got[1][0] == unlocks[0] and got[2][0] == unlocks[1], out
+    assert f"det: break-event 1: before every mutex_unlock by T{other}; hit 2 time(s)" in out
+    nxt = next(e for e in evs if e[0] > got[2][0] and e[2] == MUTEX_LOCK)
+    assert got[3] == [nxt[0], nxt[1]]
+    assert "det: det until: unknown event kind 'nonsense'" in out
+
+
+def source_line(text: str) -> int:
+    """The line of gdb_counter.c that contains text."""
+    src = (ROOT / "tests" / "programs" / "gdb_counter.c").read_text().splitlines()
+    return next(i + 1 for i, ln in enumerate(src) if text in ln)
+
+
+def test_gdb_commands_work_inside_the_schedule(counter: Path) -> None:
+    evs = events(counter)
+    unlock, tid = unlock_near(evs, 0.5)
+    lock = max(e[0] for e in evs if e[0] < unlock and e[1] == tid and e[2] == MUTEX_LOCK)
+    add, unl = source_line("counter += id"), source_line("pthread_mutex_unlock(m)")
+    out = gdb_batch(counter, f"det goto {lock}", "next", "next", CNT, "det when", "watch counter", "continue",
+                    "det when", "delete", f"break gdb_counter.c:{add} if id == {tid}", "continue",
+                    'printf "@id %d\\n", id')
+    # next at an event: the event happens, gdb stops on the program's next lines.
+    assert re.search(rf"^{add}\t\s+counter \+= id;\n{unl}\t\s+pthread_mutex_unlock", out, re.M), out
+    assert marks(out, "cnt") == [[counter_at(evs, lock) + tid]]
+    assert re.search(r"Hardware watchpoint \d+: counter", out), out
+    old, new = (int(x) for x in re.search(r"Old value = (\d+)\nNew value = (\d+)", out).groups())
+    assert new - old in (1, 2)
+    assert out.count("det: between events") == 2
+    assert marks(out, "id") == [[tid]]
+
+
+def test_deadlock_cycle_at_the_end(deadlock: Path) -> None:
+    evs = events(deadlock)
+    out = gdb_batch(deadlock, f"det goto {evs[-1][0]}", EV, "det next", EV, "det status", "det timeline",
+                    "det goto 0", "det goto end", "det status")
+    got = marks(out, "ev")
+    assert got[0] == [evs[-1][0], evs[-1][1]] and got[1][0] == evs[-1][0] + 1
+    cycle = re.findall(r"^deadlock: (.*)$", out, re.M)
+    assert len(cycle) >= 2, out
+    for text in cycle:
+        m = re.fullmatch(r"T(\d) holds mutex (\d+) \((\w)\) \(taken at lock_order_inversion\.c:\d+\) and waits for "
+                         r"mutex (\d+) \((\w)\) at lock_order_inversion\.c:34; T(\d) holds mutex (\d+) \((\w)\) "
+                         r"\(taken at lock_order_inversion\.c:\d+\) and waits for mutex (\d+) \((\w)\) at "
+                         r"lock_order_inversion\.c:34", text)
+        assert m, text
+        t1, held1, _, want1, _, t2, held2, _, want2, _ = m.groups()
+        assert {t1, t2} == {"1", "2"} and held1 == want2 and held2 == want1 and held1 != held2
+    assert "blocked in thread_join on T" in out
+    assert "# lock mutex" in out  # the timeline shows the blocked threads
+
+
+def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "diverge.db"
+    shutil.copy(counter, bad)
+    db = sqlite3.connect(bad)
+    env = json.loads(db.execute("SELECT value FROM meta WHERE key = 'env'").fetchone()[0])
+    env["GDB_DIVERGE"] = "1"
+    db.execute("UPDATE meta SET value = ? WHERE key = 'env'", (json.dumps(env),))
+    db.commit()
+    db.close()
+    evs = events(counter)
+    sixth = [e[0] for e in evs if e[1] == 1 and e[2] == MUTEX_LOCK][5]
+    line = source_line("pthread_mutex_lock(m)")
+    out = gdb_batch(bad, "continue", "det status", "continue")
+    assert re.search(rf"det: the replay diverged: divergence at event {sixth} \(T1\): recorded "
+                     r"mutex_lock\(mutex \d+ \(lock\)\), got mutex_lock\(an object at 0x[0-9a-f]+ \(other\)\) at "
+                     rf"gdb_counter\.c:{line}", out), out
+    assert re.search(rf"^#\d+ .* in worker \(arg=0x1\) at tests/programs/gdb_counter.c:{line}", out, re.M), out
+    assert "exited with code 0175" in out  # 125: det stopped the program
+
+
+def test_relaxed_replay(counter: Path) -> None:
+    evs = events(counter)
+    late, late_tid = unlock_near(evs, 0.6)
+    early, early_tid = unlock_near(evs, 0.25)
+    out = gdb_batch(counter, f"det goto {late}", EV, CNT, f"det goto {early}", EV, CNT, f"det goto {late}", EV,
+                    CNT, "det status", opts=("--relaxed",))
+    assert marks(out, "ev") == [[late, late_tid], [early, early_tid], [late, late_tid]]
+    assert marks(out, "cnt") == [[counter_at(evs, late)], [counter_at(evs, early)], [counter_at(evs, late)]]
+    assert "relaxed replay" in out
+
+
+def test_bad_input(counter: Path, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a trace")
+    for args in (["--gdb", junk], ["--gdb", "-g", "999999", counter], ["--gdb", tmp_path / "none.db"]):
+        r = detreplay(*args, timeout=60)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("detreplay: "), err
+    r = detreplay(counter, "--", "-batch", timeout=60)
+    assert r.returncode == 2 and b"add --gdb" in r.stderr
+    out = gdb_batch(counter, "det goto 99999999", "det goto banana", "det next 0", "det back 99999999",
+                    "det step-thread 7", "det break-event thread", "det until any", "det timeline 5 1",
+                    "det frobnicate", EV)
+    for msg in ("det: det goto: event 99999999 is not in the recording", "det: det goto: 'banana' is not a number",
+                "det: det next: N must be at least 1", "det: det back: only 0 events before event 0",
+                "det: det step-thread: no thread T7", "det: det until: `any` needs an object",
+                "det: det timeline: TO is before FROM", "det: unknown command 'det frobnicate'"):
+        assert msg in out, (msg, out)
+    assert marks(out, "ev")[0][0] == events(counter)[0][0]  # nothing moved
+
+
+def test_exact_argv_env_cwd(tmp_path: Path) -> None:
+    work = tmp_path / "a dir"
+    work.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "SPACED VALUE": " a  b ", "EMPTY": "", "LAST": "x"}
+    trace = tmp_path / "env.db"
+    r = detrec("-q", "-o", trace, program("gdb_env"), "one two", "", " three ", cwd=work, env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    recorded = r.stdout.decode()
+    out = gdb_batch(trace, "continue")
+    lines = [ln for ln in out.splitlines() if re.match(r"^(argv\[|env <|cwd <|stack )", ln)]
+    assert "\n".join(lines) + "\n" == recorded, out
+    assert "LINES=" not in out and "COLUMNS=" not in out
+
+
+def test_disas(counter: Path) -> None:
+    seq, tid = unlock_near(events(counter), 0.5)
+    out = gdb_batch(counter, f"det goto {seq}", "det disas", f"det disas T{tid}")
+    assert re.search(r"^=> 0x[0-9a-f]+ <worker\+\d+>\s+call 0x[0-9a-f]+ <pthread_mutex_unlock@plt>", out, re.M), out
+    # Without capstone or pyelftools importable: one clear hint.
+    hint = subprocess.run([sys.executable, "-I", "-S", "-c",
+                           f"import sys; sys.path.insert(0, {str(ROOT / 'gdb-ext')!r}); import det_gdb_disas; "
+                           "print(det_gdb_disas.missing([]))"], capture_output=True, text=True, timeout=60)
+    assert "needs the Python packages capstone and pyelftools" in hint.stdout, hint.stdout + hint.stderr
+    assert "x/20i $pc" in hint.stdout
+
+
+def tmux(*args: str) -> str:
+    r = subprocess.run([need("tmux"), *args], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def wait_for(session: str, pattern: str, timeout: float = 60, after: int = 0) -> str:
+    """Wait until the pane (below its first `after` lines) matches pattern."""
+    end = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < end:
+        screen = tmux("capture-pane", "-p", "-J", "-S", "-2000", "-t", session)
+        if re.search(pattern, "\n".join(screen.splitlines()[after:]), re.M):
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {pattern!r}; screen:\n{screen}")
+
+
+def test_interactive_session_in_tmux(deadlock: Path) -> None:
+    need("gdb")
+    session = f"detgdb{os.getpid()}"
+    cmd = f"{DETREPLAY} --gdb {deadlock} -- -nx -q"
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    try:
+        screen = wait_for(session, r"^\(gdb\) $")
+        assert "det: event 0 of" in screen
+
+        def seen(screen: str) -> int:
+            return len(screen.rstrip().splitlines()) - 1  # from the prompt line on is new
+
+        n = seen(screen)
+
+        def typed(text: str, pattern: str) -> str:
+            nonlocal n
+            tmux("send-keys", "-t", session, text, "Enter")
+            out = wait_for(session, pattern, after=n)
+            n = seen(out)
+            return out
+
+        typed("det goto end", r"^deadlock: T\d holds mutex")
+        typed("det status", r"^deadlock: T1 holds .* T2 holds ")
+        typed("info threads", r'"T2"')
+        screen = typed("det back 3", r"^det: event \d+ of \d+: T\d mutex_")
+        assert "Traceback" not in screen
+        typed("p $det_event", r"^\$1 = \d+")
+        typed("quit", r"Quit anyway\? \(y or n\)")
+        tmux("send-keys", "-t", session, "y", "Enter")
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            if session not in subprocess.run(["tmux", "list-sessions"], capture_output=True, text=True).stdout:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("gdb did not quit")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
