@@ -122,6 +122,7 @@ def main() -> int:
             print(line, flush=True)
     print("# targets: record <= 1.5x, <= 30 ns added per uncontended event, ordered replay <= 5x, "
           "relaxed replay <= 2x, <= 16 bytes/event, ingest >= 1M events/s")
+    subprocess.run([sys.executable, "bench/gdb_goto.py", f"--runs={ns.runs}", f"--iters={250000 // scale}"])
     if ns.json:
         Path(ns.json).write_text(json.dumps(results, indent=2))
     return 0
