@@ -233,10 +233,10 @@ def _dec(ch: str) -> int:
 # Each field is its own code point: char() takes any value up to 0x10FFFF
 # (lone surrogates included: the string is decoded with surrogatepass; a 0
 # is kept, SQLite strings have a length). char() turns values out of range
-# into U+FFFD, so results (small errno values, -errno, -1, 1, byte counts)
-# are shifted to keep the usual ones apart; results below -65600 would
-# compare equal to each other.
-_LOAD_SQL = ("SELECT group_concat(char(tid, kind, obj, site, result + 64 + (result < -64) * 65536), '') "
+# into U+FFFD. Results (errno values, -errno, -1, 1, byte counts) go to
+# result + 64, below -64 to the top of the code space (0x110040 + result):
+# exact from -557000 to 557000; beyond, two results may share a code point.
+_LOAD_SQL = ("SELECT group_concat(char(tid, kind, obj, site, result + 64 + (result < -64) * 1114112), '') "
              "FROM events NOT INDEXED")  # NOT INDEXED: a rowid scan, in seq order
 
 
