@@ -122,9 +122,10 @@ def render(r: DiffResult, st: Style) -> list[str]:
     if r.divergence is not None:
         w("")
         _divergence(r.divergence, st, w)
-    elif r.schedule_identical:
+    else:
         w("")
-        w(st.head(f"The schedules are identical ({plural(r.a.events, 'event')})."))
+        same = "identical" if r.schedule_identical else "the same operations in the same order"
+        w(st.head(f"The schedules are {same} ({plural(r.a.events, 'event')})."))
 
     if r.threads:
         w("")

@@ -449,3 +449,37 @@ def test_incomplete_trace(tmp: Path) -> None:
     located = [e["location"] for e in d["before"] + d["a_after"] + [t["a"] for t in j["threads"] if t["a"]]
                if e["address"]]
     assert located and all(loc.startswith("spinner.c:") for loc in located), located
+
+
+def test_results_differ(tmp: Path, forced: Path, bank: tuple[Path, Path]) -> None:
+    """The same operation with another result (here: a copy of a real trace where one
+    lock returned EBUSY) is a difference even when the order is the same."""
+    a = record(tmp / "res-a.db", forced, "3", "2")
+    b = tmp / "res-b.db"
+    shutil.copy(a, b)
+    seq, tid, idx = query(b, "SELECT seq, tid, idx FROM events e JOIN objects o USING (obj) WHERE o.kind = ? "
+                             "AND e.tid = 2 ORDER BY seq LIMIT 1", (MUTEX,))[0]
+    db = sqlite3.connect(b)
+    with db:
+        db.execute("UPDATE events SET result = 16 WHERE seq = ?", (seq,))
+    db.close()
+    r = detdiff(a, b)
+    text = r.stdout.decode()
+    assert r.returncode == 1, text
+    assert "The same operation, a different result (1):" in text
+    assert f"T{tid} #{idx} mutex_lock" in text and "A 0, B EBUSY" in text
+    j = json.loads(detdiff("--json", a, b).stdout)
+    assert j["divergence"] is None and not j["schedule_identical"] and j["outcome_identical"]
+    assert j["result_count"] == 1 and (j["results"][0]["a"]["seq"], j["results"][0]["b"]["result"]) == (seq, 16)
+    check_against_oracle(a, b)
+    # Among differently interleaved events too: a matched event early in the failing run.
+    passing, failing = bank
+    changed = tmp / "res-fail.db"
+    shutil.copy(failing, changed)
+    db = sqlite3.connect(changed)
+    with db:
+        db.execute("UPDATE events SET result = 110 WHERE seq = (SELECT min(seq) FROM events WHERE tid = 0 "
+                   "AND kind = (SELECT kind FROM event_kinds WHERE name = 'mutex_lock'))")
+    db.close()
+    j = check_against_oracle(passing, changed)
+    assert j["result_count"] == check_against_oracle(passing, failing)["result_count"] + 1
