@@ -77,23 +77,51 @@ static enum fd_class fd_class(int fd)
 }
 
 /* ------------------------------------------------------------------ */
-/* a 64-bit checksum of re-read data (crc32c, two lanes) */
+/* a 64-bit checksum of re-read or sent data (crc32c, two lanes), over the
+ * first `len` bytes of an iovec array, without copying them */
 
-__attribute__((target("sse4.2"))) static uint64_t hash64(const void *p, size_t n)
+struct hasher {
+	uint64_t h1, h2, carry;
+	unsigned ncarry;
+};
+
+__attribute__((target("sse4.2"))) static void hash_word(struct hasher *h, uint64_t w)
 {
-	const uint8_t *b = p;
-	uint64_t h1 = 0x9E3779B9u, h2 = 0x85EBCA6Bu;
+	h->h1 = __builtin_ia32_crc32di(h->h1, w);
+	h->h2 = __builtin_ia32_crc32di(h->h2, w ^ 0x5bd1e9955bd1e995ull);
+}
+
+static void hash_bytes(struct hasher *h, const uint8_t *b, size_t n)
+{
+	while (n && h->ncarry) {
+		h->carry |= (uint64_t)*b++ << (8 * h->ncarry++);
+		n--;
+		if (h->ncarry == 8) {
+			hash_word(h, h->carry);
+			h->carry = 0;
+			h->ncarry = 0;
+		}
+	}
 	for (; n >= 8; n -= 8, b += 8) {
 		uint64_t w;
 		memcpy(&w, b, 8);
-		h1 = __builtin_ia32_crc32di(h1, w);
-		h2 = __builtin_ia32_crc32di(h2, w ^ 0x5bd1e9955bd1e995ull);
+		hash_word(h, w);
 	}
-	for (; n; n--, b++) {
-		h1 = __builtin_ia32_crc32qi((uint32_t)h1, *b);
-		h2 = __builtin_ia32_crc32qi((uint32_t)h2, (uint8_t)(*b ^ 0x5b));
+	for (; n; n--)
+		h->carry |= (uint64_t)*b++ << (8 * h->ncarry++);
+}
+
+static uint64_t hash_iov(const struct iovec *iov, int n, size_t len)
+{
+	struct hasher h = {0x9E3779B9u, 0x85EBCA6Bu, 0, 0};
+	for (int i = 0; i < n && len; i++) {
+		size_t k = iov[i].iov_len < len ? iov[i].iov_len : len;
+		hash_bytes(&h, iov[i].iov_base, k);
+		len -= k;
 	}
-	return (h1 << 32) | (uint32_t)h2;
+	if (h.ncarry)
+		hash_word(&h, h.carry ^ ((uint64_t)h.ncarry << 56));
+	return (h.h1 << 32) | (uint32_t)h.h2;
 }
 
 /* ------------------------------------------------------------------ */
@@ -114,6 +142,18 @@ static long ret_of(int64_t res)
 	return (long)res;
 }
 
+/* A call that may block: marked for deadlock reports, and in strict mode
+ * the thread gives up its turn meanwhile. errno survives. */
+#define BLOCKING(op, call)                                                                         \
+	({                                                                                         \
+		det_block(op);                                                                     \
+		__typeof__(call) r_ = (call);                                                      \
+		int e_ = errno;                                                                    \
+		det_unblock(op);                                                                   \
+		errno = e_;                                                                        \
+		r_;                                                                                \
+	})
+
 static void diverge_data(struct det_op *op, const char *what)
 {
 	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, what);
@@ -130,19 +170,29 @@ static void scatter(const struct iovec *iov, int n, const uint8_t *data, size_t 
 	}
 }
 
-/* Gather up to len bytes of an iovec array into a buffer (malloc'd). */
-static uint8_t *gather(const struct iovec *iov, int n, size_t len)
+/* Record the first len bytes of an iovec array as the next event's data.
+ * det never allocates in the program's heap: a malloc in one mode and not
+ * the other would move the program's own memory between record and replay. */
+static void record_iov(struct det_thread *t, const struct iovec *iov, int n, size_t len)
 {
-	uint8_t *buf = malloc(len ? len : 1);
-	if (!buf)
-		det_fatal("out of memory recording %zu bytes", len);
-	size_t at = 0;
-	for (int i = 0; i < n && at < len; i++) {
-		size_t k = iov[i].iov_len < len - at ? iov[i].iov_len : len - at;
-		memcpy(buf + at, iov[i].iov_base, k);
-		at += k;
+	for (int i = 0; i < n && len; i++) {
+		size_t k = iov[i].iov_len < len ? iov[i].iov_len : len;
+		det_rec_data(t, iov[i].iov_base, (uint32_t)k);
+		len -= k;
 	}
-	return buf;
+}
+
+/* Are the first len bytes of an iovec array these? */
+static int same_iov(const struct iovec *iov, int n, const uint8_t *data, size_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		size_t k = iov[i].iov_len < len ? iov[i].iov_len : len;
+		if (memcmp(iov[i].iov_base, data, k))
+			return 0;
+		data += k;
+		len -= k;
+	}
+	return len == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -369,17 +419,13 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 	struct det_op op = {0};
 	int64_t res;
 	if (!det_input_begin(&op, t, kind, (uint32_t)rc->fd, ra)) {
-		res = res_of(rc->perform(rc));
+		res = res_of(kind == DET_EV_FILE_READ ? rc->perform(rc) : BLOCKING(&op, rc->perform(rc)));
 		if (res > 0 && kind == DET_EV_FILE_READ) {
-			uint8_t *buf = gather(rc->iov, rc->iovcnt, (size_t)res);
-			uint64_t h = hash64(buf, (size_t)res);
-			free(buf);
+			uint64_t h = hash_iov(rc->iov, rc->iovcnt, (size_t)res);
 			det_input_end(&op, res, &h, sizeof(h));
 		} else if (res > 0) {
-			uint8_t *buf = rc->iovcnt == 1 ? rc->iov[0].iov_base : gather(rc->iov, rc->iovcnt, (size_t)res);
-			det_input_end(&op, res, buf, (uint32_t)res);
-			if (rc->iovcnt != 1)
-				free(buf);
+			record_iov(t, rc->iov, rc->iovcnt, (size_t)res);
+			det_rec_input(&op, res, (uint32_t)res);
 		} else {
 			det_input_end(&op, res, NULL, 0);
 		}
@@ -399,11 +445,11 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 					  ? "a file read returned another count: the file changed since recording"
 					  : "a pipe read returned another count than recorded");
 		if (res > 0) {
-			uint8_t *buf = gather(rc->iov, rc->iovcnt, (size_t)res);
 			int same = kind == DET_EV_FILE_READ
-					   ? e->data_len == 8 && hash64(buf, (size_t)res) == *(const uint64_t *)det_replay_data(e)
-					   : e->data_len == (uint32_t)res && !memcmp(buf, det_replay_data(e), (size_t)res);
-			free(buf);
+					   ? e->data_len == 8 && hash_iov(rc->iov, rc->iovcnt, (size_t)res) ==
+									 *(const uint64_t *)det_replay_data(e)
+					   : e->data_len == (uint32_t)res &&
+						     same_iov(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res);
 			if (!same)
 				diverge_data(&op, kind == DET_EV_FILE_READ
 						  ? "a file read returned other bytes: the file changed since recording"
@@ -520,25 +566,16 @@ static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int fl
 		det_input_end(&op, res, NULL, 0);
 		return ret_of(res);
 	}
-	res = res_of(real.recvmsg(fd, msg, flags));
+	res = res_of(BLOCKING(&op, real.recvmsg(fd, msg, flags)));
 	size_t bytes = res > 0 ? (size_t)res : 0;
 	socklen_t alen = msg->msg_name ? msg->msg_namelen : 0;
-	size_t len = sizeof(alen) + alen + sizeof(int) + bytes;
-	uint8_t *buf = malloc(len);
-	if (!buf)
-		det_fatal("out of memory recording %zu bytes", len);
-	memcpy(buf, &alen, sizeof(alen));
-	if (alen)
-		memcpy(buf + sizeof(alen), msg->msg_name, alen);
 	int mflags = res >= 0 ? msg->msg_flags : 0;
-	memcpy(buf + sizeof(alen) + alen, &mflags, sizeof(mflags));
-	if (bytes) {
-		uint8_t *data = gather(msg->msg_iov, (int)msg->msg_iovlen, bytes);
-		memcpy(buf + sizeof(alen) + alen + sizeof(int), data, bytes);
-		free(data);
-	}
-	det_input_end(&op, res, buf, (uint32_t)len);
-	free(buf);
+	det_rec_data(t, &alen, sizeof(alen));
+	if (alen)
+		det_rec_data(t, msg->msg_name, alen);
+	det_rec_data(t, &mflags, sizeof(mflags));
+	record_iov(t, msg->msg_iov, (int)msg->msg_iovlen, bytes);
+	det_rec_input(&op, res, (uint32_t)(sizeof(alen) + alen + sizeof(mflags) + bytes));
 	return ret_of(res);
 }
 
@@ -613,22 +650,15 @@ static ssize_t det_send(struct det_thread *t, int fd, const struct iovec *iov, i
 	if (det_input_begin(&op, t, DET_EV_SEND, (uint32_t)fd, ra)) {
 		res = op.rec->result;
 		if (res > 0) {
-			uint8_t *buf = gather(iov, iovcnt, (size_t)res < want ? (size_t)res : want);
-			uint64_t h = hash64(buf, (size_t)res < want ? (size_t)res : want);
-			free(buf);
+			uint64_t h = hash_iov(iov, iovcnt, (size_t)res);
 			if ((size_t)res > want || op.rec->data_len != 8 || h != *(const uint64_t *)det_replay_data(op.rec))
 				diverge_data(&op, "the program sends other bytes than it did when recorded");
 		}
 		det_input_end(&op, res, NULL, 0);
 		return ret_of(res);
 	}
-	res = res_of(perform(ctx));
-	uint64_t h = 0;
-	if (res > 0) {
-		uint8_t *buf = gather(iov, iovcnt, (size_t)res);
-		h = hash64(buf, (size_t)res);
-		free(buf);
-	}
+	res = res_of(BLOCKING(&op, perform(ctx)));
+	uint64_t h = res > 0 ? hash_iov(iov, iovcnt, (size_t)res) : 0;
 	det_input_end(&op, res, &h, sizeof(h));
 	return ret_of(res);
 }
@@ -669,16 +699,64 @@ static ssize_t do_writev(void *p)
 	return real.writev(a->fd, a->iov, a->iovcnt);
 }
 
-#define DET_SEND_CALL(fd, iov, iovcnt, perform, args, pass)                                        \
+/*
+ * A write to a pipe, terminal or device happens in replay too (the user sees
+ * the output), but its result is an input: a non-blocking fd may take part
+ * of it or none (EAGAIN), and the program acts on that. Replay writes
+ * exactly the recorded count, waiting for room if it must, or returns the
+ * recorded error without writing.
+ */
+static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec *iov, int iovcnt,
+				ssize_t (*perform)(void *ctx), void *ctx, uint64_t ra)
+{
+	struct det_op op = {0};
+	if (!det_input_begin(&op, t, DET_EV_WRITE, (uint32_t)fd, ra)) {
+		int64_t res = res_of(BLOCKING(&op, perform(ctx)));
+		det_input_end(&op, res, NULL, 0);
+		return ret_of(res);
+	}
+	int64_t res = op.rec->result;
+	size_t done = 0;
+	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
+		size_t k = iov[i].iov_len < (size_t)res - done ? iov[i].iov_len : (size_t)res - done;
+		size_t off = 0;
+		while (off < k) {
+			long n = det_sys(SYS_write, fd, (long)((const char *)iov[i].iov_base + off), (long)(k - off), 0, 0,
+					 0);
+			if (n == -EAGAIN) {
+				struct pollfd p = {fd, POLLOUT, 0};
+				det_sys(SYS_poll, (long)&p, 1, -1, 0, 0, 0);
+			} else if (n == -EINTR) {
+				continue;
+			} else if (n <= 0) {
+				done = (size_t)res; /* the reader is gone: the recording's count stands */
+				break;
+			} else {
+				off += (size_t)n;
+			}
+		}
+		done += off;
+		i++;
+	}
+	det_input_end(&op, res, NULL, 0);
+	return ret_of(res);
+}
+
+#define DET_SEND_CALL(fd, iov, iovcnt, perform, args, pass, streams)                               \
 	do {                                                                                       \
 		struct det_thread *t = det_enter();                                                \
 		if (!t)                                                                            \
 			return pass;                                                               \
-		if (fd_class(fd) != FDC_SOCKET) {                                                  \
+		enum fd_class c = fd_class(fd);                                                    \
+		ssize_t r;                                                                         \
+		if (c == FDC_SOCKET)                                                               \
+			r = det_send(t, fd, iov, iovcnt, perform, &args, DET_RA());               \
+		else if (streams && (c == FDC_EXTERNAL || c == FDC_INTERNAL))                      \
+			r = det_write_stream(t, fd, iov, iovcnt, perform, &args, DET_RA());       \
+		else {                                                                             \
 			det_leave(t);                                                              \
 			return pass;                                                               \
 		}                                                                                  \
-		ssize_t r = det_send(t, fd, iov, iovcnt, perform, &args, DET_RA());               \
 		int e = errno;                                                                     \
 		det_leave(t);                                                                      \
 		errno = e;                                                                         \
@@ -689,7 +767,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct
 {
 	struct iovec iov = {(void *)buf, n};
 	struct send_args a = {fd, buf, n, flags, to, tolen, NULL, NULL, 0};
-	DET_SEND_CALL(fd, &iov, 1, do_sendto, a, real.sendto(fd, buf, n, flags, to, tolen));
+	DET_SEND_CALL(fd, &iov, 1, do_sendto, a, real.sendto(fd, buf, n, flags, to, tolen), 0);
 }
 
 EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
@@ -700,20 +778,20 @@ EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct send_args a = {fd, NULL, 0, flags, NULL, 0, msg, NULL, 0};
-	DET_SEND_CALL(fd, msg->msg_iov, (int)msg->msg_iovlen, do_sendmsg, a, real.sendmsg(fd, msg, flags));
+	DET_SEND_CALL(fd, msg->msg_iov, (int)msg->msg_iovlen, do_sendmsg, a, real.sendmsg(fd, msg, flags), 0);
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	struct iovec iov = {(void *)buf, n};
 	struct send_args a = {fd, buf, n, 0, NULL, 0, NULL, NULL, 0};
-	DET_SEND_CALL(fd, &iov, 1, do_write, a, real.write(fd, buf, n));
+	DET_SEND_CALL(fd, &iov, 1, do_write, a, real.write(fd, buf, n), 1);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct send_args a = {fd, NULL, 0, 0, NULL, 0, NULL, iov, iovcnt};
-	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt));
+	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt), 1);
 }
 
 EXPORT int socket(int domain, int type, int protocol)
@@ -802,8 +880,8 @@ static int det_accept(int fd, struct sockaddr *addr, socklen_t *alen, int flags,
 	} else {
 		struct sockaddr_storage ss;
 		socklen_t l = sizeof(ss);
-		res = res_of(four ? real.accept4(fd, (struct sockaddr *)&ss, &l, flags)
-				  : real.accept(fd, (struct sockaddr *)&ss, &l));
+		res = res_of(four ? BLOCKING(&op, real.accept4(fd, (struct sockaddr *)&ss, &l, flags))
+				  : BLOCKING(&op, real.accept(fd, (struct sockaddr *)&ss, &l)));
 		if (res >= 0) {
 			fd_set_class((int)res, FDC_SOCKET);
 			if (addr && alen) {
@@ -839,7 +917,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
 	if (det_input_begin(&op, t, DET_EV_CONNECT, (uint32_t)fd, DET_RA()))
 		res = op.rec->result; /* replay never connects: the peer may be gone */
 	else
-		res = res_of(real.connect(fd, addr, alen));
+		res = res_of(BLOCKING(&op, real.connect(fd, addr, alen)));
 	fd_set_class(fd, FDC_SOCKET);
 	det_input_end(&op, res, NULL, 0);
 	det_leave(t);
@@ -905,30 +983,26 @@ EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("f
 /* ------------------------------------------------------------------ */
 /* readiness */
 
-EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask)
+static int det_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask,
+		     uint64_t ra)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
 		return real.ppoll(fds, n, timeout, mask);
 	struct det_op op = {0};
 	int64_t res;
-	if (det_input_begin(&op, t, DET_EV_POLL, (uint32_t)n, DET_RA())) {
+	if (det_input_begin(&op, t, DET_EV_POLL, (uint32_t)n, ra)) {
 		res = op.rec->result;
 		const short *rev = det_replay_data(op.rec);
 		for (nfds_t i = 0; i < n && (i + 1) * sizeof(short) <= op.rec->data_len; i++)
 			fds[i].revents = rev[i];
 		det_input_end(&op, res, NULL, 0);
 	} else {
-		res = res_of(real.ppoll(fds, n, timeout, mask));
-		short small[64];
-		short *rev = n <= 64 ? small : malloc(n * sizeof(short));
-		if (!rev)
-			det_fatal("out of memory recording poll");
-		for (nfds_t i = 0; i < n; i++)
-			rev[i] = fds[i].revents;
-		det_input_end(&op, res, rev, res >= 0 ? (uint32_t)(n * sizeof(short)) : 0);
-		if (rev != small)
-			free(rev);
+		res = res_of(BLOCKING(&op, real.ppoll(fds, n, timeout, mask)));
+		if (res >= 0)
+			for (nfds_t i = 0; i < n; i++)
+				det_rec_data(t, &fds[i].revents, sizeof(short));
+		det_rec_input(&op, res, res >= 0 ? (uint32_t)(n * sizeof(short)) : 0);
 	}
 	int e = errno;
 	det_leave(t);
@@ -936,17 +1010,23 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, c
 	return (int)ret_of(res);
 }
 
+EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask)
+{
+	return det_ppoll(fds, n, timeout, mask, DET_RA());
+}
+
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
-	return ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL);
+	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
 }
 
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
 {
 	if (fdslen / sizeof(*fds) < n)
 		abort();
-	return poll(fds, n, timeout_ms);
+	struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
 }
 
 EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
@@ -966,7 +1046,7 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 					       sizeof(fd_set));
 		det_input_end(&op, res, NULL, 0);
 	} else {
-		res = res_of(real.pselect(nfds, r, w, x, timeout, mask));
+		res = res_of(BLOCKING(&op, real.pselect(nfds, r, w, x, timeout, mask)));
 		fd_set out[3];
 		for (int i = 0; i < 3; i++) {
 			if (sets[i])
@@ -1010,7 +1090,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, c
 			       op.rec->data_len < (uint32_t)max * sizeof(*ev) ? op.rec->data_len : max * sizeof(*ev));
 		det_input_end(&op, res, NULL, 0);
 	} else {
-		res = res_of(real.epoll_pwait(epfd, ev, max, timeout, mask));
+		res = res_of(BLOCKING(&op, real.epoll_pwait(epfd, ev, max, timeout, mask)));
 		det_input_end(&op, res, ev, res > 0 ? (uint32_t)(res * sizeof(*ev)) : 0);
 	}
 	int e = errno;
@@ -1065,9 +1145,21 @@ static int64_t get_sysconf(uint32_t a)
 	return real.sysconf((int)a);
 }
 
+/* Names above any _SC_* value stand for the get_* functions. */
+enum { NAME_NPROCS = 100000, NAME_NPROCS_CONF, NAME_PHYS_PAGES, NAME_AVPHYS_PAGES };
+
 static int64_t get_nprocs_of(uint32_t a)
 {
-	return a ? real.get_nprocs_conf() : real.get_nprocs();
+	switch (a) {
+	case NAME_NPROCS:
+		return real.get_nprocs();
+	case NAME_NPROCS_CONF:
+		return real.get_nprocs_conf();
+	case NAME_PHYS_PAGES:
+		return real.get_phys_pages();
+	default:
+		return real.get_avphys_pages();
+	}
 }
 
 static int64_t do_yield(uint32_t a)
@@ -1102,11 +1194,11 @@ EXPORT pid_t gettid(void)
 	return passed ? real.gettid() : (pid_t)r;
 }
 
+/* Every name: most are constants, but some (free memory, processors
+ * online) change from run to run and steer programs (sort's buffer size). */
 EXPORT long sysconf(int name)
 {
 	det_init();
-	if (name != _SC_NPROCESSORS_ONLN && name != _SC_NPROCESSORS_CONF)
-		return real.sysconf(name);
 	int passed;
 	int64_t r = simple_input(DET_EV_SYSCONF, (uint32_t)name, get_sysconf, DET_RA(), &passed);
 	return passed ? real.sysconf(name) : (long)r;
@@ -1115,15 +1207,49 @@ EXPORT long sysconf(int name)
 EXPORT int get_nprocs(void)
 {
 	int passed;
-	int64_t r = simple_input(DET_EV_SYSCONF, 1000, get_nprocs_of, DET_RA(), &passed);
+	int64_t r = simple_input(DET_EV_SYSCONF, NAME_NPROCS, get_nprocs_of, DET_RA(), &passed);
 	return passed ? real.get_nprocs() : (int)r;
 }
 
 EXPORT int get_nprocs_conf(void)
 {
 	int passed;
-	int64_t r = simple_input(DET_EV_SYSCONF, 1001, get_nprocs_of, DET_RA(), &passed);
+	int64_t r = simple_input(DET_EV_SYSCONF, NAME_NPROCS_CONF, get_nprocs_of, DET_RA(), &passed);
 	return passed ? real.get_nprocs_conf() : (int)r;
+}
+
+EXPORT long get_phys_pages(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_SYSCONF, NAME_PHYS_PAGES, get_nprocs_of, DET_RA(), &passed);
+	return passed ? real.get_phys_pages() : (long)r;
+}
+
+EXPORT long get_avphys_pages(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_SYSCONF, NAME_AVPHYS_PAGES, get_nprocs_of, DET_RA(), &passed);
+	return passed ? real.get_avphys_pages() : (long)r;
+}
+
+EXPORT int sysinfo(struct sysinfo *info)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.sysinfo(info);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_SYSINFO, 0, DET_RA())) {
+		res = op.rec->result;
+		if (res == 0 && op.rec->data_len == sizeof(*info))
+			memcpy(info, det_replay_data(op.rec), sizeof(*info));
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = real.sysinfo(info) ? -(int64_t)errno : 0;
+		det_input_end(&op, res, info, res == 0 ? sizeof(*info) : 0);
+	}
+	det_leave(t);
+	return (int)ret_of(res);
 }
 
 EXPORT int sched_yield(void)
@@ -1161,7 +1287,7 @@ static int det_sleep(struct timespec *rem, int (*perform)(void *), void *ctx, ui
 			memcpy(rem, det_replay_data(op.rec), sizeof(*rem));
 		det_input_end(&op, res, NULL, 0);
 	} else {
-		res = perform(ctx);
+		res = BLOCKING(&op, perform(ctx));
 		det_input_end(&op, res, rem, res == -EINTR && rem ? sizeof(*rem) : 0);
 	}
 	det_leave(t);

@@ -635,28 +635,34 @@ EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
 }
 
 /* ------------------------------------------------------------------ */
-/* pthread_once: the event of the thread that ran the init routine is taken
- * as the routine returns, before any other caller can return; replay runs
- * the routine in the thread that ran it in the recording. */
+/* pthread_once: the thread that runs the init routine has a ONCE_INIT event
+ * as the routine starts and its ONCE as the routine returns, before any
+ * other caller can return; replay runs the routine in the thread whose next
+ * event is the ONCE_INIT. */
 
 static __thread void (*once_routine)(void) __attribute__((tls_model("initial-exec")));
 static __thread pthread_once_t *once_control __attribute__((tls_model("initial-exec")));
 static __thread uint64_t once_ra __attribute__((tls_model("initial-exec")));
 
-static void once_event(struct det_thread *t, pthread_once_t *o, int ran, uint64_t ra)
+static void once_event(struct det_thread *t, uint16_t kind, pthread_once_t *o, int ran, uint64_t ra)
 {
 	struct det_op op = {0};
-	det_acquire_begin(&op, t, DET_EV_ONCE, o, DET_OBJ_ONCE, ra);
+	det_acquire_begin(&op, t, kind, o, DET_OBJ_ONCE, ra);
 	det_acquire_end(&op, ran);
 }
 
 static void once_trampoline(void)
 {
 	struct det_thread *t = &det_tls;
+	if (det_strict)
+		det_strict_acquire(t);
+	t->depth = 1;
+	once_event(t, DET_EV_ONCE_INIT, once_control, 0, once_ra);
+	t->depth = 0;
 	once_routine();
 	t->once_ran = 1;
 	t->depth = 1;
-	once_event(t, once_control, 1, once_ra);
+	once_event(t, DET_EV_ONCE, once_control, 1, once_ra);
 	t->depth = 0;
 }
 
@@ -671,17 +677,15 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 		return real.pthread_once(o, fn);
 	uint64_t ra = DET_RA();
 	if (det_replaying()) {
-		/* Its next recorded event is either the ONCE of a thread that
-		 * did not run the routine, or the routine's own first event. */
-		int ran = !(t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_ONCE &&
-			    t->sched[t->idx].result == 0);
-		if (ran) {
+		int runs = t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_ONCE_INIT;
+		if (runs) {
+			once_event(t, DET_EV_ONCE_INIT, o, 0, ra);
 			det_leave(t);
 			fn();
 			t->depth = 1;
-			real.pthread_once(o, once_nothing);
+			real.pthread_once(o, once_nothing); /* mark it done */
 		}
-		once_event(t, o, ran, ra);
+		once_event(t, DET_EV_ONCE, o, runs, ra);
 		det_leave(t);
 		return 0;
 	}
@@ -693,11 +697,15 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 	once_control = o;
 	once_ra = ra;
 	t->once_ran = 0;
+	if (det_strict) /* another thread may be running the routine: wait without the turn */
+		det_strict_release(t);
 	det_leave(t);
 	int r = real.pthread_once(o, once_trampoline);
 	t->depth = 1;
+	if (det_strict)
+		det_strict_acquire(t);
 	if (!t->once_ran)
-		once_event(t, o, 0, ra);
+		once_event(t, DET_EV_ONCE, o, 0, ra);
 	once_routine = saved_routine;
 	once_control = saved_control;
 	once_ra = saved_ra;
@@ -714,9 +722,12 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 
 static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
 {
-	if (!det_replaying() && f)
-		real.flockfile(f);
 	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
+	if (!det_replaying() && f && real.ftrylockfile(f) != 0) {
+		det_block(op); /* strict mode: the holder of the FILE needs the turn */
+		real.flockfile(f);
+		det_unblock(op);
+	}
 }
 
 static int stdio_end(struct det_op *op, FILE *f, int r)

@@ -30,6 +30,8 @@ struct det_real real;
 __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
 struct det_shm_header *det_hdr;
 int det_mode;
+int det_chaos;
+int det_debug; /* DET_DEBUG=1: print every replayed event (for det's developers) */
 
 static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
 static __thread int initialising __attribute__((tls_model("initial-exec")));
@@ -139,6 +141,10 @@ static void map_region(void)
 			  h->version, DET_SHM_VERSION);
 	det_hdr = h;
 	det_mode = (int)h->mode;
+	if (det_mode == DET_MODE_RECORD && (h->flags & DET_F_STRICT))
+		det_strict = 1;
+	else if (det_mode == DET_MODE_RECORD && h->chaos_seed)
+		det_chaos = 1;
 }
 
 static int note_module(struct dl_phdr_info *info, size_t size, void *data)
@@ -178,6 +184,7 @@ void det_init(void)
 	}
 	initialising = 1;
 	resolve_real();
+	det_debug = getenv("DET_DEBUG") != NULL;
 	map_region();
 	if (det_hdr) {
 		dl_iterate_phdr(note_module, NULL);
@@ -252,6 +259,10 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	t->slot->pthread = (uint64_t)pthread_self();
 	if (det_mode == DET_MODE_RECORD) {
 		claim_ring(t);
+		if (det_strict || det_chaos)
+			t->rng = (det_hdr->chaos_seed ^ (0x9E3779B97F4A7C15ull * (num + 1))) | 1;
+		if (det_strict)
+			det_strict_start(t);
 		if (num == 0) {
 			/* T0's object: the main thread's handle. */
 			t->active = 1;
@@ -272,6 +283,8 @@ void det_thread_exit(struct det_thread *t)
 {
 	t->exited = 1;
 	atomic_store(&t->slot->state, DET_TS_EXITING);
+	if (det_strict)
+		det_strict_release(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -511,29 +524,45 @@ static inline void write_event_len(struct det_op *op, int64_t result, uint32_t l
  */
 void det_rec_release_begin(struct det_op *op)
 {
+	if (det_unlikely(det_strict) && !op->t->holding)
+		det_strict_acquire(op->t);
 	ring_reserve(op->t, 2); /* the event, and room for a result */
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
 	write_event(op, 0);
 }
 
+/* The moment between two events: where strict mode may switch threads and
+ * parallel chaos may pause. */
+static inline void boundary(struct det_thread *t)
+{
+	if (det_unlikely(det_strict))
+		det_strict_after_event(t);
+	else if (det_unlikely(det_chaos))
+		det_chaos_delay(t);
+}
+
 void det_rec_end(struct det_op *op, int64_t result)
 {
-	if (det_likely(result == 0))
-		return;
 	struct det_thread *t = op->t;
-	struct det_rec *r = ring_put(t);
-	memset(r, 0, sizeof(*r));
-	r->seq = op->seq;
-	r->kind = DET_REC_RESULT;
-	r->result = result;
-	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+	if (det_unlikely(result != 0)) {
+		struct det_rec *r = ring_put(t);
+		memset(r, 0, sizeof(*r));
+		r->seq = op->seq;
+		r->kind = DET_REC_RESULT;
+		r->result = result;
+		atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+	}
+	boundary(t);
 }
 
 void det_rec_acquire_end(struct det_op *op, int64_t result)
 {
+	if (det_unlikely(det_strict) && !op->t->holding)
+		det_strict_acquire(op->t);
 	ring_reserve(op->t, 1);
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
 	write_event(op, result);
+	boundary(op->t);
 }
 
 /* An input's data goes before its event, in DATA entries published as they
@@ -560,9 +589,12 @@ void det_rec_data(struct det_thread *t, const void *data, uint32_t len)
 
 void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 {
+	if (det_unlikely(det_strict) && !op->t->holding)
+		det_strict_acquire(op->t);
 	ring_reserve(op->t, 1);
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
 	write_event_len(op, result, len);
+	boundary(op->t);
 }
 
 /* A create takes its place in the order and its child's number together,
@@ -581,15 +613,29 @@ uint32_t det_rec_new_thread(struct det_op *op)
 	return op->aux;
 }
 
+/* A call that may block: in strict mode the thread gives up its turn. */
 void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra)
 {
 	struct det_slot *s = t->slot;
 	s->blocked_obj = obj;
 	s->blocked_ra = ra;
 	atomic_store_explicit(&s->blocked_kind, kind, memory_order_release);
+	if (det_strict) {
+		/* The code run so far belongs before what others do next: the
+		 * hand-over is an event, which replay takes at the same call. */
+		if (!t->holding)
+			det_strict_acquire(t);
+		struct det_op op = {.t = t, .kind = DET_EV_BLOCK, .aux = kind, .ra = ra};
+		ring_reserve(t, 1);
+		op.seq = take_seq(t, 1) & DET_SEQ_MASK;
+		write_event(&op, 0);
+		det_strict_release(t);
+	}
 }
 
 void det_rec_unblock(struct det_thread *t)
 {
 	atomic_store_explicit(&t->slot->blocked_kind, 0, memory_order_relaxed);
+	if (det_strict)
+		det_strict_acquire(t);
 }

@@ -24,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <stdarg.h>
@@ -68,6 +69,9 @@ struct det_thread {
 	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
 	uint32_t nsigs;    /* record: signals that arrived inside the runtime */
+	uint32_t holding;  /* strict: holds the run token */
+	int32_t quantum;   /* strict: events left before it offers the token */
+	uint64_t rng;      /* chaos: this thread's generator */
 	struct {
 		int sig;
 		siginfo_t info;
@@ -77,6 +81,7 @@ struct det_thread {
 extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
 extern DET_HIDDEN struct det_shm_header *det_hdr;
 extern DET_HIDDEN int det_mode; /* 0: off (pass through), or enum det_mode */
+extern DET_HIDDEN int det_debug;
 
 /* An event in progress, between its begin and end calls. The caller zeroes
  * it and may preset id, aux, aux_addr and auxkind. */
@@ -104,6 +109,15 @@ static inline uint64_t det_now(void)
 	extern int det_tsc_trapped;
 	return det_likely(!det_tsc_trapped) ? __builtin_ia32_rdtsc() : det_now_slow();
 }
+
+/* --- strict mode and chaos (replayer/strict.c) --- */
+DET_HIDDEN extern int det_strict; /* recording in strict mode */
+DET_HIDDEN extern int det_chaos;  /* recording with seeded delays (parallel chaos) */
+DET_HIDDEN void det_strict_start(struct det_thread *t);
+DET_HIDDEN void det_strict_acquire(struct det_thread *t);
+DET_HIDDEN void det_strict_release(struct det_thread *t);
+DET_HIDDEN void det_strict_after_event(struct det_thread *t);
+DET_HIDDEN void det_chaos_delay(struct det_thread *t);
 
 /* --- lifecycle (runtime.c) --- */
 DET_HIDDEN void det_init(void);

@@ -258,3 +258,26 @@ SUP_EXPORT void det_sup_add_flags(struct det_sup *s, uint32_t flags)
 {
 	s->hdr->flags |= flags;
 }
+
+SUP_EXPORT void det_sup_schedule(struct det_sup *s, uint32_t quantum, uint32_t watchdog_ms, uint64_t seed,
+				 uint32_t delay_us)
+{
+	s->hdr->strict_quantum = quantum;
+	s->hdr->strict_watchdog_ms = watchdog_ms;
+	s->hdr->chaos_seed = seed;
+	s->hdr->chaos_delay_us = delay_us;
+}
+
+SUP_EXPORT uint32_t det_sup_preemptions(struct det_sup *s)
+{
+	return atomic_load(&s->hdr->preemptions);
+}
+
+SUP_EXPORT void det_sup_change_points(struct det_sup *s, const uint64_t *points, uint32_t n)
+{
+	if (n > 8)
+		n = 8;
+	for (uint32_t i = 0; i < n; i++)
+		s->hdr->pct_change[i] = points[i];
+	s->hdr->pct_changes = n;
+}

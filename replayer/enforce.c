@@ -202,9 +202,27 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 	det_fatal("replay diverged at T%u's event %lu: %s", t->num, (unsigned long)t->idx, what);
 }
 
+/* Strict-mode scheduling events: the thread gave up its turn here (BLOCK),
+ * or the watchdog took it (PREEMPT). Replay takes their turns where the
+ * thread next enters det, which is where the recording made them. */
+static void skip_preemptions(struct det_thread *t)
+{
+	while (t->idx < t->sched_count &&
+	       (t->sched[t->idx].kind == DET_EV_PREEMPT || t->sched[t->idx].kind == DET_EV_BLOCK)) {
+		const struct det_sched *e = &t->sched[t->idx];
+		struct det_op op = {.t = t, .kind = e->kind};
+		for (int i = 0; i < 2; i++)
+			if (e->dep_thread[i])
+				wait_for(t, e->dep_thread[i], e->dep_idx[i]);
+		op.rec = e;
+		det_replay_end(&op, e->result);
+	}
+}
+
 /* A recorded signal comes before this event: deliver it first. */
 static void signals_first(struct det_thread *t, uint16_t kind)
 {
+	skip_preemptions(t);
 	if (det_unlikely(t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
 			 kind != DET_EV_SIGNAL)) {
 		det_signals_due(t);
@@ -243,6 +261,9 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	op->obj = e->obj;
 	op->aux = e->aux;
 	op->seq = e->seq;
+	if (det_unlikely(det_debug))
+		det_msg("replay T%u[%lu] seq %lu kind %u obj %u at %p ra %#lx", t->num, (unsigned long)t->idx,
+			(unsigned long)e->seq, e->kind, e->obj, addr, (unsigned long)op->ra);
 	if (det_unlikely(det_gdb_control.attached))
 		gdb_check(t, e);
 	return e;
@@ -289,5 +310,14 @@ void det_replay_end(struct det_op *op, int64_t result)
 		struct det_slot *s = det_shm_slot(det_hdr, w - 1);
 		if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
 			futex(&s->sleeping, FUTEX_WAKE, 1);
+	}
+	if ((det_hdr->flags & DET_F_STRICT) && t->idx < t->sched_count) {
+		/* strict: the code up to the next event ran in its turn in the
+		 * recording; it does not run before then (after the wake-ups
+		 * above, which the thread owes others first) */
+		const struct det_sched *n = &t->sched[t->idx];
+		for (int i = 0; i < 2; i++)
+			if (n->dep_thread[i])
+				wait_for(t, n->dep_thread[i], n->dep_idx[i]);
 	}
 }

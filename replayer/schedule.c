@@ -243,7 +243,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 			data_at += (uint64_t)n;
 			drc = sqlite3_step(dst);
 		}
-		if (unordered((uint16_t)kind)) {
+		if (unordered((uint16_t)kind) && !(flags & DET_F_STRICT)) {
 			seen++;
 			continue;
 		}

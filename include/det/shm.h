@@ -39,6 +39,7 @@ enum det_mode {
 #define DET_F_RELAXED   0x1  /* replay: per-object order only */
 #define DET_F_STDIN_FED 0x2  /* stdin is a pipe det fills with the recorded input */
 #define DET_F_TS_NS     0x4  /* event timestamps are ns (rdtsc is trapped), not TSC ticks */
+#define DET_F_STRICT    0x8  /* one thread runs at a time, switching only at events */
 
 /* The record clock packs the next event number and the thread count, so a
  * create takes its sequence number and its child's number in one atomic add:
@@ -108,7 +109,10 @@ struct det_slot {
 	uint32_t blocked_obj;
 	uint32_t pad1;
 	uint64_t blocked_ra;
-	uint8_t pad1b[40];
+	DET_ATOMIC(uint32_t) strict_wants; /* strict: waits for the run token */
+	DET_ATOMIC(uint32_t) strict_wake;  /* strict: futex word, bumped when handed the token */
+	DET_ATOMIC(int32_t) prio;          /* chaos (PCT): the thread's priority */
+	uint8_t pad1b[28];
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	DET_ATOMIC(uint64_t) last_seq;  /* seq + 1 of the last published event */
@@ -195,6 +199,18 @@ struct det_shm_header {
 	DET_ATOMIC(uint32_t) module_count;
 	uint32_t pad_modules;
 	struct det_module modules[DET_MAX_MODULES];
+
+	/* strict mode: who runs */
+	DET_ATOMIC(uint32_t) strict_owner;   /* thread number + 1 holding the run token; 0: free */
+	DET_ATOMIC(uint32_t) strict_wanting; /* threads waiting for it */
+	uint32_t strict_quantum;             /* events a thread runs before it offers the token */
+	uint32_t strict_watchdog_ms;         /* a holder that makes no event this long loses it */
+	uint64_t chaos_seed;                 /* nonzero: seeded random scheduling (chaos) */
+	DET_ATOMIC(uint32_t) preemptions;    /* watchdog preemptions: points not reproducible */
+	uint32_t chaos_delay_us;             /* parallel chaos: the longest delay at an event */
+	uint32_t pct_changes;                /* chaos in strict mode: priority change points... */
+	DET_ATOMIC(uint32_t) pct_next;       /* ...the next one to pass */
+	uint64_t pct_change[8];              /* ...at these event numbers */
 
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */

@@ -66,6 +66,14 @@ void det_drain_stats(struct det_sup *s, struct det_drain_stats *out);
 /* --- both --- */
 /* Add DET_F_* flags to the region before the program starts. */
 void det_sup_add_flags(struct det_sup *s, uint32_t flags);
+/* Strict mode and chaos parameters (record): events per turn, the watchdog,
+ * the chaos seed (0: none) and the longest parallel-chaos delay. */
+void det_sup_schedule(struct det_sup *s, uint32_t quantum, uint32_t watchdog_ms, uint64_t seed, uint32_t delay_us);
+/* Chaos in strict mode (PCT): at these event numbers the running thread's
+ * priority drops below every other's (at most 8). */
+void det_sup_change_points(struct det_sup *s, const uint64_t *points, uint32_t n);
+/* Watchdog preemptions in strict mode so far. */
+uint32_t det_sup_preemptions(struct det_sup *s);
 uint32_t det_sup_threads(struct det_sup *s);
 int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread_info *out);
 /* The runtime's state: attached pid, failed, diverged; error text. */
@@ -86,7 +94,8 @@ int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, ui
  *   events_sql:  rows (seq, thread, index, kind, object, aux, result) in seq order
  *   data_size_sql: one row, the total bytes of input data
  *   data_sql:    rows (seq, bytes) in seq order
- *   flags: DET_F_* (DET_F_RELAXED: per-object order)
+ *   flags: DET_F_* (DET_F_RELAXED: per-object order; DET_F_STRICT: a strict
+ *          trace, every event ordered and threads run only in their turn)
  */
 struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql, const char *max_obj_sql,
 				   const char *events_sql, const char *data_size_sql, const char *data_sql,

@@ -78,7 +78,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SPIN_TRYLOCK', 53, 'SPIN', 'ACQUIRE', 'pthread_spin_trylock returned'),
     EventKind('SPIN_UNLOCK', 54, 'SPIN', 'RELEASE', 'pthread_spin_unlock'),
     EventKind('SPIN_DESTROY', 55, 'SPIN', 'DESTROY', 'pthread_spin_destroy'),
-    EventKind('ONCE', 57, 'ONCE', 'OTHER', 'pthread_once; result 1 if this thread ran the init routine'),
+    EventKind('ONCE', 57, 'ONCE', 'OTHER', 'pthread_once returned; result 1 if this thread ran the init routine'),
+    EventKind('ONCE_INIT', 58, 'ONCE', 'OTHER', 'this thread begins the init routine of a pthread_once'),
     EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
     EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
     EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
@@ -100,11 +101,15 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('GETPID', 115, 'NONE', 'INPUT', 'getpid; result = the recorded pid'),
     EventKind('GETPPID', 116, 'NONE', 'INPUT', 'getppid; result = the recorded parent pid'),
     EventKind('GETTID', 117, 'NONE', 'INPUT', 'gettid; result = the recorded thread id'),
-    EventKind('SYSCONF', 118, 'NONE', 'INPUT', 'sysconf(_SC_NPROCESSORS_*); aux = the name; result'),
+    EventKind('SYSCONF', 118, 'NONE', 'INPUT', 'sysconf, get_nprocs, get_phys_pages, get_avphys_pages: machine facts that vary (processors online, free memory); aux = the name; result'),
     EventKind('SCHED_YIELD', 119, 'NONE', 'INPUT', 'sched_yield'),
     EventKind('SLEEP', 120, 'NONE', 'INPUT', 'nanosleep, clock_nanosleep, usleep or sleep, skipped in replay; result = 0 or -errno'),
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
     EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
+    EventKind('PREEMPT', 125, 'THREAD', 'OTHER', 'strict mode: the thread running made no event for too long and lost its turn (the watchdog); replay is not exact around here; aux = the thread preempted'),
+    EventKind('BLOCK', 126, 'NONE', 'OTHER', 'strict mode: the thread gives up its turn before a call that may block, and takes it back with its next event; aux = the kind of that call'),
+    EventKind('SYSINFO', 124, 'NONE', 'INPUT', 'sysinfo; result = 0 or -errno; data = the struct sysinfo'),
+    EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
 )
 
 THREAD_CREATE = 1
@@ -151,6 +156,7 @@ SPIN_TRYLOCK = 53
 SPIN_UNLOCK = 54
 SPIN_DESTROY = 55
 ONCE = 57
+ONCE_INIT = 58
 STDIO_WRITE = 60
 FILE_LOCK = 61
 FILE_UNLOCK = 62
@@ -177,6 +183,10 @@ SCHED_YIELD = 119
 SLEEP = 120
 SIGNAL = 121
 RDTSC = 122
+PREEMPT = 125
+BLOCK = 126
+SYSINFO = 124
+WRITE = 123
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
 OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}

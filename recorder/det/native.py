@@ -19,6 +19,7 @@ REPO_DIR = PKG_DIR.parent.parent
 
 DET_F_RELAXED = 0x1
 DET_F_STDIN_FED = 0x2
+DET_F_STRICT = 0x8
 
 # enum det_thread_state
 THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
@@ -87,6 +88,9 @@ def lib() -> ctypes.CDLL:
         "det_sup_replay_new": (P, [C, C, C, C, C, C, U32, C, U32]),
         "det_sup_events_done": (U64, [P]),
         "det_sup_add_flags": (None, [P, U32]),
+        "det_sup_schedule": (None, [P, U32, U32, U64, U32]),
+        "det_sup_preemptions": (U32, [P]),
+        "det_sup_change_points": (None, [P, ctypes.POINTER(U64), U32]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -123,6 +127,16 @@ class Region:
 
     def add_flags(self, flags: int) -> None:
         lib().det_sup_add_flags(self.h, flags)
+
+    def schedule(self, quantum: int, watchdog_ms: int, seed: int, delay_us: int) -> None:
+        lib().det_sup_schedule(self.h, quantum, watchdog_ms, seed, delay_us)
+
+    def change_points(self, points: list[int]) -> None:
+        arr = (ctypes.c_uint64 * max(len(points), 1))(*points)
+        lib().det_sup_change_points(self.h, arr, len(points))
+
+    def preemptions(self) -> int:
+        return lib().det_sup_preemptions(self.h)
 
     def attached(self) -> int:
         return lib().det_sup_attached(self.h)
@@ -194,12 +208,13 @@ class Recorder(Region):
 
 
 class Replayer(Region):
-    def __init__(self, trace_path: Path, complete: bool, relaxed: bool) -> None:
+    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False) -> None:
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         h = lib().det_sup_replay_new(
             _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_EVENTS),
-            _b(schema.REPLAY_DATA_SIZE), _b(schema.REPLAY_DATA), DET_F_RELAXED if relaxed else 0, err, 512,
+            _b(schema.REPLAY_DATA_SIZE), _b(schema.REPLAY_DATA),
+            (DET_F_RELAXED if relaxed else 0) | (DET_F_STRICT if strict else 0), err, 512,
         )
         if not h:
             raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")

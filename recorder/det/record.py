@@ -18,19 +18,21 @@ import datetime
 import hashlib
 import os
 import platform
+import random
+import shlex
 import signal
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import __version__
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
-from .native import DET_F_STDIN_FED, THREAD_STATES, Recorder, libdet_path
+from .native import DET_F_STDIN_FED, DET_F_STRICT, THREAD_STATES, Recorder, libdet_path
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 
@@ -50,6 +52,21 @@ class Options:
     ring_entries: int = RING_ENTRIES
     objects: int = 1 << 20
     forward: bool = True
+    strict: bool = False
+    quantum: int = 64          # strict: events per turn
+    watchdog_ms: int = 1000    # strict: a turn with no event this long is preempted
+    seed: int = 0              # chaos: nonzero seeds the schedule
+    pct_events: int = 2000     # chaos + strict: change points fall within this many events
+    pct_changes: int = 3
+    delay_us: int = 200        # chaos in parallel: the longest pause at an event
+
+    def for_seed(self, seed: int) -> Options:
+        return replace(self, seed=seed)
+
+    def change_points(self) -> list[int]:
+        """PCT change points, drawn from the seed alone."""
+        rng = random.Random(self.seed)
+        return sorted(rng.randint(1, self.pct_events) for _ in range(self.pct_changes))
 
 
 @dataclass
@@ -64,6 +81,7 @@ class RunResult:
     stdout_tail: bytes = b""
     stderr_tail: bytes = b""
     report: list[str] = field(default_factory=list)
+    seed: int = 0
 
     @property
     def failed(self) -> bool:
@@ -130,7 +148,16 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "kernel": platform.release(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
+            "strict_quantum": opts.quantum if opts.strict else None,
+            "chaos_seed": opts.seed or None,
+            "chaos": ("pct" if opts.strict else "delays") if opts.seed else None,
         })
+        if opts.strict:
+            rec.add_flags(DET_F_STRICT)
+            writer.set_meta({"mode": "strict"})
+        rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
+        if opts.seed and opts.strict:
+            rec.change_points(opts.change_points())
         rec.drain_open(writer.path)
         stdin: StdinFeed | int | None = None
         spool = None
@@ -183,6 +210,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         modules = rec.modules()
         stats = rec.stats()
         attached = rec.attached()
+        preemptions = rec.preemptions()
     except BaseException:
         writer.abandon()
         raise
@@ -218,7 +246,13 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
     }
     writer.set_meta({
         "ingest_events_per_s": round(stats.events / (stats.busy_ns / 1e9)) if stats.busy_ns else 0,
+        "preemptions": preemptions,
     })
+    if preemptions:
+        note = (f"{preemptions} watchdog preemption(s): a thread ran without any event for "
+                f"{opts.watchdog_ms} ms (a busy-wait?); replay is not exact there")
+        message = f"{message}; {note}" if message else note
+        outcome["message"] = message
     path = writer.finish(outcome, threads, modules, blocked, spool)
     if spool is not None:
         spool.close()
@@ -293,7 +327,8 @@ def print_result(res: RunResult, quiet: bool) -> None:
 
 
 def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool) -> int:
-    """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db."""
+    """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db.
+    With a chaos seed S, run i uses seed S+i, so every run can be repeated."""
     pass_path = out.with_name(out.stem + "-pass" + out.suffix)
     work = out.with_name(f".{out.name}.runs")
     work.mkdir(exist_ok=True)
@@ -308,7 +343,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         if not tty:
             return
         rate = state["done"] / max(time.monotonic() - t0, 1e-9)
-        sys.stderr.write(f"\rdetrec: run {state['done']}/{runs}, {state['passed']} passed, "
+        failures = 0 if state["failed"] is None else 1
+        sys.stderr.write(f"\rdetrec: run {state['done']}/{runs}, {state['passed']} passed, {failures} failure(s), "
                          f"{rate:.1f} runs/s" + ("\n" if final else ""))
         sys.stderr.flush()
 
@@ -316,7 +352,9 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         if stop.is_set():
             return
         path = work / f"run{i}.db"
-        res = record_run(exe, argv, path, opts, stop)
+        run_opts = opts.for_seed(opts.seed + i) if opts.seed else opts
+        res = record_run(exe, argv, path, run_opts, stop)
+        res.seed = run_opts.seed
         with lock:
             if stop.is_set() and state["failed"] is not None:
                 path.unlink(missing_ok=True)
@@ -355,6 +393,11 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         tail = (res.stdout_tail + res.stderr_tail).decode(errors="replace").strip().splitlines()[-5:]
         for line in tail:
             say("  | " + line)
+        say(f"replay it with: detreplay {out}")
+        if res.seed:
+            mode = " --strict" if opts.strict else ""
+            say(f"record it again with: detrec --chaos{mode} --seed {res.seed} -o {out} -- "
+                + " ".join(shlex.quote(a) for a in argv))
         return res.exit_status
     if INTERRUPT.signal is not None:
         say(f"interrupted after {state['done']} run(s), none failed")
@@ -376,6 +419,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--until-fail", type=int, metavar="N",
                    help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
+    p.add_argument("--strict", action="store_true",
+                   help="one thread at a time, switching only at events: replays exactly even with data races")
+    p.add_argument("--quantum", type=int, default=64, metavar="N",
+                   help="--strict: events a thread runs before it offers its turn (default 64)")
+    p.add_argument("--chaos", action="store_true",
+                   help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
+    p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
+    p.add_argument("--runs", type=int, metavar="N",
+                   help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, help="threads a run may create (default 4096)")
     p.add_argument("program", help="the program to record")
@@ -389,6 +441,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
+    if ns.quantum < 1:
+        p.error("--quantum needs a positive number of events")
+    if ns.seed is not None:
+        ns.chaos = True
+        if ns.seed <= 0:
+            p.error("--seed must be a positive number")
+    if ns.runs is not None:
+        if not ns.chaos:
+            p.error("--runs goes with --chaos (for plain reruns, use --until-fail)")
+        if ns.runs < 1:
+            p.error("--runs needs a positive number of runs")
+        if ns.until_fail:
+            p.error("use --runs or --until-fail, not both")
     return ns
 
 
@@ -403,7 +468,12 @@ def main(argv: list[str] | None = None) -> int:
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else default_output(ns.program)
-        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source())
+        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
+                       strict=ns.strict, quantum=ns.quantum)
+        if ns.chaos:
+            opts.seed = ns.seed or random.randrange(1, 2**31)
+            if ns.runs:
+                ns.until_fail = ns.runs
         INTERRUPT.install()
         if ns.until_fail:
             if opts.stdin["kind"] == "pipe":  # every run reads the same input
@@ -411,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
             return until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
         res = record_run(exe, prog_argv, out, opts)
         print_result(res, ns.quiet)
+        if opts.seed and not ns.quiet:
+            say(f"chaos seed {opts.seed}: `detrec --chaos{' --strict' if opts.strict else ''} --seed {opts.seed}` "
+                "repeats this schedule")
         return res.exit_status
     except DetError as e:
         say(str(e))

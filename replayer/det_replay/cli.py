@@ -86,7 +86,10 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         total = tr.event_count()
         if rec is None:
             say(f"warning: {trace_path} is incomplete; replaying the {total} events it has")
-        rep = Replayer(Path(trace_path), tr.complete, relaxed)
+        strict = m.get("mode") == "strict"
+        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict)
+        if strict and relaxed:
+            say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
         try:
             return _run(tr, rep, exe, m, rec, total, forward, sym, stall)
