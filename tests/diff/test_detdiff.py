@@ -82,11 +82,15 @@ def forced(tmp: Path) -> Path:
 def bank(tmp: Path) -> tuple[Path, Path]:
     """(a passing run, a failing run) of bank_check_then_act."""
     fail = tmp / "fail.db"
-    r = detrec("-q", "--until-fail", "500", "-j", "2", "-o", fail, "--", sample_bin("bank_check_then_act"))
     passing = tmp / "fail-pass.db"
-    assert r.returncode == 1 and fail.exists(), f"no failing run in 500: {r.stderr.decode()}"
-    assert passing.exists(), "the first run failed: no passing run to compare with"
-    return passing, fail
+    # The bug often fires in the very first run, which leaves no passing run
+    # to compare with: search again until the pair exists.
+    for _ in range(10):
+        r = detrec("-q", "--until-fail", "500", "-j", "2", "-o", fail, "--", sample_bin("bank_check_then_act"))
+        assert r.returncode == 1 and fail.exists(), f"no failing run in 500: {r.stderr.decode()}"
+        if passing.exists():
+            return passing, fail
+    raise AssertionError("10 searches, and each failed in its first runs: no passing run to compare with")
 
 
 # ---------------------------------------------------------------- the oracle
