@@ -1351,6 +1351,21 @@ EXPORT unsigned int sleep(unsigned int s)
 /* ------------------------------------------------------------------ */
 /* syscall(): the same calls by number; inputs det cannot replay stop here */
 
+static const char *syscall_name(long nr)
+{
+	switch (nr) {
+#define NAME(x)                                                                                    \
+	case SYS_##x:                                                                              \
+		return "SYS_" #x;
+		NAME(recvmmsg) NAME(io_uring_setup) NAME(io_uring_enter) NAME(io_submit) NAME(io_getevents)
+		NAME(epoll_wait) NAME(epoll_pwait) NAME(ppoll) NAME(pselect6) NAME(select) NAME(preadv)
+		NAME(preadv2) NAME(accept) NAME(accept4) NAME(fork) NAME(vfork) NAME(clone) NAME(clone3)
+		NAME(execve) NAME(execveat) NAME(rt_sigaction)
+#undef NAME
+	}
+	return "?";
+}
+
 EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
@@ -1418,9 +1433,9 @@ EXPORT long syscall(long nr, ...)
 	case SYS_execveat:
 	case SYS_rt_sigaction:
 		if (det_enter())
-			det_fatal("syscall(%ld) is not supported by det: use the libc function, whose result det "
-				  "records",
-				  nr);
+			det_fatal("syscall(%s) is not supported by det: its result would not replay (use the libc "
+				  "function, which det records)",
+				  syscall_name(nr));
 		break;
 	}
 	return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);

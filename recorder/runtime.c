@@ -290,21 +290,13 @@ void det_thread_exit(struct det_thread *t)
 /* ------------------------------------------------------------------ */
 /* objects: address -> id, open addressing with linear probing */
 
-static inline uint64_t obj_hash(uint64_t a)
-{
-	a ^= a >> 33;
-	a *= 0xff51afd7ed558ccdULL;
-	a ^= a >> 33;
-	return a;
-}
-
 /* Find addr, or claim an empty entry for it (*fresh = 1). */
 static struct det_objent *obj_lookup(uint64_t addr, int create, int *fresh)
 {
 	struct det_objent *tab = det_shm_objects(det_hdr);
 	uint64_t mask = det_hdr->objects_cap - 1;
 	*fresh = 0;
-	for (uint64_t i = obj_hash(addr) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+	for (uint64_t i = det_obj_hash(addr) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
 		uint64_t cur = atomic_load_explicit(&tab[i].addr, memory_order_acquire);
 		if (cur == addr)
 			return &tab[i];

@@ -68,7 +68,8 @@ struct det_thread {
 	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
 	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
-	uint32_t nsigs;    /* record: signals that arrived inside the runtime */
+	uint32_t nsigs;    /* record: signals held for the next event boundary */
+	uint32_t sigs_held; /* record: some of them wait for the thread's next call into det */
 	uint32_t holding;  /* strict: holds the run token */
 	int32_t quantum;   /* strict: events left before it offers the token */
 	uint64_t rng;      /* chaos: this thread's generator */
@@ -127,6 +128,9 @@ DET_HIDDEN __attribute__((format(printf, 1, 2))) void det_msg(const char *fmt, .
 DET_HIDDEN void det_thread_attach(struct det_thread *t, uint32_t num);
 DET_HIDDEN void det_thread_exit(struct det_thread *t);
 
+DET_HIDDEN void det_signals_enter(struct det_thread *t);
+DET_HIDDEN void det_replay_signals_now(struct det_thread *t);
+
 /* Enter the runtime from an interposed call: NULL means "pass through". */
 static inline struct det_thread *det_enter(void)
 {
@@ -140,6 +144,8 @@ static inline struct det_thread *det_enter(void)
 	if (det_unlikely(t->depth))
 		return NULL;
 	t->depth = 1;
+	if (det_unlikely(t->sigs_held))
+		det_signals_enter(t);
 	return t;
 }
 

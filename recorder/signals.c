@@ -4,11 +4,17 @@
  * Rules of this file:
  *  - det installs its own entry for every signal the program handles and
  *    keeps the program's handler. An asynchronous signal (a timer, kill from
- *    outside, pthread_kill from another thread) is recorded as a SIGNAL event
- *    at the receiving thread's position and the program's handler runs; one
- *    that arrives while the thread is inside det waits until it leaves.
- *  - Replay ignores real asynchronous signals: it delivers each recorded one
- *    right after the thread's preceding event, by calling the handler.
+ *    outside, pthread_kill from another thread) is held until the receiving
+ *    thread's next event boundary, recorded there as a SIGNAL event, and the
+ *    program's handler runs there: as the thread next calls into det (aux
+ *    flag DET_SIG_BEFORE), or, if it arrived while the thread was inside
+ *    det, as the thread leaves it. Both are points replay can find again.
+ *  - A thread that makes no event keeps its signals held; when another one
+ *    arrives meanwhile, all are delivered where the thread is, and recorded
+ *    as unanchored (DET_SIG_UNANCHORED): replay delivers those after the
+ *    preceding event, which may not be exact.
+ *  - Replay ignores real asynchronous signals and delivers each recorded
+ *    one at its boundary by calling the handler.
  *  - Synchronous signals (faults, raise, pthread_kill to oneself) reproduce
  *    by themselves and are delivered at once in both modes.
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
@@ -65,17 +71,22 @@ static void call_program(int sig, siginfo_t *info, void *uc)
 	}
 }
 
+/* aux of a SIGNAL event: the signal number and where it was delivered */
+#define DET_SIG_BEFORE 0x10000     /* as the thread next called into det */
+#define DET_SIG_UNANCHORED 0x20000 /* wherever the thread was (it made no event) */
+#define DET_SIG_NUMBER 0xffff
+
 /* The SIGNAL event: the payload is the sender's pid and uid and the value. */
 struct sig_data {
 	int32_t pid, uid;
 	int64_t value;
 };
 
-static void record_and_deliver(struct det_thread *t, int sig, siginfo_t *info, void *uc)
+static void record_and_deliver(struct det_thread *t, int sig, uint32_t where, siginfo_t *info, void *uc)
 {
 	struct det_op op = {0};
 	t->depth = 1;
-	det_input_begin(&op, t, DET_EV_SIGNAL, (uint32_t)sig, 0);
+	det_input_begin(&op, t, DET_EV_SIGNAL, (uint32_t)sig | where, 0);
 	struct sig_data d = {info->si_pid, (int32_t)info->si_uid, (int64_t)(intptr_t)info->si_value.sival_ptr};
 	det_input_end(&op, info->si_code, &d, sizeof(d));
 	t->depth = 0;
@@ -119,6 +130,9 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 	return 1;
 }
 
+static void hold(struct det_thread *t, int sig, siginfo_t *info);
+static void deliver_held(struct det_thread *t, uint32_t where);
+
 /* ------------------------------------------------------------------ */
 /* the entry for every handled signal */
 
@@ -142,16 +156,54 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
 	} else if (t->depth) {
-		if (t->nsigs < sizeof(t->sigs) / sizeof(t->sigs[0])) {
-			t->sigs[t->nsigs].sig = sig;
-			t->sigs[t->nsigs].info = *info;
-			t->nsigs++;
-			t->sig_due = 1;
-		}
+		hold(t, sig, info);
+		t->sig_due = 1; /* as the thread leaves det */
+	} else if (!t->sigs_held) {
+		hold(t, sig, info);
+		t->sigs_held = 1; /* as the thread next calls into det */
 	} else {
-		record_and_deliver(t, sig, info, ucv);
+		/* the thread makes no event while signals pile up (a loop that
+		 * waits for a handler's flag): deliver them here, unanchored */
+		t->depth = 1;
+		hold(t, sig, info);
+		deliver_held(t, DET_SIG_UNANCHORED);
+		t->depth = 0;
 	}
 	errno = saved;
+}
+
+static void hold(struct det_thread *t, int sig, siginfo_t *info)
+{
+	if (t->nsigs < sizeof(t->sigs) / sizeof(t->sigs[0])) {
+		t->sigs[t->nsigs].sig = sig;
+		t->sigs[t->nsigs].info = *info;
+		t->nsigs++;
+	}
+}
+
+/* Record and deliver the held signals (called with depth 1; the handlers
+ * run with depth 0, so their own calls are recorded). */
+static void deliver_held(struct det_thread *t, uint32_t where)
+{
+	t->sigs_held = 0;
+	while (t->nsigs) {
+		int sig = t->sigs[0].sig;
+		siginfo_t info = t->sigs[0].info;
+		t->nsigs--;
+		memmove(&t->sigs[0], &t->sigs[1], t->nsigs * sizeof(t->sigs[0]));
+		record_and_deliver(t, sig, where, &info, NULL);
+	}
+	t->depth = 1;
+}
+
+/* Record: the thread calls into det with signals held for this moment. */
+void det_signals_enter(struct det_thread *t)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	deliver_held(t, DET_SIG_BEFORE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Called when a thread leaves det with signals to deliver. */
@@ -159,9 +211,10 @@ void det_signals_due(struct det_thread *t)
 {
 	t->sig_due = 0;
 	if (det_replaying()) {
-		while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL) {
+		while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
+		       !(t->sched[t->idx].aux & DET_SIG_BEFORE)) {
 			const struct det_sched *e = &t->sched[t->idx];
-			int sig = (int)e->aux;
+			int sig = (int)(e->aux & DET_SIG_NUMBER);
 			siginfo_t info;
 			memset(&info, 0, sizeof(info));
 			info.si_signo = sig;
@@ -174,7 +227,7 @@ void det_signals_due(struct det_thread *t)
 			}
 			struct det_op op = {0};
 			t->depth = 1;
-			det_input_begin(&op, t, DET_EV_SIGNAL, (uint32_t)sig, 0);
+			det_input_begin(&op, t, DET_EV_SIGNAL, e->aux, 0);
 			det_input_end(&op, 0, NULL, 0);
 			t->depth = 0;
 			if (sig > 0 && sig < NSIG)
@@ -182,13 +235,37 @@ void det_signals_due(struct det_thread *t)
 		}
 		return;
 	}
-	while (t->nsigs) {
-		int sig = t->sigs[0].sig;
-		siginfo_t info = t->sigs[0].info;
-		t->nsigs--;
-		memmove(&t->sigs[0], &t->sigs[1], t->nsigs * sizeof(t->sigs[0]));
-		record_and_deliver(t, sig, &info, NULL);
+	t->depth = 1;
+	deliver_held(t, 0);
+	t->depth = 0;
+}
+
+/* Replay: deliver every recorded signal that is next, wherever anchored
+ * (called as the thread enters det, before its next event). */
+void det_replay_signals_now(struct det_thread *t)
+{
+	while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL) {
+		const struct det_sched *e = &t->sched[t->idx];
+		int sig = (int)(e->aux & DET_SIG_NUMBER);
+		siginfo_t info;
+		memset(&info, 0, sizeof(info));
+		info.si_signo = sig;
+		info.si_code = (int)e->result;
+		if (e->data_len == sizeof(struct sig_data)) {
+			const struct sig_data *d = det_replay_data(e);
+			info.si_pid = d->pid;
+			info.si_uid = (uid_t)d->uid;
+			info.si_value.sival_ptr = (void *)(intptr_t)d->value;
+		}
+		struct det_op op = {0};
+		t->depth = 1;
+		det_input_begin(&op, t, DET_EV_SIGNAL, e->aux, 0);
+		det_input_end(&op, 0, NULL, 0);
+		t->depth = 0;
+		if (sig > 0 && sig < NSIG)
+			call_program(sig, &info, NULL);
 	}
+	t->depth = 1;
 }
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -171,6 +171,8 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 	out->state = atomic_load(&sl->state);
 	out->blocked_kind = atomic_load(&sl->blocked_kind);
 	out->blocked_obj = sl->blocked_obj;
+	if (!out->blocked_obj && sl->blocked_addr) /* bound by another thread since */
+		out->blocked_obj = det_obj_lookup(det_shm_objects(h), h->objects_cap, sl->blocked_addr);
 	out->blocked_ra = sl->blocked_ra;
 	if (h->mode == DET_MODE_REPLAY) {
 		out->events = atomic_load(&sl->done);

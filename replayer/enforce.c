@@ -64,6 +64,7 @@ static void reset_region(void)
 		atomic_store(&s->state, DET_TS_FREE);
 		atomic_store(&s->blocked_kind, 0);
 		s->blocked_obj = 0;
+		s->blocked_addr = 0;
 		s->blocked_ra = 0;
 		atomic_store(&s->at_turnstile, 0);
 	}
@@ -96,10 +97,17 @@ void det_replay_attach(struct det_thread *t)
 static __attribute__((noreturn)) void park(struct det_thread *t)
 {
 	_Atomic uint32_t never = 0;
-	atomic_store(&t->slot->state, DET_TS_PARKED);
-	atomic_store(&t->slot->at_turnstile, 1);
-	for (;;)
-		futex(&never, FUTEX_WAIT_PRIVATE, 0);
+	struct det_slot *s = t->slot;
+	atomic_store(&s->state, DET_TS_PARKED);
+	atomic_store(&s->at_turnstile, 1);
+	for (;;) {
+		/* the object it wanted may get its id from another thread later:
+		 * keep the report (blocked_obj) current */
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		det_sys(SYS_futex, (long)&never, FUTEX_WAIT_PRIVATE, 0, (long)&ts, 0, 0);
+		if (!s->blocked_obj && s->blocked_addr)
+			s->blocked_obj = det_obj_find((void *)(uintptr_t)s->blocked_addr);
+	}
 }
 
 static void wait_for(struct det_thread *t, uint32_t dep_thread, uint64_t dep_idx)
@@ -224,10 +232,8 @@ static void signals_first(struct det_thread *t, uint16_t kind)
 {
 	skip_preemptions(t);
 	if (det_unlikely(t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
-			 kind != DET_EV_SIGNAL)) {
-		det_signals_due(t);
-		t->depth = 1;
-	}
+			 kind != DET_EV_SIGNAL))
+		det_replay_signals_now(t);
 }
 
 const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, enum det_objkind objkind)
@@ -241,6 +247,7 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 		 * of the replay or a divergence. */
 		struct det_slot *s = t->slot;
 		s->blocked_obj = det_obj_find(addr);
+		s->blocked_addr = (uint64_t)(uintptr_t)addr; /* another thread may bind it later */
 		s->blocked_ra = op->ra;
 		atomic_store(&s->blocked_kind, op->kind);
 		park(t);
@@ -301,7 +308,8 @@ void det_replay_end(struct det_op *op, int64_t result)
 		det_diverge(t, DET_DIV_RESULT, op->kind, NULL, op->ra, "the operation returned something else");
 	t->idx++;
 	atomic_store(&t->slot->done, t->idx);
-	if (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL)
+	if (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
+	    !(t->sched[t->idx].aux & 0x10000 /* DET_SIG_BEFORE */))
 		t->sig_due = 1; /* delivered as the thread leaves det */
 	for (int i = 0; i < 2; i++) {
 		uint32_t w = e->wake[i];

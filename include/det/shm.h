@@ -112,7 +112,9 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) strict_wants; /* strict: waits for the run token */
 	DET_ATOMIC(uint32_t) strict_wake;  /* strict: futex word, bumped when handed the token */
 	DET_ATOMIC(int32_t) prio;          /* chaos (PCT): the thread's priority */
-	uint8_t pad1b[28];
+	uint32_t pad1c;
+	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
+	uint8_t pad1b[16];
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	DET_ATOMIC(uint64_t) last_seq;  /* seq + 1 of the last published event */
@@ -138,6 +140,28 @@ struct det_objent {
 	uint32_t kind;
 };
 #define DET_OBJ_DELETED 1
+
+static inline uint64_t det_obj_hash(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdULL;
+	a ^= a >> 33;
+	return a;
+}
+
+/* The id bound to addr in the object table, or 0. */
+static inline uint32_t det_obj_lookup(const struct det_objent *tab, uint32_t cap, uint64_t addr)
+{
+	uint64_t mask = cap - 1;
+	for (uint64_t i = det_obj_hash(addr) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t cur = tab[i].addr;
+		if (cur == addr)
+			return tab[i].id;
+		if (cur == 0)
+			return 0;
+	}
+	return 0;
+}
 
 /* Where a replay stopped because the program did something else. */
 struct det_divergence {

@@ -1,0 +1,110 @@
+"""Inputs: every call family replays to the same output without the outside
+world; sleeps are skipped; signals from outside land where they did; a
+blocked read is still a readable trace; an input det cannot replay stops the
+recording with a message naming it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import DETREC, detrec, detreplay, outcome, program, query
+
+REPLAYS = 10
+
+
+def replays_identical(trace: Path, n: int = REPLAYS, *mode: str) -> None:
+    rec = outcome(trace)
+    for i in range(n):
+        r = detreplay(*mode, trace)
+        assert r.returncode == rec["exit_code"], f"replay {i + 1}: {r.stderr.decode()}"
+        assert b"outcome matches the recording" in r.stderr, r.stderr.decode()
+        assert r.stdout.endswith(rec["stdout_tail"]) and len(r.stdout) == rec["stdout_bytes"]
+
+
+def test_every_input_family_replays(tmp_path: Path) -> None:
+    trace = tmp_path / "tour.db"
+    r = detrec("-o", trace, program("inputs_tour"))
+    assert r.returncode == 0, r.stderr.decode()
+    kinds = {k for (k,) in query(trace, "SELECT DISTINCT k.name FROM events e JOIN event_kinds k USING (kind)")}
+    # (recv on a socketpair of its own is a re-read pipe_read; curl and split_reads cover recv)
+    for want in ("clock_gettime", "gettimeofday", "time", "clock", "getrandom", "read", "pipe_read",
+                 "poll", "select", "epoll_wait", "getpid", "getppid", "gettid", "sysconf", "sysinfo",
+                 "sched_yield", "sleep", "signal", "rdtsc"):
+        assert want in kinds, f"{want} was not recorded"
+    # two natively different runs: the values are really inputs
+    other = subprocess.run([program("inputs_tour")], capture_output=True).stdout
+    assert other != outcome(trace)["stdout_tail"]
+    replays_identical(trace)
+    replays_identical(trace, 3, "--relaxed")
+
+
+def test_sleeps_are_skipped_in_replay(tmp_path: Path) -> None:
+    trace = tmp_path / "tour.db"
+    assert detrec("-o", trace, program("inputs_tour")).returncode == 0
+    # the program sleeps 200 ms (cut short by its timer) plus 1 ms: the
+    # replay returns the recorded results at once
+    slept = query(trace, "SELECT count(*) FROM events WHERE kind = 120")[0][0]
+    assert slept >= 2
+    t0 = time.monotonic()
+    r = detreplay(trace)
+    assert r.returncode == 0
+    rec_ns = outcome(trace)["duration_ns"]
+    assert time.monotonic() - t0 < 10, "replay took very long"
+    assert rec_ns > 40_000_000  # the recording did wait for its timer
+
+
+def test_signal_storm_replays(tmp_path: Path) -> None:
+    trace = tmp_path / "storm.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("storm")), "300000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("storm"))]))
+    sent = 0
+    while p.poll() is None and sent < 300:
+        try:
+            os.kill(pid, signal.SIGUSR1)
+            sent += 1
+        except ProcessLookupError:
+            break
+        time.sleep(0.001)
+    p.communicate(timeout=120)
+    assert p.returncode == 0
+    got = query(trace, "SELECT count(*) FROM events WHERE kind = 121")[0][0]
+    assert got > 10, f"only {got} signals recorded of {sent} sent"
+    replays_identical(trace, 5)
+
+
+def test_blocked_read_is_a_readable_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "blocked.db"
+    r_fd, w_fd = os.pipe()
+    try:
+        r = subprocess.run([str(DETREC), "--timeout", "1", "-o", str(trace), "cat"], stdin=r_fd,
+                           capture_output=True, timeout=60)
+    finally:
+        os.close(r_fd)
+        os.close(w_fd)
+    assert r.returncode == 124, r.stderr.decode()
+    blocked = query(trace, "SELECT b.tid, k.name FROM blocked b JOIN event_kinds k USING (kind)")
+    assert (0, "pipe_read") in blocked, blocked
+    assert b"T0 waits in pipe_read" in r.stderr, r.stderr.decode()
+
+
+def test_unsupported_syscall_is_named(tmp_path: Path) -> None:
+    r = detrec("-o", tmp_path / "raw.db", program("rawsyscall"))
+    assert r.returncode == 125
+    assert b"syscall(SYS_recvmmsg) is not supported by det" in r.stderr, r.stderr.decode()
+
+
+def test_changed_file_is_reported(tmp_path: Path) -> None:
+    data = tmp_path / "data.txt"
+    data.write_text("one\ntwo\n")
+    trace = tmp_path / "cat.db"
+    assert detrec("-o", trace, "cat", data).returncode == 0
+    data.write_text("ONE\ntwo\n")
+    r = detreplay(trace)
+    assert r.returncode == 125
+    assert b"the file changed since recording" in r.stderr, r.stderr.decode()
