@@ -306,7 +306,12 @@ class Session:
         return False
 
     def on_park(self) -> bool:
-        if self.goal is None or not self.goal.end:
+        # A thread past its last recorded event parks. When the last one
+        # does, the replay has reached where the recording ended: stop there
+        # (a `continue` into a replayed deadlock would otherwise hang), except
+        # while going to an event before it.
+        g = self.goal
+        if g is not None and not g.end and not g.honor:
             return False
         me = self.det_num()
         threads = self.live()

@@ -218,9 +218,11 @@ def test_gdb_commands_work_inside_the_schedule(counter: Path) -> None:
 def test_deadlock_cycle_at_the_end(deadlock: Path) -> None:
     evs = events(deadlock)
     out = gdb_batch(deadlock, f"det goto {evs[-1][0]}", EV, "det next", EV, "det status", "det timeline",
-                    "det goto 0", "det goto end", "det status")
+                    "det goto 0", "det goto end", "det status", "det goto 0", "continue", EV)
     got = marks(out, "ev")
     assert got[0] == [evs[-1][0], evs[-1][1]] and got[1][0] == evs[-1][0] + 1
+    # `continue` into the replayed deadlock stops where the recording ended instead of hanging.
+    assert got[2][0] == evs[-1][0] + 1, out
     cycle = re.findall(r"^deadlock: (.*)$", out, re.M)
     assert len(cycle) >= 2, out
     for text in cycle:
