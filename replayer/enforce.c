@@ -41,6 +41,26 @@ __attribute__((visibility("default"), noinline)) void det_gdb_ready(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* gdb breaks here once the recording's last event is done (every thread has
+ * done its events, or waits past them), once per run. */
+__attribute__((visibility("default"), noinline)) void det_gdb_end(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static _Atomic int end_reported;
+
+static void check_end(void)
+{
+	if (!det_gdb_control.attached || atomic_load(&end_reported))
+		return;
+	uint64_t done = 0;
+	for (uint32_t i = 0; i < det_hdr->threads_recorded; i++)
+		done += atomic_load(&det_shm_slot(det_hdr, i)->done);
+	if (done >= det_hdr->events_recorded && !atomic_exchange(&end_reported, 1))
+		det_gdb_end();
+}
+
 /* gdb breaks here when a replay diverges, before the program stops. */
 __attribute__((visibility("default"), noinline)) void det_gdb_diverged(void)
 {
@@ -72,6 +92,7 @@ static void reset_region(void)
 	memset((char *)h + h->objrev_off, 0, ((size_t)h->objrev_count + 1) * sizeof(uint64_t));
 	atomic_store(&h->diverged, 0);
 	atomic_store(&h->failed, 0);
+	atomic_store(&end_reported, 0);
 	memset(&h->div, 0, sizeof(h->div));
 	h->error[0] = 0;
 }
@@ -100,6 +121,7 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 	struct det_slot *s = t->slot;
 	atomic_store(&s->state, DET_TS_PARKED);
 	atomic_store(&s->at_turnstile, 1);
+	check_end();
 	for (;;) {
 		/* the object it wanted may get its id from another thread later:
 		 * keep the report (blocked_obj) current */
@@ -319,6 +341,8 @@ void det_replay_end(struct det_op *op, int64_t result)
 		if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
 			futex(&s->sleeping, FUTEX_WAKE, 1);
 	}
+	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
+		check_end();
 	if ((det_hdr->flags & DET_F_STRICT) && t->idx < t->sched_count) {
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups
