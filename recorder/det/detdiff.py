@@ -1,12 +1,15 @@
 """detdiff A B: what is different about one run of a program compared with another.
 
     detdiff [--json] [--context N] [--limit N] [--force] [--color WHEN] A.db B.db
+    detdiff --bisect [--json] [--keep DIR] [--force] PASS.db FAIL.db
 
 Rules: the comparison is det.diff's; this file only renders it. Text is for
 humans (colour only on a terminal, never with NO_COLOR set), --json for
 tools (the keys are documented in docs/detdiff.md). Exit status like diff(1):
 0 when schedules and outcomes are identical, 1 when they differ, 2 for
 errors, each told in one line (`detdiff: ...`), never a traceback.
+--bisect replays hybrid schedules (det.bisect) and exits 0 when it found
+and confirmed a critical pair, 1 when it did not, 2 for errors.
 """
 
 from __future__ import annotations
@@ -244,11 +247,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--force", action="store_true", help="compare traces whose arguments differ")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the text (default: on a terminal, unless NO_COLOR is set)")
+    p.add_argument("--bisect", action="store_true",
+                   help="A passed, B failed (strict recordings): replay hybrid schedules to find the smallest "
+                        "reordering of B that makes it pass")
+    p.add_argument("--keep", metavar="DIR", help="with --bisect: keep every replayed hybrid trace in DIR")
     ns = p.parse_args(argv)
     if ns.context < 0:
         p.error("--context needs a number >= 0")
     if ns.limit < 0:
         p.error("--limit needs a number >= 0")
+    if ns.keep is not None and not ns.bisect:
+        p.error("--keep goes with --bisect")
     return ns
 
 
@@ -256,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ns = parse_args(argv)
     limit = ns.limit or None
+    if ns.bisect:
+        return _bisect_main(ns)
     try:
         r = compare(ns.a, ns.b, force=ns.force, context=ns.context, limit=limit, parallel=True)
         if ns.json:
@@ -276,6 +287,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"detdiff: {e.strerror or e}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_SAME if r.identical else EXIT_DIFFERENT
+
+
+def _bisect_main(ns: argparse.Namespace) -> int:
+    """detdiff --bisect PASS FAIL: det.bisect's search, rendered."""
+    from .bisect import bisect_traces
+    from .bisect import render as render_bisect
+
+    try:
+        r = bisect_traces(ns.a, ns.b, force=ns.force, keep=ns.keep)
+        if ns.json:
+            json.dump(r.to_json(), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write("\n".join(render_bisect(r, Style(use_color(ns.color, sys.stdout)))) + "\n")
+        sys.stdout.flush()
+    except DetError as e:
+        print(f"detdiff: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("detdiff: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        print(f"detdiff: {e.strerror or e}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_SAME if r.found and r.confirmed else EXIT_DIFFERENT
 
 
 if __name__ == "__main__":
