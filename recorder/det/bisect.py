@@ -107,7 +107,8 @@ class Step:
 
     label: str               # what the schedule is
     stage: str               # control | H | G | move
-    replay: int | None       # the replay that judged it; None: the same order was judged before
+    replay: int              # the replay that judged it (numbered from 1, as the kept files)
+    repeated: bool           # the same order as that earlier replay: not replayed again
     verdict: str             # one of VERDICTS
     detail: str              # what detreplay said
     exit_status: int
@@ -609,25 +610,25 @@ class Runner:
         self.stall = stall
         self.command = command or detreplay_command()
         self.replays = 0
-        self.seen: dict[tuple[int, ...], Verdict] = {}
+        self.seen: dict[tuple[int, ...], tuple[Verdict, int]] = {}
         self.kept: list[Path] = []
 
-    def judge(self, order: list[int], name: str) -> tuple[Verdict, int | None]:
-        """The verdict on an order and the number of the replay that gave it
-        (None: the same order was judged before)."""
+    def judge(self, order: list[int], name: str) -> tuple[Verdict, int, bool]:
+        """The verdict on an order, the number of the replay that gave it, and
+        whether that was an earlier replay of the same order."""
         key = tuple(order)
         if key in self.seen:
-            return self.seen[key], None
+            return (*self.seen[key], True)
         self.replays += 1
         path = self.workdir / f"{self.replays:03d}-{name}.db"
         self.write(order, path)
         v = self.replay(path)
-        self.seen[key] = v
+        self.seen[key] = (v, self.replays)
         if self.keep:
             self.kept.append(path)
         else:
             path.unlink(missing_ok=True)
-        return v, self.replays
+        return v, self.replays, False
 
     def write(self, order: list[int], path: Path) -> None:
         """A copy of FAIL whose events run in `order` (base positions)."""
@@ -784,8 +785,8 @@ class _Search:
         self.fail_status = fail_status
 
     def judge(self, order: list[int], label: str, name: str, stage: str) -> Verdict:
-        v, number = self.run.judge(order, name)
-        self.steps.append(Step(label, stage, number, v.verdict, v.detail, v.exit_status))
+        v, number, repeated = self.run.judge(order, name)
+        self.steps.append(Step(label, stage, number, repeated, v.verdict, v.detail, v.exit_status))
         return v
 
     def name(self, p: int) -> str:
@@ -837,7 +838,7 @@ def _bisect(c: Comparison, pt: Trace, ft: Trace, fail_status: int, workdir: Path
             first = s
             borrowed = Borrowed([], [], [], [], {})
             s = _Search(c, ft, fail, borrowed, fail_status, workdir, keep, stall, command, notes)
-            s.steps, s.run.replays = first.steps, first.run.replays
+            s.steps, s.run.replays, s.run.kept = first.steps, first.run.replays, first.run.kept
     if not borrowed.events:
         control = s.judge(list(range(len(s.evs))), "B as recorded (control)", "control", "control")
         if control.verdict != FAILS:
@@ -1072,12 +1073,12 @@ def render(r: BisectResult, st: Any) -> list[str]:
     w(st.head(f"Schedules judged ({plural(r.replays, 'replay')} of hybrid traces with the real detreplay; "
               f"{r.events} events each):"))
     for s in r.steps:
-        num = f"{s.replay:>3}" if s.replay is not None else "  ="
+        num = f"={s.replay:<3}" if s.repeated else f"{s.replay:>3} "
         verdict = "fails" if s.verdict == FAILS else f"does not fail: {s.verdict}"
-        line = f"  {num}  {s.label:<62} {verdict}"
-        w(st.dim(line) if s.replay is None else line)
-    if any(s.replay is None for s in r.steps):
-        w(st.dim("  (=: the same order as one replayed before, not replayed again)"))
+        line = f"  {num} {s.label:<62} {verdict}"
+        w(st.dim(line) if s.repeated else line)
+    if any(s.repeated for s in r.steps):
+        w(st.dim("  (=N: the same order as replay N, not replayed again)"))
     for note in r.notes:
         w(f"note: {note}")
     return out
