@@ -794,47 +794,183 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt), 1);
 }
 
+/*
+ * New file descriptors. The kernel gives the lowest free number, so threads
+ * that open at the same time race for numbers: each open is an ordered
+ * event, and replay checks (or, if it can, restores) the recorded number.
+ */
+static int move_fd(int fd, int want)
+{
+	if (fd == want)
+		return fd;
+	if (fcntl(want, F_GETFD) != -1)
+		return -1; /* taken: the program diverged */
+	int cloexec = fcntl(fd, F_GETFD) & FD_CLOEXEC;
+	int r = real.dup3(fd, want, cloexec ? O_CLOEXEC : 0);
+	real.close(fd);
+	return r;
+}
+
+/* result: the fd, or for a pair fds[0] | fds[1] << 32; -errno on failure */
+static int64_t fd_event(uint32_t aux, uint64_t ra, int64_t (*perform)(void *), void *ctx, int pair,
+			enum fd_class cls)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return perform(ctx);
+	struct det_op op = {.aux = aux};
+	det_acquire_begin(&op, t, DET_EV_FD_OPEN, NULL, DET_OBJ_NONE, ra);
+	int64_t res;
+	if (det_replaying() && op.rec->result < 0) {
+		res = op.rec->result; /* it failed in the recording */
+	} else {
+		res = perform(ctx);
+		if (det_replaying() && res >= 0 && res != op.rec->result) {
+			int64_t want = op.rec->result;
+			int a = move_fd((int)(res & 0xffffffff), (int)(want & 0xffffffff));
+			int b = pair ? move_fd((int)(res >> 32), (int)(want >> 32)) : 0;
+			if (a < 0 || b < 0)
+				diverge_data(&op, "a new file descriptor cannot get its recorded number");
+			res = want;
+		}
+	}
+	if (res >= 0) {
+		fd_set_class((int)(res & 0xffffffff), cls);
+		if (pair)
+			fd_set_class((int)(res >> 32), cls);
+	}
+	det_acquire_end(&op, res);
+	det_leave(t);
+	return res;
+}
+
+struct fd_args {
+	int a, b, c;
+	int *fds;
+	const char *path;
+	int flags;
+	mode_t mode;
+};
+
+static int64_t do_socket(void *p)
+{
+	struct fd_args *a = p;
+	return res_of(real.socket(a->a, a->b, a->c));
+}
+
+static int64_t do_socketpair(void *p)
+{
+	struct fd_args *a = p;
+	int r = real.socketpair(a->a, a->b, a->c, a->fds);
+	return r ? -(int64_t)errno : (int64_t)a->fds[0] | (int64_t)a->fds[1] << 32;
+}
+
+static int64_t do_pipe2(void *p)
+{
+	struct fd_args *a = p;
+	int r = real.pipe2(a->fds, a->flags);
+	return r ? -(int64_t)errno : (int64_t)a->fds[0] | (int64_t)a->fds[1] << 32;
+}
+
+static int64_t do_dup(void *p)
+{
+	struct fd_args *a = p;
+	return res_of(real.dup(a->a));
+}
+
+static int64_t do_openat(void *p)
+{
+	struct fd_args *a = p;
+	return res_of(real.openat(a->a, a->path, a->flags, a->mode));
+}
+
+static void split_pair(int64_t res, int fds[2])
+{
+	fds[0] = (int)(res & 0xffffffff);
+	fds[1] = (int)(res >> 32);
+}
+
 EXPORT int socket(int domain, int type, int protocol)
 {
 	det_init();
-	int fd = real.socket(domain, type, protocol);
-	if (fd >= 0)
-		fd_set_class(fd, FDC_SOCKET);
-	return fd;
+	struct fd_args a = {domain, type, protocol, NULL, NULL, 0, 0};
+	return (int)ret_of(fd_event((uint32_t)-1, DET_RA(), do_socket, &a, 0, FDC_SOCKET));
 }
 
 EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 {
 	det_init();
-	int r = real.socketpair(domain, type, protocol, sv);
-	if (r == 0) {
-		fd_set_class(sv[0], FDC_INTERNAL);
-		fd_set_class(sv[1], FDC_INTERNAL);
-	}
-	return r;
-}
-
-EXPORT int pipe(int fds[2])
-{
-	det_init();
-	int r = real.pipe(fds);
-	if (r == 0) {
-		fd_set_class(fds[0], FDC_INTERNAL);
-		fd_set_class(fds[1], FDC_INTERNAL);
-	}
-	return r;
+	struct fd_args a = {domain, type, protocol, sv, NULL, 0, 0};
+	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_socketpair, &a, 1, FDC_INTERNAL);
+	if (res < 0)
+		return (int)ret_of(res);
+	split_pair(res, sv);
+	return 0;
 }
 
 EXPORT int pipe2(int fds[2], int flags)
 {
 	det_init();
-	int r = real.pipe2(fds, flags);
-	if (r == 0) {
-		fd_set_class(fds[0], FDC_INTERNAL);
-		fd_set_class(fds[1], FDC_INTERNAL);
-	}
-	return r;
+	struct fd_args a = {0, 0, 0, fds, NULL, flags, 0};
+	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL);
+	if (res < 0)
+		return (int)ret_of(res);
+	split_pair(res, fds);
+	return 0;
 }
+
+EXPORT int pipe(int fds[2])
+{
+	det_init();
+	struct fd_args a = {0, 0, 0, fds, NULL, 0, 0};
+	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL);
+	if (res < 0)
+		return (int)ret_of(res);
+	split_pair(res, fds);
+	return 0;
+}
+
+/* open and openat: the mode argument exists only with O_CREAT or O_TMPFILE */
+static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint64_t ra)
+{
+	struct fd_args a = {dirfd, 0, 0, NULL, path, flags, mode};
+	return (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN));
+}
+
+#define OPEN_MODE(flags, last)                                                                     \
+	mode_t mode = 0;                                                                           \
+	if ((flags) & (O_CREAT | __O_TMPFILE)) {                                                   \
+		va_list ap;                                                                        \
+		va_start(ap, last);                                                                \
+		mode = va_arg(ap, mode_t);                                                         \
+		va_end(ap);                                                                        \
+	}
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	det_init();
+	OPEN_MODE(flags, flags);
+	return det_openat(AT_FDCWD, path, flags, mode, DET_RA());
+}
+
+EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	det_init();
+	OPEN_MODE(flags, flags);
+	return det_openat(dirfd, path, flags, mode, DET_RA());
+}
+
+EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
+
+EXPORT int __open_2(const char *path, int flags)
+{
+	det_init();
+	return det_openat(AT_FDCWD, path, flags, 0, DET_RA());
+}
+
+EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
 
 /* Replay: put a stand-in at the recorded fd number (one end of a
  * socketpair), so the program can poll, read, write and close it. */
@@ -937,10 +1073,9 @@ EXPORT int close(int fd)
 EXPORT int dup(int fd)
 {
 	det_init();
-	int r = real.dup(fd);
-	if (r >= 0 && fd >= 0 && fd < FD_LIMIT)
-		fd_set_class(r, (enum fd_class)atomic_load(&fd_classes[fd]));
-	return r;
+	struct fd_args a = {fd, 0, 0, NULL, NULL, 0, 0};
+	enum fd_class c = fd >= 0 && fd < FD_LIMIT ? (enum fd_class)atomic_load(&fd_classes[fd]) : FDC_UNKNOWN;
+	return (int)ret_of(fd_event((uint32_t)fd, DET_RA(), do_dup, &a, 0, c));
 }
 
 EXPORT int dup2(int fd, int to)

@@ -32,6 +32,10 @@ static void det_exit_event(struct det_thread *t, uint64_t ra)
 {
 	struct det_op op = {.id = t->slot->obj};
 	det_release_begin(&op, t, DET_EV_THREAD_EXIT, NULL, DET_OBJ_THREAD, ra);
+	if (det_strict) { /* its joiners try again, and find it exiting */
+		atomic_store(&t->slot->state, DET_TS_EXITING);
+		det_strict_signal((void *)t->slot->pthread, 1);
+	}
 	det_release_end(&op, 0);
 	det_thread_exit(t);
 }
@@ -82,6 +86,8 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 		if (child >= det_hdr->max_threads)
 			det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)",
 				  child, det_hdr->max_threads);
+		if (det_strict)
+			det_strict_created(child);
 	}
 	struct det_slot *cs = det_shm_slot(det_hdr, child);
 	cs->parent = t->num;
@@ -110,9 +116,28 @@ static int det_join(struct det_thread *t, uint16_t kind, pthread_t th, void **re
 	} else if (det_replaying()) {
 		r = real.pthread_join(th, ret);
 	} else {
-		det_block(&op);
-		r = attempt(ctx);
-		det_unblock(&op);
+		struct det_slot *target = NULL;
+		if (det_strict && kind == DET_EV_THREAD_JOIN) {
+			/* let the thread run until its exit event (decided under
+			 * the token); its last steps out need no turn */
+			uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
+			for (uint32_t i = 1; i < n && i < det_hdr->max_threads && op.obj; i++)
+				if (det_shm_slot(det_hdr, i)->obj == op.obj) /* set by its creator */
+					target = det_shm_slot(det_hdr, i);
+			while (target && atomic_load(&target->state) != DET_TS_EXITING &&
+			       atomic_load(&target->state) != DET_TS_FREE)
+				det_strict_wait_for(&op, (void *)th);
+		}
+		if (det_strict && kind == DET_EV_THREAD_JOIN && target) {
+			/* it has done its exit event: the rest of its way out needs
+			 * no turn, so keep ours (giving it up here would make the
+			 * schedule depend on how fast the kernel reaps threads) */
+			r = attempt(ctx);
+		} else {
+			det_block(&op);
+			r = attempt(ctx);
+			det_unblock(&op);
+		}
 	}
 	det_acquire_end(&op, r);
 	if (r == 0)
@@ -216,12 +241,24 @@ EXPORT void pthread_exit(void *ret)
 /* ------------------------------------------------------------------ */
 /* lock-like acquisitions and releases */
 
+/* Does the calling thread itself hold this lock? (A relock of an
+ * error-checking mutex fails with EDEADLK at once: strict mode must not wait
+ * for a release that cannot come.) Reads glibc's own owner fields. */
+static int held_by_me(struct det_thread *t, enum det_objkind kind, const void *obj)
+{
+	if (kind == DET_OBJ_MUTEX)
+		return ((const pthread_mutex_t *)obj)->__data.__owner == t->slot->ktid;
+	if (kind == DET_OBJ_RWLOCK)
+		return ((const pthread_rwlock_t *)obj)->__data.__cur_writer == t->slot->ktid;
+	return 0;
+}
+
 /*
  * Acquire an ordered lock. Record tries first, so that only a contended call
  * is marked as blocked (what a deadlock report shows). Replay takes the lock
  * with try_call at its turn.
  */
-#define DET_LOCK_LIKE(kind, objkind, obj, try_call, block_call)                    \
+#define DET_LOCK_LIKE(kind, objkind, obj, try_call, block_call, may_block)                         \
 	do {                                                                      \
 		struct det_thread *t = det_enter();                               \
 		if (!t)                                                           \
@@ -230,10 +267,18 @@ EXPORT void pthread_exit(void *ret)
 		int r;                                                            \
 		if (det_acquire_begin(&op, t, kind, obj, objkind, DET_RA())) {    \
 			r = (int)op.rec->result;                                  \
-		} else if ((r = try_call) == EBUSY && !det_replaying()) {         \
-			det_block(&op);                                           \
-			r = block_call;                                           \
-			det_unblock(&op);                                         \
+		} else if ((r = try_call) == EBUSY && !det_replaying() && (may_block)) { \
+			if (det_strict && !held_by_me(t, objkind, obj)) {         \
+				/* wait, not runnable, until it is released */    \
+				while (r == EBUSY) {                              \
+					det_strict_wait_for(&op, obj);            \
+					r = try_call;                             \
+				}                                                 \
+			} else {                                                  \
+				det_block(&op);                                   \
+				r = block_call;                                   \
+				det_unblock(&op);                                 \
+			}                                                         \
 		}                                                                 \
 		det_acquire_end(&op, r);                                          \
 		det_leave(t);                                                     \
@@ -248,6 +293,8 @@ EXPORT void pthread_exit(void *ret)
 		struct det_op op = {0};                                           \
 		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
 		int r = call;                                                     \
+		if (det_strict) /* its waiters try again */                       \
+			det_strict_signal(obj, 1);                                \
 		det_release_end(&op, r);                                          \
 		det_leave(t);                                                     \
 		return r;                                                         \
@@ -294,7 +341,7 @@ EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
 EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	DET_LOCK_LIKE(DET_EV_MUTEX_LOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
-		      real.pthread_mutex_lock(m));
+		      real.pthread_mutex_lock(m), 1);
 }
 
 EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -316,13 +363,13 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_MUTEX_TIMEDLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
-		      real.pthread_mutex_timedlock(m, abstime));
+		      real.pthread_mutex_timedlock(m, abstime), 1);
 }
 
 EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_MUTEX_CLOCKLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
-		      real.pthread_mutex_clocklock(m, clock, abstime));
+		      real.pthread_mutex_clocklock(m, clock, abstime), 1);
 }
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
@@ -357,6 +404,21 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	}
 	/* Publish the wait before blocking in it. */
 	det_release_end(&wait, 0);
+	if (det_strict) {
+		/* emulated: the mutex is released, the thread runs again when a
+		 * signal picks it (or its deadline passes), then retakes it */
+		real.pthread_mutex_unlock(m);
+		det_strict_signal(m, 1); /* those waiting for the mutex try again */
+		clockid_t ck = how == COND_CLOCK ? clock
+			       : (c->__data.__wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+		int timedout = det_strict_wait(t, c, how == COND_PLAIN ? NULL : abstime, ck);
+		while ((r = real.pthread_mutex_trylock(m)) == EBUSY)
+			det_strict_wait_for(&wait, m);
+		r = timedout ? ETIMEDOUT : r;
+		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+		det_acquire_end(&wake, r);
+		return r;
+	}
 	det_block(&wait);
 	switch (how) {
 	case COND_PLAIN:
@@ -419,14 +481,29 @@ EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid
 
 /* Replay still signals: a waiter outside det's control (a thread not
  * created through pthread_create) must not sleep for ever. */
+static int det_cond_signal(pthread_cond_t *c, int all, uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return all ? real.pthread_cond_broadcast(c) : real.pthread_cond_signal(c);
+	struct det_op op = {0};
+	det_release_begin(&op, t, all ? DET_EV_COND_BROADCAST : DET_EV_COND_SIGNAL, c, DET_OBJ_COND, ra);
+	int r = all ? real.pthread_cond_broadcast(c) : real.pthread_cond_signal(c);
+	if (det_strict)
+		det_strict_signal(c, all); /* the emulated waiters */
+	det_release_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
 EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
-	DET_RELEASE_LIKE(DET_EV_COND_SIGNAL, DET_OBJ_COND, c, real.pthread_cond_signal(c));
+	return det_cond_signal(c, 0, DET_RA());
 }
 
 EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
-	DET_RELEASE_LIKE(DET_EV_COND_BROADCAST, DET_OBJ_COND, c, real.pthread_cond_broadcast(c));
+	return det_cond_signal(c, 1, DET_RA());
 }
 
 /* ------------------------------------------------------------------ */
@@ -446,49 +523,49 @@ EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *l)
 EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_RDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
-		      real.pthread_rwlock_rdlock(l));
+		      real.pthread_rwlock_rdlock(l), 1);
 }
 
 EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
-		      EBUSY);
+		      EBUSY, 0);
 }
 
 EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
-		      real.pthread_rwlock_timedrdlock(l, abstime));
+		      real.pthread_rwlock_timedrdlock(l, abstime), 1);
 }
 
 EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
-		      real.pthread_rwlock_clockrdlock(l, clock, abstime));
+		      real.pthread_rwlock_clockrdlock(l, clock, abstime), 1);
 }
 
 EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_WRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
-		      real.pthread_rwlock_wrlock(l));
+		      real.pthread_rwlock_wrlock(l), 1);
 }
 
 EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
-		      EBUSY);
+		      EBUSY, 0);
 }
 
 EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
-		      real.pthread_rwlock_timedwrlock(l, abstime));
+		      real.pthread_rwlock_timedwrlock(l, abstime), 1);
 }
 
 EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
-		      real.pthread_rwlock_clockwrlock(l, clock, abstime));
+		      real.pthread_rwlock_clockwrlock(l, clock, abstime), 1);
 }
 
 EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
@@ -503,6 +580,8 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a, unsigned count)
 {
 	det_init();
+	if (det_strict)
+		det_strict_barrier_init(b, count);
 	DET_INIT(b, real.pthread_barrier_init(b, a, count));
 }
 
@@ -521,7 +600,9 @@ EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 	int r = 0;
 	det_release_begin(&arrive, t, DET_EV_BARRIER_ARRIVE, b, DET_OBJ_BARRIER, ra);
 	det_release_end(&arrive, 0);
-	if (!det_replaying()) {
+	if (det_strict) {
+		r = det_strict_barrier_wait(t, b);
+	} else if (!det_replaying()) {
 		det_block(&arrive);
 		r = real.pthread_barrier_wait(b);
 		det_unblock(&arrive);
@@ -536,7 +617,7 @@ EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 /* ------------------------------------------------------------------ */
 /* semaphores: results are 0 or -errno */
 
-#define DET_SEM_WAIT(kind, s, try_call, block_call)                                 \
+#define DET_SEM_WAIT(kind, s, try_call, block_call, may_block)                                    \
 	do {                                                                      \
 		struct det_thread *t = det_enter();                               \
 		if (!t)                                                           \
@@ -546,10 +627,17 @@ EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 		if (det_acquire_begin(&op, t, kind, s, DET_OBJ_SEM, DET_RA())) {  \
 			r = -1;                                                   \
 			errno = (int)-op.rec->result;                             \
-		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying()) { \
-			det_block(&op);                                           \
-			r = block_call;                                           \
-			det_unblock(&op);                                         \
+		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying() && (may_block)) { \
+			if (det_strict) {                                         \
+				while (r != 0 && errno == EAGAIN) {               \
+					det_strict_wait_for(&op, s);              \
+					r = try_call;                             \
+				}                                                 \
+			} else {                                                  \
+				det_block(&op);                                   \
+				r = block_call;                                   \
+				det_unblock(&op);                                 \
+			}                                                         \
 		}                                                                 \
 		int saved = errno;                                                \
 		det_acquire_end(&op, r ? -saved : 0);                             \
@@ -571,22 +659,22 @@ EXPORT int sem_destroy(sem_t *s)
 
 EXPORT int sem_wait(sem_t *s)
 {
-	DET_SEM_WAIT(DET_EV_SEM_WAIT, s, real.sem_trywait(s), real.sem_wait(s));
+	DET_SEM_WAIT(DET_EV_SEM_WAIT, s, real.sem_trywait(s), real.sem_wait(s), 1);
 }
 
 EXPORT int sem_trywait(sem_t *s)
 {
-	DET_SEM_WAIT(DET_EV_SEM_TRYWAIT, s, real.sem_trywait(s), -1);
+	DET_SEM_WAIT(DET_EV_SEM_TRYWAIT, s, real.sem_trywait(s), -1, 0);
 }
 
 EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
 {
-	DET_SEM_WAIT(DET_EV_SEM_TIMEDWAIT, s, real.sem_trywait(s), real.sem_timedwait(s, abstime));
+	DET_SEM_WAIT(DET_EV_SEM_TIMEDWAIT, s, real.sem_trywait(s), real.sem_timedwait(s, abstime), 1);
 }
 
 EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
-	DET_SEM_WAIT(DET_EV_SEM_CLOCKWAIT, s, real.sem_trywait(s), real.sem_clockwait(s, clock, abstime));
+	DET_SEM_WAIT(DET_EV_SEM_CLOCKWAIT, s, real.sem_trywait(s), real.sem_clockwait(s, clock, abstime), 1);
 }
 
 EXPORT int sem_post(sem_t *s)
@@ -598,6 +686,8 @@ EXPORT int sem_post(sem_t *s)
 	det_release_begin(&op, t, DET_EV_SEM_POST, s, DET_OBJ_SEM, DET_RA());
 	int r = real.sem_post(s);
 	int saved = errno;
+	if (det_strict)
+		det_strict_signal(s, 1);
 	det_release_end(&op, r ? -saved : 0);
 	det_leave(t);
 	errno = saved;
@@ -621,12 +711,12 @@ EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
 EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_SPIN_LOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l),
-		      real.pthread_spin_lock(l));
+		      real.pthread_spin_lock(l), 1);
 }
 
 EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-	DET_LOCK_LIKE(DET_EV_SPIN_TRYLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l), EBUSY);
+	DET_LOCK_LIKE(DET_EV_SPIN_TRYLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l), EBUSY, 0);
 }
 
 EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
@@ -724,9 +814,14 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 {
 	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
 	if (!det_replaying() && f && real.ftrylockfile(f) != 0) {
-		det_block(op); /* strict mode: the holder of the FILE needs the turn */
-		real.flockfile(f);
-		det_unblock(op);
+		if (det_strict) {
+			while (real.ftrylockfile(f) != 0) /* its holder needs the turn */
+				det_strict_wait_for(op, f);
+		} else {
+			det_block(op);
+			real.flockfile(f);
+			det_unblock(op);
+		}
 	}
 }
 
@@ -736,8 +831,11 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 		det_acquire_end(op, op->rec->result);
 	} else {
 		det_acquire_end(op, r);
-		if (f)
+		if (f) {
 			real.funlockfile(f);
+			if (det_strict)
+				det_strict_signal(f, 1);
+		}
 	}
 	det_leave(op->t);
 	return r;
@@ -878,10 +976,15 @@ EXPORT void flockfile(FILE *f)
 		return;
 	}
 	struct det_op op = {0};
-	if (!det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA())) {
-		det_block(&op);
-		real.flockfile(f);
-		det_unblock(&op);
+	if (!det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA()) && real.ftrylockfile(f) != 0) {
+		if (det_strict) {
+			while (real.ftrylockfile(f) != 0)
+				det_strict_wait_for(&op, f);
+		} else {
+			det_block(&op);
+			real.flockfile(f);
+			det_unblock(&op);
+		}
 	}
 	det_acquire_end(&op, 0);
 	det_leave(t);
@@ -917,6 +1020,8 @@ EXPORT void funlockfile(FILE *f)
 	struct det_op op = {0};
 	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, DET_RA());
 	real.funlockfile(f);
+	if (det_strict)
+		det_strict_signal(f, 1);
 	det_release_end(&op, 0);
 	det_leave(t);
 }

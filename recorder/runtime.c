@@ -37,7 +37,7 @@ static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 
 _Static_assert(sizeof(struct det_rec) == 48, "ring entry size is ABI");
-_Static_assert(sizeof(struct det_slot) == 320, "slot size is ABI");
+_Static_assert(sizeof(struct det_slot) == 384, "slot size is ABI");
 _Static_assert(sizeof(struct det_sched) == 64, "schedule entry size is ABI");
 
 /* ------------------------------------------------------------------ */
@@ -516,7 +516,7 @@ static inline void write_event_len(struct det_op *op, int64_t result, uint32_t l
  */
 void det_rec_release_begin(struct det_op *op)
 {
-	if (det_unlikely(det_strict) && !op->t->holding)
+	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
 	ring_reserve(op->t, 2); /* the event, and room for a result */
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
@@ -525,10 +525,13 @@ void det_rec_release_begin(struct det_op *op)
 
 /* The moment between two events: where strict mode may switch threads and
  * parallel chaos may pause. */
-static inline void boundary(struct det_thread *t)
+static inline void boundary(struct det_thread *t, uint16_t kind)
 {
-	if (det_unlikely(det_strict))
-		det_strict_after_event(t);
+	if (det_unlikely(det_strict)) {
+		/* an exiting thread gives its turn up for good just after */
+		if (kind != DET_EV_THREAD_EXIT)
+			det_strict_after_event(t, kind == DET_EV_SCHED_YIELD);
+	}
 	else if (det_unlikely(det_chaos))
 		det_chaos_delay(t);
 }
@@ -544,17 +547,17 @@ void det_rec_end(struct det_op *op, int64_t result)
 		r->result = result;
 		atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
 	}
-	boundary(t);
+	boundary(t, op->kind);
 }
 
 void det_rec_acquire_end(struct det_op *op, int64_t result)
 {
-	if (det_unlikely(det_strict) && !op->t->holding)
+	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
 	ring_reserve(op->t, 1);
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
 	write_event(op, result);
-	boundary(op->t);
+	boundary(op->t, op->kind);
 }
 
 /* An input's data goes before its event, in DATA entries published as they
@@ -581,12 +584,12 @@ void det_rec_data(struct det_thread *t, const void *data, uint32_t len)
 
 void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 {
-	if (det_unlikely(det_strict) && !op->t->holding)
+	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
 	ring_reserve(op->t, 1);
 	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
 	write_event_len(op, result, len);
-	boundary(op->t);
+	boundary(op->t, op->kind);
 }
 
 /* A create takes its place in the order and its child's number together,
@@ -613,16 +616,22 @@ void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t r
 	s->blocked_ra = ra;
 	atomic_store_explicit(&s->blocked_kind, kind, memory_order_release);
 	if (det_strict) {
-		/* The code run so far belongs before what others do next: the
-		 * hand-over is an event, which replay takes at the same call. */
-		if (!t->holding)
-			det_strict_acquire(t);
-		struct det_op op = {.t = t, .kind = DET_EV_BLOCK, .aux = kind, .ra = ra};
-		ring_reserve(t, 1);
-		op.seq = take_seq(t, 1) & DET_SEQ_MASK;
-		write_event(&op, 0);
+		det_rec_block_event(t, kind, obj, ra);
 		det_strict_release(t);
 	}
+}
+
+/* Strict mode: the thread stops here and gives up its turn. The code it ran
+ * so far belongs before what others do next, so the hand-over is an event,
+ * which replay takes at the same call. */
+void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra)
+{
+	if (!t->holding)
+		det_strict_acquire(t);
+	struct det_op op = {.t = t, .kind = DET_EV_BLOCK, .obj = obj, .aux = kind, .ra = ra};
+	ring_reserve(t, 1);
+	op.seq = take_seq(t, 1) & DET_SEQ_MASK;
+	write_event(&op, 0);
 }
 
 void det_rec_unblock(struct det_thread *t)

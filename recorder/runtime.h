@@ -117,7 +117,16 @@ DET_HIDDEN extern int det_chaos;  /* recording with seeded delays (parallel chao
 DET_HIDDEN void det_strict_start(struct det_thread *t);
 DET_HIDDEN void det_strict_acquire(struct det_thread *t);
 DET_HIDDEN void det_strict_release(struct det_thread *t);
-DET_HIDDEN void det_strict_after_event(struct det_thread *t);
+DET_HIDDEN void det_strict_after_event(struct det_thread *t, int yielding);
+DET_HIDDEN void det_strict_created(uint32_t child);
+DET_HIDDEN void det_strict_runnable(uint32_t num);
+DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime,
+			       clockid_t clock);
+/* Wait until obj is released (not runnable meanwhile); for a contended lock. */
+DET_HIDDEN void det_strict_wait_for(struct det_op *op, const void *obj);
+DET_HIDDEN void det_strict_signal(const void *obj, int all);
+DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
+DET_HIDDEN int det_strict_barrier_wait(struct det_thread *t, const void *b);
 DET_HIDDEN void det_chaos_delay(struct det_thread *t);
 
 /* --- lifecycle (runtime.c) --- */
@@ -181,6 +190,7 @@ DET_HIDDEN void det_rec_end(struct det_op *op, int64_t result);
 DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
 DET_HIDDEN void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
 DET_HIDDEN void det_rec_unblock(struct det_thread *t);
+DET_HIDDEN void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
 DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
 DET_HIDDEN void det_rec_data(struct det_thread *t, const void *data, uint32_t len);
 DET_HIDDEN void det_rec_input(struct det_op *op, int64_t result, uint32_t len);

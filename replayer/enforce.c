@@ -310,6 +310,9 @@ const struct det_sched *det_replay_input(struct det_op *op)
 		park(t);
 	}
 	const struct det_sched *e = &t->sched[t->idx];
+	for (int i = 0; i < 2; i++) /* none, except for the ordered ones (accept) */
+		if (e->dep_thread[i])
+			wait_for(t, e->dep_thread[i], e->dep_idx[i]);
 	if (e->kind != op->kind)
 		det_diverge(t, DET_DIV_KIND, op->kind, NULL, op->ra, "another kind of event");
 	if (e->aux != op->aux)

@@ -5,23 +5,31 @@
  * Also chaos scheduling: the same decisions, drawn from a seed.
  *
  * Rules of this file:
- *  - A thread runs program code only while it holds the token. It offers
- *    the token at an event boundary (after `quantum` events, or when the
- *    chaos strategy says so) and gives it up before any call that may block
- *    (a contended lock, a condition wait, a read...), taking it back after.
- *    Every event is therefore taken while holding the token: the trace's
- *    order is the order in which the code ran.
+ *  - A thread runs program code only while it holds the token. Who may have
+ *    it next ("wants") is changed only by the holder, at an event: a new
+ *    thread is runnable from its creation, a waiter from the signal that
+ *    wakes it, a thread that yields stays runnable. So the scheduler's
+ *    choices depend on the events alone, and a seed repeats them.
+ *  - Nothing ordered by det blocks in the kernel: a thread that finds a
+ *    lock taken, a condition to wait for, a barrier not full or a thread to
+ *    join not yet exited stops being runnable until the holder releases it
+ *    (an unlock, a signal, the last arrival, the exit), and is retried then;
+ *    condition variables and barriers are emulated, with POSIX's licence
+ *    for spurious wake-ups. Where a thread stops, a BLOCK event records the
+ *    point, so replay runs the code before it in the same turn. Calls into
+ *    the outside world (reads, sleeps...) wait in the kernel without the
+ *    token; when they return depends on timing, and is recorded.
  *  - A holder that makes no event for watchdog_ms while others wait loses
  *    the token: the preemption is recorded (PREEMPT) as a point replay
  *    cannot make exact.
  *  - Chaos (PCT, after Burckhardt et al.): every thread gets a random
- *    priority from the run's seed; the highest-priority thread that can run
+ *    priority from the run's seed; the highest-priority runnable thread
  *    holds the token; at a few change points (event numbers drawn by detrec
- *    from the same seed) the running thread drops below everyone. The same
- *    seed gives the same decisions, since they depend only on the events.
+ *    from the same seed) the running thread drops below everyone.
  */
 #include "runtime.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -43,24 +51,49 @@ static uint64_t next_rand(struct det_thread *t)
 	return x;
 }
 
-static void hand_to(uint32_t num)
+static uint32_t nthreads(void)
 {
-	struct det_slot *s = det_shm_slot(det_hdr, num);
-	atomic_store(&det_hdr->strict_owner, num + 1);
+	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
+	return n > det_hdr->max_threads ? det_hdr->max_threads : n;
+}
+
+static void wake(struct det_slot *s)
+{
 	atomic_fetch_add(&s->strict_wake, 1);
 	futex(&s->strict_wake, FUTEX_WAKE, 1, NULL);
 }
 
-/* The next thread that wants the token, after `from` in number order (or
- * the highest priority one, under chaos). */
+/* Make a thread runnable (it competes for the token). Done by the holder. */
+void det_strict_runnable(uint32_t num)
+{
+	struct det_slot *s = det_shm_slot(det_hdr, num);
+	uint32_t no = 0;
+	if (atomic_compare_exchange_strong(&s->strict_wants, &no, 1))
+		atomic_fetch_add(&det_hdr->strict_wanting, 1);
+}
+
+static void not_runnable(struct det_slot *s)
+{
+	uint32_t yes = 1;
+	if (atomic_compare_exchange_strong(&s->strict_wants, &yes, 0))
+		atomic_fetch_sub(&det_hdr->strict_wanting, 1);
+}
+
+static void hand_to(uint32_t num)
+{
+	atomic_store(&det_hdr->strict_owner, num + 1);
+	wake(det_shm_slot(det_hdr, num));
+}
+
+/* The runnable thread to run next, other than t: round robin after t, or
+ * the highest priority one under chaos. */
 static int pick(struct det_thread *t, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
-	uint32_t n = (uint32_t)(atomic_load(&h->clock) >> DET_SEQ_BITS);
-	if (n > h->max_threads)
-		n = h->max_threads;
+	uint32_t n = nthreads();
+	if (!atomic_load(&h->strict_wanting))
+		return 0;
 	if (h->chaos_seed) {
-		/* PCT: the waiting thread of highest priority */
 		int found = 0;
 		int32_t best = INT32_MIN;
 		for (uint32_t i = 0; i < n; i++) {
@@ -86,28 +119,6 @@ static int pick(struct det_thread *t, uint32_t *out)
 	return 0;
 }
 
-void det_strict_release(struct det_thread *t)
-{
-	if (!t->holding)
-		return;
-	t->holding = 0;
-	uint32_t next;
-	if (atomic_load(&det_hdr->strict_wanting) && pick(t, &next)) {
-		hand_to(next);
-		return;
-	}
-	atomic_store(&det_hdr->strict_owner, 0);
-	/* a thread may have begun to wait after we looked */
-	if (atomic_load(&det_hdr->strict_wanting) && pick(t, &next)) {
-		uint32_t free = 0;
-		if (atomic_compare_exchange_strong(&det_hdr->strict_owner, &free, next + 1)) {
-			struct det_slot *s = det_shm_slot(det_hdr, next);
-			atomic_fetch_add(&s->strict_wake, 1);
-			futex(&s->strict_wake, FUTEX_WAKE, 1, NULL);
-		}
-	}
-}
-
 /* Preempt a holder that has made no event for too long. */
 static void preempt(struct det_thread *t, uint32_t victim)
 {
@@ -116,26 +127,20 @@ static void preempt(struct det_thread *t, uint32_t victim)
 		return;
 	atomic_fetch_add(&det_hdr->preemptions, 1);
 	t->holding = 1;
-	struct det_op op = {.id = det_shm_slot(det_hdr, victim)->obj, .aux = victim};
-	op.t = t;
-	op.kind = DET_EV_PREEMPT;
-	op.obj = op.id;
-	op.ra = 0;
+	struct det_op op = {.t = t, .kind = DET_EV_PREEMPT, .aux = victim};
+	op.obj = det_shm_slot(det_hdr, victim)->obj;
 	t->depth++;
 	det_rec_acquire_end(&op, 0);
 	t->depth--;
 }
 
-void det_strict_acquire(struct det_thread *t)
+/* Wait until the token is ours (the thread is runnable, or about to be). */
+static void wait_token(struct det_thread *t)
 {
 	struct det_shm_header *h = det_hdr;
 	struct det_slot *me = t->slot;
-	if (t->holding)
-		return;
-	atomic_store(&me->strict_wants, 1);
-	atomic_fetch_add(&h->strict_wanting, 1);
 	uint32_t last_owner = 0;
-	uint64_t last_progress = 0, stuck_ms = 0;
+	uint64_t last_progress = 0, since = 0;
 	for (;;) {
 		uint32_t free = 0;
 		if (atomic_compare_exchange_strong(&h->strict_owner, &free, t->num + 1))
@@ -152,61 +157,240 @@ void det_strict_acquire(struct det_thread *t)
 		if (!owner || owner == t->num + 1)
 			continue;
 		uint64_t progress = atomic_load(&det_shm_slot(h, owner - 1)->head);
+		uint64_t now = det_now_slow();
 		if (owner != last_owner || progress != last_progress) {
 			last_owner = owner;
 			last_progress = progress;
-			stuck_ms = 0;
+			since = now;
 			continue;
 		}
-		stuck_ms += 10;
-		if (h->strict_watchdog_ms && stuck_ms >= h->strict_watchdog_ms) {
+		if (h->strict_watchdog_ms && now - since >= (uint64_t)h->strict_watchdog_ms * 1000000) {
 			preempt(t, owner - 1);
 			if (t->holding)
 				break;
 		}
 	}
-	atomic_fetch_sub(&h->strict_wanting, 1);
-	atomic_store(&me->strict_wants, 0);
+	not_runnable(me);
 	t->holding = 1;
 	t->quantum = (int32_t)h->strict_quantum;
+}
+
+void det_strict_acquire(struct det_thread *t)
+{
+	if (t->holding)
+		return;
+	det_strict_runnable(t->num);
+	wait_token(t);
+}
+
+/* Give the token up: to the next runnable thread, or free it. */
+void det_strict_release(struct det_thread *t)
+{
+	if (!t->holding)
+		return;
+	t->holding = 0;
+	uint32_t next;
+	if (pick(t, &next)) {
+		hand_to(next);
+		return;
+	}
+	atomic_store(&det_hdr->strict_owner, 0);
+	/* a thread back from the outside world may have become runnable
+	 * after we looked */
+	if (pick(t, &next)) {
+		uint32_t free = 0;
+		if (atomic_compare_exchange_strong(&det_hdr->strict_owner, &free, next + 1))
+			wake(det_shm_slot(det_hdr, next));
+	}
+}
+
+/* Hand the turn to `next` and wait for it to come back: t stays runnable. */
+static void yield_to(struct det_thread *t, uint32_t next)
+{
+	det_strict_runnable(t->num); /* before the other can decide anything */
+	t->holding = 0;
+	hand_to(next);
+	wait_token(t);
+}
+
+/* A thread's PCT priority: from the seed and its number only. */
+static int32_t priority(uint32_t num)
+{
+	uint64_t x = det_hdr->chaos_seed ^ (0xD1B54A32D192ED03ull * (num + 1));
+	x ^= x >> 31;
+	x *= 0x9E3779B97F4A7C15ull;
+	x ^= x >> 29;
+	return (int32_t)(x % 1000000);
 }
 
 void det_strict_start(struct det_thread *t)
 {
 	t->rng = (det_hdr->chaos_seed ^ (0x9E3779B97F4A7C15ull * (t->num + 1))) | 1;
-	if (det_hdr->chaos_seed)
-		atomic_store(&t->slot->prio, (int32_t)(next_rand(t) % 1000000));
+	if (det_hdr->chaos_seed && t->num == 0)
+		atomic_store(&t->slot->prio, priority(0));
 	det_strict_acquire(t);
 }
 
 /* After each event of the holder: offer the token when the quantum is used
- * up (or, under chaos, when the generator says so). */
-void det_strict_after_event(struct det_thread *t)
+ * up (or, under chaos, when the generator says so), or when the thread
+ * yields. */
+void det_strict_after_event(struct det_thread *t, int yielding)
 {
 	if (!t->holding) {
-		/* an event after the thread gave the token up for good (a key
-		 * destructor after its exit): take it back */
-		det_strict_acquire(t);
+		/* past its exit event (a key destructor): such a thread runs
+		 * without a turn, since its joiner may hold one while it waits */
+		if (!t->exited)
+			det_strict_acquire(t);
 		return;
 	}
 	struct det_shm_header *h = det_hdr;
 	uint32_t next;
+	if (yielding) {
+		if (pick(t, &next))
+			yield_to(t, next);
+		return;
+	}
 	if (h->chaos_seed) {
 		/* a change point passed: the running thread drops below all */
 		uint32_t k = atomic_load(&h->pct_next);
 		if (k < h->pct_changes && (atomic_load(&h->clock) & DET_SEQ_MASK) >= h->pct_change[k] &&
 		    atomic_compare_exchange_strong(&h->pct_next, &k, k + 1))
 			atomic_store(&t->slot->prio, -(int32_t)(k + 1));
-		if (!atomic_load(&h->strict_wanting) || !pick(t, &next) ||
-		    atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
+		if (!pick(t, &next) || atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
 			return;
 	} else {
-		if (--t->quantum > 0 || !atomic_load(&h->strict_wanting) || !pick(t, &next))
+		if (--t->quantum > 0 || !pick(t, &next))
 			return;
 	}
-	t->holding = 0;
-	hand_to(next);
-	det_strict_acquire(t);
+	yield_to(t, next);
+}
+
+/* A contended lock (or a thread to join): stop here, not runnable, until
+ * whoever holds obj releases it; the caller then tries again. */
+void det_strict_wait_for(struct det_op *op, const void *obj)
+{
+	det_rec_block_event(op->t, op->kind, op->obj, op->ra);
+	det_strict_wait(op->t, obj, NULL, 0);
+}
+
+/* A thread just created is runnable at once, with its priority (not when
+ * it gets going, which depends on timing). */
+void det_strict_created(uint32_t child)
+{
+	if (det_hdr->chaos_seed)
+		atomic_store(&det_shm_slot(det_hdr, child)->prio, priority(child));
+	det_strict_runnable(child);
+}
+
+/*
+ * Waiting on a condition variable (or a barrier): the thread stops being
+ * runnable until a signal picks it, gives the token on, and sleeps. With a
+ * deadline it also wakes by itself, in real time, when no signal came.
+ * Returns 1 if it timed out.
+ */
+int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime, clockid_t clock)
+{
+	struct det_shm_header *h = det_hdr;
+	struct det_slot *me = t->slot;
+	if (!t->holding)
+		det_strict_acquire(t);
+	me->strict_ticket = atomic_fetch_add(&h->strict_tickets, 1);
+	atomic_store(&me->strict_timedout, 0);
+	atomic_store(&me->strict_cond, (uint64_t)(uintptr_t)obj);
+	det_strict_release(t);
+	for (;;) {
+		uint32_t w = atomic_load(&me->strict_wake);
+		if (!atomic_load(&me->strict_cond))
+			break; /* signalled: made runnable by the signaller */
+		if (abstime) {
+			struct timespec now;
+			det_sys(SYS_clock_gettime, clock, (long)&now, 0, 0, 0, 0);
+			int64_t left = (abstime->tv_sec - now.tv_sec) * 1000000000ll + (abstime->tv_nsec - now.tv_nsec);
+			if (left <= 0) {
+				uint64_t mine = (uint64_t)(uintptr_t)obj;
+				if (atomic_compare_exchange_strong(&me->strict_cond, &mine, 0)) {
+					atomic_store(&me->strict_timedout, 1);
+					det_strict_runnable(t->num);
+				}
+				break;
+			}
+			struct timespec ts = {left / 1000000000, left % 1000000000};
+			futex(&me->strict_wake, FUTEX_WAIT, w, &ts);
+		} else {
+			futex(&me->strict_wake, FUTEX_WAIT, w, NULL);
+		}
+	}
+	wait_token(t);
+	return (int)atomic_load(&me->strict_timedout);
+}
+
+/* Wake the thread(s) waiting on obj that waited first (all of them for a
+ * broadcast or a barrier). Called by the holder. */
+void det_strict_signal(const void *obj, int all)
+{
+	struct det_shm_header *h = det_hdr;
+	uint64_t key = (uint64_t)(uintptr_t)obj;
+	uint32_t n = nthreads();
+	for (;;) {
+		int found = 0;
+		uint32_t who = 0;
+		uint64_t best = UINT64_MAX;
+		for (uint32_t i = 0; i < n; i++) {
+			struct det_slot *s = det_shm_slot(h, i);
+			if (atomic_load(&s->strict_cond) == key && s->strict_ticket < best) {
+				best = s->strict_ticket;
+				who = i;
+				found = 1;
+			}
+		}
+		if (!found)
+			return;
+		struct det_slot *s = det_shm_slot(h, who);
+		uint64_t mine = key;
+		if (atomic_compare_exchange_strong(&s->strict_cond, &mine, 0)) {
+			det_strict_runnable(who);
+			wake(s);
+		}
+		if (!all)
+			return;
+	}
+}
+
+/* Barriers, emulated: how many of a round have arrived. */
+static struct {
+	_Atomic uint64_t addr;
+	uint32_t count, arrived;
+} barriers[256];
+
+void det_strict_barrier_init(const void *b, unsigned count)
+{
+	for (int i = 0; i < 256; i++) {
+		uint64_t empty = 0, a = (uint64_t)(uintptr_t)b;
+		if (atomic_load(&barriers[i].addr) == a ||
+		    atomic_compare_exchange_strong(&barriers[i].addr, &empty, a)) {
+			barriers[i].count = count;
+			barriers[i].arrived = 0;
+			return;
+		}
+	}
+	det_fatal("more than 256 barriers in strict mode");
+}
+
+/* Returns PTHREAD_BARRIER_SERIAL_THREAD for the last arrival, else 0. */
+int det_strict_barrier_wait(struct det_thread *t, const void *b)
+{
+	for (int i = 0; i < 256; i++) {
+		if (atomic_load(&barriers[i].addr) != (uint64_t)(uintptr_t)b)
+			continue;
+		if (++barriers[i].arrived < barriers[i].count) {
+			det_strict_wait(t, b, NULL, 0);
+			return 0;
+		}
+		barriers[i].arrived = 0;
+		det_strict_signal(b, 1);
+		return PTHREAD_BARRIER_SERIAL_THREAD;
+	}
+	det_fatal("a barrier det did not see initialised (strict mode emulates barriers)");
 }
 
 /* Parallel chaos: a seeded pause at an event perturbs the interleaving. */

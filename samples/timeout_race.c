@@ -45,8 +45,9 @@ static void *worker(void *arg)
 			return NULL;
 		}
 		if (free_slots == 0) {
+			long d = done, r = retried; /* read under the lock */
 			pthread_mutex_unlock(&lock);
-			BUG("slot leak: no free slot after %ld jobs (%ld retried)", done, retried);
+			BUG("slot leak: no free slot after %ld jobs (%ld retried)", d, r);
 		}
 		free_slots--;
 		pthread_mutex_unlock(&lock);

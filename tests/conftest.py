@@ -58,6 +58,7 @@ class Sample:
     test_args: list[str]
     bug: str | None
     hang: bool
+    strict: bool = False
 
     @property
     def path(self) -> Path:
@@ -67,7 +68,8 @@ class Sample:
 def samples() -> list[Sample]:
     data = json.loads((ROOT / "samples" / "manifest.json").read_text())
     return [
-        Sample(s["name"], s.get("binary", s["name"]), s["args"], s["test_args"], s["bug"], s["hang"])
+        Sample(s["name"], s.get("binary", s["name"]), s["args"], s["test_args"], s["bug"], s["hang"],
+               s.get("strict", False))
         for s in data["samples"]
     ]
 

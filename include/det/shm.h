@@ -131,6 +131,11 @@ struct det_slot {
 	uint64_t sched_off;             /* this thread's struct det_sched array */
 	uint64_t sched_count;
 	uint8_t pad4b[32];
+	/* line 5: strict mode's waits, written under the run token */
+	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
+	uint64_t strict_ticket;            /* the order in which waiters started waiting */
+	DET_ATOMIC(uint32_t) strict_timedout;
+	uint8_t pad5[44];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */
@@ -235,6 +240,7 @@ struct det_shm_header {
 	uint32_t pct_changes;                /* chaos in strict mode: priority change points... */
 	DET_ATOMIC(uint32_t) pct_next;       /* ...the next one to pass */
 	uint64_t pct_change[8];              /* ...at these event numbers */
+	DET_ATOMIC(uint64_t) strict_tickets; /* next waiter ticket */
 
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */

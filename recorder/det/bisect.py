@@ -116,12 +116,18 @@ class Step:
 
 @dataclass
 class Move:
-    """B with one thread's events moved up: the confirmation of the pair."""
+    """B with a few events moved: the confirmation of the pair.
+
+    The schedule is B[:j], then X's thread's events from B[j] on up to X,
+    then the rest in B's order as far as the objects allow. It is told from
+    its smaller side: X's block moved before B[j], or the other events
+    between B[j] and X moved after X."""
 
     label: str
-    events: list[EventRef]   # what moved: X's thread, from its first event after the target up to X
-    before: EventRef         # the event they now run before
-    jumped: int              # events of other threads they jumped over
+    moved: list[EventRef]    # the events that move
+    direction: str           # "before" or "after" ...
+    anchor: EventRef         # ... this event
+    jumped: int              # events they move over
     pairs_reordered: int     # pairs of events ordered differently from B (1: one adjacent swap)
     verdict: str
     detail: str
@@ -944,10 +950,21 @@ def _confirm(s: _Search, base: list[int], k: int, z_pos: int, x_pos: int) -> Bis
     def moved(j: int) -> list[int]:
         return s.sched.complete(base[:j] + block(j), lambda p: p)
 
-    def label(j: int) -> str:
+    def sides(j: int) -> tuple[list[int], str, int, list[int]]:
+        """(moved events, before/after, anchor, the events they move over)."""
         bl = block(j)
-        what = s.name(x_pos) if len(bl) == 1 else f"T{x.tid} #{evs[bl[0]].idx}..#{x.idx}"
-        return f"B with {what} moved before {s.name(j)}"
+        others = [p for p in range(j, x_pos) if evs[p].tid != x.tid]
+        if len(others) < len(bl) and len({evs[p].tid for p in others}) == 1:
+            return others, "after", x_pos, bl
+        return bl, "before", j, others
+
+    def label(j: int) -> str:
+        moved, direction, anchor, _ = sides(j)
+        first, last = evs[moved[0]], evs[moved[-1]]
+        what = s.name(moved[0]) if len(moved) == 1 else f"T{first.tid} #{first.idx}..#{last.idx}"
+        if len({evs[p].tid for p in moved}) > 1:
+            what = f"{len(moved)} events from {s.name(moved[0])} to {s.name(moved[-1])}"
+        return f"B with {what} moved {direction} {s.name(anchor)}"
 
     move: Move | None = None
     first_pos = z_pos
@@ -971,11 +988,11 @@ def _confirm(s: _Search, base: list[int], k: int, z_pos: int, x_pos: int) -> Bis
                         lo = mid
                         best = (cands[mid], order, v)
                 first_pos, order, v = best
-                bl = block(first_pos)
-                refs = s.refs(bl + [first_pos])
-                move = Move(label=label(first_pos), events=refs[:-1], before=refs[-1],
-                            jumped=x_pos - first_pos + 1 - len(bl), pairs_reordered=inversions(order),
-                            verdict=v.verdict, detail=v.detail)
+                moved, direction, anchor, over = sides(first_pos)
+                refs = s.refs(moved + [anchor])
+                move = Move(label=label(first_pos), moved=refs[:-1], direction=direction, anchor=refs[-1],
+                            jumped=len(over), pairs_reordered=inversions(order), verdict=v.verdict,
+                            detail=v.detail)
     first, second = s.refs([first_pos, x_pos])
     stacks = {}
     for e_pos, ref in ((first_pos, first), (x_pos, second)):
@@ -1049,7 +1066,7 @@ def render(r: BisectResult, st: Any) -> list[str]:
         w(st.head(r.message[0].upper() + r.message[1:] + "."))
         if r.move is not None:
             m = r.move
-            moved = (f"{plural(len(m.events), 'event')} moved over {plural(m.jumped, 'event')} of other threads"
+            moved = (f"{plural(len(m.moved), 'event')} moved over {plural(m.jumped, 'event')}"
                      f"; {plural(m.pairs_reordered, 'pair')} of events in another order than B's")
             w(f"  {m.label} ({moved}):")
             w("      " + st.b(_verdict_text(m.verdict, m.detail)))

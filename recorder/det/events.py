@@ -93,7 +93,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('PIPE_READ', 107, 'NONE', 'INPUT', 'read of a pipe both ends of which the program made; re-read in replay; aux = fd; data = the bytes'),
     EventKind('RECV', 108, 'NONE', 'INPUT', 'recv, recvfrom or recvmsg; aux = fd; result = bytes, or -errno; data = address length, address, flags, bytes'),
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
-    EventKind('ACCEPT', 110, 'NONE', 'INPUT', 'accept or accept4; aux = listening fd; result = new fd, or -errno; data = peer address'),
+    EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
     EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
     EventKind('SELECT', 113, 'NONE', 'INPUT', 'select or pselect; result = ready fds, or -errno; data = the three fd sets'),
@@ -107,6 +107,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
     EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
     EventKind('PREEMPT', 125, 'THREAD', 'OTHER', 'strict mode: the thread running made no event for too long and lost its turn (the watchdog); replay is not exact around here; aux = the thread preempted'),
+    EventKind('FD_OPEN', 127, 'NONE', 'OTHER', 'socket, socketpair, pipe, pipe2, dup, open or openat: ordered, since threads race for the lowest free number; aux = the first fd argument, if any; result = the new fd, or -errno'),
     EventKind('BLOCK', 126, 'NONE', 'OTHER', 'strict mode: the thread gives up its turn before a call that may block, and takes it back with its next event; aux = the kind of that call'),
     EventKind('SYSINFO', 124, 'NONE', 'INPUT', 'sysinfo; result = 0 or -errno; data = the struct sysinfo'),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
@@ -184,6 +185,7 @@ SLEEP = 120
 SIGNAL = 121
 RDTSC = 122
 PREEMPT = 125
+FD_OPEN = 127
 BLOCK = 126
 SYSINFO = 124
 WRITE = 123
