@@ -698,8 +698,9 @@ class Runner:
                  if ln.startswith("detreplay: ")]
         v = classify(p.returncode, lines, self.fail_status)
         if v is None:
-            raise BisectError(f"detreplay could not replay a hybrid trace ({path.name}): "
-                              f"{lines[-1] if lines else f'exit {p.returncode}'}")
+            why = (f"detreplay was killed by signal {-p.returncode}" if p.returncode < 0
+                   else lines[-1] if lines else f"detreplay exited {p.returncode}")
+            raise BisectError(f"detreplay could not replay a hybrid trace ({path.name}): {why}")
         return v
 
 
@@ -851,10 +852,11 @@ def _bisect(c: Comparison, pt: Trace, ft: Trace, fail_status: int, workdir: Path
             raise BisectError(f"{ft.path} does not fail when replayed ({control.verdict}: {control.detail}); "
                               "nothing to bisect")
     if s.borrowed.events:
-        s.notes.append("B cut short " + ", ".join(f"T{t}" for t in sorted(s.borrowed.per_thread))
-                       + ": their next events come from A (" + ", ".join(
-                           f"T{t}: {k}" for t, k in sorted(s.borrowed.per_thread.items()))
-                       + "), last in B's order, where B's end cuts them off")
+        per = sorted(s.borrowed.per_thread.items())
+        whose = "its" if len(per) == 1 else "their"
+        s.notes.append("B's end cut " + ", ".join(f"T{t}" for t, _ in per) + f" short: {whose} next events come "
+                       "from A (" + ", ".join(f"T{t}: {k}" for t, k in per) + "), last in B's order, where B's "
+                       "end cuts them off again")
     return _narrow(s, list(range(len(s.evs))))
 
 
@@ -868,8 +870,10 @@ def _narrow(s: _Search, base: list[int]) -> BisectResult:
 
     h0 = hybrid(0)
     if s.judge(h0, "H_0: B's events in A's order", "H_0", "H").verdict == FAILS:
-        return s.result(message="B's events in A's order fail too: the failure does not come from how A orders "
-                                "them, so there is no boundary to find")
+        hang = " (a deadlock: each thread's last events already hold what the others wait for)" \
+            if s.fail_status == 124 else ""
+        return s.result(message="B's events in A's order fail too: what makes B fail is which events it ran, "
+                                f"not their order{hang}, so there is no boundary to find")
     lo, hi = 0, total            # H_lo does not fail, H_hi (= B) does
     orders = {0: h0, total: base}
     verdicts = {0: s.steps[-1].verdict}
@@ -1061,8 +1065,9 @@ def render(r: BisectResult, st: Any) -> list[str]:
         w(st.head(f"No critical pair ({plural(r.replays, 'replay')}): {r.message}."))
     else:
         w(st.head(f"The critical pair ({plural(r.replays, 'replay')}):"))
-        w(f"  B runs first  {event_line(r.first)}")
-        w(f"  then          {event_line(r.second)}")
+        for head, e in (("B runs first", r.first), ("then", r.second)):
+            src = "" if e.side == "b" else "  (A's event: B never got there)"
+            w(f"  {head:<12}  {event_line(e)}{src}")
         w(st.head(r.message[0].upper() + r.message[1:] + "."))
         if r.move is not None:
             m = r.move
