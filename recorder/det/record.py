@@ -417,7 +417,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",
-                   help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db")
+                   help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db "
+                        "(with --strict, each run is scheduled from its own chaos seed)")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
     p.add_argument("--strict", action="store_true",
                    help="one thread at a time, switching only at events: replays exactly even with data races")
@@ -474,6 +475,10 @@ def main(argv: list[str] | None = None) -> int:
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
                 ns.until_fail = ns.runs
+        elif ns.strict and ns.until_fail:
+            # strict scheduling is deterministic: reruns would all take the
+            # same schedule, so each run explores with its own PCT seed
+            opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
         if ns.until_fail:
             if opts.stdin["kind"] == "pipe":  # every run reads the same input

@@ -1,0 +1,51 @@
+/*
+ * bench/syscalls.c - input calls in a tight loop: MODE "clock" makes N
+ * clock_gettime calls; MODE "pipe" sends N one-byte messages through a pipe
+ * from one thread to another (N small reads).
+ * Usage: syscalls clock|pipe [N]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fds[2];
+static long n;
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	char c = 'x';
+	for (long i = 0; i < n; i++)
+		if (write(fds[1], &c, 1) != 1)
+			break;
+	close(fds[1]);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "clock";
+	n = argc > 2 ? atol(argv[2]) : 1000000;
+	long sum = 0;
+	if (!strcmp(mode, "clock")) {
+		struct timespec ts;
+		for (long i = 0; i < n; i++) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			sum += ts.tv_nsec & 1;
+		}
+	} else {
+		if (pipe(fds))
+			return 2;
+		pthread_t t;
+		pthread_create(&t, NULL, writer, NULL);
+		char c;
+		while (read(fds[0], &c, 1) == 1)
+			sum++;
+		pthread_join(t, NULL);
+	}
+	printf("%s %ld\n", mode, n);
+	return sum < 0;
+}
