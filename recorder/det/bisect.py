@@ -47,6 +47,7 @@ import heapq
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -689,12 +690,22 @@ class Runner:
         cmd = [*self.command, "--stall", f"{self.stall:g}", str(path)]
         limit = 60 + 4 * self.stall
         try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=limit)
-        except subprocess.TimeoutExpired:
-            return Verdict(STALLED, f"detreplay did not finish in {limit:g} s", 124)
+            # Its own session: if it has to be stopped, so is the program it runs.
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
         except OSError as e:
             raise BisectError(f"cannot run detreplay ({cmd[0]}): {e.strerror}") from None
-        lines = [ln.removeprefix("detreplay: ") for ln in p.stderr.decode(errors="replace").splitlines()
+        try:
+            _, err = p.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            return Verdict(STALLED, f"detreplay did not finish in {limit:g} s", 124)
+        except BaseException:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
+        lines = [ln.removeprefix("detreplay: ") for ln in err.decode(errors="replace").splitlines()
                  if ln.startswith("detreplay: ")]
         v = classify(p.returncode, lines, self.fail_status)
         if v is None:
@@ -751,6 +762,10 @@ def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLik
     counts as stalled (default: 3, or twice FAIL's run time). command: how to
     run detreplay (default: the installed one). Every refusal is a DetError.
     """
+    if not Path(pass_path).exists() and Path(fail_path).exists():
+        # detrec --until-fail keeps a passing run only if one passed before the failure.
+        raise BisectError(f"{pass_path}: no such trace; record a passing run with "
+                          f"`detrec --strict -o {pass_path} -- PROGRAM ARGS...`")
     with Trace(pass_path) as pt, Trace(fail_path) as ft:
         fail_status = _check(pt, ft)
         try:

@@ -373,7 +373,8 @@ def test_refuses_bad_files(tmp: Path, bank: Pair) -> None:
     junk = tmp / "junk.db"
     junk.write_bytes(b"not a trace at all, not even SQLite" * 10)
     one_line_error(detdiff("--bisect", junk, bank.failing), "not a det trace")
-    one_line_error(detdiff("--bisect", tmp / "missing.db", bank.failing), "no such trace")
+    one_line_error(detdiff("--bisect", tmp / "missing.db", bank.failing), "no such trace", "detrec --strict -o")
+    one_line_error(detdiff("--bisect", bank.passing, tmp / "missing.db"), "no such trace")
     blocker = tmp / "a-file"
     blocker.write_text("")
     one_line_error(detdiff("--bisect", "--keep", blocker / "sub", bank.passing, bank.failing))
