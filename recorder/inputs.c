@@ -711,8 +711,15 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 {
 	struct det_op op = {0};
 	if (!det_input_begin(&op, t, DET_EV_WRITE, (uint32_t)fd, ra)) {
-		int64_t res = res_of(BLOCKING(&op, perform(ctx)));
-		det_input_end(&op, res, NULL, 0);
+		/* The write takes its place in the order before it runs, and
+		 * in strict mode keeps the turn while it runs: threads that
+		 * wrote while others held the turn would reach the kernel in
+		 * an order nobody recorded. (A write that blocks for long,
+		 * say on a pipe this program itself must drain, loses the
+		 * turn to the watchdog.) */
+		det_rec_release_begin(&op);
+		int64_t res = res_of(det_strict ? perform(ctx) : BLOCKING(&op, perform(ctx)));
+		det_rec_end(&op, res);
 		return ret_of(res);
 	}
 	int64_t res = op.rec->result;

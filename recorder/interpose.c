@@ -21,6 +21,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -1025,6 +1026,16 @@ EXPORT void funlockfile(FILE *f)
 	det_release_end(&op, 0);
 	det_leave(t);
 }
+
+/* _exit skips destructors, where replay lets the other threads finish. */
+EXPORT void _exit(int status)
+{
+	det_replay_before_exit();
+	for (;;)
+		det_sys(SYS_exit_group, status, 0, 0, 0, 0, 0);
+}
+
+EXPORT void _Exit(int status) __attribute__((alias("_exit")));
 
 /* ------------------------------------------------------------------ */
 /* child processes: not recorded yet, so refuse them clearly rather than

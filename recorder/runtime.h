@@ -207,6 +207,8 @@ DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);
 DET_HIDDEN void det_replay_attach(struct det_thread *t);
+/* Replay: the process is ending; let its other threads finish their events. */
+DET_HIDDEN void det_replay_before_exit(void);
 
 /*
  * The mode-independent pairs used by interpose.c.

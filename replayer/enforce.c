@@ -356,3 +356,36 @@ void det_replay_end(struct det_op *op, int64_t result)
 				wait_for(t, n->dep_thread[i], n->dep_idx[i]);
 	}
 }
+
+/*
+ * The process is about to end (exit's last steps, or _exit). In the
+ * recording every event logged by any of its threads happened before the
+ * process died, including those logged after exit() was called; replay
+ * lets them all happen before it ends the process, so that a thread's last
+ * words (a message printed while another thread exits) are not cut off.
+ */
+void det_replay_before_exit(void)
+{
+	struct det_thread *t = &det_tls;
+	if (!det_replaying() || !det_hdr || !t->active || atomic_load(&det_hdr->diverged) ||
+	    atomic_load(&det_hdr->failed) || t->idx < t->sched_count)
+		return; /* (the exiting thread has more to do: others may wait for it) */
+	for (unsigned round = 0;; round++) {
+		int waiting = 0;
+		for (uint32_t i = 0; i < det_hdr->threads_recorded && !waiting; i++) {
+			struct det_slot *s = det_shm_slot(det_hdr, i);
+			if (i == t->num || atomic_load(&s->state) == DET_TS_PARKED)
+				continue;
+			waiting = atomic_load(&s->done) < s->sched_count;
+		}
+		if (!waiting || atomic_load(&det_hdr->diverged))
+			return;
+		struct timespec ts = {0, round < 100 ? 20000 : 1000000};
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
+}
+
+__attribute__((destructor)) static void det_replay_fini(void)
+{
+	det_replay_before_exit();
+}

@@ -349,6 +349,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         sys.stderr.flush()
 
     def one(i: int) -> None:
+        if INTERRUPT.signal is not None:  # Ctrl-C between runs, or during one that finished anyway
+            stop.set()
         if stop.is_set():
             return
         path = work / f"run{i}.db"
@@ -360,6 +362,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
                 path.unlink(missing_ok=True)
                 return
             state["done"] += 1
+            if INTERRUPT.signal is not None:
+                stop.set()
             if res.failed and INTERRUPT.signal is None:
                 state["failed"] = (i, res)
                 stop.set()

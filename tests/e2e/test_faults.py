@@ -128,3 +128,19 @@ def test_trace_is_private(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (trace.stat().st_mode & 0o777) == 0o600
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_until_fail(jobs: str, tmp_path: Path) -> None:
+    """One SIGINT to detrec alone (not its program) ends the whole search,
+    however it lands between or inside runs."""
+    trace = tmp_path / "hunt.db"
+    p = subprocess.Popen([str(DETREC), "--until-fail", "100000", "-j", jobs, "-o", str(trace), "--",
+                          str(Path(__file__).parents[2] / "samples" / "bin" / "pingpong_ok"), "50"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err.decode()
+    assert b"interrupted after" in err
+    assert not (tmp_path / ".hunt.db.runs").exists()
