@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -372,15 +373,35 @@ static int emit_thread(struct det_sup *s, struct det_slot *sl)
 	return 0;
 }
 
+/* The kernel thread behind a slot is gone (or a zombie: it runs nothing). */
+static int thread_gone(struct det_sup *s, struct det_slot *sl)
+{
+	struct det_shm_header *h = s->hdr;
+	pid_t pid = sl->proc < h->max_procs ? atomic_load(&det_shm_proc(h, sl->proc)->pid) : 0;
+	if (!pid)
+		pid = (pid_t)atomic_load(&h->attached);
+	if (syscall(SYS_tgkill, pid, sl->ktid, 0) != 0)
+		return errno == ESRCH;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, sl->ktid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *paren = strrchr(buf, ')');
+	return paren && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 static void release_rings(struct det_sup *s, uint32_t nthreads)
 {
 	struct det_shm_header *h = s->hdr;
-	pid_t pid = (pid_t)atomic_load(&h->attached);
 	for (uint32_t i = 0; i < nthreads; i++) {
 		struct det_slot *sl = det_shm_slot(h, i);
 		if (!sl->ring || atomic_load(&sl->state) != DET_TS_EXITING)
 			continue;
-		if (syscall(SYS_tgkill, pid, sl->ktid, 0) == 0 || errno != ESRCH)
+		if (!thread_gone(s, sl))
 			continue; /* the kernel thread may still run destructors */
 		if (atomic_load(&sl->head) != atomic_load(&sl->tail))
 			continue; /* drain it first */
@@ -389,6 +410,23 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 		atomic_store(&sl->state, DET_TS_FREE);
 		atomic_store(det_shm_ring_owner(h, ring), 0);
 	}
+}
+
+/* A thread seen holding an unpublished sequence number for a while may have
+ * died holding it (its process was killed, or exec'd under it): then the
+ * event will never come, and must not hold the others back. */
+static int dead_holder(struct det_sup *s, struct det_slot *sl, uint32_t num, uint64_t last)
+{
+	uint64_t now = sup_mono_ns();
+	if (s->busy_seq[num] != last + 1) {
+		s->busy_seq[num] = last + 1;
+		s->busy_since[num] = now;
+		return 0;
+	}
+	if (now - s->busy_since[num] < 50 * 1000 * 1000 || !thread_gone(s, sl))
+		return 0;
+	atomic_store(&sl->busy, 0);
+	return 1;
 }
 
 /* One pass: emit every event below the watermark. */
@@ -426,7 +464,7 @@ static int drain_pass(struct det_sup *s, int final)
 		c->end = atomic_load_explicit(&sl->head, memory_order_acquire);
 		c->pos = atomic_load_explicit(&sl->tail, memory_order_relaxed);
 		c->ring = det_shm_ring(h, ring - 1);
-		if (busy && !final && last < watermark)
+		if (busy && !final && last < watermark && !dead_holder(s, sl, i, last))
 			watermark = last;
 		if ((ret = take_meta(s, c, rows, nrows)))
 			goto out;

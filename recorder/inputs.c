@@ -52,6 +52,51 @@ static void fd_set_class(int fd, enum fd_class c)
 		atomic_store_explicit(&fd_classes[fd], (uint8_t)c, memory_order_relaxed);
 }
 
+/* Pipes and socket pairs the program made, by inode, in the region: a
+ * child that inherits one (through fork, and exec, which forgets the
+ * table above) still knows it as internal. */
+static uint64_t pipe_key(const struct stat *st)
+{
+	return ((uint64_t)st->st_dev << 40) ^ (uint64_t)st->st_ino;
+}
+
+static void remember_pipe(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return;
+	uint64_t key = pipe_key(&st) | 1, mask = det_hdr->pipes_cap - 1;
+	_Atomic uint64_t *tab = (_Atomic uint64_t *)((char *)det_hdr + det_hdr->pipes_off);
+	for (uint64_t i = det_obj_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t cur = 0;
+		if (atomic_compare_exchange_strong(&tab[i], &cur, key) || cur == key)
+			return;
+	}
+}
+
+static int known_pipe(const struct stat *st)
+{
+	uint64_t key = pipe_key(st) | 1, mask = det_hdr->pipes_cap - 1;
+	_Atomic uint64_t *tab = (_Atomic uint64_t *)((char *)det_hdr + det_hdr->pipes_off);
+	for (uint64_t i = det_obj_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t cur = atomic_load(&tab[i]);
+		if (cur == key)
+			return 1;
+		if (!cur)
+			return 0;
+	}
+	return 0;
+}
+
+/* The pipe det fills with the recorded stdin is read for real in replay,
+ * by whichever of the program's processes reads it. */
+void det_note_stdin(void)
+{
+	struct stat st;
+	if ((det_hdr->flags & DET_F_STDIN_FED) && fstat(0, &st) == 0 && S_ISFIFO(st.st_mode))
+		remember_pipe(0);
+}
+
 static enum fd_class fd_class(int fd)
 {
 	if (fd < 0 || fd >= FD_LIMIT)
@@ -66,7 +111,7 @@ static enum fd_class fd_class(int fd)
 		c = FDC_FILE;
 	else if (S_ISDIR(st.st_mode))
 		c = FDC_OTHER;
-	else if (fd == 0 && S_ISFIFO(st.st_mode) && (det_hdr->flags & DET_F_STDIN_FED))
+	else if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && known_pipe(&st))
 		c = FDC_INTERNAL;
 	else if (S_ISSOCK(st.st_mode))
 		c = FDC_SOCKET;
@@ -141,18 +186,6 @@ static long ret_of(int64_t res)
 	}
 	return (long)res;
 }
-
-/* A call that may block: marked for deadlock reports, and in strict mode
- * the thread gives up its turn meanwhile. errno survives. */
-#define BLOCKING(op, call)                                                                         \
-	({                                                                                         \
-		det_block(op);                                                                     \
-		__typeof__(call) r_ = (call);                                                      \
-		int e_ = errno;                                                                    \
-		det_unblock(op);                                                                   \
-		errno = e_;                                                                        \
-		r_;                                                                                \
-	})
 
 static void diverge_data(struct det_op *op, const char *what)
 {
@@ -717,12 +750,14 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		 * an order nobody recorded. (A write that blocks for long,
 		 * say on a pipe this program itself must drain, loses the
 		 * turn to the watchdog.) */
-		det_rec_release_begin(&op);
+		det_rec_call_begin(&op);
 		int64_t res = res_of(det_strict ? perform(ctx) : BLOCKING(&op, perform(ctx)));
-		det_rec_end(&op, res);
+		det_rec_call_end(&op, res);
 		return ret_of(res);
 	}
 	int64_t res = op.rec->result;
+	if (res == DET_RESULT_PENDING) /* the writer died in it (a SIGPIPE, a kill) */
+		det_replay_vanish(&op);
 	size_t done = 0;
 	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
 		size_t k = iov[i].iov_len < (size_t)res - done ? iov[i].iov_len : (size_t)res - done;
@@ -845,6 +880,8 @@ static int64_t fd_event(uint32_t aux, uint64_t ra, int64_t (*perform)(void *), v
 		fd_set_class((int)(res & 0xffffffff), cls);
 		if (pair)
 			fd_set_class((int)(res >> 32), cls);
+		if (cls == FDC_INTERNAL)
+			remember_pipe((int)(res & 0xffffffff));
 	}
 	det_acquire_end(&op, res);
 	det_leave(t);
@@ -1310,16 +1347,11 @@ static int64_t do_yield(uint32_t a)
 	return real.sched_yield() ? -(int64_t)errno : 0;
 }
 
-static pid_t recorded_pid; /* replay: the pid the program saw when recorded */
-
 EXPORT pid_t getpid(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_GETPID, 0, get_pid, DET_RA(), &passed);
-	if (passed)
-		return real.getpid();
-	recorded_pid = (pid_t)r;
-	return (pid_t)r;
+	return passed ? real.getpid() : (pid_t)r;
 }
 
 EXPORT pid_t getppid(void)
@@ -1399,15 +1431,6 @@ EXPORT int sched_yield(void)
 	int passed;
 	int64_t r = simple_input(DET_EV_SCHED_YIELD, 0, do_yield, DET_RA(), &passed);
 	return passed ? real.sched_yield() : (int)ret_of(r);
-}
-
-/* Replay: a pid the program got from getpid is the recorded one. */
-EXPORT int kill(pid_t pid, int sig)
-{
-	det_init();
-	if (det_replaying() && recorded_pid && (pid == recorded_pid || pid == -recorded_pid))
-		pid = pid > 0 ? real.getpid() : -getpgrp();
-	return real.kill(pid, sig);
 }
 
 /* ------------------------------------------------------------------ */

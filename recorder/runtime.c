@@ -32,6 +32,7 @@ struct det_shm_header *det_hdr;
 int det_mode;
 int det_chaos;
 int det_debug; /* DET_DEBUG=1: print every replayed event (for det's developers) */
+char det_shm_name[32]; /* DET_SHM_ENV's value, kept for exec'd images even if the program clears it */
 
 static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
 static __thread int initialising __attribute__((tls_model("initial-exec")));
@@ -39,6 +40,7 @@ static __thread int initialising __attribute__((tls_model("initial-exec")));
 _Static_assert(sizeof(struct det_rec) == 48, "ring entry size is ABI");
 _Static_assert(sizeof(struct det_slot) == 384, "slot size is ABI");
 _Static_assert(sizeof(struct det_sched) == 64, "schedule entry size is ABI");
+_Static_assert(sizeof(struct det_proc) == 128, "process entry size is ABI");
 
 /* ------------------------------------------------------------------ */
 /* messages */
@@ -123,18 +125,29 @@ static void map_region(void)
 	const char *env = getenv(DET_SHM_ENV);
 	if (!env || !*env)
 		return; /* not under detrec/detreplay: pass everything through */
+	/* "PID:FD": the supervisor's own descriptor, reopened through /proc,
+	 * so that every process of the program (exec'd images too) finds the
+	 * region without holding a descriptor the program could see or close. */
 	char *end;
-	long fd = strtol(env, &end, 10);
-	struct stat st;
-	if (*end || fd < 0 || fstat((int)fd, &st) != 0 || (size_t)st.st_size < sizeof(struct det_shm_header))
+	long pid = strtol(env, &end, 10), fd = -1;
+	if (*end == ':')
+		fd = strtol(end + 1, &end, 10);
+	if (*end || pid <= 0 || fd < 0)
 		det_fatal("%s=%s does not name det's shared memory", DET_SHM_ENV, env);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%ld", pid, fd);
+	strncpy(det_shm_name, env, sizeof(det_shm_name) - 1);
+	long mfd = det_sys(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0, 0, 0);
+	struct stat st;
+	if (mfd < 0 || fstat((int)mfd, &st) != 0 || (size_t)st.st_size < sizeof(struct det_shm_header))
+		det_fatal("cannot open det's shared memory %s (%s): is detrec/detreplay still running?", path,
+			  strerror(mfd < 0 ? (int)-mfd : errno));
 	void *p = mmap((void *)DET_SHM_ADDR, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_FIXED_NOREPLACE, (int)fd, 0);
+		       MAP_SHARED | MAP_FIXED_NOREPLACE, (int)mfd, 0);
+	int err = errno;
+	det_sys(SYS_close, mfd, 0, 0, 0, 0, 0); /* the mapping keeps it */
 	if (p == MAP_FAILED || p != (void *)DET_SHM_ADDR)
-		det_fatal("cannot map det's shared memory at %#lx: %s", DET_SHM_ADDR, strerror(errno));
-	/* The mapping keeps the memfd alive: close it so the program's file
-	 * descriptors are the ones it would have natively. */
-	det_sys(SYS_close, fd, 0, 0, 0, 0, 0);
+		det_fatal("cannot map det's shared memory at %#lx: %s", DET_SHM_ADDR, strerror(err));
 	struct det_shm_header *h = p;
 	if (h->magic != DET_SHM_MAGIC || h->version != DET_SHM_VERSION)
 		det_fatal("shared memory version %u, this libdet.so speaks %u: mixed det builds?",
@@ -187,12 +200,15 @@ void det_init(void)
 	det_debug = getenv("DET_DEBUG") != NULL;
 	map_region();
 	if (det_hdr) {
-		dl_iterate_phdr(note_module, NULL);
 		det_signals_init();
-		det_hdr->tsc0 = det_now();
-		det_hdr->mono0 = mono_ns();
-		det_thread_attach(&det_tls, 0);
-		atomic_store(&det_hdr->attached, (uint32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0));
+		/* the program itself, or one of its children (recorder/process.c) */
+		if (det_process_attach()) {
+			dl_iterate_phdr(note_module, NULL);
+			det_hdr->tsc0 = det_now();
+			det_hdr->mono0 = mono_ns();
+			det_thread_attach(&det_tls, 0);
+			atomic_store(&det_hdr->attached, (uint32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0));
+		}
 	}
 	initialising = 0;
 	atomic_store_explicit(&init_state, 2, memory_order_release);
@@ -255,6 +271,8 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	t->slot = det_shm_slot(h, num);
 	t->idx = 0;
 	t->slot->num = num;
+	if (det_mode == DET_MODE_RECORD)
+		t->slot->proc = det_proc; /* (replay: from the trace) */
 	t->slot->ktid = (int32_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	t->slot->pthread = (uint64_t)pthread_self();
 	if (det_mode == DET_MODE_RECORD) {
@@ -333,7 +351,7 @@ uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind)
 	if (!addr)
 		return 0;
 	int fresh;
-	struct det_objent *e = obj_lookup((uint64_t)(uintptr_t)addr, 1, &fresh);
+	struct det_objent *e = obj_lookup(det_obj_key_of(addr, kind), 1, &fresh);
 	if (det_likely(!fresh))
 		return objent_id(e);
 	uint32_t id = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
@@ -349,7 +367,9 @@ uint32_t det_obj_find(const void *addr)
 	struct det_objent *e;
 	if (!addr || !det_hdr)
 		return 0;
-	e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
+	e = obj_lookup(det_obj_key(addr), 0, &fresh);
+	if (!e) /* a process-shared one */
+		e = obj_lookup((uint64_t)(uintptr_t)addr & ((1ull << 48) - 1), 0, &fresh);
 	return e ? objent_id(e) : 0;
 }
 
@@ -367,7 +387,9 @@ void det_obj_forget(const void *addr)
 	struct det_objent *e;
 	if (!addr || !det_hdr)
 		return;
-	e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
+	e = obj_lookup(det_obj_key(addr), 0, &fresh);
+	if (!e) /* a process-shared one */
+		e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
 	if (!e)
 		return;
 	_Atomic uint64_t *rev = objrev(objent_id(e));
@@ -379,12 +401,13 @@ void det_obj_forget(const void *addr)
 void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind)
 {
 	int fresh;
-	struct det_objent *e = obj_lookup((uint64_t)(uintptr_t)addr, 1, &fresh);
+	uint64_t key = det_obj_key_of(addr, kind);
+	struct det_objent *e = obj_lookup(key, 1, &fresh);
 	e->kind = kind;
 	atomic_store_explicit(&e->id, id, memory_order_release);
 	_Atomic uint64_t *rev = objrev(id);
 	if (rev)
-		atomic_store(rev, (uint64_t)(uintptr_t)addr);
+		atomic_store(rev, key);
 }
 
 /* Replay: is addr the object the recording calls `want`? The first time an
@@ -392,9 +415,9 @@ void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind)
 int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind)
 {
 	int fresh;
-	uint64_t a = (uint64_t)(uintptr_t)addr;
 	if (!addr)
 		return want == 0;
+	uint64_t a = det_obj_key_of(addr, kind);
 	struct det_objent *e = obj_lookup(a, 0, &fresh);
 	if (e)
 		return objent_id(e) == want;
@@ -536,6 +559,23 @@ static inline void boundary(struct det_thread *t, uint16_t kind)
 		det_chaos_delay(t);
 }
 
+/* A call whose result matters, logged before it runs as "pending" (it may
+ * never come back), and completed by det_rec_call_end. */
+void det_rec_call_begin(struct det_op *op)
+{
+	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
+		det_strict_acquire(op->t);
+	ring_reserve(op->t, 2);
+	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
+	write_event(op, DET_RESULT_PENDING);
+}
+
+void det_rec_call_end(struct det_op *op, int64_t result)
+{
+	det_rec_fix_result(op, result);
+	boundary(op->t, op->kind);
+}
+
 void det_rec_end(struct det_op *op, int64_t result)
 {
 	struct det_thread *t = op->t;
@@ -548,6 +588,19 @@ void det_rec_end(struct det_op *op, int64_t result)
 		atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
 	}
 	boundary(t, op->kind);
+}
+
+/* The event `op` (already published) returned `result` after all. */
+void det_rec_fix_result(struct det_op *op, int64_t result)
+{
+	struct det_thread *t = op->t;
+	ring_reserve(t, 1);
+	struct det_rec *r = ring_put(t);
+	memset(r, 0, sizeof(*r));
+	r->seq = op->seq;
+	r->kind = DET_REC_RESULT;
+	r->result = result;
+	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
 }
 
 void det_rec_acquire_end(struct det_op *op, int64_t result)

@@ -17,16 +17,20 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <semaphore.h>
+#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +87,7 @@ extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("i
 extern DET_HIDDEN struct det_shm_header *det_hdr;
 extern DET_HIDDEN int det_mode; /* 0: off (pass through), or enum det_mode */
 extern DET_HIDDEN int det_debug;
+extern DET_HIDDEN char det_shm_name[32];
 
 /* An event in progress, between its begin and end calls. The caller zeroes
  * it and may preset id, aux, aux_addr and auxkind. */
@@ -172,7 +177,54 @@ static inline int det_replaying(void)
 	return det_mode == DET_MODE_REPLAY;
 }
 
+/* --- processes (process.c) --- */
+DET_HIDDEN extern uint32_t det_proc; /* this process's index in the region's process table */
+/* Find out which of the program's processes this is and attach its thread;
+ * returns 1 for the program's first process (the caller attaches T0). */
+DET_HIDDEN int det_process_attach(void);
+/* The pid a program-visible pid stands for in this run (replay), and back. */
+DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
+DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+/* Replay: the thread is past its last recorded event. */
+DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
+/* The top process: remember the stdin pipe det feeds (inputs.c). */
+DET_HIDDEN void det_note_stdin(void);
+
 /* --- objects (runtime.c) --- */
+/* The object table's key: an address in this process (addresses repeat
+ * across the program's processes). Applying it twice changes nothing. */
+static inline uint64_t det_obj_key(const void *addr)
+{
+	return (uint64_t)(uintptr_t)addr | ((uint64_t)det_proc << 48);
+}
+
+/* Is the object process-shared (PTHREAD_PROCESS_SHARED, sem_init(.., 1, ..))?
+ * Read from glibc's own fields (x86-64 layouts, checked by
+ * tests/unit/test_pshared): such objects live in shared memory at the same
+ * address in the processes that share them, so their key is the bare
+ * address and they are one object across processes. */
+static inline int det_pshared(const void *addr, enum det_objkind kind)
+{
+	switch (kind) {
+	case DET_OBJ_MUTEX:
+		return ((const pthread_mutex_t *)addr)->__data.__kind & 128;
+	case DET_OBJ_COND:
+		return ((const pthread_cond_t *)addr)->__data.__wrefs & 1;
+	case DET_OBJ_RWLOCK:
+		return ((const pthread_rwlock_t *)addr)->__data.__shared != 0;
+	case DET_OBJ_BARRIER:
+		return ((const int *)addr)[3] == 128;
+	case DET_OBJ_SEM:
+		return ((const int *)addr)[2] == 128;
+	default:
+		return 0;
+	}
+}
+
+static inline uint64_t det_obj_key_of(const void *addr, enum det_objkind kind)
+{
+	return det_pshared(addr, kind) ? (uint64_t)(uintptr_t)addr : det_obj_key(addr);
+}
 /* Id of the object at addr, creating it (record) if new; 0 for NULL. */
 DET_HIDDEN uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind);
 /* Id if known, else 0; never creates. */
@@ -194,6 +246,12 @@ DET_HIDDEN void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_
 DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
 DET_HIDDEN void det_rec_data(struct det_thread *t, const void *data, uint32_t len);
 DET_HIDDEN void det_rec_input(struct det_op *op, int64_t result, uint32_t len);
+DET_HIDDEN void det_rec_call_begin(struct det_op *op);
+DET_HIDDEN void det_rec_call_end(struct det_op *op, int64_t result);
+/* Replay: the recording's call never came back; neither does this one. */
+DET_HIDDEN __attribute__((noreturn)) void det_replay_vanish(struct det_op *op);
+/* An event already published turned out to return `result`. */
+DET_HIDDEN void det_rec_fix_result(struct det_op *op, int64_t result);
 
 /* --- replay side (replayer/enforce.c) --- */
 /* Wait until the thread's next recorded event is due and check that it is
@@ -207,6 +265,8 @@ DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);
 DET_HIDDEN void det_replay_attach(struct det_thread *t);
+/* Replay: the program starts (again, under gdb): forget the last run. */
+DET_HIDDEN void det_replay_reset(void);
 /* Replay: the process is ending; let its other threads finish their events. */
 DET_HIDDEN void det_replay_before_exit(void);
 
@@ -322,6 +382,19 @@ static inline void det_unblock(struct det_op *op)
 }
 
 #define DET_RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+/* A call that may block: marked for deadlock reports, and in strict mode
+ * the thread gives up its turn meanwhile. errno survives. */
+#define BLOCKING(op, call)                                                                         \
+	({                                                                                         \
+		det_block(op);                                                                     \
+		__typeof__(call) r_ = (call);                                                      \
+		int e_ = errno;                                                                    \
+		det_unblock(op);                                                                   \
+		errno = e_;                                                                        \
+		r_;                                                                                \
+	})
+
 
 /* A system call straight from libdet.so: never through libc's wrappers,
  * which det interposes itself. Returns -errno on failure. */

@@ -133,6 +133,12 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
 static void deliver_held(struct det_thread *t, uint32_t where);
 
+static int self_inflicted(int sig, const siginfo_t *info)
+{
+	return (sig == SIGPIPE || sig == SIGXFSZ) && info->si_code == SI_USER &&
+	       info->si_pid == (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* the entry for every handled signal */
 
@@ -151,7 +157,11 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		errno = saved;
 		return; /* the fault happens again, with the default action */
 	}
-	if (!t->active || is_fault(sig, info) || t->self_signal == sig) {
+	if (!t->active || is_fault(sig, info) || t->self_signal == sig || (!t->depth && self_inflicted(sig, info))) {
+		/* (the kernel's answer to a write the program made outside det,
+		 * a stdio buffer flushed to a reader that is gone: it comes
+		 * again in replay from the same write, and is handled before
+		 * the write returns, as natively) */
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
@@ -298,6 +308,49 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 	prog_act[sig] = *act;
 	atomic_store(&prog_set[sig], handled);
 	return 0;
+}
+
+/*
+ * Waiting for a signal. A signal held for the thread's next call into det
+ * is delivered as this call begins, and then the call returns at once, as
+ * if that signal had interrupted it: natively its handler would have run
+ * before the program decided to wait. Replay delivers the recorded signals
+ * at the same points and never sleeps.
+ */
+static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
+{
+	struct det_thread *t = &det_tls;
+	int waiting = t->active && t->sigs_held;
+	t = det_enter();
+	if (!t)
+		return (int)det_sys(SYS_rt_sigsuspend, (long)mask, _NSIG / 8, 0, 0, 0, 0);
+	struct det_op op = {0};
+	int64_t r = -EINTR;
+	if (!det_input_begin(&op, t, DET_EV_SIGSUSPEND, (uint32_t)waiting, ra)) {
+		if (!waiting)
+			r = BLOCKING(&op, det_sys(SYS_rt_sigsuspend, (long)mask, _NSIG / 8, 0, 0, 0, 0));
+		det_input_end(&op, r, NULL, 0);
+	} else {
+		r = op.rec->result;
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	errno = (int)-r;
+	return -1;
+}
+
+EXPORT int sigsuspend(const sigset_t *mask)
+{
+	det_init();
+	return det_sigsuspend(mask, DET_RA());
+}
+
+EXPORT int pause(void)
+{
+	det_init();
+	sigset_t cur;
+	det_sys(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, _NSIG / 8, 0, 0);
+	return det_sigsuspend(&cur, DET_RA());
 }
 
 EXPORT sighandler_t signal(int sig, sighandler_t handler)

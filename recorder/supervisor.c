@@ -70,6 +70,10 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	off = page_up(off + (uint64_t)l->objects_cap * sizeof(struct det_objent));
 	uint64_t objrev_off = off;
 	off = page_up(off + (l->objrev_count + 1) * sizeof(uint64_t));
+	uint64_t procs_off = off;
+	off = page_up(off + (uint64_t)l->max_threads * sizeof(struct det_proc));
+	uint64_t pipes_off = off;
+	off = page_up(off + (uint64_t)SUP_PIPES * sizeof(uint64_t));
 	uint64_t rings_off = off;
 	off = page_up(off + (uint64_t)l->rings * l->ring_entries * sizeof(struct det_rec));
 	uint64_t sched_off = off;
@@ -104,6 +108,10 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	h->sched_off = sched_off;
 	h->objrev_off = objrev_off;
 	h->objrev_count = (uint32_t)l->objrev_count;
+	h->procs_off = procs_off;
+	h->max_procs = l->max_threads; /* every process has a thread */
+	h->pipes_off = pipes_off;
+	h->pipes_cap = SUP_PIPES;
 	return 0;
 }
 
@@ -142,6 +150,8 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->thread_idx);
+	free(s->busy_seq);
+	free(s->busy_since);
 	free(s->sites.keys);
 	free(s->sites.ids);
 	free(s);
@@ -174,6 +184,7 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 	if (!out->blocked_obj && sl->blocked_addr) /* bound by another thread since */
 		out->blocked_obj = det_obj_lookup(det_shm_objects(h), h->objects_cap, sl->blocked_addr);
 	out->blocked_ra = sl->blocked_ra;
+	out->proc = sl->proc;
 	if (h->mode == DET_MODE_REPLAY) {
 		out->events = atomic_load(&sl->done);
 		out->planned = sl->sched_count;
@@ -181,6 +192,53 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 	} else {
 		out->events = s->thread_idx ? s->thread_idx[num] : 0;
 	}
+	return 0;
+}
+
+SUP_EXPORT uint32_t det_sup_procs(struct det_sup *s)
+{
+	uint32_t n = atomic_load(&s->hdr->next_proc);
+	return n < s->hdr->max_procs ? n : s->hdr->max_procs;
+}
+
+SUP_EXPORT int det_sup_proc(struct det_sup *s, uint32_t idx, struct det_proc_info *out)
+{
+	if (idx >= det_sup_procs(s))
+		return -1;
+	struct det_proc *p = det_shm_proc(s->hdr, idx);
+	memset(out, 0, sizeof(*out));
+	out->pid = atomic_load(&p->pid);
+	out->rec_pid = p->rec_pid;
+	out->parent = (int64_t)p->parent - 1;
+	out->first_thread = p->first_thread;
+	out->create_seq = p->create_seq;
+	out->state = atomic_load(&p->state);
+	out->execs = p->execs;
+	out->status = atomic_load(&p->status_known) ? atomic_load(&p->status) : -1;
+	memcpy(out->exe, p->exe, sizeof(p->exe));
+	return 0;
+}
+
+SUP_EXPORT int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status)
+{
+	struct det_shm_header *h = s->hdr;
+	if (idx >= h->max_procs)
+		return sup_fail(s, "the trace has more processes than this replay allows (%u)", h->max_procs);
+	struct det_proc *p = det_shm_proc(h, idx);
+	p->rec_pid = (int32_t)rec_pid;
+	p->rec_status = (int32_t)rec_status;
+	p->rec_status_known = rec_status >= 0;
+	if (atomic_load(&h->next_proc) < idx + 1)
+		atomic_store(&h->next_proc, idx + 1);
+	return 0;
+}
+
+SUP_EXPORT int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc)
+{
+	struct det_shm_header *h = s->hdr;
+	if (num >= h->max_threads || proc >= h->max_procs)
+		return sup_fail(s, "the trace puts thread T%u in process %u", num, proc);
+	det_shm_slot(h, num)->proc = proc;
 	return 0;
 }
 
@@ -239,8 +297,10 @@ SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rin
 	if (sup_map(s, &l) != 0)
 		return s; /* the caller reads det_sup_error() and frees */
 	s->thread_idx = calloc(max_threads, sizeof(uint64_t));
+	s->busy_seq = calloc(max_threads, sizeof(uint64_t));
+	s->busy_since = calloc(max_threads, sizeof(uint64_t));
 	s->pending = calloc(max_threads, sizeof(struct pending));
-	if (!s->thread_idx || !s->pending)
+	if (!s->thread_idx || !s->pending || !s->busy_seq || !s->busy_since)
 		sup_fail(s, "out of memory");
 	return s;
 }

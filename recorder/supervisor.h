@@ -45,6 +45,8 @@ struct det_sup {
 	sqlite3 *db;
 	sqlite3_stmt *ev_batch, *ev_one, *obj_stmt, *site_stmt, *thread_stmt, *result_stmt, *data_stmt;
 	uint64_t *thread_idx; /* events drained per thread */
+	uint64_t *busy_seq;   /* per thread: the unpublished event it was last seen holding... */
+	uint64_t *busy_since; /* ... since when (ns); a thread that died holding one never publishes it */
 	struct site_map sites;
 	_Atomic int stop, dead;
 	uint64_t tsc_start, mono_start;
@@ -53,6 +55,10 @@ struct det_sup {
 	struct pending *pending; /* per thread */
 	uint64_t data_off;       /* replay: where recorded input data starts */
 };
+
+/* Pipes the program may make (inodes remembered; a fuller table only
+ * makes later pipes count as outside ones, recorded rather than re-read). */
+#define SUP_PIPES 8192
 
 /* Sizes that decide the region's layout. */
 struct sup_layout {

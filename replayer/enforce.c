@@ -74,7 +74,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 
 /* A replay region may be run more than once (gdb restarts the program to go
  * back in time): T0 clears everything a previous run changed. */
-static void reset_region(void)
+void det_replay_reset(void)
 {
 	struct det_shm_header *h = det_hdr;
 	for (uint32_t i = 0; i < h->threads_recorded; i++) {
@@ -88,6 +88,15 @@ static void reset_region(void)
 		s->blocked_ra = 0;
 		atomic_store(&s->at_turnstile, 0);
 	}
+	for (uint32_t i = 0; i < h->max_procs; i++) {
+		struct det_proc *p = det_shm_proc(h, i);
+		atomic_store(&p->pid, 0);
+		atomic_store(&p->state, DET_PS_FREE);
+		atomic_store(&p->exec_thread, 0);
+		atomic_store(&p->spawn_claim, 0);
+		atomic_store(&p->status_known, 0);
+	}
+	memset((char *)h + h->pipes_off, 0, (size_t)h->pipes_cap * sizeof(uint64_t));
 	memset(det_shm_objects(h), 0, (size_t)h->objects_cap * sizeof(struct det_objent));
 	memset((char *)h + h->objrev_off, 0, ((size_t)h->objrev_count + 1) * sizeof(uint64_t));
 	atomic_store(&h->diverged, 0);
@@ -100,8 +109,6 @@ static void reset_region(void)
 void det_replay_attach(struct det_thread *t)
 {
 	struct det_slot *s = t->slot;
-	if (t->num == 0)
-		reset_region();
 	if (t->num >= det_hdr->threads_recorded)
 		det_diverge(t, DET_DIV_THREAD, DET_EV_THREAD_START, NULL, 0,
 			    "a thread that the recording does not have");
@@ -122,6 +129,7 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 	atomic_store(&s->state, DET_TS_PARKED);
 	atomic_store(&s->at_turnstile, 1);
 	check_end();
+	det_replay_thread_done(t);
 	for (;;) {
 		/* the object it wanted may get its id from another thread later:
 		 * keep the report (blocked_obj) current */
@@ -156,6 +164,12 @@ static void wait_for(struct det_thread *t, uint32_t dep_thread, uint64_t dep_idx
 	}
 	atomic_store(&me->sleeping, 0);
 	atomic_store_explicit(&me->at_turnstile, 0, memory_order_relaxed);
+}
+
+void det_replay_vanish(struct det_op *op)
+{
+	det_replay_end(op, op->rec->result);
+	park(op->t);
 }
 
 /* Before gdb stops the program, let the other threads reach their next
@@ -269,7 +283,7 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 		 * of the replay or a divergence. */
 		struct det_slot *s = t->slot;
 		s->blocked_obj = det_obj_find(addr);
-		s->blocked_addr = (uint64_t)(uintptr_t)addr; /* another thread may bind it later */
+		s->blocked_addr = det_obj_key(addr); /* another thread may bind it later */
 		s->blocked_ra = op->ra;
 		atomic_store(&s->blocked_kind, op->kind);
 		park(t);
@@ -374,7 +388,7 @@ void det_replay_before_exit(void)
 		int waiting = 0;
 		for (uint32_t i = 0; i < det_hdr->threads_recorded && !waiting; i++) {
 			struct det_slot *s = det_shm_slot(det_hdr, i);
-			if (i == t->num || atomic_load(&s->state) == DET_TS_PARKED)
+			if (i == t->num || s->proc != det_proc || atomic_load(&s->state) == DET_TS_PARKED)
 				continue;
 			waiting = atomic_load(&s->done) < s->sched_count;
 		}
@@ -383,9 +397,4 @@ void det_replay_before_exit(void)
 		struct timespec ts = {0, round < 100 ? 20000 : 1000000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
-}
-
-__attribute__((destructor)) static void det_replay_fini(void)
-{
-	det_replay_before_exit();
 }

@@ -296,7 +296,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 		det_strict_acquire(t);
 	me->strict_ticket = atomic_fetch_add(&h->strict_tickets, 1);
 	atomic_store(&me->strict_timedout, 0);
-	atomic_store(&me->strict_cond, (uint64_t)(uintptr_t)obj);
+	atomic_store(&me->strict_cond, det_obj_key(obj));
 	det_strict_release(t);
 	for (;;) {
 		uint32_t w = atomic_load(&me->strict_wake);
@@ -307,7 +307,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 			det_sys(SYS_clock_gettime, clock, (long)&now, 0, 0, 0, 0);
 			int64_t left = (abstime->tv_sec - now.tv_sec) * 1000000000ll + (abstime->tv_nsec - now.tv_nsec);
 			if (left <= 0) {
-				uint64_t mine = (uint64_t)(uintptr_t)obj;
+				uint64_t mine = det_obj_key(obj);
 				if (atomic_compare_exchange_strong(&me->strict_cond, &mine, 0)) {
 					atomic_store(&me->strict_timedout, 1);
 					det_strict_runnable(t->num);
@@ -329,7 +329,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 void det_strict_signal(const void *obj, int all)
 {
 	struct det_shm_header *h = det_hdr;
-	uint64_t key = (uint64_t)(uintptr_t)obj;
+	uint64_t key = det_obj_key(obj);
 	uint32_t n = nthreads();
 	for (;;) {
 		int found = 0;

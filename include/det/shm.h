@@ -5,10 +5,12 @@
  * Rules of this file:
  *  - It is an ABI between two processes built from the same tree: fixed-size
  *    types only, explicit padding, no pointers (offsets from the region start).
- *  - The supervisor creates the region (a memfd), fills the header and hands
- *    the fd to the program in the environment variable DET_SHM_ENV; the
- *    runtime maps it at DET_SHM_ADDR in every mode, so that det's memory
- *    never moves the program's own mappings between recording and replay.
+ *  - The supervisor creates the region (a memfd), fills the header and names
+ *    it in the environment variable DET_SHM_ENV as "PID:FD", its own pid and
+ *    fd; every process of the program (children and exec'd images too)
+ *    opens /proc/PID/fd/FD and maps it at DET_SHM_ADDR, so that det's memory
+ *    never moves the program's own mappings between recording and replay,
+ *    and the program's file descriptors are the ones it would have natively.
  *  - Bump DET_SHM_VERSION on any change; the runtime refuses a mismatch.
  *  - x86_64 only: the ordering arguments in recorder/runtime.c rely on TSO.
  */
@@ -24,10 +26,10 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 1
+#define DET_SHM_VERSION 2
 #define DET_SHM_ADDR    0x200000000000UL
-/* Fixed width ("%06d") so that the environment, and with it the initial
- * stack, has the same size in every mode. */
+/* Fixed width ("%07d:%06d") so that the environment, and with it the
+ * initial stack, has the same size in every mode. */
 #define DET_SHM_ENV     "_DET_SHM"
 
 enum det_mode {
@@ -69,6 +71,10 @@ struct det_rec {
 	uint32_t len;     /* payload bytes carried in the entries that follow */
 };
 
+/* The result of a call logged before it ran that never came back: the
+ * thread (or its process) died in it. Replay does not come back either. */
+#define DET_RESULT_PENDING INT64_MIN
+
 /* Ring entries that are not events. */
 #define DET_REC_OBJECT 0x8001 /* a new object: obj = id, aux = enum det_objkind, ra = its address */
 #define DET_REC_RESULT 0x8002 /* the release-like event `seq` returned `result`, not 0 */
@@ -102,7 +108,8 @@ struct det_slot {
 	uint64_t start_routine; /* handed from creator to child */
 	uint64_t start_arg;
 	uint32_t obj;           /* the thread's own object id */
-	uint32_t pad0[3];
+	uint32_t proc;          /* its process: index in the process table */
+	uint32_t pad0[2];
 	/* line 1: state, written by the thread */
 	DET_ATOMIC(uint32_t) state;
 	DET_ATOMIC(uint32_t) blocked_kind; /* event kind it is blocked in, 0: running */
@@ -130,7 +137,8 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) at_turnstile; /* waiting for its turn, or parked */
 	uint64_t sched_off;             /* this thread's struct det_sched array */
 	uint64_t sched_count;
-	uint8_t pad4b[32];
+	uint64_t resume_idx;            /* events done when it called exec: the new image goes on from there */
+	uint8_t pad4b[24];
 	/* line 5: strict mode's waits, written under the run token */
 	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
 	uint64_t strict_ticket;            /* the order in which waiters started waiting */
@@ -190,6 +198,40 @@ enum det_divergence_reason {
 	DET_DIV_THREAD = 5,    /* a thread that was not recorded */
 };
 
+/*
+ * One process of the program. The top one is index 0; fork, vfork,
+ * posix_spawn, system and popen add one each. Replay fills the table by
+ * the recording's process numbers (threads.process); recording by
+ * arrival, renumbered in creation order when the trace is written.
+ */
+enum det_proc_state {
+	DET_PS_FREE = 0,
+	DET_PS_RESERVED = 1, /* created, not yet running det */
+	DET_PS_RUNNING = 2,
+	DET_PS_EXEC = 3,     /* a thread called exec: the new image resumes thread exec_thread */
+	DET_PS_GONE = 4,     /* exited, or exec'd into something det cannot follow */
+};
+
+struct det_proc {
+	DET_ATOMIC(int32_t) pid;        /* kernel pid in this run, 0: not yet known */
+	int32_t rec_pid;                /* the pid the recording saw (= pid when recording) */
+	uint32_t parent;                /* parent's index + 1; 0: none (the top process) */
+	uint32_t first_thread;          /* its first thread's number */
+	uint64_t create_seq;            /* the fork or spawn event */
+	/* posix_spawn in progress: (process index + 1) << 32 | (thread number
+	 * + 1) that the new image becomes, taken by that image; 0: none */
+	DET_ATOMIC(uint64_t) spawn_claim;
+	DET_ATOMIC(uint32_t) state;     /* enum det_proc_state */
+	DET_ATOMIC(uint32_t) exec_thread;  /* thread number + 1 that called exec */
+	DET_ATOMIC(int32_t) status;     /* wait status, once its parent collected it */
+	DET_ATOMIC(uint32_t) status_known;
+	uint32_t execs;                 /* images it exec'd */
+	uint32_t pad;
+	int32_t rec_status;             /* replay: how it ended in the recording (a wait status)... */
+	uint32_t rec_status_known;      /* ... if its parent collected it */
+	char exe[64];                   /* the last image's file name (for reports; may be cut) */
+};
+
 /* A loaded ELF object, for symbolizing return addresses later. */
 #define DET_MAX_MODULES 256
 struct det_module {
@@ -242,6 +284,15 @@ struct det_shm_header {
 	uint64_t pct_change[8];              /* ...at these event numbers */
 	DET_ATOMIC(uint64_t) strict_tickets; /* next waiter ticket */
 
+	/* processes, and the pipes made inside the program (by inode, so a
+	 * read end handed to an exec'd child is still known as internal) */
+	uint64_t procs_off;
+	uint32_t max_procs;
+	DET_ATOMIC(uint32_t) next_proc;
+	uint64_t pipes_off;
+	uint32_t pipes_cap;                  /* power of two; entries are DET_ATOMIC(uint64_t) inodes */
+	uint32_t pad_procs;
+
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */
 	DET_ATOMIC(uint32_t) next_obj __attribute__((aligned(64)));
@@ -253,6 +304,11 @@ struct det_shm_header {
 static inline struct det_slot *det_shm_slot(struct det_shm_header *h, uint32_t num)
 {
 	return (struct det_slot *)((char *)h + h->slots_off) + num;
+}
+
+static inline struct det_proc *det_shm_proc(struct det_shm_header *h, uint32_t idx)
+{
+	return (struct det_proc *)((char *)h + h->procs_off) + idx;
 }
 
 static inline struct det_objent *det_shm_objects(struct det_shm_header *h)

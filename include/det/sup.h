@@ -25,6 +25,15 @@ struct det_thread_info {
 	uint64_t events;  /* record: events drained; replay: events done */
 	uint64_t planned; /* replay: events recorded for it */
 	uint64_t sleeping;
+	uint64_t proc;    /* its process's index in the region's table */
+};
+
+/* One of the program's processes (include/det/shm.h struct det_proc). */
+struct det_proc_info {
+	int64_t pid, rec_pid, parent; /* parent: index, or -1 for the top process */
+	uint64_t first_thread, create_seq, state, execs;
+	int64_t status;               /* wait status, or -1 when nobody collected it */
+	char exe[72];
 };
 
 struct det_drain_stats {
@@ -32,7 +41,8 @@ struct det_drain_stats {
 	uint64_t busy_ns; /* time spent moving events into SQLite */
 };
 
-#define DET_SUP_ABI (sizeof(struct det_thread_info) * 1000 + sizeof(struct det_drain_stats))
+#define DET_SUP_ABI                                                                                \
+	(sizeof(struct det_thread_info) * 1000000 + sizeof(struct det_proc_info) * 1000 + sizeof(struct det_drain_stats))
 uint64_t det_sup_abi(void);
 
 const char *det_sup_error(struct det_sup *s);
@@ -83,6 +93,10 @@ int det_sup_failed(struct det_sup *s, char *buf, uint32_t len);
  * thread, idx, seq, reason, want_kind, want_obj, got_kind, got_obj, got_addr, ra. */
 int det_sup_divergence(struct det_sup *s, uint64_t out[10], char *what, uint32_t len);
 
+/* The program's processes: how many, and each (0, or -1 past the end). */
+uint32_t det_sup_procs(struct det_sup *s);
+int det_sup_proc(struct det_sup *s, uint32_t idx, struct det_proc_info *out);
+
 /* The program's loaded objects: 1 and (base, path) for module i, 0 past the end. */
 int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, uint32_t len);
 
@@ -101,5 +115,10 @@ struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql,
 				   const char *events_sql, const char *data_size_sql, const char *data_sql,
 				   uint32_t flags, char *err, uint32_t errlen);
 uint64_t det_sup_events_done(struct det_sup *s);
+/* Replay: the recording's process `idx` had pid rec_pid and ended with
+ * wait status rec_status (-1: unknown); thread `num` ran in process
+ * `proc`. Set before the program starts. */
+int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status);
+int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc);
 
 #endif /* DET_SUP_H */

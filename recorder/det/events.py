@@ -83,6 +83,11 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
     EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
     EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
+    EventKind('PROC_FORK', 64, 'THREAD', 'CREATE', "fork or vfork; aux = the child's first thread; result = the child's pid, or -errno"),
+    EventKind('PROC_SPAWN', 65, 'THREAD', 'CREATE', "posix_spawn or posix_spawnp; aux = the child's first thread; result = the child's pid, or -error"),
+    EventKind('PROC_EXEC', 66, 'NONE', 'OTHER', 'an exec call, logged before it runs; the thread goes on in the new image; result = 0, or -errno if it failed; data = path and arguments'),
+    EventKind('SIGSUSPEND', 68, 'NONE', 'INPUT', 'sigsuspend or pause returned (-EINTR): a signal came, recorded as the SIGNAL events next; aux = 1 if one was already waiting, so the thread did not sleep'),
+    EventKind('PROC_WAIT', 67, 'NONE', 'INPUT', 'wait, waitpid, wait3, wait4 or waitid returned; aux = options; result = the pid, 0 or -errno; data = status and rusage, or the siginfo'),
     EventKind('CLOCK_GETTIME', 100, 'NONE', 'INPUT', 'clock_gettime (or timespec_get); aux = clock id; result = ns, or -errno'),
     EventKind('GETTIMEOFDAY', 101, 'NONE', 'INPUT', 'gettimeofday; result = microseconds since the epoch, or -errno'),
     EventKind('TIME', 102, 'NONE', 'INPUT', 'time; result = seconds since the epoch'),
@@ -161,6 +166,11 @@ ONCE_INIT = 58
 STDIO_WRITE = 60
 FILE_LOCK = 61
 FILE_UNLOCK = 62
+PROC_FORK = 64
+PROC_SPAWN = 65
+PROC_EXEC = 66
+SIGSUSPEND = 68
+PROC_WAIT = 67
 CLOCK_GETTIME = 100
 GETTIMEOFDAY = 101
 TIME = 102

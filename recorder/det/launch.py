@@ -18,11 +18,13 @@ import struct
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import DetError
-from .native import libdet_path
+from .native import PROC_STATES, libdet_path
 
 ADDR_NO_RANDOMIZE = 0x0040000
 PR_SET_PDEATHSIG = 1
@@ -87,7 +89,9 @@ def program_env(base: dict[str, str], shm_fd: int) -> dict[str, str]:
     lib = str(libdet_path())
     prior = env.pop("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (":" + prior if prior else "")
-    env[SHM_ENV] = f"{shm_fd:06d}"
+    # This process's pid and descriptor, reopened by every process of the
+    # program through /proc (fixed width: the same stack size in every mode).
+    env[SHM_ENV] = f"{os.getpid():07d}:{shm_fd:06d}"
     return env
 
 
@@ -216,7 +220,6 @@ class Program:
                 stdin=stdin_fd,
                 stdout=out_w,
                 stderr=err_w,
-                pass_fds=(shm_fd,),
                 preexec_fn=_preexec,
             )
         except FileNotFoundError:
@@ -230,6 +233,7 @@ class Program:
                 os.close(stdin)
         if isinstance(stdin, StdinFeed):
             stdin.start()
+        self.region: Any = None  # set by the caller: the program's other processes are listed there
         self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
         self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
 
@@ -244,13 +248,45 @@ class Program:
             return None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        try:
-            os.kill(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+        """Signal the program, and the other processes it started, if any."""
+        pids = [self.proc.pid] + (other_processes(self.region, self.proc.pid) if self.region is not None else [])
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def wait_others(self, until: Callable[[], bool]) -> bool:
+        """After the program's first process ended: wait for the others it
+        started (that outlived it) to end, or until `until()` says to stop
+        waiting (then kill them). Returns whether any had to be killed."""
+        while self.region is not None and other_processes(self.region, self.proc.pid):
+            if until():
+                self.kill()
+                return True
+            time.sleep(0.02)
+        return False
 
     def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
         return self.stdout.finish(), self.stderr.finish()
+
+
+def process_alive(pid: int) -> bool:
+    """Is pid a process that still runs (not gone, not a zombie)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def other_processes(region: Any, top_pid: int) -> list[int]:
+    """The program's processes other than its first that still run."""
+    return [
+        int(p.pid) for p in region.processes()
+        if p.pid > 0 and p.pid != top_pid and PROC_STATES.get(p.state) != "gone" and process_alive(int(p.pid))
+    ]
 
 
 def shell_status(returncode: int) -> int:

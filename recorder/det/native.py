@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sqlite3
 from pathlib import Path
 
 from . import schema
@@ -44,9 +45,21 @@ class ThreadInfo(ctypes.Structure):
         (name, ctypes.c_uint64)
         for name in (
             "num", "parent", "ktid", "create_seq", "obj", "state",
-            "blocked_kind", "blocked_obj", "blocked_ra", "events", "planned", "sleeping",
+            "blocked_kind", "blocked_obj", "blocked_ra", "events", "planned", "sleeping", "proc",
         )
     ]
+
+
+class ProcInfo(ctypes.Structure):
+    _fields_ = [
+        ("pid", ctypes.c_int64), ("rec_pid", ctypes.c_int64), ("parent", ctypes.c_int64),
+        ("first_thread", ctypes.c_uint64), ("create_seq", ctypes.c_uint64), ("state", ctypes.c_uint64),
+        ("execs", ctypes.c_uint64), ("status", ctypes.c_int64), ("exe", ctypes.c_char * 72),
+    ]
+
+
+# enum det_proc_state
+PROC_STATES = {0: "free", 1: "reserved", 2: "running", 3: "exec", 4: "gone"}
 
 
 class DrainStats(ctypes.Structure):
@@ -91,6 +104,10 @@ def lib() -> ctypes.CDLL:
         "det_sup_schedule": (None, [P, U32, U32, U64, U32]),
         "det_sup_preemptions": (U32, [P]),
         "det_sup_change_points": (None, [P, ctypes.POINTER(U64), U32]),
+        "det_sup_procs": (U32, [P]),
+        "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
+        "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
+        "det_sup_replay_thread_process": (I, [P, U32, U32]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -99,7 +116,7 @@ def lib() -> ctypes.CDLL:
             raise DetError(f"{path} is out of date ({name} is missing): run `make`") from None
         f.restype = res
         f.argtypes = args
-    want = ctypes.sizeof(ThreadInfo) * 1000 + ctypes.sizeof(DrainStats)
+    want = ctypes.sizeof(ThreadInfo) * 1000000 + ctypes.sizeof(ProcInfo) * 1000 + ctypes.sizeof(DrainStats)
     if L.det_sup_abi() != want:
         raise DetError(f"{path} does not match this det's Python code: run `make`")
     _lib = L
@@ -150,6 +167,14 @@ class Region:
         for i in range(lib().det_sup_threads(self.h)):
             info = ThreadInfo()
             if lib().det_sup_thread(self.h, i, ctypes.byref(info)) == 0:
+                out.append(info)
+        return out
+
+    def processes(self) -> list[ProcInfo]:
+        out = []
+        for i in range(lib().det_sup_procs(self.h)):
+            info = ProcInfo()
+            if lib().det_sup_proc(self.h, i, ctypes.byref(info)) == 0:
                 out.append(info)
         return out
 
@@ -219,6 +244,26 @@ class Replayer(Region):
         if not h:
             raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")
         super().__init__(h)
+        try:
+            db = sqlite3.connect(f"file:{trace_path}?mode=ro", uri=True)
+            try:
+                procs = db.execute(schema.REPLAY_PROCESSES).fetchall()
+                threads = db.execute(schema.REPLAY_THREAD_PROCESSES).fetchall()
+            finally:
+                db.close()
+            self.set_processes(procs, threads)
+        except (sqlite3.Error, DetError) as e:
+            self.close()
+            raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
+
+    def set_processes(self, processes: list[tuple[int, int, int | None]], threads: list[tuple[int, int]]) -> None:
+        """The recording's (process, pid, wait status) and (thread, process)."""
+        for idx, pid, status in processes:
+            if lib().det_sup_replay_process(self.h, idx, pid, -1 if status is None else status) != 0:
+                raise DetError(lib().det_sup_error(self.h).decode())
+        for num, proc in threads:
+            if lib().det_sup_replay_thread_process(self.h, num, proc) != 0:
+                raise DetError(lib().det_sup_error(self.h).decode())

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__
+from . import __version__, schema
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
@@ -133,7 +133,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         rec = Recorder(opts.max_threads, opts.rings, opts.ring_entries, opts.objects)
         start = time.time()
         writer.set_meta({
-            "format_version": 1,
+            "format_version": schema.FORMAT_VERSION,
             "det_version": __version__,
             "mode": "record",
             "argv": argv,
@@ -173,6 +173,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
         t0 = time.monotonic()
         prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
+        prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
         drainer.start()
@@ -195,6 +196,14 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
                 blocked = _blocked_threads(rec)
                 prog.kill()
                 rc = prog.wait()
+
+        def give_up() -> bool:
+            nonlocal timed_out
+            if deadline is not None and time.monotonic() >= deadline:
+                timed_out = True
+            return timed_out or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
+
+        prog.wait_others(give_up)
         duration = time.monotonic() - t0
         with INTERRUPT.lock:
             INTERRUPT.programs.discard(prog)
@@ -206,7 +215,8 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
-        threads = _thread_rows(rec)
+        processes, proc_number = _process_rows(rec)
+        threads = _thread_rows(rec, proc_number)
         modules = rec.modules()
         stats = rec.stats()
         attached = rec.attached()
@@ -253,7 +263,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
                 f"{opts.watchdog_ms} ms (a busy-wait?); replay is not exact there")
         message = f"{message}; {note}" if message else note
         outcome["message"] = message
-    path = writer.finish(outcome, threads, modules, blocked, spool)
+    path = writer.finish(outcome, threads, modules, blocked, spool, processes)
     if spool is not None:
         spool.close()
     report: list[str] = []
@@ -292,7 +302,29 @@ def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
     ]
 
 
-def _thread_rows(rec: Recorder) -> list[dict[str, object]]:
+def _process_rows(rec: Recorder) -> tuple[list[dict[str, object]], dict[int, int]]:
+    """The program's processes, numbered 0 for the program, then in the order
+    of the events that created them (the region lists them as they came)."""
+    procs = rec.processes()
+    order = sorted(range(len(procs)), key=lambda i: (i != 0, procs[i].create_seq))
+    number = {idx: n for n, idx in enumerate(order)}
+    rows = []
+    for idx in order:
+        p = procs[idx]
+        rows.append({
+            "process": number[idx],
+            "parent": number.get(int(p.parent), -1) if idx else -1,
+            "pid": int(p.rec_pid),
+            "create_seq": int(p.create_seq) if idx else -1,
+            "thread": int(p.first_thread),
+            "exe": p.exe.decode(errors="replace"),
+            "execs": int(p.execs),
+            "status": int(p.status) if p.status >= 0 else None,
+        })
+    return rows, number
+
+
+def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, object]]:
     rows = []
     for t in rec.threads():
         state = THREAD_STATES.get(t.state, "?")
@@ -305,6 +337,7 @@ def _thread_rows(rec: Recorder) -> list[dict[str, object]]:
             "obj": int(t.obj),
             "events": int(t.events),
             "end_state": end,
+            "process": proc_number.get(int(t.proc), 0),
         })
     return rows
 

@@ -7,7 +7,7 @@ the statements it needs from here and only binds values.
 
 from __future__ import annotations
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 APPLICATION_ID = 0x64657431  # "det1"
 
 SCHEMA = """
@@ -34,7 +34,18 @@ CREATE TABLE threads (
     create_seq INTEGER NOT NULL,      -- seq of the creating event, -1 for T0
     obj        INTEGER NOT NULL,      -- the thread's own object id
     events     INTEGER,               -- events recorded (set when the trace is complete)
-    end_state  TEXT                   -- running | exiting | exited, when the program ended
+    end_state  TEXT,                  -- running | exiting | exited, when the program ended
+    process    INTEGER NOT NULL DEFAULT 0  -- processes.process
+);
+CREATE TABLE processes (
+    process    INTEGER PRIMARY KEY,   -- stable number: 0 = the program, then creation order
+    parent     INTEGER NOT NULL,      -- -1 for process 0
+    pid        INTEGER NOT NULL,      -- kernel pid in the recorded run (0: it never started)
+    create_seq INTEGER NOT NULL,      -- seq of the fork or spawn event, -1 for process 0
+    thread     INTEGER NOT NULL,      -- threads.tid of its first thread
+    exe        TEXT NOT NULL,         -- file name of its last image
+    execs      INTEGER NOT NULL,      -- images it exec'd
+    status     INTEGER                -- wait status its parent collected; NULL if none did
 );
 CREATE TABLE objects (
     obj       INTEGER PRIMARY KEY,
@@ -92,7 +103,7 @@ CREATE TABLE outcome (
 """
 
 # Tables a trace must have to be read at all.
-REQUIRED_TABLES = ("meta", "event_kinds", "threads", "objects", "sites", "events", "outcome")
+REQUIRED_TABLES = ("meta", "event_kinds", "threads", "processes", "objects", "sites", "events", "outcome")
 
 # Statements libdetsup.so binds (include/det/sup.h gives the order).
 EVENT_INSERT_PREFIX = "INSERT INTO events(seq, tid, idx, kind, obj, result, aux, site, ts) VALUES "
@@ -110,6 +121,8 @@ SELECT t.tid, t.obj, coalesce(c.n, 0) FROM threads t
 LEFT JOIN (SELECT tid, count(*) AS n FROM events GROUP BY tid) c ON c.tid = t.tid
 ORDER BY t.tid
 """
+REPLAY_PROCESSES = "SELECT process, pid, status FROM processes ORDER BY process"
+REPLAY_THREAD_PROCESSES = "SELECT tid, process FROM threads ORDER BY tid"
 REPLAY_MAX_OBJECT = "SELECT coalesce(max(obj), 0) FROM objects"
 REPLAY_EVENTS = "SELECT seq, tid, idx, kind, obj, aux, result FROM events ORDER BY seq"
 REPLAY_DATA_SIZE = "SELECT coalesce(sum(length(bytes)), 0) FROM data"

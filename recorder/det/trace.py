@@ -117,6 +117,11 @@ class Trace:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
+    def processes(self) -> list[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM processes ORDER BY process")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
     def events(self, where: str = "", args: tuple = (), order: str = "seq") -> Iterator[Event]:
         sql = f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY {order}"
         try:
@@ -272,6 +277,7 @@ class TraceWriter:
         modules: list[tuple[str, int]],
         blocked: list[tuple[int, int, int, int]],
         stdin: IO[bytes] | None = None,
+        processes: list[dict[str, Any]] | None = None,
     ) -> Path:
         with self.db:
             if stdin is not None:
@@ -280,10 +286,18 @@ class TraceWriter:
                     self.db.execute("INSERT INTO stdin VALUES (?,?)", (i, chunk))
             for t in threads:
                 self.db.execute(
-                    "INSERT INTO threads(tid, parent, ktid, create_seq, obj, events, end_state)"
-                    " VALUES (?,?,?,?,?,?,?) ON CONFLICT(tid) DO UPDATE SET"
-                    " events = excluded.events, end_state = excluded.end_state",
-                    (t["tid"], t["parent"], t["ktid"], t["create_seq"], t["obj"], t["events"], t["end_state"]),
+                    "INSERT INTO threads(tid, parent, ktid, create_seq, obj, events, end_state, process)"
+                    " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(tid) DO UPDATE SET events = excluded.events,"
+                    " end_state = excluded.end_state, ktid = excluded.ktid, process = excluded.process",
+                    (t["tid"], t["parent"], t["ktid"], t["create_seq"], t["obj"], t["events"], t["end_state"],
+                     t.get("process", 0)),
+                )
+            for p in processes or []:
+                self.db.execute(
+                    "INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    (p["process"], p["parent"], p["pid"], p["create_seq"], p["thread"], p["exe"], p["execs"],
+                     p["status"]),
                 )
             self.db.executemany("INSERT INTO modules VALUES (?,?)", modules)
             self.db.executemany("INSERT INTO blocked VALUES (?,?,?,?)", blocked)

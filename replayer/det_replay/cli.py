@@ -102,6 +102,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
     prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep))
+    prog.region = rep
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
     rc = None
@@ -135,6 +136,17 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             prog.kill()
             rc = prog.wait()
             break
+    if not ended_early:
+        # children that outlived the program's first process replay to their end too
+        progress = {"done": rep.events_done(), "at": time.monotonic()}
+
+        def give_up() -> bool:
+            now, done = time.monotonic(), rep.events_done()
+            if done != progress["done"]:
+                progress.update(done=done, at=now)
+            return rep.divergence() is not None or rep.failed() is not None or now - progress["at"] > stall_limit
+
+        prog.wait_others(give_up)
     out_info, err_info = prog.outputs()
     done = rep.events_done()
     lines: list[str] = []

@@ -110,7 +110,7 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
             # gdb handles Ctrl-C (it stops the program); this process only waits.
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
-                proc = subprocess.Popen([gdb, "-q", "-x", str(init), *(gdb_args or [])], pass_fds=(rep.fd,),
+                proc = subprocess.Popen([gdb, "-q", "-x", str(init), *(gdb_args or [])],
                                         preexec_fn=_default_sigint)
                 return proc.wait()
             finally:

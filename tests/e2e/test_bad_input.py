@@ -52,12 +52,13 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert r.returncode == 2
 
 
-@pytest.mark.parametrize("mode", ["fork", "system", "exec"])
-def test_child_processes_not_supported_yet(mode: str, tmp_path: Path) -> None:
+def test_static_child_refused(tmp_path: Path) -> None:
+    """A child det cannot follow stops the run, naming the call and why."""
     trace = tmp_path / "f.db"
-    r = detrec("-o", trace, program("forker"), mode, timeout=30)
+    r = detrec("-o", trace, program("proc_tour"), "static", program("hello_static"), timeout=30)
     assert r.returncode == 125
-    assert "not supported yet" in one_line_error(r, "detrec")
+    line = one_line_error(r, "detrec")
+    assert "execve(" in line and "hello_static" in line and "statically linked" in line, line
     assert trace.exists()
 
 

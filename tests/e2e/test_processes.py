@@ -1,0 +1,121 @@
+"""Child processes: fork, wait, system, popen, posix_spawn and exec are
+recorded into the same trace (a process column, stable numbers) and replay
+byte-identical, shell pipelines included, with children that die of
+SIGPIPE or are killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from conftest import detrec, detreplay, outcome, program, query
+
+REPLAYS = 10
+MODES = ["fork", "wait", "system", "popen", "spawn", "exec"]
+
+
+def record(trace: Path, *argv: str | os.PathLike[str], mode: tuple[str, ...] = ()) -> bytes:
+    r = detrec("-q", *mode, "-o", trace, "--", *argv, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout, "the program wrote nothing"
+    return r.stdout
+
+
+def replays_identically(trace: Path, recorded: bytes, n: int = REPLAYS, mode: tuple[str, ...] = ()) -> None:
+    for i in range(n):
+        rr = detreplay("-q", *mode, trace, timeout=120)
+        assert rr.returncode == 0, f"replay {i + 1} {mode}: {rr.stderr.decode()}"
+        assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_child_processes_replay(mode: str, tmp_path: Path) -> None:
+    trace = tmp_path / f"{mode}.db"
+    out = record(trace, program("proc_tour"), mode)
+    replays_identically(trace, out)
+    replays_identically(trace, out, 3, ("--relaxed",))
+
+
+def test_process_table(tmp_path: Path) -> None:
+    trace = tmp_path / "all.db"
+    record(trace, program("proc_tour"), "all")
+    procs = query(trace, "SELECT process, parent, pid, create_seq, thread, exe, execs, status FROM processes "
+                         "ORDER BY process")
+    assert procs[0][:2] == (0, -1) and procs[0][5] == "proc_tour"
+    # stable numbers: creation order
+    seqs = [p[3] for p in procs[1:]]
+    assert seqs == sorted(seqs)
+    by_num = {p[0]: p for p in procs}
+    # the forked child with threads exited 3, collected by waitpid
+    fork_child = by_num[1]
+    assert fork_child[1] == 0 and fork_child[5] == "proc_tour" and fork_child[7] == 3 << 8
+    # its threads are numbered with everyone else's and belong to it
+    mine = query(trace, "SELECT tid FROM threads WHERE process = 1 ORDER BY tid")
+    assert len(mine) == 4  # its first thread and the three it created
+    assert mine[0][0] == fork_child[4]
+    # popen("seq ...") is sh, then seq as sh's child
+    seq = [p for p in procs if p[5] == "seq"]
+    assert len(seq) == 1 and by_num[seq[0][1]][5] == "dash" and seq[0][6] == 1
+    # every process has a pid and every thread a process
+    assert all(p[2] > 0 for p in procs)
+    assert query(trace, "SELECT count(*) FROM threads WHERE process NOT IN (SELECT process FROM processes)")[0][0] == 0
+
+
+def test_exec_keeps_the_thread(tmp_path: Path) -> None:
+    trace = tmp_path / "exec.db"
+    record(trace, program("proc_tour"), "exec")
+    (execs, exe), = query(trace, "SELECT execs, exe FROM processes WHERE process = 0")
+    assert execs == 1 and exe == "dash"
+    # T0 goes on in the new image: its events after the exec are in the same thread
+    kinds = [k for (k,) in query(trace, "SELECT kind FROM events WHERE tid = 0 ORDER BY idx")]
+    i = kinds.index(66)  # PROC_EXEC
+    assert i < len(kinds) - 1, "the new image made no event as T0"
+
+
+def test_shell_pipeline_byte_identical(tmp_path: Path) -> None:
+    cmd = "seq 100000 | shuf | sort -R | head -5"
+    first = record(tmp_path / "p1.db", "/bin/sh", "-c", cmd)
+    second = record(tmp_path / "p2.db", "/bin/sh", "-c", cmd)
+    assert first != second, "shuf and sort -R gave the same order twice: randomness is not reaching them"
+    assert len(first.splitlines()) == 5
+    replays_identically(tmp_path / "p1.db", first)
+    n = query(tmp_path / "p1.db", "SELECT count(*) FROM processes")[0][0]
+    assert n == 5  # sh, seq, shuf, sort, head
+
+
+def test_writer_dies_of_sigpipe(tmp_path: Path) -> None:
+    """yes is killed by SIGPIPE inside a write: that write never returned in
+    the recording, and does not in replay."""
+    trace = tmp_path / "yes.db"
+    out = record(trace, "/bin/sh", "-c", "yes | head -c 100000 | wc -c; echo done")
+    assert out == b"100000\ndone\n"
+    (status,), = query(trace, "SELECT status FROM processes WHERE exe = 'yes'")
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPIPE
+    replays_identically(trace, out)
+
+
+def test_killed_child(tmp_path: Path) -> None:
+    trace = tmp_path / "kill.db"
+    out = record(trace, "/bin/sh", "-c", "sleep 5 & kill -9 $!; wait $!; echo status $?")
+    assert out == b"status 137\n"
+    assert outcome(trace)["duration_ns"] < 4e9
+    replays_identically(trace, out, 5)
+
+
+def test_cleared_environment_still_followed(tmp_path: Path) -> None:
+    """env -i drops LD_PRELOAD; det puts its own variables back."""
+    trace = tmp_path / "env.db"
+    out = record(trace, "/usr/bin/env", "-i", "/bin/sh", "-c", "echo $0 ran; exit 0")
+    assert out == b"/bin/sh ran\n"
+    (execs, exe), = query(trace, "SELECT execs, exe FROM processes WHERE process = 0")
+    assert (execs, exe) == (1, "dash")
+    replays_identically(trace, out, 3)
+
+
+def test_strict_mode_with_children(tmp_path: Path) -> None:
+    trace = tmp_path / "strict.db"
+    out = record(trace, program("proc_tour"), "fork", mode=("--strict",))
+    replays_identically(trace, out, 5)
