@@ -397,9 +397,13 @@ static int thread_gone(struct det_sup *s, struct det_slot *sl)
 static void release_rings(struct det_sup *s, uint32_t nthreads)
 {
 	struct det_shm_header *h = s->hdr;
+	/* now and then, threads that died without saying so (a child process
+	 * killed by a signal) */
+	int check_running = s->stats.passes % 128 == 0;
 	for (uint32_t i = 0; i < nthreads; i++) {
 		struct det_slot *sl = det_shm_slot(h, i);
-		if (!sl->ring || atomic_load(&sl->state) != DET_TS_EXITING)
+		uint32_t st = atomic_load(&sl->state);
+		if (!sl->ring || (st != DET_TS_EXITING && !(check_running && i && st == DET_TS_RUNNING)))
 			continue;
 		if (!thread_gone(s, sl))
 			continue; /* the kernel thread may still run destructors */

@@ -34,6 +34,7 @@ def summary(tr: Trace) -> dict[str, object]:
         "det_version": m.get("det_version"),
         "binary_sha256": m.get("binary_sha256"),
         "threads": len(threads),
+        "processes": _processes(tr, threads),
         "events": events,
         "objects": tr.q1("SELECT count(*) FROM objects"),
         "kinds": {kind_name(k): n for k, n in tr.kind_counts()},
@@ -43,6 +44,24 @@ def summary(tr: Trace) -> dict[str, object]:
         "file_bytes": size,
         "bytes_per_event": round(size / events, 1) if events else None,
     }
+
+
+def _processes(tr: Trace, threads: list[dict]) -> list[dict[str, object]]:
+    out = []
+    for p in tr.processes():
+        status = p["status"]
+        if status is None:
+            end = None
+        elif os.WIFSIGNALED(status):
+            end = f"killed by signal {os.WTERMSIG(status)}"
+        else:
+            end = f"exit {os.WEXITSTATUS(status)}"
+        out.append({
+            "process": p["process"], "parent": p["parent"], "pid": p["pid"], "exe": p["exe"],
+            "execs": p["execs"], "threads": sum(1 for t in threads if t.get("process", 0) == p["process"]),
+            "first_thread": p["thread"], "end": end,
+        })
+    return out
 
 
 def print_human(tr: Trace, s: dict[str, object]) -> None:
@@ -62,6 +81,15 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
         w(f"outcome:    {end}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
         w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
     w(f"threads:    {s['threads']}")
+    procs = s["processes"]
+    if len(procs) > 1:
+        w(f"processes:  {len(procs)}")
+        for p in procs:
+            parent = f", child of P{p['parent']}" if p["parent"] >= 0 else ""
+            execs = f", {p['execs']} exec" if p["execs"] else ""
+            end = f", {p['end']}" if p["end"] else ""
+            w(f"  P{p['process']:<4} {p['exe'] or '?':<16} pid {p['pid']}, {p['threads']} thread(s) from "
+              f"T{p['first_thread']}{parent}{execs}{end}")
     w(f"objects:    {s['objects']}")
     w(f"events:     {s['events']}")
     for name, n in list(s["kinds"].items())[:12]:

@@ -32,7 +32,7 @@ from . import __version__, schema
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
-from .native import DET_F_STDIN_FED, DET_F_STRICT, THREAD_STATES, Recorder, libdet_path
+from .native import DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES, Recorder, libdet_path
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 
@@ -326,8 +326,9 @@ def _process_rows(rec: Recorder) -> tuple[list[dict[str, object]], dict[int, int
 
 def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, object]]:
     rows = []
+    gone = {i for i, p in enumerate(rec.processes()) if i and PROC_STATES.get(p.state) == "gone"}
     for t in rec.threads():
-        state = THREAD_STATES.get(t.state, "?")
+        state = "exiting" if int(t.proc) in gone else THREAD_STATES.get(t.state, "?")
         end = {"exiting": "exited", "free": "exited"}.get(state, "blocked" if t.blocked_kind else state)
         rows.append({
             "tid": int(t.num),
