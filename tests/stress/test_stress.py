@@ -1,0 +1,72 @@
+"""Slow statistical runs (`make stress`, not part of `make test`): many
+recordings and many replays each, where a rare replay failure would hide
+in the handful `make test` does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import detrec, detreplay, outcome, query, samples
+
+pytestmark = pytest.mark.stress
+
+
+def expected_status(trace: Path) -> int:
+    o = outcome(trace)
+    if o["status"] == "timeout":
+        return 124
+    return 128 + o["signal"] if o["signal"] is not None else o["exit_code"]
+
+
+def replay_n(trace: Path, n: int, *mode: str) -> None:
+    want = expected_status(trace)
+    for i in range(n):
+        r = detreplay("-q", *mode, trace)
+        assert r.returncode == want, f"replay {i + 1} {mode}: {r.stderr.decode()}"
+
+
+@pytest.mark.parametrize("s", [s for s in samples() if s.bug], ids=lambda s: s.name)
+def test_heisenbug_replays_100_times(s, tmp_path: Path) -> None:
+    trace = tmp_path / f"{s.name}.db"
+    mode = ["--strict", "--chaos"] if s.strict else []
+    timeout = ["--timeout", "5"] if s.hang else []
+    r = detrec("-q", *mode, *timeout, "--until-fail", "1000", "-j", "2", "-o", trace, "--", s.path, *s.test_args)
+    assert outcome(trace)["status"] != "exited" or outcome(trace)["exit_code"] != 0, r.stderr.decode()
+    replay_n(trace, 100)
+    if not s.strict:
+        replay_n(trace, 50, "--relaxed")
+
+
+def test_strict_racy_counter_many_recordings(tmp_path: Path) -> None:
+    for k in range(10):
+        trace = tmp_path / f"racy{k}.db"
+        r = detrec("-q", "--strict", "-o", trace, "--", samples_path("racy_counter"))
+        recorded = r.stdout
+        for _ in range(20):
+            rr = detreplay("-q", trace)
+            assert rr.stdout == recorded
+
+
+def test_pipeline_many_recordings(tmp_path: Path) -> None:
+    for k in range(20):
+        trace = tmp_path / f"p{k}.db"
+        r = detrec("-q", "-o", trace, "--", "/bin/sh", "-c", "seq 100000 | shuf | sort -R | head -5")
+        assert r.returncode == 0, r.stderr.decode()
+        for _ in range(5):
+            rr = detreplay("-q", trace)
+            assert rr.returncode == 0 and rr.stdout == r.stdout, rr.stderr.decode()
+
+
+def test_same_seed_same_schedule(tmp_path: Path) -> None:
+    for seed in range(1, 21):
+        a, b = tmp_path / f"a{seed}.db", tmp_path / f"b{seed}.db"
+        for t in (a, b):
+            detrec("-q", "--chaos", "--strict", "--seed", str(seed), "-o", t, "--", samples_path("flag_handoff"))
+        sql = "SELECT tid, idx, kind, obj, result, aux FROM events ORDER BY seq"
+        assert query(a, sql) == query(b, sql), f"seed {seed}"
+
+
+def samples_path(name: str) -> Path:
+    return next(s.path for s in samples() if s.name == name)
