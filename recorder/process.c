@@ -714,19 +714,28 @@ static char **collect_args(const char *arg0, va_list ap, char ***envp_out)
 	return argv;
 }
 
+/* Run the vector an execl* built, and free it if the exec failed. */
+static int exec_built(const char *path, char **argv, char **envp, int search)
+{
+	if (!argv)
+		return -1;
+	if (search)
+		execvp(path, argv);
+	else
+		execve(path, argv, envp ? envp : environ);
+	int e = errno;
+	free(argv);
+	errno = e;
+	return -1;
+}
+
 EXPORT int execl(const char *path, const char *arg0, ...)
 {
 	va_list ap;
 	va_start(ap, arg0);
 	char **argv = collect_args(arg0, ap, NULL);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	execv(path, argv);
-	int e = errno;
-	free(argv);
-	errno = e;
-	return -1;
+	return exec_built(path, argv, NULL, 0);
 }
 
 EXPORT int execlp(const char *file, const char *arg0, ...)
@@ -735,29 +744,17 @@ EXPORT int execlp(const char *file, const char *arg0, ...)
 	va_start(ap, arg0);
 	char **argv = collect_args(arg0, ap, NULL);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	execvp(file, argv);
-	int e = errno;
-	free(argv);
-	errno = e;
-	return -1;
+	return exec_built(file, argv, NULL, 1);
 }
 
 EXPORT int execle(const char *path, const char *arg0, ...)
 {
-	char **envp;
+	char **envp = NULL;
 	va_list ap;
 	va_start(ap, arg0);
 	char **argv = collect_args(arg0, ap, &envp);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	execve(path, argv, envp);
-	int e = errno;
-	free(argv);
-	errno = e;
-	return -1;
+	return exec_built(path, argv, envp, 0);
 }
 
 /* ------------------------------------------------------------------ */

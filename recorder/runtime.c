@@ -576,31 +576,29 @@ void det_rec_call_end(struct det_op *op, int64_t result)
 	boundary(op->t, op->kind);
 }
 
+/* A result entry for an event already published (room reserved). */
+static void put_result(struct det_thread *t, uint64_t seq, int64_t result)
+{
+	struct det_rec *r = ring_put(t);
+	memset(r, 0, sizeof(*r));
+	r->seq = seq;
+	r->kind = DET_REC_RESULT;
+	r->result = result;
+	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+}
+
 void det_rec_end(struct det_op *op, int64_t result)
 {
-	struct det_thread *t = op->t;
-	if (det_unlikely(result != 0)) {
-		struct det_rec *r = ring_put(t);
-		memset(r, 0, sizeof(*r));
-		r->seq = op->seq;
-		r->kind = DET_REC_RESULT;
-		r->result = result;
-		atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
-	}
-	boundary(t, op->kind);
+	if (det_unlikely(result != 0))
+		put_result(op->t, op->seq, result);
+	boundary(op->t, op->kind);
 }
 
 /* The event `op` (already published) returned `result` after all. */
 void det_rec_fix_result(struct det_op *op, int64_t result)
 {
-	struct det_thread *t = op->t;
-	ring_reserve(t, 1);
-	struct det_rec *r = ring_put(t);
-	memset(r, 0, sizeof(*r));
-	r->seq = op->seq;
-	r->kind = DET_REC_RESULT;
-	r->result = result;
-	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+	ring_reserve(op->t, 1);
+	put_result(op->t, op->seq, result);
 }
 
 void det_rec_acquire_end(struct det_op *op, int64_t result)
