@@ -806,13 +806,20 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 /* ------------------------------------------------------------------ */
 /* stdio output: each call is an event on its FILE, so threads that print
  * without their own locking produce the same output in replay. Record takes
- * the FILE's lock around the call and its place in the order before
- * releasing it. */
+ * the FILE's lock around the call, and its place in the order as the call
+ * begins: what the call flushes may be read by another thread or process
+ * before the call returns, and that read must come after it in the order.
+ * (The result is logged when the call returns; "pending" if it never did.) */
 
 static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
 {
 	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
-	if (!det_replaying() && f && real.ftrylockfile(f) != 0) {
+	if (det_replaying()) {
+		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
+			det_replay_vanish(op);
+		return;
+	}
+	if (f && real.ftrylockfile(f) != 0) {
 		if (det_strict) {
 			while (real.ftrylockfile(f) != 0) /* its holder needs the turn */
 				det_strict_wait_for(op, f);
@@ -822,6 +829,7 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 			det_unblock(op);
 		}
 	}
+	det_rec_call_begin(op);
 }
 
 static int stdio_end(struct det_op *op, FILE *f, int r)
@@ -829,7 +837,7 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 	if (det_replaying()) {
 		det_acquire_end(op, op->rec->result);
 	} else {
-		det_acquire_end(op, r);
+		det_rec_call_end(op, r);
 		if (f) {
 			real.funlockfile(f);
 			if (det_strict)

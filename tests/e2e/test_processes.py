@@ -119,3 +119,22 @@ def test_strict_mode_with_children(tmp_path: Path) -> None:
     trace = tmp_path / "strict.db"
     out = record(trace, program("proc_tour"), "fork", mode=("--strict",))
     replays_identically(trace, out, 5)
+
+
+def test_python_subprocess(tmp_path: Path) -> None:
+    """CPython's subprocess (vfork and exec in _posixsubprocess, pipes read
+    while the child writes through stdio)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "sp.py").write_text(
+        "import subprocess\n"
+        "out = subprocess.run(['sh', '-c', 'seq 3; echo err >&2'], capture_output=True, text=True)\n"
+        "print('got', out.stdout.split(), out.stderr.strip(), out.returncode)\n"
+        "p = subprocess.Popen(['cat'], stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "o, _ = p.communicate(b'piped through cat\\n' * 3000)\n"
+        "print(len(o), p.returncode)\n"
+    )
+    trace = tmp_path / "sp.db"  # not in the script's directory, which Python lists
+    out = record(trace, "/usr/bin/python3", work / "sp.py")
+    assert out == b"got ['1', '2', '3'] err 0\n54000 0\n"
+    replays_identically(trace, out, 5)
