@@ -411,7 +411,10 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 			continue; /* drain it first */
 		uint32_t ring = sl->ring - 1;
 		sl->ring = 0;
-		atomic_store(&sl->state, DET_TS_FREE);
+		/* a thread that died running (killed with its process) keeps that
+		 * state: the trace says where it was when the program ended */
+		if (st == DET_TS_EXITING)
+			atomic_store(&sl->state, DET_TS_FREE);
 		atomic_store(det_shm_ring_owner(h, ring), 0);
 	}
 }
