@@ -887,8 +887,9 @@ def _narrow(s: _Search, base: list[int]) -> BisectResult:
     if s.judge(h0, "H_0: B's events in A's order", "H_0", "H").verdict == FAILS:
         hang = " (a deadlock: each thread's last events already hold what the others wait for)" \
             if s.fail_status == 124 else ""
-        return s.result(message="B's events in A's order fail too: what makes B fail is which events it ran, "
-                                f"not their order{hang}, so there is no boundary to find")
+        return s.result(message="B's events in A's order fail too, so A gives no boundary to find: what makes B "
+                                f"fail may be which events it ran rather than their order{hang}, or A's order, laid "
+                                "over B's events, races the same way (another passing recording may do)")
     lo, hi = 0, total            # H_lo does not fail, H_hi (= B) does
     orders = {0: h0, total: base}
     verdicts = {0: s.steps[-1].verdict}
