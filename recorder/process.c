@@ -1219,15 +1219,19 @@ static void process_exit(void)
 		det_replay_before_exit();
 		return;
 	}
-	/* the whole process ends: detrec frees its threads' rings once drained */
+	/* the whole process ends: its threads never take the strict token
+	 * again, and (children) detrec frees their rings once drained; the
+	 * program's own threads keep their state for the trace */
+	if (det_strict)
+		det_strict_process_ending();
 	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
 	for (uint32_t i = 0; i < n && i < det_hdr->max_threads; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
-		if (s->proc != det_proc || det_proc == 0)
+		if (s->proc != det_proc)
 			continue;
 		atomic_store(&s->strict_wants, 0);
 		uint32_t st = atomic_load(&s->state);
-		if (st == DET_TS_RUNNING || st == DET_TS_STARTING)
+		if (det_proc != 0 && (st == DET_TS_RUNNING || st == DET_TS_STARTING))
 			atomic_store(&s->state, DET_TS_EXITING);
 	}
 	if (det_strict) {

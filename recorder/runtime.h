@@ -122,6 +122,7 @@ DET_HIDDEN extern int det_chaos;  /* recording with seeded delays (parallel chao
 DET_HIDDEN void det_strict_start(struct det_thread *t);
 DET_HIDDEN void det_strict_acquire(struct det_thread *t);
 DET_HIDDEN void det_strict_release(struct det_thread *t);
+DET_HIDDEN void det_strict_process_ending(void);
 DET_HIDDEN void det_strict_after_event(struct det_thread *t, int yielding);
 DET_HIDDEN void det_strict_created(uint32_t child);
 DET_HIDDEN void det_strict_runnable(uint32_t num);

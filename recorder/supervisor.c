@@ -185,6 +185,7 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 		out->blocked_obj = det_obj_lookup(det_shm_objects(h), h->objects_cap, sl->blocked_addr);
 	out->blocked_ra = sl->blocked_ra;
 	out->proc = sl->proc;
+	out->yielded = atomic_load(&sl->strict_yielded);
 	if (h->mode == DET_MODE_REPLAY) {
 		out->events = atomic_load(&sl->done);
 		out->planned = sl->sched_count;
@@ -233,12 +234,16 @@ SUP_EXPORT int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t r
 	return 0;
 }
 
-SUP_EXPORT int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc)
+/* A recorded thread's process, and whether it waited for the strict token
+ * after its last event when the recording ended. */
+SUP_EXPORT int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, uint32_t yielded)
 {
 	struct det_shm_header *h = s->hdr;
 	if (num >= h->max_threads || proc >= h->max_procs)
 		return sup_fail(s, "the trace puts thread T%u in process %u", num, proc);
-	det_shm_slot(h, num)->proc = proc;
+	struct det_slot *sl = det_shm_slot(h, num);
+	sl->proc = proc;
+	atomic_store(&sl->strict_yielded, yielded ? 1 : 0);
 	return 0;
 }
 

@@ -360,7 +360,9 @@ void det_replay_end(struct det_op *op, int64_t result)
 	}
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
-	if ((det_hdr->flags & DET_F_STRICT) && t->idx < t->sched_count) {
+	if (!(det_hdr->flags & DET_F_STRICT))
+		return;
+	if (t->idx < t->sched_count) {
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups
 		 * above, which the thread owes others first) */
@@ -368,6 +370,11 @@ void det_replay_end(struct det_op *op, int64_t result)
 		for (int i = 0; i < 2; i++)
 			if (n->dep_thread[i])
 				wait_for(t, n->dep_thread[i], n->dep_idx[i]);
+	} else if (atomic_load(&t->slot->strict_yielded) && op->kind != DET_EV_THREAD_EXIT &&
+		   op->kind != DET_EV_BLOCK && op->kind != DET_EV_PREEMPT) {
+		/* it handed the token on after this event and the program ended
+		 * before it got it back: the code after it never ran */
+		park(t);
 	}
 }
 

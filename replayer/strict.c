@@ -134,6 +134,29 @@ static void preempt(struct det_thread *t, uint32_t victim)
 	t->depth--;
 }
 
+/* Set once this process has begun to end (see det_strict_process_ending). */
+static _Atomic int process_ending;
+
+/* The process is ending: its threads waiting for the token never run again.
+ * They would only race with exit's last steps, which no replay can repeat;
+ * a thread handed the token by mistake passes it on to other processes. */
+static __attribute__((noreturn)) void freeze(struct det_thread *t)
+{
+	not_runnable(t->slot);
+	if (atomic_load(&det_hdr->strict_owner) == t->num + 1) {
+		t->holding = 1;
+		det_strict_release(t);
+	}
+	_Atomic uint32_t never = 0;
+	for (;;)
+		futex(&never, FUTEX_WAIT_PRIVATE, 0, NULL);
+}
+
+void det_strict_process_ending(void)
+{
+	atomic_store(&process_ending, 1);
+}
+
 /* Wait until the token is ours (the thread is runnable, or about to be). */
 static void wait_token(struct det_thread *t)
 {
@@ -142,6 +165,8 @@ static void wait_token(struct det_thread *t)
 	uint32_t last_owner = 0;
 	uint64_t last_progress = 0, since = 0;
 	for (;;) {
+		if (atomic_load(&process_ending))
+			freeze(t);
 		uint32_t free = 0;
 		if (atomic_compare_exchange_strong(&h->strict_owner, &free, t->num + 1))
 			break;
@@ -209,8 +234,13 @@ static void yield_to(struct det_thread *t, uint32_t next)
 {
 	det_strict_runnable(t->num); /* before the other can decide anything */
 	t->holding = 0;
+	/* if the program ends meanwhile, the code after this event never ran:
+	 * the trace says so (threads.end_state "waiting"), for replay to stop
+	 * the thread here too */
+	atomic_store(&t->slot->strict_yielded, 1);
 	hand_to(next);
 	wait_token(t);
+	atomic_store(&t->slot->strict_yielded, 0);
 }
 
 /* A thread's PCT priority: from the seed and its number only. */

@@ -119,7 +119,8 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) strict_wants; /* strict: waits for the run token */
 	DET_ATOMIC(uint32_t) strict_wake;  /* strict: futex word, bumped when handed the token */
 	DET_ATOMIC(int32_t) prio;          /* chaos (PCT): the thread's priority */
-	uint32_t pad1c;
+	DET_ATOMIC(uint32_t) strict_yielded; /* strict: handed the token on after an event and waits to
+					      * get it back (replay: did so when the recording ended) */
 	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
 	uint8_t pad1b[16];
 	/* line 2: producer side of the ring */

@@ -26,6 +26,7 @@ struct det_thread_info {
 	uint64_t planned; /* replay: events recorded for it */
 	uint64_t sleeping;
 	uint64_t proc;    /* its process's index in the region's table */
+	uint64_t yielded; /* strict: waits for the token after an event (struct det_slot) */
 };
 
 /* One of the program's processes (include/det/shm.h struct det_proc). */

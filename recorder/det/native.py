@@ -45,7 +45,7 @@ class ThreadInfo(ctypes.Structure):
         (name, ctypes.c_uint64)
         for name in (
             "num", "parent", "ktid", "create_seq", "obj", "state",
-            "blocked_kind", "blocked_obj", "blocked_ra", "events", "planned", "sleeping", "proc",
+            "blocked_kind", "blocked_obj", "blocked_ra", "events", "planned", "sleeping", "proc", "yielded",
         )
     ]
 
@@ -107,7 +107,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_procs": (U32, [P]),
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
-        "det_sup_replay_thread_process": (I, [P, U32, U32]),
+        "det_sup_replay_thread": (I, [P, U32, U32, U32]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -259,11 +259,14 @@ class Replayer(Region):
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
 
-    def set_processes(self, processes: list[tuple[int, int, int | None]], threads: list[tuple[int, int]]) -> None:
-        """The recording's (process, pid, wait status) and (thread, process)."""
+    def set_processes(self, processes: list[tuple[int, int, int | None]],
+                      threads: list[tuple[int, int, str | None]]) -> None:
+        """The recording's (process, pid, wait status) and (thread, process,
+        end state): a strict thread that ended waiting for its turn stops
+        after its last event in replay too."""
         for idx, pid, status in processes:
             if lib().det_sup_replay_process(self.h, idx, pid, -1 if status is None else status) != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())
-        for num, proc in threads:
-            if lib().det_sup_replay_thread_process(self.h, num, proc) != 0:
+        for num, proc, end_state in threads:
+            if lib().det_sup_replay_thread(self.h, num, proc, end_state == "waiting") != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())

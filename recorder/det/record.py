@@ -330,6 +330,8 @@ def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, o
     for t in rec.threads():
         state = "exiting" if int(t.proc) in gone else THREAD_STATES.get(t.state, "?")
         end = {"exiting": "exited", "free": "exited"}.get(state, "blocked" if t.blocked_kind else state)
+        if end == "running" and t.yielded:
+            end = "waiting"  # strict: for its turn, after its last event
         rows.append({
             "tid": int(t.num),
             "parent": int(t.parent) if t.num else -1,

@@ -34,7 +34,7 @@ CREATE TABLE threads (
     create_seq INTEGER NOT NULL,      -- seq of the creating event, -1 for T0
     obj        INTEGER NOT NULL,      -- the thread's own object id
     events     INTEGER,               -- events recorded (set when the trace is complete)
-    end_state  TEXT,                  -- running | exiting | exited, when the program ended
+    end_state  TEXT,                  -- running | blocked | waiting | exited, when the program ended
     process    INTEGER NOT NULL DEFAULT 0  -- processes.process
 );
 CREATE TABLE processes (
@@ -122,7 +122,7 @@ LEFT JOIN (SELECT tid, count(*) AS n FROM events GROUP BY tid) c ON c.tid = t.ti
 ORDER BY t.tid
 """
 REPLAY_PROCESSES = "SELECT process, pid, status FROM processes ORDER BY process"
-REPLAY_THREAD_PROCESSES = "SELECT tid, process FROM threads ORDER BY tid"
+REPLAY_THREAD_PROCESSES = "SELECT tid, process, end_state FROM threads ORDER BY tid"
 REPLAY_MAX_OBJECT = "SELECT coalesce(max(obj), 0) FROM objects"
 REPLAY_EVENTS = "SELECT seq, tid, idx, kind, obj, aux, result FROM events ORDER BY seq"
 REPLAY_DATA_SIZE = "SELECT coalesce(sum(length(bytes)), 0) FROM data"
