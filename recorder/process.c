@@ -492,30 +492,28 @@ static pid_t det_fork(struct det_thread *t, uint64_t ra)
 	return r;
 }
 
-EXPORT pid_t fork(void)
+static pid_t fork_from(uint64_t ra)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
 		return real.fork();
-	pid_t r = det_fork(t, DET_RA());
+	pid_t r = det_fork(t, ra);
 	int e = errno;
 	det_leave(&det_tls);
 	errno = e;
 	return r;
 }
 
+EXPORT pid_t fork(void)
+{
+	return fork_from(DET_RA());
+}
+
 /* A vfork child may only exec or _exit, which a forked child does as well;
  * sharing memory with the parent would share det's state too. */
 EXPORT pid_t vfork(void)
 {
-	struct det_thread *t = det_enter();
-	if (!t)
-		return real.fork();
-	pid_t r = det_fork(t, DET_RA());
-	int e = errno;
-	det_leave(&det_tls);
-	errno = e;
-	return r;
+	return fork_from(DET_RA());
 }
 
 /* ------------------------------------------------------------------ */

@@ -216,33 +216,39 @@ void det_signals_enter(struct det_thread *t)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Replay: the thread's next event is a recorded signal: take its turn, then
+ * run the program's handler outside det, with the recorded siginfo. */
+static void replay_next_signal(struct det_thread *t)
+{
+	const struct det_sched *e = &t->sched[t->idx];
+	int sig = (int)(e->aux & DET_SIG_NUMBER);
+	siginfo_t info;
+	memset(&info, 0, sizeof(info));
+	info.si_signo = sig;
+	info.si_code = (int)e->result;
+	if (e->data_len == sizeof(struct sig_data)) {
+		const struct sig_data *d = det_replay_data(e);
+		info.si_pid = d->pid;
+		info.si_uid = (uid_t)d->uid;
+		info.si_value.sival_ptr = (void *)(intptr_t)d->value;
+	}
+	struct det_op op = {0};
+	t->depth = 1;
+	det_input_begin(&op, t, DET_EV_SIGNAL, e->aux, 0);
+	det_input_end(&op, 0, NULL, 0);
+	t->depth = 0;
+	if (sig > 0 && sig < NSIG)
+		call_program(sig, &info, NULL);
+}
+
 /* Called when a thread leaves det with signals to deliver. */
 void det_signals_due(struct det_thread *t)
 {
 	t->sig_due = 0;
 	if (det_replaying()) {
 		while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
-		       !(t->sched[t->idx].aux & DET_SIG_BEFORE)) {
-			const struct det_sched *e = &t->sched[t->idx];
-			int sig = (int)(e->aux & DET_SIG_NUMBER);
-			siginfo_t info;
-			memset(&info, 0, sizeof(info));
-			info.si_signo = sig;
-			info.si_code = (int)e->result;
-			if (e->data_len == sizeof(struct sig_data)) {
-				const struct sig_data *d = det_replay_data(e);
-				info.si_pid = d->pid;
-				info.si_uid = (uid_t)d->uid;
-				info.si_value.sival_ptr = (void *)(intptr_t)d->value;
-			}
-			struct det_op op = {0};
-			t->depth = 1;
-			det_input_begin(&op, t, DET_EV_SIGNAL, e->aux, 0);
-			det_input_end(&op, 0, NULL, 0);
-			t->depth = 0;
-			if (sig > 0 && sig < NSIG)
-				call_program(sig, &info, NULL);
-		}
+		       !(t->sched[t->idx].aux & DET_SIG_BEFORE))
+			replay_next_signal(t);
 		return;
 	}
 	t->depth = 1;
@@ -254,27 +260,8 @@ void det_signals_due(struct det_thread *t)
  * (called as the thread enters det, before its next event). */
 void det_replay_signals_now(struct det_thread *t)
 {
-	while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL) {
-		const struct det_sched *e = &t->sched[t->idx];
-		int sig = (int)(e->aux & DET_SIG_NUMBER);
-		siginfo_t info;
-		memset(&info, 0, sizeof(info));
-		info.si_signo = sig;
-		info.si_code = (int)e->result;
-		if (e->data_len == sizeof(struct sig_data)) {
-			const struct sig_data *d = det_replay_data(e);
-			info.si_pid = d->pid;
-			info.si_uid = (uid_t)d->uid;
-			info.si_value.sival_ptr = (void *)(intptr_t)d->value;
-		}
-		struct det_op op = {0};
-		t->depth = 1;
-		det_input_begin(&op, t, DET_EV_SIGNAL, e->aux, 0);
-		det_input_end(&op, 0, NULL, 0);
-		t->depth = 0;
-		if (sig > 0 && sig < NSIG)
-			call_program(sig, &info, NULL);
-	}
+	while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL)
+		replay_next_signal(t);
 	t->depth = 1;
 }
 

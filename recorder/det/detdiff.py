@@ -19,6 +19,7 @@ import errno
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .diff import DiffResult, Divergence, EventRef, Inversion, OneSide, TraceSummary, compare
@@ -264,29 +265,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ns = parse_args(argv)
-    limit = ns.limit or None
     if ns.bisect:
         return _bisect_main(ns)
-    try:
-        r = compare(ns.a, ns.b, force=ns.force, context=ns.context, limit=limit, parallel=True)
-        if ns.json:
-            json.dump(r.to_json(), sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        else:
-            sys.stdout.write("\n".join(render(r, Style(use_color(ns.color, sys.stdout)))) + "\n")
-        sys.stdout.flush()
-    except DetError as e:
-        print(f"detdiff: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except KeyboardInterrupt:
-        print("detdiff: interrupted", file=sys.stderr)
-        return 130
-    except OSError as e:
-        print(f"detdiff: {e.strerror or e}", file=sys.stderr)
-        return EXIT_ERROR
-    return EXIT_SAME if r.identical else EXIT_DIFFERENT
+    limit = ns.limit or None
+    return _report(ns, lambda: compare(ns.a, ns.b, force=ns.force, context=ns.context, limit=limit, parallel=True),
+                   render, lambda r: EXIT_SAME if r.identical else EXIT_DIFFERENT)
 
 
 def _bisect_main(ns: argparse.Namespace) -> int:
@@ -294,27 +277,37 @@ def _bisect_main(ns: argparse.Namespace) -> int:
     from .bisect import bisect_traces
     from .bisect import render as render_bisect
 
+    return _report(ns, lambda: bisect_traces(ns.a, ns.b, force=ns.force, keep=ns.keep), render_bisect,
+                   lambda r: EXIT_SAME if r.found and r.confirmed else EXIT_DIFFERENT, closed_pipe=EXIT_ERROR)
+
+
+def _report(ns: argparse.Namespace, compute: Callable[[], Any], render_text: Callable[[Any, Style], list[str]],
+            status: Callable[[Any], int], closed_pipe: int | None = None) -> int:
+    """Compute a result, print it (--json or text) and return status(result).
+    Errors become one line on stderr; a reader that closed the pipe early
+    gets closed_pipe, or the result's status when that is None."""
     try:
-        r = bisect_traces(ns.a, ns.b, force=ns.force, keep=ns.keep)
+        r = compute()
         if ns.json:
             json.dump(r.to_json(), sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            sys.stdout.write("\n".join(render_bisect(r, Style(use_color(ns.color, sys.stdout)))) + "\n")
+            sys.stdout.write("\n".join(render_text(r, Style(use_color(ns.color, sys.stdout)))) + "\n")
         sys.stdout.flush()
     except DetError as e:
         print(f"detdiff: {e}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_ERROR
+        if closed_pipe is not None:
+            return closed_pipe
     except KeyboardInterrupt:
         print("detdiff: interrupted", file=sys.stderr)
         return 130
     except OSError as e:
         print(f"detdiff: {e.strerror or e}", file=sys.stderr)
         return EXIT_ERROR
-    return EXIT_SAME if r.found and r.confirmed else EXIT_DIFFERENT
+    return status(r)
 
 
 if __name__ == "__main__":

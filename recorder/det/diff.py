@@ -36,7 +36,7 @@ import shutil
 import sqlite3
 import subprocess
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -433,6 +433,20 @@ def match_sites(a: _Side, b: _Side) -> dict[int, int]:
     return {sb: by_key[k] for sb, k in kb.items() if k in by_key}
 
 
+def _shared_numbers(b_ids: Iterable[int], b_to_a: dict[int, int], first_new: int) -> tuple[dict[int, int], int]:
+    """B's ids in the shared numbering: A's id where matched, else new ones
+    from first_new in B's order. Returns the map and the next free number."""
+    canon: dict[int, int] = {}
+    nxt = first_new
+    for b in sorted(b_ids):
+        if b in b_to_a:
+            canon[b] = b_to_a[b]
+        else:
+            canon[b] = nxt
+            nxt += 1
+    return canon, nxt
+
+
 def _gather(s: str, positions: list[int]) -> str:
     """The characters of s at positions, as a string."""
     if len(positions) < 2:
@@ -477,22 +491,8 @@ class Comparison:
         self.b_site_to_a = match_sites(self.a, self.b)
         # The shared numbering: A's ids; objects and sites only in B are
         # numbered after A's largest.
-        next_obj = (ma["obj"] or 0) + 1
-        self.b_obj_canon: dict[int, int] = {}
-        for ob in sorted(self.b.objects):
-            if ob in self.b_obj_to_a:
-                self.b_obj_canon[ob] = self.b_obj_to_a[ob]
-            else:
-                self.b_obj_canon[ob] = next_obj
-                next_obj += 1
-        next_site = (ma["site"] or 0) + 1
-        self.b_site_canon: dict[int, int] = {}
-        for sb in sorted(self.b.sites):
-            if sb in self.b_site_to_a:
-                self.b_site_canon[sb] = self.b_site_to_a[sb]
-            else:
-                self.b_site_canon[sb] = next_site
-                next_site += 1
+        self.b_obj_canon, next_obj = _shared_numbers(self.b.objects, self.b_obj_to_a, (ma["obj"] or 0) + 1)
+        self.b_site_canon, next_site = _shared_numbers(self.b.sites, self.b_site_to_a, (ma["site"] or 0) + 1)
         top = {"thread": max(ma["tid"], mb["tid"]), "object": max(next_obj, mb["obj"]),
                "call site": max(next_site, mb["site"])}
         for what, v in top.items():
@@ -848,23 +848,16 @@ def _per_object(side: _Side, matched: dict[str, int]) -> dict[str, list[int]]:
     per: dict[str, list[int]] = {}
     get = per.get
     pos = side.positions()
-    # Most threads match to their end: one loop without a test per event for
-    # them, then each thread's matched prefix of events added on its own.
+    # Most threads match to their end: then every event counts, taken in one
+    # pass; otherwise the matched prefix of each thread, merged in order.
     partial = {t for t, n in matched.items() if t in pos and n < len(pos[t])}
     none = _enc(0)
-    if not partial:
-        for i, o in enumerate(side.objs):
-            if o != none:
-                lst = get(o)
-                if lst is None:
-                    lst = per[o] = []
-                lst.append(i)
-        return per
-    keep = [i for t, lst in pos.items() for i in (lst if t not in partial else lst[:matched[t]])]
-    keep.sort()
     objs = side.objs
-    for i in keep:
-        o = objs[i]
+    events: Iterable[tuple[int, str]] = enumerate(objs)
+    if partial:
+        keep = sorted(i for t, lst in pos.items() for i in (lst if t not in partial else lst[:matched[t]]))
+        events = ((i, objs[i]) for i in keep)
+    for i, o in events:
         if o != none:
             lst = get(o)
             if lst is None:

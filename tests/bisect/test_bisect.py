@@ -187,8 +187,8 @@ def test_bank_pair_is_one_threads_check_and_the_others_withdraw(bank_result: Bis
 
 def test_use_before_init_pair_is_the_loggers_read_and_mains_write(tmp: Path) -> None:
     """use_before_init's header: the logger (T1) takes the config lock and
-    reads NULL before main (T0) sets the config under the same lock. The
-    failing run ends before main's write: bisection borrows it from the
+    reads NULL before main (T0) sets the config under the same lock. When
+    the failing run ends before main's write, bisection borrows it from the
     passing run."""
     pair = record(tmp, "use_before_init", chaos=True)
     p = detdiff("--bisect", "--json", pair.passing, pair.failing)
