@@ -370,10 +370,10 @@ void det_replay_end(struct det_op *op, int64_t result)
 		for (int i = 0; i < 2; i++)
 			if (n->dep_thread[i])
 				wait_for(t, n->dep_thread[i], n->dep_idx[i]);
-	} else if (atomic_load(&t->slot->strict_yielded) && op->kind != DET_EV_THREAD_EXIT &&
-		   op->kind != DET_EV_BLOCK && op->kind != DET_EV_PREEMPT) {
-		/* it handed the token on after this event and the program ended
-		 * before it got it back: the code after it never ran */
+	} else if (atomic_load(&t->slot->strict_yielded)) {
+		/* it handed the token on after this event (the recording does so
+		 * only at a boundary: never after a BLOCK or its exit) and the
+		 * program ended before it got it back: the code after it never ran */
 		park(t);
 	}
 }
