@@ -292,8 +292,8 @@ static int held_by_me(struct det_thread *t, enum det_objkind kind, const void *o
 		struct det_op op = {0};                                           \
 		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
 		int r = call;                                                     \
-		if (det_strict) /* its waiters try again */                       \
-			det_strict_signal(obj, 1);                                \
+		if (det_strict)                                                   \
+			det_strict_unlocked(t, obj);                              \
 		det_release_end(&op, r);                                          \
 		det_leave(t);                                                     \
 		return r;                                                         \
@@ -686,7 +686,7 @@ EXPORT int sem_post(sem_t *s)
 	int r = real.sem_post(s);
 	int saved = errno;
 	if (det_strict)
-		det_strict_signal(s, 1);
+		det_strict_unlocked(t, s);
 	det_release_end(&op, r ? -saved : 0);
 	det_leave(t);
 	errno = saved;
@@ -841,7 +841,7 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 		if (f) {
 			real.funlockfile(f);
 			if (det_strict)
-				det_strict_signal(f, 1);
+				det_strict_unlocked(op->t, f);
 		}
 	}
 	det_leave(op->t);
@@ -1028,7 +1028,7 @@ EXPORT void funlockfile(FILE *f)
 	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, DET_RA());
 	real.funlockfile(f);
 	if (det_strict)
-		det_strict_signal(f, 1);
+		det_strict_unlocked(t, f);
 	det_release_end(&op, 0);
 	det_leave(t);
 }

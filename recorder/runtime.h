@@ -130,7 +130,8 @@ DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const stru
 			       clockid_t clock);
 /* Wait until obj is released (not runnable meanwhile); for a contended lock. */
 DET_HIDDEN void det_strict_wait_for(struct det_op *op, const void *obj);
-DET_HIDDEN void det_strict_signal(const void *obj, int all);
+DET_HIDDEN int det_strict_signal(const void *obj, int all);
+DET_HIDDEN void det_strict_unlocked(struct det_thread *t, const void *obj);
 DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
 DET_HIDDEN int det_strict_barrier_wait(struct det_thread *t, const void *b);
 DET_HIDDEN void det_chaos_delay(struct det_thread *t);

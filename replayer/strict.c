@@ -355,12 +355,13 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 }
 
 /* Wake the thread(s) waiting on obj that waited first (all of them for a
- * broadcast or a barrier). Called by the holder. */
-void det_strict_signal(const void *obj, int all)
+ * broadcast or a barrier). Called by the holder. Returns how many woke. */
+int det_strict_signal(const void *obj, int all)
 {
 	struct det_shm_header *h = det_hdr;
 	uint64_t key = det_obj_key(obj);
 	uint32_t n = nthreads();
+	int woke = 0;
 	for (;;) {
 		int found = 0;
 		uint32_t who = 0;
@@ -374,16 +375,27 @@ void det_strict_signal(const void *obj, int all)
 			}
 		}
 		if (!found)
-			return;
+			return woke;
 		struct det_slot *s = det_shm_slot(h, who);
 		uint64_t mine = key;
 		if (atomic_compare_exchange_strong(&s->strict_cond, &mine, 0)) {
 			det_strict_runnable(who);
 			wake(s);
+			woke++;
 		}
 		if (!all)
-			return;
+			return woke;
 	}
+}
+
+/* A lock (mutex, rwlock, spinlock, semaphore, FILE) was released: its
+ * waiters try again, and the holder's quantum ends with this event. Else a
+ * holder that polls under the lock can offer the token at the same point of
+ * its loop each time, always holding the lock, and starve the waiter. */
+void det_strict_unlocked(struct det_thread *t, const void *obj)
+{
+	if (det_strict_signal(obj, 1) && t->holding)
+		t->quantum = 1;
 }
 
 /* Barriers, emulated: how many of a round have arrived. */

@@ -4,9 +4,10 @@ spins without events is preempted and the trace says so."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from conftest import detrec, detreplay, outcome, query, sample_bin
+from conftest import detrec, detreplay, outcome, program, query, sample_bin
 
 REPLAYS = 20
 
@@ -78,3 +79,20 @@ def test_spinning_thread_is_preempted(tmp_path: Path) -> None:
     n = query(trace, "SELECT value FROM meta WHERE key = 'preemptions'")[0][0]
     assert int(n) >= 1
     assert query(trace, "SELECT count(*) FROM events WHERE kind = 125")[0][0] >= 1
+
+
+def test_thread_waiting_for_its_turn_at_the_end_stays_there(tmp_path: Path) -> None:
+    """main polls a counter under the lock the worker increments (a waiter
+    must not starve: the release ends the holder's quantum), then ends the
+    program while the worker waits for its turn right after an unlock, before
+    the plain write that follows it. The trace says so, and replay stops the
+    worker there: main prints the value it saw, every time."""
+    trace = tmp_path / "tail.db"
+    r = detrec("--strict", "--timeout", "30", "-o", trace, program("strict_tail"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert dict(query(trace, "SELECT tid, end_state FROM threads")) == {0: "running", 1: "waiting"}
+    counter, published = map(int, re.fullmatch(rb"counter (\d+), published (\d+)\n", r.stdout).groups())
+    assert counter >= 1000 and published == counter - 1, r.stdout
+    for i in range(REPLAYS):
+        rr = detreplay(trace)
+        assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r} {rr.stderr.decode()}"
