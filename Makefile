@@ -19,8 +19,8 @@ SETUP   := $(VENV)/.det-setup
 
 RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c
 RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h
-SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
-SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
+SUP_SRC     := recorder/supervisor.c recorder/capture.c recorder/convert.c replayer/schedule.c
+SUP_HDR     := recorder/supervisor.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
 
 SAMPLES_C   := $(wildcard samples/*.c)
 SAMPLES_CXX := $(wildcard samples/*.cpp)

@@ -79,7 +79,7 @@ class Schedule:
         # trace costs ~16 MB here and is indexed without SQL afterwards.
         self.seqs = array("q")
         tids = array("i")
-        for seq, tid in tr.q("SELECT seq, tid FROM events ORDER BY seq"):
+        for seq, tid in tr.q("SELECT seq, tid FROM event_rows ORDER BY seq"):
             self.seqs.append(seq)
             tids.append(tid)
         self.by_thread: dict[int, array] = {t: array("q") for t in self.threads}
@@ -221,12 +221,13 @@ class Schedule:
 
     def find_next(self, after: int, kind: int | None, obj: int | None, tid: int | None = None) -> int | None:
         """The first event after seq `after` matching kind/obj/thread, or None."""
-        conds, args = ["seq > ?"], [after]
-        for col, val in (("kind", kind), ("obj", obj), ("tid", tid)):
+        conds, args = ["e.seq > ?"], [after]
+        for col, val in (("c.kind", kind), ("c.obj", obj), ("e.tid", tid)):
             if val is not None:
                 conds.append(f"{col} = ?")
                 args.append(val)
-        return self.trace.q1(f"SELECT min(seq) FROM events WHERE {' AND '.join(conds)}", tuple(args))
+        return self.trace.q1("SELECT min(e.seq) FROM event_rows e JOIN calls c ON c.call = e.call "
+                             f"WHERE {' AND '.join(conds)}", tuple(args))
 
     def objects_at(self, address: int) -> list[tuple[int, int]]:
         """(obj, first_seq) of the recorded objects at an address, oldest first."""
@@ -329,7 +330,8 @@ class Schedule:
             mine = [o for o, ts in held.items() if t in ts and any(o == waits[u].obj for u in cycle if u != t)]
             got = ""
             if mine:
-                s = self.trace.q1("SELECT max(seq) FROM events WHERE tid = ? AND obj = ?", (t, mine[0]))
+                s = self.trace.q1("SELECT max(e.seq) FROM event_rows e JOIN calls c ON c.call = e.call "
+                                  "WHERE e.tid = ? AND c.obj = ?", (t, mine[0]))
                 got = f" (taken at {self.where(self.event(s))})" if s is not None else ""
             has = self.obj_name(mine[0]) if mine else "?"
             parts.append(f"T{t} holds {has}{got} and waits for {self.obj_name(w.obj)} at {self.ra_where(w.ra)}")

@@ -4,8 +4,8 @@
  * Rules of this file:
  *  - The record hot path (det_rec_* and det_obj for a known object) takes no
  *    lock, makes no syscall and allocates nothing: an event is one atomic add
- *    on the global clock plus a 48-byte store into the thread's own ring in
- *    memory shared with detrec.
+ *    on its object's counter (strict mode: on the global clock) plus a
+ *    48-byte store into the thread's own ring in memory shared with detrec.
  *  - No event is ever dropped: a full ring makes its thread wait for detrec.
  *  - Never call an interposed function from here; use real.* or raw syscalls.
  *  - Memory ordering arguments assume x86-64 (TSO); they are spelled out
@@ -243,19 +243,19 @@ static void claim_ring(struct det_thread *t)
 				t->slot->ring = r + 1;
 				t->ring = det_shm_ring(h, r);
 				t->ring_entries = h->ring_entries;
-				/* A reused ring starts where its last owner's drain ended. */
+				/* A reused ring starts where its last owner's capture ended. */
 				atomic_store(&t->slot->head, 0);
 				atomic_store(&t->slot->tail, 0);
 				t->head = t->pos = t->tail_seen = t->published = 0;
 				return;
 			}
 		}
-		/* Every ring belongs to a live thread or waits to be drained. */
+		/* Every ring belongs to a live thread or waits to be captured. */
 		if (attempt == 200)
 			det_msg("T%u waits for a free event ring (%u threads alive; raise DET_RINGS)",
 				t->num, n);
-		atomic_fetch_add(&h->drain_kick, 1);
-		futex(&h->drain_kick, FUTEX_WAKE, 1, NULL);
+		atomic_fetch_add(&h->capture_kick, 1);
+		futex(&h->capture_kick, FUTEX_WAKE, 1, NULL);
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
@@ -448,8 +448,8 @@ static __attribute__((noinline)) void ring_wait(struct det_thread *t, uint64_t n
 			return;
 		/* Publish what we have so the supervisor can drain it. */
 		atomic_store(&s->waiting, 1);
-		atomic_fetch_add(&det_hdr->drain_kick, 1);
-		futex(&det_hdr->drain_kick, FUTEX_WAKE, 1, NULL);
+		atomic_fetch_add(&det_hdr->capture_kick, 1);
+		futex(&det_hdr->capture_kick, FUTEX_WAKE, 1, NULL);
 		t->tail_seen = atomic_load(&s->tail);
 		if (t->head + need - t->tail_seen <= t->ring_entries) {
 			atomic_store(&s->waiting, 0);
@@ -493,21 +493,52 @@ static void emit_object(struct det_thread *t, uint32_t id, enum det_objkind kind
 	r->len = 0;
 }
 
-static inline uint64_t take_seq(struct det_thread *t, uint64_t add)
+/*
+ * The event's place in the order (include/det/shm.h struct det_rec.seq).
+ *
+ * Strict mode: the next number of the global clock (one thread runs at a
+ * time, so the clock's line moves only when the turn does).
+ *
+ * Parallel recording: a position on the event's object, from the object's
+ * own counter: threads that share no object share no line, and the lock's
+ * holder usually has its counter's line already. Any order that keeps each
+ * thread's order and each object's order is a faithful replay order;
+ * recorder/convert.c builds one after the run (the argument is in
+ * docs/DESIGN.md). Inputs need no place. An acquisition that failed only
+ * looked at its object: it takes no position (so it cannot be ordered
+ * before the event of a holder that updates two objects, see aux_place).
+ */
+static inline uint64_t place(struct det_op *op, int observe)
 {
-	/* busy must be visible before the add: a plain store followed by a
-	 * locked instruction is ordered on x86 (TSO), which is what the
-	 * supervisor's watermark relies on (recorder/drain.c). */
-	atomic_store_explicit(&t->slot->busy, 1, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	return atomic_fetch_add_explicit(&det_hdr->clock, add, memory_order_seq_cst);
+	if (det_unlikely(det_strict))
+		return atomic_fetch_add_explicit(&det_hdr->clock, 1, memory_order_seq_cst) & DET_SEQ_MASK;
+	if (det_kind_unordered(op->kind))
+		return DET_SEQ_NONE;
+	uint32_t obj = op->obj;
+	if (det_unlikely(obj >= det_hdr->objseq_count))
+		det_fatal("object id %u beyond this run's %u (raise DET_MAX_OBJECTS)", obj, det_hdr->objseq_count);
+	DET_ATOMIC(uint64_t) *n = det_shm_objseq(det_hdr, obj);
+	if (det_unlikely(observe))
+		return atomic_load_explicit(n, memory_order_acquire) | DET_SEQ_OBSERVE;
+	return atomic_fetch_add_explicit(n, 1, memory_order_seq_cst);
 }
 
-static inline void write_event_len(struct det_op *op, int64_t result, uint32_t len);
-
-static inline void write_event(struct det_op *op, int64_t result)
+/*
+ * A condition wait and its wake-up also take a position on their mutex,
+ * after the one on the condition variable and while holding the mutex: no
+ * other thread can take a mutex position in between (failed acquisitions
+ * only look), so the event has one moment, its condition position, and the
+ * orders stay acyclic. The position goes in an AUXSEQ entry before the event.
+ */
+static inline void aux_place(struct det_op *op)
 {
-	write_event_len(op, result, 0);
+	if (det_likely(!op->aux_addr) || det_strict || !op->aux || op->aux >= det_hdr->objseq_count)
+		return;
+	struct det_rec *r = ring_put(op->t);
+	memset(r, 0, sizeof(*r));
+	r->seq = atomic_fetch_add_explicit(det_shm_objseq(det_hdr, op->aux), 1, memory_order_seq_cst);
+	r->obj = op->aux;
+	r->kind = DET_REC_AUXSEQ;
 }
 
 static inline void write_event_len(struct det_op *op, int64_t result, uint32_t len)
@@ -521,13 +552,24 @@ static inline void write_event_len(struct det_op *op, int64_t result, uint32_t l
 	r->obj = op->obj;
 	r->aux = op->aux;
 	r->kind = op->kind;
-	r->flags = 0;
+	r->flags = det_tsc_trapped ? DET_RF_TS_NS : 0;
 	r->len = len;
-	t->idx++;
-	struct det_slot *s = t->slot;
-	atomic_store_explicit(&s->head, t->head, memory_order_release);
-	atomic_store_explicit(&s->last_seq, op->seq + 1, memory_order_relaxed);
-	atomic_store_explicit(&s->busy, 0, memory_order_release);
+	op->idx = t->idx++;
+	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
+}
+
+static inline void write_event(struct det_op *op, int64_t result)
+{
+	write_event_len(op, result, 0);
+}
+
+/* Take the event's places and publish it: room for `room` entries (the
+ * event, its AUXSEQ, a later RESULT) was reserved. */
+static inline void log_event(struct det_op *op, int64_t result, uint32_t len, int observe)
+{
+	op->seq = place(op, observe);
+	aux_place(op);
+	write_event_len(op, result, len);
 }
 
 /*
@@ -541,9 +583,8 @@ void det_rec_release_begin(struct det_op *op)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 2); /* the event, and room for a result */
-	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
-	write_event(op, 0);
+	ring_reserve(op->t, 3); /* the event, its AUXSEQ, room for a result */
+	log_event(op, 0, 0, 0);
 }
 
 /* The moment between two events: where strict mode may switch threads and
@@ -565,9 +606,8 @@ void det_rec_call_begin(struct det_op *op)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 2);
-	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
-	write_event(op, DET_RESULT_PENDING);
+	ring_reserve(op->t, 3);
+	log_event(op, DET_RESULT_PENDING, 0, 0);
 }
 
 void det_rec_call_end(struct det_op *op, int64_t result)
@@ -576,12 +616,13 @@ void det_rec_call_end(struct det_op *op, int64_t result)
 	boundary(op->t, op->kind);
 }
 
-/* A result entry for an event already published (room reserved). */
-static void put_result(struct det_thread *t, uint64_t seq, int64_t result)
+/* A result entry for the thread's event `idx`, already published (room
+ * reserved). */
+static void put_result(struct det_thread *t, uint64_t idx, int64_t result)
 {
 	struct det_rec *r = ring_put(t);
 	memset(r, 0, sizeof(*r));
-	r->seq = seq;
+	r->seq = idx;
 	r->kind = DET_REC_RESULT;
 	r->result = result;
 	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
@@ -590,7 +631,7 @@ static void put_result(struct det_thread *t, uint64_t seq, int64_t result)
 void det_rec_end(struct det_op *op, int64_t result)
 {
 	if (det_unlikely(result != 0))
-		put_result(op->t, op->seq, result);
+		put_result(op->t, op->idx, result);
 	boundary(op->t, op->kind);
 }
 
@@ -598,16 +639,25 @@ void det_rec_end(struct det_op *op, int64_t result)
 void det_rec_fix_result(struct det_op *op, int64_t result)
 {
 	ring_reserve(op->t, 1);
-	put_result(op->t, op->seq, result);
+	put_result(op->t, op->idx, result);
+}
+
+/* A failed acquisition (trylock's EBUSY, a timeout, a join that found the
+ * thread running) changed nothing: it only saw its object. */
+static inline int only_looked(uint16_t kind, int64_t result)
+{
+	if (det_likely(result == 0))
+		return 0;
+	int role = det_kind_role(kind);
+	return role == DET_ROLE_ACQUIRE || role == DET_ROLE_JOIN;
 }
 
 void det_rec_acquire_end(struct det_op *op, int64_t result)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 1);
-	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
-	write_event(op, result);
+	ring_reserve(op->t, 2);
+	log_event(op, result, 0, only_looked(op->kind, result));
 	boundary(op->t, op->kind);
 }
 
@@ -638,23 +688,25 @@ void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
 	ring_reserve(op->t, 1);
-	op->seq = take_seq(op->t, 1) & DET_SEQ_MASK;
-	write_event_len(op, result, len);
+	log_event(op, result, len, 0);
 	boundary(op->t, op->kind);
 }
 
 /* A create takes its place in the order and its child's number together,
  * and is published before the child exists. The thread's handle is not
- * known yet: its object is declared without an address. */
+ * known yet: its object is declared without an address. In a parallel
+ * recording the child's number comes from the thread count alone, and the
+ * create is the first event of the child's brand-new object. */
 uint32_t det_rec_new_thread(struct det_op *op)
 {
 	struct det_thread *t = op->t;
 	ring_reserve(t, 3); /* the object, the event, a result */
 	op->obj = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
 	emit_object(t, op->obj, DET_OBJ_THREAD, 0);
-	uint64_t c = take_seq(t, 1 + DET_THREAD_ONE);
-	op->seq = c & DET_SEQ_MASK;
+	uint64_t add = det_strict ? 1 + DET_THREAD_ONE : DET_THREAD_ONE;
+	uint64_t c = atomic_fetch_add_explicit(&det_hdr->clock, add, memory_order_seq_cst);
 	op->aux = (uint32_t)(c >> DET_SEQ_BITS);
+	op->seq = det_strict ? (c & DET_SEQ_MASK) : place(op, 0);
 	write_event(op, 0);
 	return op->aux;
 }
@@ -681,8 +733,7 @@ void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint
 		det_strict_acquire(t);
 	struct det_op op = {.t = t, .kind = DET_EV_BLOCK, .obj = obj, .aux = kind, .ra = ra};
 	ring_reserve(t, 1);
-	op.seq = take_seq(t, 1) & DET_SEQ_MASK;
-	write_event(&op, 0);
+	log_event(&op, 0, 0, 0);
 }
 
 void det_rec_unblock(struct det_thread *t)

@@ -95,7 +95,8 @@ struct det_op {
 	struct det_thread *t;
 	const struct det_sched *rec; /* replay: the recorded event */
 	const void *aux_addr;        /* a second object (the mutex of a condition wait) */
-	uint64_t seq;
+	uint64_t seq;                /* record: its place (struct det_rec.seq); replay: recorded seq */
+	uint64_t idx;                /* record: its index among the thread's events */
 	uint64_t ra;
 	uint32_t obj;                /* the object's id */
 	uint32_t id;                 /* preset: the object's id, known without an address (threads) */

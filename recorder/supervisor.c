@@ -49,8 +49,10 @@ int sup_fail(struct det_sup *s, const char *fmt, ...)
 struct det_sup *sup_alloc(void)
 {
 	struct det_sup *s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->fd = -1;
+		s->log_fd = -1;
+	}
 	return s;
 }
 
@@ -70,6 +72,8 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	off = page_up(off + (uint64_t)l->objects_cap * sizeof(struct det_objent));
 	uint64_t objrev_off = off;
 	off = page_up(off + (l->objrev_count + 1) * sizeof(uint64_t));
+	uint64_t objseq_off = off;
+	off = page_up(off + (uint64_t)l->objseq_count * sizeof(struct det_objseq));
 	uint64_t procs_off = off;
 	off = page_up(off + (uint64_t)l->max_threads * sizeof(struct det_proc));
 	uint64_t pipes_off = off;
@@ -108,6 +112,8 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	h->sched_off = sched_off;
 	h->objrev_off = objrev_off;
 	h->objrev_count = (uint32_t)l->objrev_count;
+	h->objseq_off = objseq_off;
+	h->objseq_count = l->objseq_count;
 	h->procs_off = procs_off;
 	h->max_procs = l->max_threads; /* every process has a thread */
 	h->pipes_off = pipes_off;
@@ -129,31 +135,14 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 {
 	if (!s)
 		return;
-	if (s->db) {
-		sqlite3_finalize(s->ev_batch);
-		sqlite3_finalize(s->ev_one);
-		sqlite3_finalize(s->obj_stmt);
-		sqlite3_finalize(s->site_stmt);
-		sqlite3_finalize(s->thread_stmt);
-		sqlite3_finalize(s->result_stmt);
-		sqlite3_finalize(s->data_stmt);
-		sqlite3_close(s->db);
-	}
-	if (s->pending && s->hdr)
-		for (uint32_t i = 0; i < s->hdr->max_threads; i++) {
-			free(s->pending[i].objs);
-			free(s->pending[i].data);
-		}
-	free(s->pending);
 	if (s->hdr)
 		munmap(s->hdr, s->size);
 	if (s->fd >= 0)
 		close(s->fd);
-	free(s->thread_idx);
-	free(s->busy_seq);
-	free(s->busy_since);
-	free(s->sites.keys);
-	free(s->sites.ids);
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	free(s->cap_seen);
+	free(s->cap_procs);
 	free(s);
 }
 
@@ -190,8 +179,6 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 		out->events = atomic_load(&sl->done);
 		out->planned = sl->sched_count;
 		out->sleeping = atomic_load(&sl->sleeping);
-	} else {
-		out->events = s->thread_idx ? s->thread_idx[num] : 0;
 	}
 	return 0;
 }
@@ -299,13 +286,12 @@ SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rin
 		.objects_cap = sup_pow2(objects_cap, 1024),
 		.ring_entries = ring_entries,
 	};
+	/* object ids count objects and threads (whose handles may be bound late) */
+	l.objseq_count = l.objects_cap + max_threads + 1;
 	if (sup_map(s, &l) != 0)
 		return s; /* the caller reads det_sup_error() and frees */
-	s->thread_idx = calloc(max_threads, sizeof(uint64_t));
-	s->busy_seq = calloc(max_threads, sizeof(uint64_t));
-	s->busy_since = calloc(max_threads, sizeof(uint64_t));
-	s->pending = calloc(max_threads, sizeof(struct pending));
-	if (!s->thread_idx || !s->pending || !s->busy_seq || !s->busy_since)
+	s->cap_seen = calloc(max_threads, 1);
+	if (!s->cap_seen)
 		sup_fail(s, "out of memory");
 	return s;
 }

@@ -20,39 +20,23 @@
 #define SUP_HIDDEN __attribute__((visibility("hidden")))
 #define SUP_EXPORT __attribute__((visibility("default")))
 
-struct site_map {
-	uint64_t *keys;
-	uint32_t *ids;
-	uint64_t cap, used;
-};
-
-/* What a thread's ring said before its next event: objects it declares and
- * the event's data. */
-struct pending {
-	struct det_rec *objs;
-	uint32_t nobjs, cap_objs;
-	uint8_t *data;
-	uint64_t len, cap;
-};
-
 struct det_sup {
 	int fd;
 	struct det_shm_header *hdr;
 	uint64_t size;
 	char err[512];
 
-	/* drain */
-	sqlite3 *db;
-	sqlite3_stmt *ev_batch, *ev_one, *obj_stmt, *site_stmt, *thread_stmt, *result_stmt, *data_stmt;
-	uint64_t *thread_idx; /* events drained per thread */
-	uint64_t *busy_seq;   /* per thread: the unpublished event it was last seen holding... */
-	uint64_t *busy_since; /* ... since when (ns); a thread that died holding one never publishes it */
-	struct site_map sites;
-	_Atomic int stop, dead;
+	/* capture (recorder/capture.c) */
+	int log_fd;
+	_Atomic int stop;
 	uint64_t tsc_start, mono_start;
-	double tsc_per_ns;
-	struct det_drain_stats stats;
-	struct pending *pending; /* per thread */
+	struct det_capture_stats cap;
+	uint8_t *cap_seen;       /* per thread: its identity is in the log */
+	void *cap_procs;         /* the process table as last written */
+	size_t cap_procs_len;
+	uint32_t cap_modules;    /* modules last written */
+	uint64_t cap_state_at;   /* when the tables were last compared */
+
 	uint64_t data_off;       /* replay: where recorded input data starts */
 };
 
@@ -62,7 +46,7 @@ struct det_sup {
 
 /* Sizes that decide the region's layout. */
 struct sup_layout {
-	uint32_t mode, max_threads, rings, objects_cap;
+	uint32_t mode, max_threads, rings, objects_cap, objseq_count;
 	uint64_t ring_entries, objrev_count, sched_entries, data_bytes;
 };
 

@@ -19,22 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint8_t kind_role[DET_KIND_LIMIT] = {
-#define DET_EVENT(name, number, objkind, role, description) [number] = DET_ROLE_##role + 1,
-#include "det/events.def"
-};
-
-/* Inputs carry their values: replay needs no cross-thread order for them. */
-static int unordered(uint16_t kind)
-{
-	int role = kind < DET_KIND_LIMIT ? kind_role[kind] - 1 : -1;
-	return role == DET_ROLE_INPUT || kind == DET_EV_SEND;
-}
-
 /* Does this kind's aux name a second object (the mutex of a condition wait)? */
 static int aux_is_object(uint16_t kind)
 {
-	int role = kind < DET_KIND_LIMIT ? kind_role[kind] - 1 : -1;
+	int role = det_kind_role(kind);
 	return (role == DET_ROLE_WAIT || role == DET_ROLE_WAKE) && kind >= DET_EV_COND_WAIT &&
 	       kind <= DET_EV_COND_WAKE;
 }
@@ -78,7 +66,7 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 }
 
 SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql,
-					      const char *max_obj_sql, const char *events_sql,
+					      const char *max_obj_sql, const char *calls_sql, const char *events_sql,
 					      const char *data_size_sql, const char *data_sql, uint32_t flags,
 					      char *err, uint32_t errlen)
 {
@@ -90,6 +78,8 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	uint32_t *thread_obj = NULL;
 	struct det_sched **next = NULL;
 	struct last_event *last_obj = NULL;
+	struct call { uint32_t kind, obj, aux; } *calls = NULL;
+	uint64_t ncalls = 0;
 	uint32_t nthreads = 0;
 	int64_t max_obj = 0;
 	uint64_t total = 0;
@@ -97,7 +87,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 
 	if (!s)
 		return NULL;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		sup_fail(s, "cannot open %s: %s", db_path, sqlite3_errmsg(db));
 		goto out;
 	}
@@ -147,6 +137,34 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		max_obj = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
+	/* calls: (call, kind, object, aux) */
+	if (query(s, db, calls_sql, &st))
+		goto out;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		int64_t kind = sqlite3_column_int64(st, 1), obj = sqlite3_column_int64(st, 2);
+		if (id <= 0 || id > (1ll << 32) || kind <= 0 || kind >= DET_KIND_LIMIT || obj < 0 || obj > max_obj) {
+			sup_fail(s, "call %lld of the trace is damaged (kind %lld, object %lld)", (long long)id,
+				 (long long)kind, (long long)obj);
+			goto out;
+		}
+		if ((uint64_t)id >= ncalls) { /* ncalls: slots, ids below it */
+			uint64_t n = ncalls ? ncalls : 64;
+			while (n <= (uint64_t)id)
+				n *= 2;
+			struct call *nc = realloc(calls, n * sizeof(*nc));
+			if (!nc) {
+				sup_fail(s, "out of memory");
+				goto out;
+			}
+			memset(nc + ncalls, 0, (n - ncalls) * sizeof(*nc));
+			calls = nc;
+			ncalls = n;
+		}
+		calls[id] = (struct call){(uint32_t)kind, (uint32_t)obj, (uint32_t)sqlite3_column_int64(st, 3)};
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	if (query(s, db, data_size_sql, &st))
 		goto out;
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -193,7 +211,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		off += counts[i] * sizeof(struct det_sched);
 	}
 
-	/* events: (seq, thread, idx, kind, obj, aux, result) in seq order */
+	/* events: (seq, thread, call, result) in seq order */
 	if (query(s, db, events_sql, &st) || query(s, db, data_sql, &dst))
 		goto out;
 	int drc = sqlite3_step(dst);
@@ -204,26 +222,23 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t seq = sqlite3_column_int64(st, 0);
 		int64_t num = sqlite3_column_int64(st, 1);
-		int64_t idx = sqlite3_column_int64(st, 2);
-		int64_t kind = sqlite3_column_int64(st, 3);
-		int64_t obj = sqlite3_column_int64(st, 4);
-		int64_t aux = sqlite3_column_int64(st, 5);
-		if (num < 0 || (uint64_t)num >= nthreads || idx < 0 || obj < 0 || obj > max_obj || kind <= 0 ||
-		    kind >= DET_KIND_LIMIT) {
-			sup_fail(s, "event %lld of the trace is damaged (thread %lld, kind %lld, object %lld)",
-				 (long long)seq, (long long)num, (long long)kind, (long long)obj);
+		int64_t call = sqlite3_column_int64(st, 2);
+		if (num < 0 || (uint64_t)num >= nthreads || call <= 0 || (uint64_t)call >= ncalls || !calls[call].kind) {
+			sup_fail(s, "event %lld of the trace is damaged (thread %lld, call %lld)", (long long)seq,
+				 (long long)num, (long long)call);
 			goto out;
 		}
+		int64_t kind = calls[call].kind, obj = calls[call].obj, aux = calls[call].aux;
 		struct det_slot *sl = det_shm_slot(h, (uint32_t)num);
 		struct det_sched *base = (struct det_sched *)((char *)h + sl->sched_off);
-		if ((uint64_t)idx >= sl->sched_count || &base[idx] != next[num]) {
-			sup_fail(s, "event %lld of the trace is out of order for T%lld (index %lld)",
-				 (long long)seq, (long long)num, (long long)idx);
+		int64_t idx = next[num] - base;
+		if ((uint64_t)idx >= sl->sched_count) {
+			sup_fail(s, "event %lld of the trace is one more than T%lld has", (long long)seq, (long long)num);
 			goto out;
 		}
 		struct det_sched *e = next[num]++;
 		e->seq = (uint64_t)seq;
-		e->result = sqlite3_column_int64(st, 6);
+		e->result = sqlite3_column_int64(st, 3);
 		e->obj = (uint32_t)obj;
 		e->aux = (uint32_t)aux;
 		e->kind = (uint16_t)kind;
@@ -243,7 +258,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 			data_at += (uint64_t)n;
 			drc = sqlite3_step(dst);
 		}
-		if (unordered((uint16_t)kind) && !(flags & DET_F_STRICT)) {
+		if (det_kind_unordered((uint16_t)kind) && !(flags & DET_F_STRICT)) {
 			seen++;
 			continue;
 		}
@@ -280,6 +295,7 @@ out:
 	free(thread_obj);
 	free(next);
 	free(last_obj);
+	free(calls);
 	if (!ok) {
 		if (err && errlen) {
 			strncpy(err, s->err, errlen - 1);

@@ -28,4 +28,24 @@ enum det_role {
 /* Largest event number + 1; tables indexed by kind use this size. */
 #define DET_KIND_LIMIT 256
 
+/* What an event kind does to its object; -1 for a number that is no kind. */
+static inline int det_kind_role(unsigned kind)
+{
+	switch (kind) {
+#define DET_EVENT(name, number, objkind, role, description)                                        \
+	case number:                                                                               \
+		return DET_ROLE_##role;
+#include "events.def"
+	default:
+		return -1;
+	}
+}
+
+/* Kinds replay does not order across threads: inputs carry their values,
+ * and a send is checked, not performed. */
+static inline int det_kind_unordered(unsigned kind)
+{
+	return det_kind_role(kind) == DET_ROLE_INPUT || kind == DET_EV_SEND;
+}
+
 #endif /* DET_EVENTS_H */

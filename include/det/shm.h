@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 2
+#define DET_SHM_VERSION 3
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -40,12 +40,13 @@ enum det_mode {
 /* header.flags */
 #define DET_F_RELAXED   0x1  /* replay: per-object order only */
 #define DET_F_STDIN_FED 0x2  /* stdin is a pipe det fills with the recorded input */
-#define DET_F_TS_NS     0x4  /* event timestamps are ns (rdtsc is trapped), not TSC ticks */
+#define DET_F_TS_NS     0x4  /* some process traps rdtsc: its events say so (DET_RF_TS_NS) */
 #define DET_F_STRICT    0x8  /* one thread runs at a time, switching only at events */
 
-/* The record clock packs the next event number and the thread count, so a
- * create takes its sequence number and its child's number in one atomic add:
- * thread numbers follow creation order exactly. */
+/* The record clock packs the thread count and, in strict mode, the next
+ * event number, so a create takes its sequence number and its child's
+ * number in one atomic add: thread numbers follow creation order exactly.
+ * Parallel recording numbers events per object instead (struct det_rec). */
 #define DET_SEQ_BITS  48
 #define DET_SEQ_MASK  ((1ULL << DET_SEQ_BITS) - 1)
 #define DET_THREAD_ONE (1ULL << DET_SEQ_BITS)
@@ -58,28 +59,56 @@ enum det_thread_state {
 	DET_TS_PARKED = 4,   /* replay: past the end of its recorded events */
 };
 
-/* One entry of a thread's ring; 48 bytes. */
+/*
+ * One entry of a thread's ring; 48 bytes. The capture log holds these as
+ * they are (docs/TRACE_FORMAT.md), so this layout is part of the log format.
+ *
+ * seq is the event's place in the order:
+ *  - strict mode: its number in the global order (the clock);
+ *  - parallel recording: its position among the events of its object (obj,
+ *    or object 0 for ordered events without one, like fd_open), counted
+ *    from 0; DET_SEQ_OBSERVE | n for an event that only saw the object (a
+ *    failed trylock: n of the object's events came before it, and it does
+ *    not count as one); DET_SEQ_NONE for an input, which needs no order.
+ *    The total order is built after the run (recorder/convert.c).
+ */
 struct det_rec {
-	uint64_t seq;     /* global order */
+	uint64_t seq;
 	uint64_t ts;      /* TSC ticks; header.tsc0/mono0 and the supervisor's clock convert */
 	uint64_t ra;      /* return address of the interposed call */
 	int64_t result;
 	uint32_t obj;     /* object id (0: none) */
 	uint32_t aux;     /* kind-specific, see events.def */
 	uint16_t kind;    /* enum det_kind, or DET_REC_* */
-	uint16_t flags;
+	uint16_t flags;   /* DET_RF_* */
 	uint32_t len;     /* payload bytes carried in the entries that follow */
 };
+
+/* det_rec.flags: ts is CLOCK_MONOTONIC ns, not TSC ticks (this process
+ * traps rdtsc; the others of the same program may not). */
+#define DET_RF_TS_NS 0x1
+
+#define DET_SEQ_NONE    UINT64_MAX
+#define DET_SEQ_OBSERVE (1ULL << 63)
 
 /* The result of a call logged before it ran that never came back: the
  * thread (or its process) died in it. Replay does not come back either. */
 #define DET_RESULT_PENDING INT64_MIN
 
-/* Ring entries that are not events. */
+/* Ring entries that are not events. OBJECT, DATA and AUXSEQ belong to the
+ * thread's next event; RESULT to one of its earlier ones. */
 #define DET_REC_OBJECT 0x8001 /* a new object: obj = id, aux = enum det_objkind, ra = its address */
-#define DET_REC_RESULT 0x8002 /* the release-like event `seq` returned `result`, not 0 */
+#define DET_REC_RESULT 0x8002 /* the thread's event number `seq` (its index) returned `result`, not 0 */
 #define DET_REC_DATA   0x8003 /* up to DET_DATA_CHUNK bytes of the next event's data, in place */
+#define DET_REC_AUXSEQ 0x8004 /* parallel: the next event's position `seq` on its second object `obj` */
 #define DET_DATA_CHUNK 40     /* a data entry carries its bytes over seq..aux */
+
+/* Per-object event counters of a parallel recording, one cache line each
+ * (two objects used by two threads never share a line). */
+struct det_objseq {
+	DET_ATOMIC(uint64_t) n;
+	uint8_t pad[56];
+};
 
 /* One replay schedule entry; 64 bytes. Each thread has an array of them. */
 struct det_sched {
@@ -125,8 +154,8 @@ struct det_slot {
 	uint8_t pad1b[16];
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
-	DET_ATOMIC(uint64_t) last_seq;  /* seq + 1 of the last published event */
-	DET_ATOMIC(uint32_t) busy;      /* holds a sequence number not yet published */
+	uint64_t pad2a;
+	uint32_t pad2b;
 	DET_ATOMIC(uint32_t) waiting;   /* sleeps until the supervisor drains its ring */
 	uint8_t pad2[40];
 	/* line 3: consumer side, written by the supervisor */
@@ -256,13 +285,16 @@ struct det_shm_header {
 	uint64_t ring_entries;  /* struct det_rec per ring */
 	uint64_t sched_off;     /* replay: start of the schedule arrays */
 	uint64_t objrev_off;    /* replay: uint64_t address per recorded object id */
+	uint64_t objseq_off;    /* record: struct det_objseq per object id */
+	uint32_t objseq_count;  /* ... ids below this */
+	uint32_t pad_objseq;
 	uint32_t objrev_count;
 	uint32_t threads_recorded; /* replay: threads in the trace */
 	uint64_t events_recorded;  /* replay: events in the trace */
 
 	/* written by the runtime */
 	DET_ATOMIC(uint32_t) attached;   /* program pid once libdet is initialised */
-	DET_ATOMIC(uint32_t) drain_kick; /* futex: bumped when a ring is full */
+	DET_ATOMIC(uint32_t) capture_kick; /* futex: bumped when a ring is full (wakes the capture) */
 	uint64_t tsc0, mono0;            /* TSC and CLOCK_MONOTONIC (ns) at attach */
 	DET_ATOMIC(uint32_t) failed;     /* nonzero: the runtime stopped the program */
 	DET_ATOMIC(uint32_t) diverged;
@@ -320,6 +352,11 @@ static inline struct det_objent *det_shm_objects(struct det_shm_header *h)
 static inline struct det_rec *det_shm_ring(struct det_shm_header *h, uint32_t ring)
 {
 	return (struct det_rec *)((char *)h + h->rings_off) + (uint64_t)ring * h->ring_entries;
+}
+
+static inline DET_ATOMIC(uint64_t) *det_shm_objseq(struct det_shm_header *h, uint32_t obj)
+{
+	return &((struct det_objseq *)((char *)h + h->objseq_off))[obj].n;
 }
 
 static inline DET_ATOMIC(uint32_t) *det_shm_ring_owner(struct det_shm_header *h, uint32_t ring)

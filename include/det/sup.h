@@ -37,13 +37,24 @@ struct det_proc_info {
 	char exe[72];
 };
 
-struct det_drain_stats {
-	uint64_t events, objects, sites, payload_bytes, threads, passes;
-	uint64_t busy_ns; /* time spent moving events into SQLite */
+struct det_capture_stats {
+	uint64_t entries, bytes, threads, passes;
+	uint64_t busy_ns; /* time spent writing the capture log */
+};
+
+struct det_convert_stats {
+	uint64_t events, objects, sites, calls, threads, processes, data_bytes;
+	uint64_t forced;     /* events placed against their object's order (a position never published) */
+	uint64_t cut;        /* events left out after the consistent prefix of a cut capture */
+	uint64_t log_bytes;  /* the log's readable part */
+	uint64_t torn_bytes; /* cut off its end: a chunk a killed writer left unfinished */
+	uint64_t complete;   /* the log ends with its END chunk */
+	uint64_t ns;         /* time the conversion took */
 };
 
 #define DET_SUP_ABI                                                                                \
-	(sizeof(struct det_thread_info) * 1000000 + sizeof(struct det_proc_info) * 1000 + sizeof(struct det_drain_stats))
+	(sizeof(struct det_thread_info) * 1000000 + sizeof(struct det_proc_info) * 1000 +          \
+	 sizeof(struct det_capture_stats) * 10 + sizeof(struct det_convert_stats))
 uint64_t det_sup_abi(void);
 
 const char *det_sup_error(struct det_sup *s);
@@ -53,26 +64,50 @@ void det_sup_free(struct det_sup *s);
 /* --- record --- */
 struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rings, uint64_t ring_entries,
 				   uint32_t objects_cap);
+/* Create the capture log (mode 0600, must not exist) and write its META. */
+int det_capture_open(struct det_sup *s, const char *log_path, const char *meta_json);
+/* Capture until det_capture_stop(), then everything left; < 0 on error. */
+int det_capture_run(struct det_sup *s);
+/* Ask det_capture_run to finish (the program has ended). */
+void det_capture_stop(struct det_sup *s);
+void det_capture_stats(struct det_sup *s, struct det_capture_stats *out);
+
+/* --- after the run (recorder/convert.c): no region needed --- */
 /*
- * Open the trace for draining.
- *   event_prefix + event_row: "INSERT ... VALUES " and "(?, ...)" binding
- *       seq, thread, index, kind, object, result, aux, site, ts (ns)
- *   object_sql: binding object, kind, address, first seq
- *   site_sql:   binding site, address
- *   thread_sql: binding thread, parent, kernel tid, create seq, object
- *               (run when a thread's first event is drained)
- *   result_sql: binding result, seq (a release-like event that failed)
- *   data_sql:   binding seq, bytes (NULL: payloads are dropped)
+ * The statements det_convert() binds, in this order (schema.py's
+ * CONVERT_SQL); the parameters each binds follow its name.
  */
-int det_drain_open(struct det_sup *s, const char *db_path, const char *event_prefix, const char *event_row,
-		   const char *object_sql, const char *site_sql, const char *thread_sql, const char *result_sql,
-		   const char *data_sql);
-/* Drain until det_drain_stop(), then everything left; returns < 0 on error. */
-int det_drain_run(struct det_sup *s);
-/* Ask det_drain_run to finish; `dead` says the program is gone, so events
- * whose thread died before publishing them will never come. */
-void det_drain_stop(struct det_sup *s, int dead);
-void det_drain_stats(struct det_sup *s, struct det_drain_stats *out);
+enum det_convert_sql {
+	DET_SQL_CALL,      /* call, kind, object, aux, site */
+	DET_SQL_SITE,      /* site, address */
+	DET_SQL_OBJECT,    /* object, kind, address, first seq */
+	DET_SQL_FIRST_EVENT, /* seq, thread, call, result, ts delta (ns): the first event */
+	DET_SQL_EVENTS,    /* "INSERT ... VALUES " prefix of a multi-row insert of the next ones... */
+	DET_SQL_EVENT_ROW, /* "(?,...)": thread, call, result, ts delta (ns); seq = rowid, the next */
+	DET_SQL_DATA,      /* seq, bytes */
+	DET_SQL_MARK,      /* window, thread, index, ts (ns) */
+	DET_SQL_THREAD,    /* thread, parent, kernel tid, create seq, object, events, process */
+	DET_SQL_PROCESS,   /* process, parent, pid, create seq, thread, exe, execs, status (NULL: none) */
+	DET_SQL_MODULE,    /* path, base */
+	DET_SQL_RESULT,    /* result, seq: an event already stored returned this */
+	DET_SQL_INDEXES,   /* run once everything is loaded */
+	DET_SQL_COUNT,
+};
+/* Events per row of the multi-row insert, and seqs per mark window. */
+#define DET_CONVERT_BATCH 64
+#define DET_MARK_WINDOW 1024
+/*
+ * Build the trace at db_path (an SQLite file with det's tables, no events)
+ * from the capture log: its torn tail, if any, is cut off (the file is
+ * truncated), the threads' events are merged into one order (the argument
+ * is in docs/DESIGN.md), and everything goes in with one transaction.
+ * Returns 0, or < 0 with a message in err.
+ */
+int det_convert(const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql,
+		struct det_convert_stats *out, char *err, uint32_t errlen);
+/* The META chunk of a capture log (a JSON object), NUL-terminated in buf;
+ * returns its length, or < 0 with a message in buf. */
+int det_log_meta(const char *log_path, char *buf, uint32_t len);
 
 /* --- both --- */
 /* Add DET_F_* flags to the region before the program starts. */
@@ -106,14 +141,15 @@ int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, ui
  * Build a replay region from a trace.
  *   threads_sql: rows (thread, object) for every thread
  *   max_obj_sql: one row, the largest object id
- *   events_sql:  rows (seq, thread, index, kind, object, aux, result) in seq order
+ *   calls_sql:   rows (call, kind, object, aux)
+ *   events_sql:  rows (seq, thread, call, result) in seq order
  *   data_size_sql: one row, the total bytes of input data
  *   data_sql:    rows (seq, bytes) in seq order
  *   flags: DET_F_* (DET_F_RELAXED: per-object order; DET_F_STRICT: a strict
  *          trace, every event ordered and threads run only in their turn)
  */
 struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql, const char *max_obj_sql,
-				   const char *events_sql, const char *data_size_sql, const char *data_sql,
+				   const char *calls_sql, const char *events_sql, const char *data_size_sql, const char *data_sql,
 				   uint32_t flags, char *err, uint32_t errlen);
 uint64_t det_sup_events_done(struct det_sup *s);
 /* Replay: the recording's process `idx` had pid rec_pid and ended with

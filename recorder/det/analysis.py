@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import events as ev
+from . import schema
 from .symbols import Symbolizer
 from .trace import Trace, kind_name, objkind_name
 
@@ -34,10 +35,10 @@ def holders(trace: Trace, upto_seq: int | None = None) -> dict[int, dict[int, in
     SELECT o, tid, sum(d) FROM (
         SELECT obj AS o, tid, CASE WHEN kind IN ({",".join(map(str, acq))})
                                    THEN (result = 0 OR result = {EOWNERDEAD}) ELSE -1 END AS d
-          FROM events WHERE kind IN ({",".join(map(str, acq + rel))}) {lim}
+          FROM {schema.EVENTS_PLAIN} WHERE kind IN ({",".join(map(str, acq + rel))}) {lim}
         UNION ALL
         SELECT aux, tid, CASE WHEN kind IN ({",".join(map(str, wait))}) THEN -1 ELSE 1 END
-          FROM events WHERE kind IN ({",".join(map(str, wait + wake))}) AND aux != 0 {lim}
+          FROM {schema.EVENTS_PLAIN} WHERE kind IN ({",".join(map(str, wait + wake))}) AND aux != 0 {lim}
     ) GROUP BY o, tid HAVING sum(d) > 0
     """
     out: dict[int, dict[int, int]] = {}
@@ -69,7 +70,7 @@ def object_label(trace: Trace, obj: int, objects: dict[int, tuple[int, int]] | N
 
 def first_site_of(trace: Trace, obj: int) -> int | None:
     """Return address of the first event on obj: where it first appears."""
-    row = trace.q("SELECT s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.obj = ? "
+    row = trace.q(f"SELECT s.address FROM {schema.EVENTS_PLAIN} e JOIN sites s ON s.site = e.site WHERE e.obj = ? "
                   "ORDER BY e.seq LIMIT 1", (obj,))
     return row[0][0] if row else None
 

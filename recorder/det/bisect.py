@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from . import events as ev
+from . import schema
 from .diff import Comparison, DiffError, EventRef, TraceSummary, _thread_first_diff
 from .errors import DetError
 from .trace import Trace
@@ -177,7 +178,7 @@ class Ev:
 
 
 def _load_fail(tr: Trace) -> list[Ev]:
-    rows = tr.q("SELECT seq, tid, idx, kind, obj, aux, result FROM events ORDER BY seq")
+    rows = [(e.seq, e.tid, e.idx, e.kind, e.obj, e.aux, e.result) for e in tr.events()]
     evs = [Ev(i, *r) for i, r in enumerate(rows)]
     seen: Counter[int] = Counter()
     for e in evs:
@@ -654,34 +655,71 @@ class Runner:
         new_seq = [0] * len(order)
         for new, p in enumerate(order):
             new_seq[p] = new
-        # FAIL's rows: old seq -> new seq, through negative values, so that no
-        # two rows ever share a key while they move.
+        # FAIL's rows, old seq -> new seq, through negative values, so that
+        # no two rows ever share a key while they move.
         remap = [(-1 - self.evs[p].seq, new_seq[p]) for p in range(n)]
         b = self.borrowed
         try:
             db = sqlite3.connect(path)
+            # every event as (tid, call, result, ts) by its new seq: the rows
+            # are written again in the new order, with each thread's ts deltas
+            # and the marks recomputed
+            old: dict[int, tuple[int, int, int, int]] = {}
+            now: dict[int, int] = {}
+            for seq, tid, call, result, dts in db.execute("SELECT seq, tid, call, result, dts FROM event_rows "
+                                                          "ORDER BY seq"):
+                now[tid] = now.get(tid, 0) + dts
+                old[seq] = (tid, call, result, now[tid])
+            calls = {(k, o, a, st): c for c, k, o, a, st in db.execute("SELECT call, kind, obj, aux, site FROM calls")}
+            next_call = max(calls.values(), default=0) + 1
+            new_calls: list[tuple[int, int, int, int, int]] = []
+            rows: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)] * len(order)
+            for p in range(n):
+                rows[new_seq[p]] = old[self.evs[p].seq]
+            for e, (tid, _idx, kind, o, result, aux, site, ts) in zip(b.events, b.rows, strict=True):
+                key = (kind, o, aux, site)
+                if key not in calls:
+                    calls[key] = next_call
+                    new_calls.append((next_call, *key))
+                    next_call += 1
+                rows[new_seq[e.pos]] = (tid, calls[key], result, ts)
+            out: list[tuple[int, int, int, int, int]] = []
+            marks: list[tuple[int, int, int, int]] = []
+            last_ts: dict[int, int] = {}
+            count: dict[int, int] = {}
+            marked: set[tuple[int, int]] = set()
+            for seq, (tid, call, result, ts) in enumerate(rows):
+                win = seq // schema.MARK_WINDOW
+                if (win, tid) not in marked:
+                    marked.add((win, tid))
+                    marks.append((win, tid, count.get(tid, 0), ts))
+                out.append((seq, tid, call, result, ts - last_ts.get(tid, 0)))
+                last_ts[tid] = ts
+                count[tid] = count.get(tid, 0) + 1
             with db:
                 db.execute("CREATE TEMP TABLE remap(old INTEGER PRIMARY KEY, new INTEGER NOT NULL)")
                 db.executemany("INSERT INTO remap(old, new) VALUES (?, ?)", remap)
-                for table in ("events", "data"):
-                    db.execute(f"UPDATE {table} SET seq = -1 - seq")
-                    db.execute(f"UPDATE {table} SET seq = (SELECT new FROM remap WHERE old = {table}.seq)")
+                db.execute("UPDATE data SET seq = -1 - seq")
+                db.execute("UPDATE data SET seq = (SELECT new FROM remap WHERE old = data.seq)")
                 db.execute("UPDATE objects SET first_seq = coalesce("
                            "(SELECT new FROM remap WHERE old = -1 - objects.first_seq), first_seq)")
                 db.execute("UPDATE threads SET create_seq = coalesce("
                            "(SELECT new FROM remap WHERE old = -1 - threads.create_seq), create_seq)")
+                db.execute("DELETE FROM event_rows")
+                db.execute("DELETE FROM marks")
+                db.executemany("INSERT INTO calls(call, kind, obj, aux, site) VALUES (?,?,?,?,?)", new_calls)
+                db.executemany("INSERT INTO event_rows(seq, tid, call, result, dts) VALUES (?,?,?,?,?)", out)
+                db.executemany("INSERT INTO marks(win, tid, idx, ts) VALUES (?,?,?,?)", marks)
                 if b.events:
-                    db.executemany("INSERT INTO events(seq, tid, idx, kind, obj, result, aux, site, ts) "
-                                   "VALUES (?,?,?,?,?,?,?,?,?)",
-                                   [(new_seq[e.pos], *row) for e, row in zip(b.events, b.rows, strict=True)])
                     db.executemany("INSERT INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,?)",
                                    [(o, k, addr, 0) for o, k, addr in b.new_objects])
-                    db.execute("UPDATE objects SET first_seq = (SELECT min(seq) FROM events WHERE obj = objects.obj) "
+                    db.execute("UPDATE objects SET first_seq = (SELECT min(e.seq) FROM event_rows e JOIN calls c "
+                               "ON c.call = e.call WHERE c.obj = objects.obj) "
                                f"WHERE obj IN ({','.join(str(o) for o, _, _ in b.new_objects) or '0'})")
                     db.executemany("INSERT INTO sites(site, address) VALUES (?,?)", b.new_sites)
                     db.executemany("UPDATE threads SET events = events + ? WHERE tid = ?",
                                    [(k, t) for t, k in b.per_thread.items()])
-                    db.execute("UPDATE outcome SET events = (SELECT count(*) FROM events)")
+                    db.execute("UPDATE outcome SET events = (SELECT count(*) FROM event_rows)")
             db.close()
         except sqlite3.Error as e:
             raise BisectError(f"cannot write a hybrid trace in {path.parent}: {e}") from None

@@ -24,6 +24,7 @@ from typing import Any
 
 from .diff import DiffResult, Divergence, EventRef, Inversion, OneSide, TraceSummary, compare
 from .errors import DetError
+from .salvage import ensure_trace
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -265,6 +266,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ns = parse_args(argv)
+    try:
+        ns.a, ns.b = str(ensure_trace(ns.a)), str(ensure_trace(ns.b))
+    except DetError as e:
+        print(f"detdiff: {e}", file=sys.stderr)
+        return EXIT_ERROR
     if ns.bisect:
         return _bisect_main(ns)
     limit = ns.limit or None

@@ -42,6 +42,7 @@ from operator import itemgetter
 from typing import Any
 
 from . import events as ev
+from . import schema
 from .errors import DetError
 from .symbols import Symbolizer
 from .trace import Trace, TraceError, kind_name, objkind_name
@@ -236,8 +237,8 @@ def _dec(ch: str) -> int:
 # into U+FFFD. Results (errno values, -errno, -1, 1, byte counts) go to
 # result + 64, below -64 to the top of the code space (0x110040 + result):
 # exact from -557000 to 557000; beyond, two results may share a code point.
-_LOAD_SQL = ("SELECT group_concat(char(tid, kind, obj, site, result + 64 + (result < -64) * 1114112), '') "
-             "FROM events NOT INDEXED")  # NOT INDEXED: a rowid scan, in seq order
+_LOAD_SQL = ("SELECT group_concat(char(e.tid, c.kind, c.obj, c.site, e.result + 64 + (e.result < -64) * 1114112), '') "
+             "FROM event_rows e CROSS JOIN calls c ON c.call = e.call")  # CROSS JOIN: a rowid scan, in seq order
 
 
 # ---------------------------------------------------------------- one trace
@@ -258,7 +259,7 @@ class _Side:
         self._sym: Symbolizer | None = None
         self._seqs: list[int] | None = None
         self.start_routines: set[int] | None = None
-        lo, hi = tr.q1("SELECT min(seq) FROM events"), tr.q1("SELECT max(seq) FROM events")
+        lo, hi = tr.q1("SELECT min(seq) FROM event_rows"), tr.q1("SELECT max(seq) FROM event_rows")
         self.seq0 = int(lo or 0)
         self.last_seq = -1 if hi is None else int(hi)
         self.count = 0
@@ -344,7 +345,7 @@ class _Side:
         if self.gapless:
             return [self.seq0 + p for p in positions]
         if self._seqs is None:
-            self._seqs = [r[0] for r in self.tr.q("SELECT seq FROM events ORDER BY seq")]
+            self._seqs = [r[0] for r in self.tr.q("SELECT seq FROM event_rows ORDER BY seq")]
         return [self._seqs[p] for p in positions]
 
     @property
@@ -405,14 +406,12 @@ def _first_use(s: _Side, objs: list[int]) -> dict[int, tuple[int, int, int]]:
     """obj -> (kind, tid, idx) of the event that first used it; unique keys only."""
     want = {s.objects[o][2]: o for o in objs}
     found: dict[tuple[int, int, int], int | None] = {}
-    seqs = list(want)
-    for i in range(0, len(seqs), 500):
-        chunk = seqs[i:i + 500]
-        rows = s.tr.q(f"SELECT seq, tid, idx FROM events WHERE seq IN ({','.join('?' * len(chunk))})", tuple(chunk))
-        for seq, tid, idx in rows:
-            o = want[seq]
-            key = (s.objects[o][0], tid, idx)
-            found[key] = None if key in found else o
+    for seq, o in want.items():
+        e = s.tr.event(seq)
+        if e is None:
+            continue
+        key = (s.objects[o][0], e.tid, e.idx)
+        found[key] = None if key in found else o
     return {o: k for k, o in found.items() if o is not None}
 
 
@@ -524,14 +523,10 @@ class Comparison:
             return []
         seqs = side.seq_at(positions)
         rows: dict[int, tuple] = {}
-        uniq = sorted(set(seqs))
-        for i in range(0, len(uniq), 500):
-            chunk = uniq[i:i + 500]
-            for r in side.tr.q(
-                "SELECT e.seq, e.tid, e.idx, e.kind, e.obj, e.result, coalesce(s.address, 0) FROM events e "
-                f"LEFT JOIN sites s ON s.site = e.site WHERE e.seq IN ({','.join('?' * len(chunk))})", tuple(chunk)
-            ):
-                rows[r[0]] = r
+        for seq in sorted(set(seqs)):
+            e = side.tr.event(seq)
+            if e is not None:
+                rows[seq] = (seq, e.tid, e.idx, e.kind, e.obj, e.result, side.sites.get(e.site, 0))
         out = []
         for p, seq in zip(positions, seqs, strict=True):
             _, tid, idx, kind, obj, result, addr = rows[seq]
@@ -553,7 +548,7 @@ class Comparison:
             return False
         if side.start_routines is None:
             side.start_routines = {r[0] for r in side.tr.q(
-                "SELECT address FROM sites WHERE site IN (SELECT DISTINCT site FROM events WHERE kind = ?)",
+                "SELECT address FROM sites WHERE site IN (SELECT DISTINCT site FROM calls WHERE kind = ?)",
                 (THREAD_START,))}
         return addr in side.start_routines
 
@@ -601,8 +596,8 @@ class Comparison:
         kind, addr, first_seq = side.objects[obj]
         o = ObjectRef(label=self.label(side, obj), kind=objkind_name(kind), a_obj=a_obj, b_obj=b_obj,
                       address=addr, name=self.name(side, obj), location=None)
-        row = side.tr.q("SELECT e.kind, s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.seq = ?",
-                        (first_seq,))
+        row = side.tr.q(f"SELECT e.kind, s.address FROM {schema.EVENTS_PLAIN} e JOIN sites s ON s.site = e.site "
+                        "WHERE e.seq = ?", (first_seq,))
         if row and row[0][1]:
             self._pending.append((side, self._is_entry(side, row[0][0], row[0][1]), row[0][1], o))
         return o

@@ -1,7 +1,8 @@
 """detrec info TRACE: what a trace holds, for a human.
 
-Rules: reads only (never modifies the trace); works on NAME.incomplete too,
-with a warning.
+Rules: reads only (never modifies a trace); works on NAME.incomplete too,
+with a warning, after making it from its capture log if detrec was killed
+(recorder/det/salvage.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shlex
 import sys
 
 from .errors import DetError
+from .salvage import ensure_trace
 from .symbols import Symbolizer
 from .trace import Trace, kind_name, objkind_name
 
@@ -69,7 +71,7 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
     w = print
     if not s["complete"]:
         w(f"warning: {tr.path} is incomplete: the recording did not finish (detrec was killed?); "
-          "events up to the last saved batch are readable")
+          "it holds the events its capture log had")
     w(f"trace:      {s['trace']} ({s['file_bytes']} bytes, {s['bytes_per_event'] or '-'} bytes/event)")
     w(f"program:    {shlex.join(s['argv'] or [])}   [{s['program']}]")
     w(f"directory:  {s['cwd']}")
@@ -112,7 +114,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     ns = p.parse_args(argv)
     try:
-        with Trace(ns.trace) as tr:
+        with Trace(ensure_trace(ns.trace)) as tr:
             s = summary(tr)
             if ns.json:
                 json.dump(s, sys.stdout, indent=2)

@@ -62,10 +62,15 @@ class ProcInfo(ctypes.Structure):
 PROC_STATES = {0: "free", 1: "reserved", 2: "running", 3: "exec", 4: "gone"}
 
 
-class DrainStats(ctypes.Structure):
+class CaptureStats(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("entries", "bytes", "threads", "passes", "busy_ns")]
+
+
+class ConvertStats(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_uint64)
-        for name in ("events", "objects", "sites", "payload_bytes", "threads", "passes", "busy_ns")
+        for name in ("events", "objects", "sites", "calls", "threads", "processes", "data_bytes", "forced", "cut",
+                     "log_bytes", "torn_bytes", "complete", "ns")
     ]
 
 
@@ -88,17 +93,19 @@ def lib() -> ctypes.CDLL:
         "det_sup_fd": (I, [P]),
         "det_sup_free": (None, [P]),
         "det_sup_record_new": (P, [U32, U32, U64, U32]),
-        "det_drain_open": (I, [P, C, C, C, C, C, C, C, C]),
-        "det_drain_run": (I, [P]),
-        "det_drain_stop": (None, [P, I]),
-        "det_drain_stats": (None, [P, ctypes.POINTER(DrainStats)]),
+        "det_capture_open": (I, [P, C, C]),
+        "det_capture_run": (I, [P]),
+        "det_capture_stop": (None, [P]),
+        "det_capture_stats": (None, [P, ctypes.POINTER(CaptureStats)]),
+        "det_convert": (I, [C, C, ctypes.POINTER(C), U32, ctypes.POINTER(ConvertStats), C, U32]),
+        "det_log_meta": (I, [C, C, U32]),
         "det_sup_threads": (U32, [P]),
         "det_sup_thread": (I, [P, U32, ctypes.POINTER(ThreadInfo)]),
         "det_sup_attached": (ctypes.c_int64, [P]),
         "det_sup_failed": (I, [P, C, U32]),
         "det_sup_divergence": (I, [P, ctypes.POINTER(U64 * 10), C, U32]),
         "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
-        "det_sup_replay_new": (P, [C, C, C, C, C, C, U32, C, U32]),
+        "det_sup_replay_new": (P, [C, C, C, C, C, C, C, U32, C, U32]),
         "det_sup_events_done": (U64, [P]),
         "det_sup_add_flags": (None, [P, U32]),
         "det_sup_schedule": (None, [P, U32, U32, U64, U32]),
@@ -116,7 +123,8 @@ def lib() -> ctypes.CDLL:
             raise DetError(f"{path} is out of date ({name} is missing): run `make`") from None
         f.restype = res
         f.argtypes = args
-    want = ctypes.sizeof(ThreadInfo) * 1000000 + ctypes.sizeof(ProcInfo) * 1000 + ctypes.sizeof(DrainStats)
+    want = (ctypes.sizeof(ThreadInfo) * 1000000 + ctypes.sizeof(ProcInfo) * 1000 + ctypes.sizeof(CaptureStats) * 10
+            + ctypes.sizeof(ConvertStats))
     if L.det_sup_abi() != want:
         raise DetError(f"{path} does not match this det's Python code: run `make`")
     _lib = L
@@ -208,28 +216,41 @@ class Recorder(Region):
             self.close()
             raise DetError(f"cannot set up shared memory: {err}")
 
-    def drain_open(self, db_path: Path) -> None:
-        r = lib().det_drain_open(
-            self.h, _b(db_path), _b(schema.EVENT_INSERT_PREFIX), _b(schema.EVENT_INSERT_ROW),
-            _b(schema.OBJECT_INSERT), _b(schema.SITE_INSERT), _b(schema.THREAD_INSERT), _b(schema.RESULT_UPDATE),
-            _b(schema.DATA_INSERT),
-        )
-        if r != 0:
+    def capture_open(self, log_path: Path, meta_json: str) -> None:
+        if lib().det_capture_open(self.h, _b(log_path), meta_json.encode()) != 0:
             raise DetError(lib().det_sup_error(self.h).decode())
 
-    def drain_run(self) -> str | None:
-        """Blocks (without the GIL) until drain_stop; returns an error or None."""
-        if lib().det_drain_run(self.h) != 0:
+    def capture_run(self) -> str | None:
+        """Blocks (without the GIL) until capture_stop; returns an error or None."""
+        if lib().det_capture_run(self.h) != 0:
             return lib().det_sup_error(self.h).decode()
         return None
 
-    def drain_stop(self, dead: bool) -> None:
-        lib().det_drain_stop(self.h, int(dead))
+    def capture_stop(self) -> None:
+        lib().det_capture_stop(self.h)
 
-    def stats(self) -> DrainStats:
-        st = DrainStats()
-        lib().det_drain_stats(self.h, ctypes.byref(st))
+    def stats(self) -> CaptureStats:
+        st = CaptureStats()
+        lib().det_capture_stats(self.h, ctypes.byref(st))
         return st
+
+
+def convert(log_path: Path, db_path: Path) -> ConvertStats:
+    """Build the trace at db_path (det's tables, no events yet) from a capture log."""
+    sql = (ctypes.c_char_p * len(schema.CONVERT_SQL))(*[q.encode() for q in schema.CONVERT_SQL])
+    st = ConvertStats()
+    err = ctypes.create_string_buffer(600)
+    if lib().det_convert(_b(log_path), _b(db_path), sql, len(schema.CONVERT_SQL), ctypes.byref(st), err, 600) != 0:
+        raise DetError(err.value.decode(errors="replace"))
+    return st
+
+
+def log_meta(log_path: Path) -> str:
+    """The META chunk of a capture log (JSON text)."""
+    buf = ctypes.create_string_buffer(1 << 22)
+    if lib().det_log_meta(_b(log_path), buf, len(buf)) < 0:
+        raise DetError(buf.value.decode(errors="replace"))
+    return buf.value.decode()
 
 
 class Replayer(Region):
@@ -237,7 +258,8 @@ class Replayer(Region):
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         h = lib().det_sup_replay_new(
-            _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_EVENTS),
+            _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_CALLS),
+            _b(schema.REPLAY_EVENTS),
             _b(schema.REPLAY_DATA_SIZE), _b(schema.REPLAY_DATA),
             (DET_F_RELAXED if relaxed else 0) | (DET_F_STRICT if strict else 0), err, 512,
         )

@@ -16,6 +16,7 @@ import argparse
 import concurrent.futures
 import datetime
 import hashlib
+import json
 import os
 import platform
 import random
@@ -27,12 +28,22 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import IO
 
 from . import __version__, schema
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
-from .native import DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES, Recorder, libdet_path
+from .native import (
+    DET_F_STDIN_FED,
+    DET_F_STRICT,
+    PROC_STATES,
+    THREAD_STATES,
+    CaptureStats,
+    Recorder,
+    convert,
+    libdet_path,
+)
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 
@@ -82,6 +93,7 @@ class RunResult:
     stderr_tail: bytes = b""
     report: list[str] = field(default_factory=list)
     seed: int = 0
+    write_s: float = 0.0    # time spent writing the trace after the program ended
 
     @property
     def failed(self) -> bool:
@@ -123,8 +135,48 @@ class Interrupt:
 INTERRUPT = Interrupt()
 
 
+@dataclass
+class Captured:
+    """A run whose events are in its capture log, not yet in the trace."""
+
+    writer: TraceWriter
+    status: str
+    returncode: int
+    exit_status: int
+    message: str
+    outcome: dict[str, object]
+    end_states: dict[int, str]
+    blocked: list[tuple[int, int, int, int]]
+    spool: IO[bytes] | None
+    duration: float
+    attached: bool
+    failure: str | None
+    timed_out: bool
+    capture: CaptureStats
+    stdout_tail: bytes
+    stderr_tail: bytes
+    seed: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.exit_status != 0
+
+    def discard(self) -> None:
+        """A run nobody keeps: its log and trace go, unconverted."""
+        if self.spool is not None:
+            self.spool.close()
+        for p in (self.writer.log, self.writer.path):
+            p.unlink(missing_ok=True)
+
+
 def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: threading.Event | None = None) -> RunResult:
     """Record one run of the program into `out`."""
+    return finish_run(capture_run(exe, argv, out, opts, stop))
+
+
+def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
+                stop: threading.Event | None = None) -> Captured:
+    """Run the program under libdet.so; its events go to the capture log."""
     env = dict(os.environ)
     cwd = os.getcwd()
     writer = TraceWriter(out)
@@ -132,10 +184,10 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
     try:
         rec = Recorder(opts.max_threads, opts.rings, opts.ring_entries, opts.objects)
         start = time.time()
-        writer.set_meta({
+        meta = {
             "format_version": schema.FORMAT_VERSION,
             "det_version": __version__,
-            "mode": "record",
+            "mode": "strict" if opts.strict else "record",
             "argv": argv,
             "env": env,
             "cwd": cwd,
@@ -151,32 +203,32 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "strict_quantum": opts.quantum if opts.strict else None,
             "chaos_seed": opts.seed or None,
             "chaos": ("pct" if opts.strict else "delays") if opts.seed else None,
-        })
+        }
+        writer.set_meta(meta)
         if opts.strict:
             rec.add_flags(DET_F_STRICT)
-            writer.set_meta({"mode": "strict"})
         rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
         if opts.seed and opts.strict:
             rec.change_points(opts.change_points())
-        rec.drain_open(writer.path)
+        rec.capture_open(writer.log, json.dumps(meta))
         stdin: StdinFeed | int | None = None
         spool = None
         if opts.stdin and opts.stdin["kind"] == "pipe":
             rec.add_flags(DET_F_STDIN_FED)
             spool = tempfile.TemporaryFile()
             stdin = StdinFeed(iter(opts.stdin_bytes) if opts.stdin_bytes is not None else read_own_stdin(), spool)
-        drain_error: list[str | None] = [None]
+        capture_error: list[str | None] = [None]
 
-        def drain() -> None:
-            drain_error[0] = rec.drain_run()
+        def capture() -> None:
+            capture_error[0] = rec.capture_run()
 
-        drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
+        capturer = threading.Thread(target=capture, name="det-capture", daemon=True)
         t0 = time.monotonic()
         prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
-        drainer.start()
+        capturer.start()
         timed_out = False
         rc = None
         deadline = None if opts.timeout is None else t0 + opts.timeout
@@ -208,21 +260,19 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         with INTERRUPT.lock:
             INTERRUPT.programs.discard(prog)
         out_info, err_info = prog.outputs()
-        rec.drain_stop(dead=True)
-        drainer.join()
-        if drain_error[0]:
-            raise DetError(f"cannot write the trace: {drain_error[0]}", status=1)
+        rec.capture_stop()
+        capturer.join()
+        if capture_error[0]:
+            raise DetError(f"cannot write the capture log: {capture_error[0]}", status=1)
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
-        processes, proc_number = _process_rows(rec)
-        threads = _thread_rows(rec, proc_number)
-        modules = rec.modules()
-        stats = rec.stats()
-        attached = rec.attached()
+        end_states = _end_states(rec)
+        cap = rec.stats()
+        attached = bool(rec.attached())
         preemptions = rec.preemptions()
     except BaseException:
-        writer.abandon()
+        writer.log.unlink(missing_ok=True)
         raise
     finally:
         if rec is not None:
@@ -240,7 +290,11 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         status, message, exit_status = "exited", "", rc
     if not attached and not failure:
         message = (message + "; " if message else "") + "libdet.so was never loaded into the program"
-    outcome = {
+    if preemptions:
+        note = (f"{preemptions} watchdog preemption(s): a thread ran without any event for "
+                f"{opts.watchdog_ms} ms (a busy-wait?); replay is not exact there")
+        message = f"{message}; {note}" if message else note
+    outcome: dict[str, object] = {
         "status": status,
         "exit_code": rc if rc >= 0 else None,
         "signal": -rc if rc < 0 else None,
@@ -251,38 +305,54 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         "stderr_sha256": err_info["sha256"],
         "stderr_tail": err_info["tail"],
         "duration_ns": int(duration * 1e9),
-        "events": stats.events,
+        "events": 0,  # known once the log is converted
         "message": message,
     }
-    writer.set_meta({
-        "ingest_events_per_s": round(stats.events / (stats.busy_ns / 1e9)) if stats.busy_ns else 0,
-        "preemptions": preemptions,
+    writer.set_meta({"preemptions": preemptions, "capture_bytes": cap.bytes,
+                     "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
+    return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
+                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed)
+
+
+def finish_run(c: Captured) -> RunResult:
+    """Turn a captured run's log into its trace, and finish the trace."""
+    t0 = time.monotonic()
+    try:
+        st = convert(c.writer.log, c.writer.path)
+    except DetError as e:
+        raise DetError(f"cannot write the trace: {e}; the capture log stays in {c.writer.log} "
+                       f"(detrec salvage {c.writer.log})", status=1) from None
+    c.outcome["events"] = st.events
+    convert_s = time.monotonic() - t0
+    c.writer.set_meta({
+        "ingest_events_per_s": round(st.events / convert_s) if convert_s > 0 else 0,
+        "convert_s": round(convert_s, 4),
+        "forced": st.forced,
     })
-    if preemptions:
-        note = (f"{preemptions} watchdog preemption(s): a thread ran without any event for "
-                f"{opts.watchdog_ms} ms (a busy-wait?); replay is not exact there")
-        message = f"{message}; {note}" if message else note
-        outcome["message"] = message
-    path = writer.finish(outcome, threads, modules, blocked, spool, processes)
-    if spool is not None:
-        spool.close()
+    path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool)
+    c.writer.log.unlink(missing_ok=True)
+    if c.spool is not None:
+        c.spool.close()
+    write_s = time.monotonic() - t0
+    message = c.message
     report: list[str] = []
-    if blocked and timed_out:
+    if c.blocked and c.timed_out:
         with Trace(path) as tr:
-            waiters = [Waiter(*b) for b in blocked]
+            waiters = [Waiter(*b) for b in c.blocked]
             rep = block_report(tr, waiters, Symbolizer(tr.modules()))
         report = [rep.summary] + rep.lines
-        if timed_out:
-            message = f"{message}: {rep.summary}"
-            _set_message(path, message)
-    if not attached and not failure:
+        message = f"{message}: {rep.summary}"
+        _set_message(path, message)
+    if not c.attached and not c.failure:
         raise DetError(
-            f"{argv[0]}: libdet.so was never loaded into the program (is it statically linked, or does "
+            f"{path.name}: libdet.so was never loaded into the program (is it statically linked, or does "
             f"it reset LD_PRELOAD?); trace kept in {path}",
             status=EXIT_STOPPED,
         )
-    return RunResult(path, status, rc, exit_status, message, stats.events, duration,
-                     out_info["tail"], err_info["tail"], report)
+    res = RunResult(path, c.status, c.returncode, c.exit_status, message, st.events, c.duration,
+                    c.stdout_tail, c.stderr_tail, report, c.seed)
+    res.write_s = write_s
+    return res
 
 
 def _set_message(path: Path, message: str) -> None:
@@ -302,47 +372,17 @@ def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
     ]
 
 
-def _process_rows(rec: Recorder) -> tuple[list[dict[str, object]], dict[int, int]]:
-    """The program's processes, numbered 0 for the program, then in the order
-    of the events that created them (the region lists them as they came)."""
-    procs = rec.processes()
-    order = sorted(range(len(procs)), key=lambda i: (i != 0, procs[i].create_seq))
-    number = {idx: n for n, idx in enumerate(order)}
-    rows = []
-    for idx in order:
-        p = procs[idx]
-        rows.append({
-            "process": number[idx],
-            "parent": number.get(int(p.parent), -1) if idx else -1,
-            "pid": int(p.rec_pid),
-            "create_seq": int(p.create_seq) if idx else -1,
-            "thread": int(p.first_thread),
-            "exe": p.exe.decode(errors="replace"),
-            "execs": int(p.execs),
-            "status": int(p.status) if p.status >= 0 else None,
-        })
-    return rows, number
-
-
-def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, object]]:
-    rows = []
+def _end_states(rec: Recorder) -> dict[int, str]:
+    """How each thread stood when the program ended."""
+    states = {}
     gone = {i for i, p in enumerate(rec.processes()) if i and PROC_STATES.get(p.state) == "gone"}
     for t in rec.threads():
         state = "exiting" if int(t.proc) in gone else THREAD_STATES.get(t.state, "?")
         end = {"exiting": "exited", "free": "exited"}.get(state, "blocked" if t.blocked_kind else state)
         if end == "running" and t.yielded:
             end = "waiting"  # strict: for its turn, after its last event
-        rows.append({
-            "tid": int(t.num),
-            "parent": int(t.parent) if t.num else -1,
-            "ktid": int(t.ktid),
-            "create_seq": int(t.create_seq) if t.num else -1,
-            "obj": int(t.obj),
-            "events": int(t.events),
-            "end_state": end,
-            "process": proc_number.get(int(t.proc), 0),
-        })
-    return rows
+        states[int(t.num)] = end
+    return states
 
 
 def default_output(argv0: str) -> Path:
@@ -356,8 +396,8 @@ def say(msg: str) -> None:
 def print_result(res: RunResult, quiet: bool) -> None:
     if quiet:
         return
-    say(f"{res.message or describe_status(res.returncode)}; {res.events} events in {res.duration:.2f} s; "
-        f"trace saved to {res.path}")
+    say(f"{res.message or describe_status(res.returncode)}; {res.events} events; program ran {res.duration:.2f} s, "
+        f"trace written in {res.write_s:.2f} s after it; trace saved to {res.path}")
     for line in res.report:
         say("  " + line)
 
@@ -389,45 +429,65 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             stop.set()
         if stop.is_set():
             return
-        path = work / f"run{i}.db"
         run_opts = opts.for_seed(opts.seed + i) if opts.seed else opts
-        res = record_run(exe, argv, path, run_opts, stop)
-        res.seed = run_opts.seed
+        cap = capture_run(exe, argv, work / f"run{i}.db", run_opts, stop)
+        cap.seed = run_opts.seed
+        # only the runs kept are converted into traces: the failure, and
+        # the last passing run; the others' logs go unread
         with lock:
             if stop.is_set() and state["failed"] is not None:
-                path.unlink(missing_ok=True)
+                cap.discard()
                 return
             state["done"] += 1
             if INTERRUPT.signal is not None:
                 stop.set()
-            if res.failed and INTERRUPT.signal is None:
-                state["failed"] = (i, res)
+            if cap.failed and INTERRUPT.signal is None:
+                state["failed"] = (i, cap)
                 stop.set()
-                os.replace(path, out)
-                res.path = out
-            elif res.failed:
+            elif cap.failed:
                 stop.set()
-                path.unlink(missing_ok=True)
+                cap.discard()
             else:
                 state["passed"] += 1
-                os.replace(path, pass_path)
-                state["last_pass"] = pass_path
+                if state["last_pass"] is not None:
+                    state["last_pass"].discard()
+                state["last_pass"] = cap
             progress()
 
+    kept: dict[str, RunResult] = {}
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(one, i) for i in range(runs)]
             for f in futures:
                 f.result()
+        runs_s = time.monotonic() - t0
+        for key, target in (("failed", out), ("last_pass", pass_path)):
+            got = state[key]
+            cap = got[1] if key == "failed" and got is not None else got
+            if cap is not None:
+                res = finish_run(cap)
+                os.replace(res.path, target)
+                res.path = target
+                res.seed = cap.seed
+                kept[key] = res
+                state[key] = None
     finally:
+        for key in ("failed", "last_pass"):
+            got = state[key]
+            cap = got[1] if key == "failed" and got is not None else got
+            if cap is not None:
+                cap.discard()
         for p in work.glob("*"):
             p.unlink(missing_ok=True)
         work.rmdir()
     progress(final=True)
-    if state["failed"] is not None:
-        i, res = state["failed"]
+    if not quiet and state["done"]:
+        say(f"{state['done']} run(s) in {runs_s:.2f} s ({state['done'] / max(runs_s, 1e-9):.1f} runs/s); "
+            f"only the runs kept were written as traces")
+    if "failed" in kept:
+        res = kept["failed"]
         say(f"failure after {state['done']} run(s): {res.message or describe_status(res.returncode)}; "
-            f"trace saved to {out}" + (f", last passing run to {pass_path}" if state["last_pass"] else ""))
+            f"trace saved to {out}" + (f", last passing run to {pass_path}" if "last_pass" in kept else ""))
         for line in res.report:
             say("  " + line)
         tail = (res.stdout_tail + res.stderr_tail).decode(errors="replace").strip().splitlines()[-5:]
@@ -450,8 +510,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="detrec",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
-        epilog="detrec info TRACE prints what a trace holds. To record a program named 'info', "
-               "write `detrec -- info`.",
+        epilog="detrec info TRACE prints what a trace holds; detrec salvage LOG turns the capture log of a "
+               "killed detrec into a trace (info, detreplay and detdiff do that by themselves). To record a "
+               "program named 'info' or 'salvage', write `detrec -- info`.",
     )
     p.add_argument("-o", "--output", help="trace file (default: PROGRAM.det.db)")
     p.add_argument("--timeout", type=float, metavar="S",
@@ -505,6 +566,10 @@ def main(argv: list[str] | None = None) -> int:
             from .info import main as info_main
 
             return info_main(argv[1:])
+        if argv and argv[0] == "salvage":
+            from .salvage import main as salvage_main
+
+            return salvage_main(argv[1:])
         ns = parse_args(argv)
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args

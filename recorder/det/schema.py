@@ -7,8 +7,9 @@ the statements it needs from here and only binds values.
 
 from __future__ import annotations
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 APPLICATION_ID = 0x64657431  # "det1"
+PAGE_SIZE = 65536
 
 SCHEMA = """
 CREATE TABLE meta (
@@ -61,17 +62,33 @@ CREATE TABLE modules (
     path TEXT NOT NULL,
     base INTEGER NOT NULL             -- load bias
 );
-CREATE TABLE events (
-    seq    INTEGER PRIMARY KEY,       -- global order
-    tid    INTEGER NOT NULL,          -- threads.tid
-    idx    INTEGER NOT NULL,          -- index among the thread's events, from 0
-    kind   INTEGER NOT NULL,          -- event_kinds.kind
-    obj    INTEGER NOT NULL,          -- objects.obj, 0 for none
-    result INTEGER NOT NULL,          -- return value (errno values; -errno for sem_*)
-    aux    INTEGER NOT NULL,          -- per kind, see event_kinds.description
-    site   INTEGER NOT NULL,          -- sites.site, 0 for none
-    ts     INTEGER NOT NULL           -- ns since the program started
+CREATE TABLE calls (
+    call INTEGER PRIMARY KEY,         -- what an event did and where: one row per distinct
+    kind INTEGER NOT NULL,            -- event_kinds.kind
+    obj  INTEGER NOT NULL,            -- objects.obj, 0 for none
+    aux  INTEGER NOT NULL,            -- per kind, see event_kinds.description
+    site INTEGER NOT NULL             -- sites.site, 0 for none
 );
+CREATE TABLE event_rows (
+    seq    INTEGER PRIMARY KEY,       -- global order, from 0
+    tid    INTEGER NOT NULL,          -- threads.tid
+    call   INTEGER NOT NULL,          -- calls.call
+    result INTEGER NOT NULL,          -- return value (errno values; -errno for sem_*)
+    dts    INTEGER NOT NULL           -- ns since the thread's previous event (its first: since the start)
+);
+CREATE TABLE marks (
+    win INTEGER NOT NULL,             -- seq / 1024
+    tid INTEGER NOT NULL,             -- a thread with events in that window...
+    idx INTEGER NOT NULL,             -- ... the index of its first one there
+    ts  INTEGER NOT NULL,             -- ... and its ts
+    PRIMARY KEY (win, tid)
+) WITHOUT ROWID;
+-- The events, one row each, as plain columns (idx and ts are derived).
+CREATE VIEW events AS
+SELECT e.seq AS seq, e.tid AS tid, row_number() OVER w - 1 AS idx, c.kind AS kind, c.obj AS obj,
+       e.result AS result, c.aux AS aux, c.site AS site, sum(e.dts) OVER w AS ts
+FROM event_rows e JOIN calls c ON c.call = e.call
+WINDOW w AS (PARTITION BY e.tid ORDER BY e.seq);
 CREATE TABLE data (
     seq   INTEGER PRIMARY KEY,        -- the event the bytes belong to
     bytes BLOB NOT NULL
@@ -102,28 +119,54 @@ CREATE TABLE outcome (
 );
 """
 
-# Tables a trace must have to be read at all.
-REQUIRED_TABLES = ("meta", "event_kinds", "threads", "processes", "objects", "sites", "events", "outcome")
+# Tables (and views) a trace must have to be read at all.
+REQUIRED_TABLES = ("meta", "event_kinds", "threads", "processes", "objects", "sites", "calls", "event_rows", "marks",
+                   "events", "outcome")
 
-# Statements libdetsup.so binds (include/det/sup.h gives the order).
-EVENT_INSERT_PREFIX = "INSERT INTO events(seq, tid, idx, kind, obj, result, aux, site, ts) VALUES "
-EVENT_INSERT_ROW = "(?,?,?,?,?,?,?,?,?)"
-OBJECT_INSERT = "INSERT OR REPLACE INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,?)"
-SITE_INSERT = "INSERT INTO sites(site, address) VALUES (?,?)"
-THREAD_INSERT = "INSERT OR REPLACE INTO threads(tid, parent, ktid, create_seq, obj) VALUES (?,?,?,?,?)"
-RESULT_UPDATE = "UPDATE events SET result = ? WHERE seq = ?"
-DATA_INSERT = "INSERT INTO data(seq, bytes) VALUES (?,?)"
+# Seqs per marks window (include/det/sup.h DET_MARK_WINDOW).
+MARK_WINDOW = 1024
 
-# What the replay schedule builder reads.
+# What libdetsup.so's det_convert() binds, in include/det/sup.h's enum det_convert_sql order.
+CONVERT_SQL = (
+    "INSERT INTO calls(call, kind, obj, aux, site) VALUES (?,?,?,?,?)",
+    "INSERT INTO sites(site, address) VALUES (?,?)",
+    "INSERT OR REPLACE INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,?)",
+    "INSERT INTO event_rows(seq, tid, call, result, dts) VALUES (?,?,?,?,?)",
+    "INSERT INTO event_rows(tid, call, result, dts) VALUES ",
+    "(?,?,?,?)",
+    "INSERT INTO data(seq, bytes) VALUES (?,?)",
+    "INSERT INTO marks(win, tid, idx, ts) VALUES (?,?,?,?)",
+    "INSERT OR REPLACE INTO threads(tid, parent, ktid, create_seq, obj, events, process) VALUES (?,?,?,?,?,?,?)",
+    "INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status) VALUES (?,?,?,?,?,?,?,?)",
+    "INSERT INTO modules(path, base) VALUES (?,?)",
+    "UPDATE event_rows SET result = ? WHERE seq = ?",
+    "CREATE INDEX marks_by_thread ON marks(tid, idx);",
+)
+
+# Reading events without the view's window functions: rows in seq order,
+# with their call's fields; idx and ts are counted and summed per thread.
+EVENT_ROWS = ("SELECT e.seq, e.tid, c.kind, c.obj, e.result, c.aux, c.site, e.dts "
+              "FROM event_rows e CROSS JOIN calls c ON c.call = e.call")
+# The events without idx and ts (which need the view's window functions):
+# a table expression that filters and joins as fast as the tables.
+EVENTS_PLAIN = ("(SELECT e.seq AS seq, e.tid AS tid, c.kind AS kind, c.obj AS obj, e.result AS result, "
+                "c.aux AS aux, c.site AS site FROM event_rows e CROSS JOIN calls c ON c.call = e.call)")
+# Where a thread stood at the start of a marks window.
+MARK_AT = "SELECT idx, ts FROM marks WHERE win = ? AND tid = ?"
+# The window of a thread's event idx.
+MARK_OF_INDEX = "SELECT win, idx, ts FROM marks WHERE tid = ? AND idx <= ? ORDER BY idx DESC LIMIT 1"
+
+# What the replay schedule builder reads (include/det/sup.h det_sup_replay_new).
 REPLAY_THREADS_COMPLETE = "SELECT tid, obj, events FROM threads ORDER BY tid"
 REPLAY_THREADS_COUNTED = """
 SELECT t.tid, t.obj, coalesce(c.n, 0) FROM threads t
-LEFT JOIN (SELECT tid, count(*) AS n FROM events GROUP BY tid) c ON c.tid = t.tid
+LEFT JOIN (SELECT tid, count(*) AS n FROM event_rows GROUP BY tid) c ON c.tid = t.tid
 ORDER BY t.tid
 """
 REPLAY_PROCESSES = "SELECT process, pid, status FROM processes ORDER BY process"
 REPLAY_THREAD_PROCESSES = "SELECT tid, process, end_state FROM threads ORDER BY tid"
-REPLAY_MAX_OBJECT = "SELECT coalesce(max(obj), 0) FROM objects"
-REPLAY_EVENTS = "SELECT seq, tid, idx, kind, obj, aux, result FROM events ORDER BY seq"
+REPLAY_MAX_OBJECT = "SELECT max(coalesce((SELECT max(obj) FROM objects), 0), coalesce((SELECT max(obj) FROM calls), 0))"
+REPLAY_CALLS = "SELECT call, kind, obj, aux FROM calls"
+REPLAY_EVENTS = "SELECT seq, tid, call, result FROM event_rows ORDER BY seq"
 REPLAY_DATA_SIZE = "SELECT coalesce(sum(length(bytes)), 0) FROM data"
 REPLAY_DATA = "SELECT seq, bytes FROM data ORDER BY seq"

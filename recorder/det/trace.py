@@ -110,7 +110,7 @@ class Trace:
         o = self.outcome()
         if o is not None:
             return int(o["events"])
-        return int(self.q1("SELECT count(*) FROM events") or 0)
+        return int(self.q1("SELECT count(*) FROM event_rows") or 0)
 
     def threads(self) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM threads ORDER BY tid")
@@ -122,17 +122,63 @@ class Trace:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def events(self, where: str = "", args: tuple = (), order: str = "seq") -> Iterator[Event]:
-        sql = f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY {order}"
+    def events(self, tid: int | None = None, first: int = 0, last: int | None = None) -> Iterator[Event]:
+        """Events in seq order (of one thread, from seq `first` to `last`),
+        streamed: memory does not grow with the trace."""
+        sql = schema.EVENT_ROWS + " WHERE e.seq >= ?"
+        args: list[int] = [first]
+        if last is not None:
+            sql += " AND e.seq <= ?"
+            args.append(last)
+        if tid is not None:
+            sql += " AND e.tid = ?"
+            args.append(tid)
+        idx: dict[int, int] = {}
+        ts: dict[int, int] = {}
         try:
-            for row in self.db.execute(sql, args):
-                yield Event(*row)
+            for seq, t, kind, obj, result, aux, site, dts in self.db.execute(sql + " ORDER BY e.seq", args):
+                if t in idx:
+                    idx[t] += 1
+                    ts[t] += dts
+                else:
+                    idx[t], ts[t] = self._position(t, seq)
+                yield Event(seq, t, idx[t], kind, obj, result, aux, site, ts[t])
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
 
+    def _position(self, tid: int, seq: int) -> tuple[int, int]:
+        """idx and ts of thread tid's event at seq: from the mark of the
+        thread's first event in seq's window, and its rows since (less than
+        a window of rows to read)."""
+        win = seq // schema.MARK_WINDOW
+        rows = self.q(schema.MARK_AT, (win, tid))
+        if not rows:
+            raise TraceError(f"{self.path}: the trace is damaged (no mark for T{tid} at event {seq})")
+        i, t = rows[0]
+        dts = self.q("SELECT dts FROM event_rows WHERE seq >= ? AND seq <= ? AND tid = ? ORDER BY seq",
+                     (win * schema.MARK_WINDOW, seq, tid))
+        return i + len(dts) - 1, t + sum(d for (d,) in dts[1:])
+
     def event(self, seq: int) -> Event | None:
-        rows = self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,))
-        return Event(*rows[0]) if rows else None
+        rows = self.q(schema.EVENT_ROWS + " WHERE e.seq = ?", (seq,))
+        if not rows:
+            return None
+        _, t, kind, obj, result, aux, site, _ = rows[0]
+        i, ts = self._position(t, seq)
+        return Event(seq, t, i, kind, obj, result, aux, site, ts)
+
+    def seq_of(self, tid: int, idx: int) -> int | None:
+        """The seq of thread tid's event idx."""
+        rows = self.q(schema.MARK_OF_INDEX, (tid, idx))
+        if not rows:
+            return None
+        win, i, _ = rows[0]
+        for (seq,) in self.q("SELECT seq FROM event_rows WHERE seq >= ? AND tid = ? ORDER BY seq LIMIT ?",
+                             (win * schema.MARK_WINDOW, tid, idx - i + 1)):
+            if i == idx:
+                return int(seq)
+            i += 1
+        return None
 
     def objects(self) -> dict[int, tuple[int, int]]:
         """obj -> (kind, address)"""
@@ -153,7 +199,8 @@ class Trace:
         return self.q("SELECT tid, kind, obj, ra FROM blocked ORDER BY tid")
 
     def kind_counts(self) -> list[tuple[int, int]]:
-        return self.q("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY 2 DESC")
+        return self.q("SELECT c.kind, count(*) FROM event_rows e JOIN calls c ON c.call = e.call "
+                      "GROUP BY c.kind ORDER BY 2 DESC")
 
 
 JSON_META = {"argv", "env", "stdin"}
@@ -204,7 +251,7 @@ def _open_validated(path: Path) -> sqlite3.Connection:
                 f"{path}: trace format version {version}, made by {newer} det; "
                 f"this det reads version {schema.FORMAT_VERSION}"
             )
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     except sqlite3.DatabaseError as e:
         if db is not None:
             db.close()
@@ -225,12 +272,18 @@ def _ids(db: sqlite3.Connection) -> tuple[int, int]:
 
 
 class TraceWriter:
-    """Creates NAME.incomplete (mode 0600), and renames it to NAME when done."""
+    """Creates NAME.incomplete (mode 0600) with det's tables, and renames it
+    to NAME when done. While the program runs, its events go to the capture
+    log NAME.incomplete.log; det_convert (recorder/convert.c) moves them into
+    the trace after the run. No connection stays open between calls, so the
+    converter has the file to itself."""
 
-    def __init__(self, final_path: str | os.PathLike[str]) -> None:
+    def __init__(self, final_path: str | os.PathLike[str], incomplete: Path | None = None) -> None:
         self.final = Path(final_path)
-        self.path = self.final.with_name(self.final.name + INCOMPLETE)
-        for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm")):
+        self.path = incomplete or self.final.with_name(self.final.name + INCOMPLETE)
+        self.log = log_path(self.path)
+        for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm"),
+                  Path(str(self.path) + "-journal")):
             try:
                 p.unlink()
             except FileNotFoundError:
@@ -242,78 +295,73 @@ class TraceWriter:
         except OSError as e:
             raise DetError(f"cannot create {self.path}: {e.strerror}") from None
         os.close(fd)
-        self.db = sqlite3.connect(self.path, check_same_thread=False)
-        self.db.executescript(
-            f"""PRAGMA application_id = {schema.APPLICATION_ID};
-            PRAGMA user_version = {schema.FORMAT_VERSION};
-            PRAGMA journal_mode = WAL;
-            PRAGMA synchronous = OFF;
-            {schema.SCHEMA}"""
-        )
-        # Keep the identity page in the main file, so even a trace whose
-        # writer was killed says what it is.
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        with self.db:
-            self.db.executemany(
-                "INSERT INTO object_kinds VALUES (?,?,?)",
-                [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
+        db = sqlite3.connect(self.path)
+        try:
+            db.executescript(
+                f"""PRAGMA page_size = {schema.PAGE_SIZE};
+                PRAGMA application_id = {schema.APPLICATION_ID};
+                PRAGMA user_version = {schema.FORMAT_VERSION};
+                PRAGMA synchronous = OFF;
+                {schema.SCHEMA}"""
             )
-            self.db.executemany(
-                "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
-                [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description) for e in ev.EVENTS],
-            )
+            with db:
+                db.executemany(
+                    "INSERT INTO object_kinds VALUES (?,?,?)",
+                    [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
+                )
+                db.executemany(
+                    "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
+                    [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description)
+                     for e in ev.EVENTS],
+                )
+        finally:
+            db.close()
+
+    def _db(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path)
+        db.execute("PRAGMA synchronous = OFF")
+        return db
 
     def set_meta(self, items: dict[str, Any]) -> None:
-        with self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?,?)",
-                [(k, json.dumps(v) if k in JSON_META else v) for k, v in items.items()],
-            )
+        db = self._db()
+        try:
+            with db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?,?)",
+                    [(k, json.dumps(v) if k in JSON_META else v) for k, v in items.items()],
+                )
+        finally:
+            db.close()
 
     def finish(
         self,
         outcome: dict[str, Any],
-        threads: list[dict[str, Any]],
-        modules: list[tuple[str, int]],
+        end_states: dict[int, str],
         blocked: list[tuple[int, int, int, int]],
         stdin: IO[bytes] | None = None,
-        processes: list[dict[str, Any]] | None = None,
     ) -> Path:
-        with self.db:
-            if stdin is not None:
-                stdin.seek(0)
-                for i, chunk in enumerate(iter(lambda: stdin.read(1 << 20), b"")):
-                    self.db.execute("INSERT INTO stdin VALUES (?,?)", (i, chunk))
-            for t in threads:
-                self.db.execute(
-                    "INSERT INTO threads(tid, parent, ktid, create_seq, obj, events, end_state, process)"
-                    " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(tid) DO UPDATE SET events = excluded.events,"
-                    " end_state = excluded.end_state, ktid = excluded.ktid, process = excluded.process",
-                    (t["tid"], t["parent"], t["ktid"], t["create_seq"], t["obj"], t["events"], t["end_state"],
-                     t.get("process", 0)),
+        """The run's end, once its events are in: how each thread ended, who
+        was blocked, the outcome; then the file takes its final name."""
+        db = self._db()
+        try:
+            with db:
+                if stdin is not None:
+                    stdin.seek(0)
+                    for i, chunk in enumerate(iter(lambda: stdin.read(1 << 20), b"")):
+                        db.execute("INSERT INTO stdin VALUES (?,?)", (i, chunk))
+                db.executemany("UPDATE threads SET end_state = ? WHERE tid = ?",
+                               [(state, tid) for tid, state in end_states.items()])
+                db.executemany("INSERT INTO blocked VALUES (?,?,?,?)", blocked)
+                cols = ", ".join(outcome)
+                db.execute(
+                    f"INSERT INTO outcome({cols}) VALUES ({', '.join('?' * len(outcome))})", tuple(outcome.values())
                 )
-            for p in processes or []:
-                self.db.execute(
-                    "INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
-                    (p["process"], p["parent"], p["pid"], p["create_seq"], p["thread"], p["exe"], p["execs"],
-                     p["status"]),
-                )
-            self.db.executemany("INSERT INTO modules VALUES (?,?)", modules)
-            self.db.executemany("INSERT INTO blocked VALUES (?,?,?,?)", blocked)
-            cols = ", ".join(outcome)
-            self.db.execute(
-                f"INSERT INTO outcome({cols}) VALUES ({', '.join('?' * len(outcome))})", tuple(outcome.values())
-            )
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.db.execute("PRAGMA journal_mode = DELETE")
-        self.db.close()
+        finally:
+            db.close()
         os.replace(self.path, self.final)
         return self.final
 
-    def abandon(self) -> None:
-        """Close, leaving NAME.incomplete readable."""
-        try:
-            self.db.close()
-        except sqlite3.Error:
-            pass
+
+def log_path(trace_path: Path) -> Path:
+    """The capture log beside a trace being written (NAME.incomplete.log)."""
+    return trace_path.with_name(trace_path.name + ".log")

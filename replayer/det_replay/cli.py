@@ -19,6 +19,7 @@ from det.errors import DetError
 from det.launch import Program, StdinFeed, describe_status, shell_status
 from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
+from det.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, objkind_name
 
@@ -239,8 +240,9 @@ def _stall_text(tr: Trace, threads: list, done: int, total: int, sym: Symbolizer
             parts.append(f"T{t.num} did its {t.planned} recorded events and then wanted "
                          f"{kind_name(int(t.blocked_kind))} at {loc}")
         elif t.events < t.planned:
-            nxt = tr.q("SELECT seq, kind, obj FROM events WHERE tid = ? AND idx = ?", (int(t.num), int(t.events)))
-            what = f"{kind_name(nxt[0][1])}(obj {nxt[0][2]}) = event {nxt[0][0]}" if nxt else "?"
+            seq = tr.seq_of(int(t.num), int(t.events))
+            nxt = tr.event(seq) if seq is not None else None
+            what = f"{kind_name(nxt.kind)}(obj {nxt.obj}) = event {nxt.seq}" if nxt else "?"
             parts.append(f"T{t.num} is stuck before its event {t.events} ({what})")
     return (f"divergence: replay stalled after {done} of {total} events: " + "; ".join(parts)
             if parts else f"divergence: replay stalled after {done} of {total} events")
@@ -265,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
                         "arguments after -- go to gdb")
     p.add_argument("-g", type=int, metavar="N", dest="goto", help="with --gdb: stop at event N instead (implies --gdb)")
     ns = p.parse_args(argv)
+    try:
+        ns.trace = str(ensure_trace(ns.trace, quiet=ns.quiet))
+    except DetError as e:
+        say(str(e))
+        return e.status
     if ns.gdb or ns.goto is not None or gdb_args:
         if not (ns.gdb or ns.goto is not None):
             p.error("arguments after -- are gdb's: add --gdb")

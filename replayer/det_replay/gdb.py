@@ -46,12 +46,12 @@ def find_gdb() -> str:
 def check_goto(tr: Trace, goto: int | None) -> None:
     if goto is None:
         return
-    first, last = tr.q("SELECT min(seq), max(seq) FROM events")[0]
+    first, last = tr.q("SELECT min(seq), max(seq) FROM event_rows")[0]
     if first is None:
         raise DetError(f"-g {goto}: the trace has no events", status=2)
     if goto < 0 or goto > last + 1:
         raise DetError(f"-g {goto}: the trace has events {first} to {last} ({last + 1} is after the last)", status=2)
-    if goto <= last and tr.q1("SELECT count(*) FROM events WHERE seq = ?", (goto,)) == 0:
+    if goto <= last and tr.q1("SELECT count(*) FROM event_rows WHERE seq = ?", (goto,)) == 0:
         raise DetError(f"-g {goto}: the trace has no event {goto} (its thread died before it was written)", status=2)
 
 

@@ -1,0 +1,289 @@
+/*
+ * recorder/capture.c - libdetsup.so: while the program runs, move what its
+ * threads publish in their rings into the capture log (recorder/logfmt.h).
+ *
+ * Rules of this file:
+ *  - Nothing is decoded here: ring entries go to the log as the threads
+ *    wrote them, in large sequential writes. Ordering, numbering and SQLite
+ *    come after the program has ended (recorder/convert.c), so recording
+ *    never waits on them.
+ *  - A thread's published entries are written before its ring space is
+ *    handed back; a ring goes back to the pool only after its thread is
+ *    gone from the kernel and everything it published is in the log.
+ *  - The identities of threads, the process table and the loaded modules
+ *    are copied into the log as they appear and once more at the end, so a
+ *    log whose detrec was killed can still be made into a trace.
+ */
+#include "supervisor.h"
+#include "logfmt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+/* Write a chunk made of up to two pieces of payload (the second may be
+ * NULL); the payload is padded to 8 bytes. */
+static int put_chunk(struct det_sup *s, uint32_t type, uint32_t thread, const void *a, size_t alen,
+		     const void *b, size_t blen)
+{
+	size_t pad = (8 - (alen + blen) % 8) % 8;
+	struct det_log_chunk c = {.type = type, .bytes = (uint32_t)(alen + blen + pad), .thread = thread};
+	if (b || pad) {
+		/* the checksum runs over one buffer: join the pieces (small chunks only) */
+		uint8_t *buf = malloc(c.bytes ? c.bytes : 1);
+		if (!buf)
+			return sup_fail(s, "out of memory");
+		memcpy(buf, a, alen);
+		if (b)
+			memcpy(buf + alen, b, blen);
+		memset(buf + alen + blen, 0, pad);
+		c.check = det_log_check(buf, c.bytes, type, c.bytes);
+		int r = put_chunk(s, type, thread, buf, c.bytes, NULL, 0);
+		free(buf);
+		return r;
+	}
+	c.check = det_log_check(a, alen, type, c.bytes);
+	struct iovec iov[2] = {{&c, sizeof(c)}, {(void *)a, alen}};
+	size_t want = sizeof(c) + alen, done = 0;
+	int n = alen ? 2 : 1;
+	struct iovec *v = iov;
+	while (done < want) {
+		ssize_t k = writev(s->log_fd, v, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return sup_fail(s, "cannot write the capture log: %s", strerror(errno));
+		}
+		done += (size_t)k;
+		while (n && (size_t)k >= v->iov_len) {
+			k -= (ssize_t)v->iov_len;
+			v++;
+			n--;
+		}
+		if (n) {
+			v->iov_base = (char *)v->iov_base + k;
+			v->iov_len -= (size_t)k;
+		}
+	}
+	s->cap.bytes += want;
+	return 0;
+}
+
+static void clock_now(struct det_sup *s, struct det_log_clock *c)
+{
+	c->tsc0 = s->hdr->tsc0;
+	c->mono0 = s->hdr->mono0;
+	c->tsc1 = s->tsc_start;
+	c->mono1 = s->mono_start;
+	c->tsc2 = __rdtsc();
+	c->mono2 = sup_mono_ns();
+	c->flags = s->hdr->flags;
+	c->pad = 0;
+}
+
+SUP_EXPORT int det_capture_open(struct det_sup *s, const char *log_path, const char *meta_json)
+{
+	s->log_fd = open(log_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (s->log_fd < 0)
+		return sup_fail(s, "cannot create %s: %s", log_path, strerror(errno));
+	struct det_log_header h = {.version = DET_LOG_VERSION,
+				   .header_bytes = sizeof(h),
+				   .rec_bytes = sizeof(struct det_rec),
+				   .shm_version = DET_SHM_VERSION};
+	memcpy(h.magic, DET_LOG_MAGIC, 8);
+	if (write(s->log_fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+		return sup_fail(s, "cannot write %s: %s", log_path, strerror(errno));
+	s->cap.bytes = sizeof(h);
+	s->tsc_start = __rdtsc();
+	s->mono_start = sup_mono_ns();
+	return put_chunk(s, DET_LOG_META, 0, meta_json, strlen(meta_json), NULL, 0);
+}
+
+SUP_EXPORT void det_capture_stop(struct det_sup *s)
+{
+	atomic_store(&s->stop, 1);
+	atomic_fetch_add(&s->hdr->capture_kick, 1);
+	syscall(SYS_futex, &s->hdr->capture_kick, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+SUP_EXPORT void det_capture_stats(struct det_sup *s, struct det_capture_stats *out)
+{
+	*out = s->cap;
+}
+
+/* The kernel thread behind a slot is gone (or a zombie: it runs nothing). */
+static int thread_gone(struct det_sup *s, struct det_slot *sl)
+{
+	struct det_shm_header *h = s->hdr;
+	pid_t pid = sl->proc < h->max_procs ? atomic_load(&det_shm_proc(h, sl->proc)->pid) : 0;
+	if (!pid)
+		pid = (pid_t)atomic_load(&h->attached);
+	if (syscall(SYS_tgkill, pid, sl->ktid, 0) != 0)
+		return errno == ESRCH;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, sl->ktid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *paren = strrchr(buf, ')');
+	return paren && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+static void release_rings(struct det_sup *s, uint32_t nthreads)
+{
+	struct det_shm_header *h = s->hdr;
+	/* now and then, threads that died without saying so (a child process
+	 * killed by a signal) */
+	int check_running = s->cap.passes % 128 == 0;
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(h, i);
+		uint32_t st = atomic_load(&sl->state);
+		if (!sl->ring || (st != DET_TS_EXITING && !(check_running && i && st == DET_TS_RUNNING)))
+			continue;
+		if (!thread_gone(s, sl))
+			continue; /* the kernel thread may still run destructors */
+		if (atomic_load(&sl->head) != atomic_load(&sl->tail))
+			continue; /* capture it first */
+		uint32_t ring = sl->ring - 1;
+		sl->ring = 0;
+		/* a thread that died running (killed with its process) keeps that
+		 * state: the trace says where it was when the program ended */
+		if (st == DET_TS_EXITING)
+			atomic_store(&sl->state, DET_TS_FREE);
+		atomic_store(det_shm_ring_owner(h, ring), 0);
+	}
+}
+
+static int put_thread(struct det_sup *s, uint32_t i)
+{
+	struct det_slot *sl = det_shm_slot(s->hdr, i);
+	struct det_log_thread t = {
+		.num = i,
+		.parent = i ? sl->parent : 0,
+		.ktid = sl->ktid,
+		.obj = sl->obj,
+		.proc = sl->proc,
+		.start_routine = sl->start_routine,
+	};
+	return put_chunk(s, DET_LOG_THREAD, i, &t, sizeof(t), NULL, 0);
+}
+
+/* The process table, modules and clock, when they changed (or `force`). */
+static int put_state(struct det_sup *s, int force)
+{
+	struct det_shm_header *h = s->hdr;
+	uint32_t np = atomic_load(&h->next_proc);
+	if (np > h->max_procs)
+		np = h->max_procs;
+	size_t plen = (size_t)np * sizeof(struct det_proc);
+	const void *procs = det_shm_proc(h, 0);
+	if (force || plen != s->cap_procs_len || memcmp(procs, s->cap_procs, plen) != 0) {
+		void *copy = realloc(s->cap_procs, plen ? plen : 1);
+		if (!copy)
+			return sup_fail(s, "out of memory");
+		s->cap_procs = copy;
+		memcpy(copy, procs, plen); /* a snapshot: the table keeps changing */
+		s->cap_procs_len = plen;
+		if (put_chunk(s, DET_LOG_PROCS, 0, copy, plen, NULL, 0))
+			return -1;
+	}
+	uint32_t nm = atomic_load(&h->module_count);
+	if (nm > DET_MAX_MODULES)
+		nm = DET_MAX_MODULES;
+	if (force || nm != s->cap_modules) {
+		s->cap_modules = nm;
+		if (put_chunk(s, DET_LOG_MODULES, 0, h->modules, (size_t)nm * sizeof(struct det_module), NULL, 0))
+			return -1;
+	}
+	struct det_log_clock c;
+	clock_now(s, &c);
+	return put_chunk(s, DET_LOG_CLOCK, 0, &c, sizeof(c), NULL, 0);
+}
+
+/* One pass: everything published so far goes to the log. */
+static int capture_pass(struct det_sup *s, int final)
+{
+	struct det_shm_header *h = s->hdr;
+	uint32_t nthreads = (uint32_t)(atomic_load(&h->clock) >> DET_SEQ_BITS);
+	if (nthreads > h->max_threads)
+		nthreads = h->max_threads;
+	uint64_t cap = h->ring_entries, most = DET_LOG_CHUNK_MAX / sizeof(struct det_rec);
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(h, i);
+		uint32_t ring = sl->ring;
+		if (!ring)
+			continue;
+		uint64_t head = atomic_load_explicit(&sl->head, memory_order_acquire);
+		uint64_t tail = atomic_load_explicit(&sl->tail, memory_order_relaxed);
+		if (head == tail)
+			continue;
+		if (!s->cap_seen[i]) {
+			if (put_thread(s, i))
+				return -1;
+			s->cap_seen[i] = 1;
+		}
+		struct det_rec *r = det_shm_ring(h, ring - 1);
+		while (tail < head) {
+			uint64_t at = tail % cap, n = head - tail;
+			if (n > cap - at)
+				n = cap - at; /* up to the ring's end; the rest in the next chunk */
+			if (n > most)
+				n = most;
+			if (put_chunk(s, DET_LOG_RING, i, &r[at], n * sizeof(*r), NULL, 0))
+				return -1;
+			tail += n;
+			s->cap.entries += n;
+		}
+		atomic_store_explicit(&sl->tail, head, memory_order_release);
+		if (atomic_load(&sl->waiting) && atomic_exchange(&sl->waiting, 0))
+			syscall(SYS_futex, &sl->waiting, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+	if (!final)
+		release_rings(s, nthreads);
+	s->cap.threads = nthreads;
+	s->cap.passes++;
+	uint64_t now = sup_mono_ns();
+	if (final || now - s->cap_state_at > 200 * 1000 * 1000) {
+		s->cap_state_at = now;
+		if (final)
+			for (uint32_t i = 0; i < nthreads; i++) /* their last identity (exec changes ktid) */
+				if (put_thread(s, i))
+					return -1;
+		if (put_state(s, final))
+			return -1;
+	}
+	return 0;
+}
+
+SUP_EXPORT int det_capture_run(struct det_sup *s)
+{
+	if (put_state(s, 1))
+		return -1;
+	for (;;) {
+		uint32_t kick = atomic_load(&s->hdr->capture_kick);
+		int stop = atomic_load(&s->stop);
+		uint64_t t0 = sup_mono_ns();
+		int r = capture_pass(s, stop);
+		if (r == 0 && stop)
+			r = put_chunk(s, DET_LOG_END, 0, NULL, 0, NULL, 0);
+		s->cap.busy_ns += sup_mono_ns() - t0;
+		if (r < 0)
+			return -1;
+		if (stop)
+			return 0;
+		struct timespec ts = {0, 1000 * 1000};
+		syscall(SYS_futex, &s->hdr->capture_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
+	}
+}

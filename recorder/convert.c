@@ -1,0 +1,1124 @@
+/*
+ * recorder/convert.c - libdetsup.so: turn a capture log (recorder/logfmt.h)
+ * into the SQLite trace, after the program has ended.
+ *
+ * Rules of this file:
+ *  - The log is read in place (mapped), one cursor per thread; nothing is
+ *    read past the first chunk whose length or checksum is wrong: that is
+ *    where a killed writer stopped, and the file is cut there.
+ *  - The merged order is a linear extension of each thread's order, each
+ *    object's order (parallel recording: positions taken on the object's
+ *    counter) and the order of creates (thread numbers); among the events
+ *    it may emit next, it takes the one with the earliest timestamp, so the
+ *    order is as close to real time as those orders allow. A strict
+ *    recording's global numbers are its order. Why any such order replays
+ *    faithfully: docs/DESIGN.md.
+ *  - A position that never came (its thread died between taking it and
+ *    publishing the event) would block its object for ever: when nothing
+ *    can go on, the earliest waiting event goes anyway and is counted as
+ *    forced. In a log whose capture was cut (no END chunk: detrec was
+ *    killed) the threads' entries stop at different points, so there the
+ *    merge stops instead: the trace is the largest prefix that is
+ *    consistent, and the events after it are counted as cut.
+ *  - One transaction, prepared statements, multi-row inserts; indexes are
+ *    made after the load. SQL text comes from schema.py (include/det/sup.h).
+ */
+#include "supervisor.h"
+#include "logfmt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct piece {
+	uint64_t off; /* of the first entry in the log */
+	uint32_t n;   /* entries */
+};
+
+/* One thread's entries, across its ring chunks, and its next event. */
+struct stream {
+	struct piece *pieces;
+	uint32_t npieces, cap;
+	uint32_t pi, pos;                 /* cursor: piece, entry in it */
+	struct det_log_thread ident;
+	int has_ident;
+	/* the next event and what came with it */
+	const struct det_rec *head;
+	int64_t head_result;
+	int64_t head_ts;                  /* its ts, ns since the start */
+	const struct det_rec **pend;      /* OBJECT, DATA, AUXSEQ entries before it */
+	uint32_t npend, cap_pend;
+	uint64_t aux_pos;                 /* AUXSEQ: position on aux (or ~0: none) */
+	uint32_t aux_obj;
+	/* where it stands */
+	uint64_t emitted;                 /* events emitted = index of the head */
+	int64_t last_ts;
+	uint64_t mark_win;                /* window + 1 of its last mark */
+	uint64_t recent_seq[16];          /* seq of its last 16 events, by index % 16 */
+	uint32_t wait_next;               /* + 1: next thread waiting on the same key */
+	uint64_t wait_key_obj, wait_key_val;
+	int waiting;
+	int forced_head;                  /* its head goes whatever it waits for */
+};
+
+/* A key of an event's requirement: object obj reached count val. The
+ * create order is the object CHAIN. */
+#define CHAIN UINT32_MAX
+/* ... and a thread's last event (val: the thread), for a wait that
+ * returned a child process: the child's threads had all ended. */
+#define ENDED (UINT32_MAX - 1)
+
+struct hmap { /* 64-bit key -> 32-bit value, open addressing, grows */
+	uint64_t *keys;
+	uint32_t *vals;
+	uint64_t cap, used;
+};
+
+struct conv {
+	const uint8_t *map;
+	size_t size;
+	int strict;
+	double tsc_per_ns;
+	struct det_log_clock clock;
+	struct stream *st;
+	uint32_t nst;
+	const struct det_proc *procs;
+	uint32_t nprocs;
+	const struct det_module *mods;
+	uint32_t nmods;
+	/* order state */
+	uint64_t *count; /* per object: events placed */
+	uint64_t ncount;
+	uint64_t next_child;
+	uint32_t *buckets; /* waiting threads by key: thread + 1, chained by wait_next */
+	uint32_t nbuckets;
+	int64_t *create_seq; /* per thread: the seq of the event that created it, -1 */
+	/* heap of ready threads, by the timestamp (strict: seq) of their head */
+	uint32_t *heap;
+	uint32_t nheap;
+	/* output */
+	sqlite3 *db;
+	sqlite3_stmt *st_sql[DET_SQL_COUNT], *ev_one;
+	const char *indexes;
+	int64_t rows[DET_CONVERT_BATCH][5];
+	int nrows;
+	struct hmap sites, calls;
+	uint64_t *call_keys; /* per call: kind, obj, aux, site */
+	uint64_t ncalls, cap_calls;
+	uint64_t seq;
+	uint8_t *data;
+	uint64_t cap_data;
+	struct det_convert_stats stats;
+	char err[512];
+};
+
+static int fail(struct conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct conv *c, const char *fmt, ...)
+{
+	if (c->err[0])
+		return -1; /* the first error wins */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	uint64_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return -1;
+	memset((char *)q + *cap * size, 0, (n - *cap) * size);
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the log */
+
+static struct stream *stream_of(struct conv *c, uint32_t thread)
+{
+	if (thread >= (1u << 16)) {
+		fail(c, "the capture log names thread T%u", thread);
+		return NULL;
+	}
+	if (thread >= c->nst) {
+		uint64_t cap = c->nst;
+		if (grow((void **)&c->st, &cap, thread + 1, sizeof(*c->st))) {
+			fail(c, "out of memory");
+			return NULL;
+		}
+		c->nst = (uint32_t)cap;
+	}
+	return &c->st[thread];
+}
+
+static int add_piece(struct conv *c, uint32_t thread, uint64_t off, uint32_t n)
+{
+	struct stream *s = stream_of(c, thread);
+	if (!s)
+		return -1;
+	uint64_t cap = s->cap;
+	if (grow((void **)&s->pieces, &cap, s->npieces + 1, sizeof(*s->pieces)))
+		return fail(c, "out of memory");
+	s->cap = (uint32_t)cap;
+	s->pieces[s->npieces++] = (struct piece){off, n};
+	return 0;
+}
+
+/* Read the chunks; returns the length of the good part. */
+static int64_t scan(struct conv *c, const char *path)
+{
+	const struct det_log_header *h = (const void *)c->map;
+	if (c->size < sizeof(*h) || memcmp(h->magic, DET_LOG_MAGIC, 8) != 0)
+		return fail(c, "%s: not a det capture log", path);
+	if (h->version != DET_LOG_VERSION || h->rec_bytes != sizeof(struct det_rec) ||
+	    h->header_bytes != sizeof(*h) || h->shm_version != DET_SHM_VERSION)
+		return fail(c, "%s: capture log version %u (runtime %u), this det reads version %u (runtime %u)", path,
+			    h->version, h->shm_version, DET_LOG_VERSION, DET_SHM_VERSION);
+	uint64_t off = sizeof(*h);
+	int clock = 0;
+	while (off + sizeof(struct det_log_chunk) <= c->size) {
+		const struct det_log_chunk *k = (const void *)(c->map + off);
+		const uint8_t *p = (const uint8_t *)(k + 1);
+		if (k->bytes % 8 || k->bytes > DET_LOG_CHUNK_MAX || off + sizeof(*k) + k->bytes > c->size ||
+		    det_log_check(p, k->bytes, k->type, k->bytes) != k->check)
+			break;
+		uint64_t poff = off + sizeof(*k);
+		switch (k->type) {
+		case DET_LOG_RING:
+			if (k->bytes % sizeof(struct det_rec))
+				return fail(c, "%s: a ring chunk of %u bytes", path, k->bytes);
+			if (add_piece(c, k->thread, poff, k->bytes / sizeof(struct det_rec)))
+				return -1;
+			break;
+		case DET_LOG_THREAD: {
+			struct stream *s = stream_of(c, k->thread);
+			if (!s)
+				return -1;
+			if (k->bytes >= sizeof(struct det_log_thread)) {
+				memcpy(&s->ident, p, sizeof(s->ident));
+				s->has_ident = 1;
+			}
+			break;
+		}
+		case DET_LOG_PROCS:
+			c->procs = (const void *)p;
+			c->nprocs = k->bytes / sizeof(struct det_proc);
+			break;
+		case DET_LOG_MODULES:
+			c->mods = (const void *)p;
+			c->nmods = k->bytes / sizeof(struct det_module);
+			break;
+		case DET_LOG_CLOCK:
+			if (k->bytes >= sizeof(struct det_log_clock)) {
+				struct det_log_clock ck;
+				memcpy(&ck, p, sizeof(ck));
+				c->strict = !!(ck.flags & DET_F_STRICT);
+				c->clock = ck;
+				if (ck.mono2 > ck.mono1 && ck.tsc2 > ck.tsc1)
+					c->tsc_per_ns = (double)(ck.tsc2 - ck.tsc1) / (double)(ck.mono2 - ck.mono1);
+				clock = 1;
+			}
+			break;
+		case DET_LOG_END:
+			c->stats.complete = 1;
+			break;
+		default:
+			break; /* META, or a kind this det does not need */
+		}
+		off = poff + k->bytes;
+	}
+	if (!clock)
+		c->tsc_per_ns = 0; /* no calibration: timestamps stay 0 */
+	return (int64_t)off;
+}
+
+static inline const struct det_rec *entry_at(struct conv *c, struct stream *s)
+{
+	if (s->pi >= s->npieces)
+		return NULL;
+	return (const struct det_rec *)(c->map + s->pieces[s->pi].off) + s->pos;
+}
+
+static inline void advance(struct stream *s)
+{
+	if (++s->pos >= s->pieces[s->pi].n) {
+		s->pi++;
+		s->pos = 0;
+		while (s->pi < s->npieces && s->pieces[s->pi].n == 0)
+			s->pi++;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* output */
+
+static uint64_t mix(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdULL;
+	a ^= a >> 33;
+	a *= 0xc4ceb9fe1a85ec53ULL;
+	a ^= a >> 33;
+	return a;
+}
+
+/* The value for key, or 0; with add, a new entry gets value *fresh. */
+static int hmap_get(struct hmap *m, uint64_t key, uint32_t *val, int *found)
+{
+	if (m->used * 2 >= m->cap) {
+		uint64_t ncap = m->cap ? m->cap * 2 : 1024;
+		uint64_t *nk = calloc(ncap, sizeof(*nk));
+		uint32_t *nv = calloc(ncap, sizeof(*nv));
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -1;
+		}
+		for (uint64_t i = 0; i < m->cap; i++) {
+			if (!m->vals[i])
+				continue;
+			uint64_t j = mix(m->keys[i]) & (ncap - 1);
+			while (nv[j])
+				j = (j + 1) & (ncap - 1);
+			nk[j] = m->keys[i];
+			nv[j] = m->vals[i];
+		}
+		free(m->keys);
+		free(m->vals);
+		m->keys = nk;
+		m->vals = nv;
+		m->cap = ncap;
+	}
+	uint64_t j = mix(key) & (m->cap - 1);
+	while (m->vals[j] && m->keys[j] != key)
+		j = (j + 1) & (m->cap - 1);
+	*found = m->vals[j] != 0;
+	if (*found) {
+		*val = m->vals[j];
+		return 0;
+	}
+	m->keys[j] = key;
+	m->vals[j] = *val;
+	m->used++;
+	return 0;
+}
+
+static int step(struct conv *c, sqlite3_stmt *st, const char *what)
+{
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return fail(c, "cannot store %s: %s", what, sqlite3_errmsg(c->db));
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int site_of(struct conv *c, uint64_t ra, uint32_t *site)
+{
+	if (!ra) {
+		*site = 0;
+		return 0;
+	}
+	int found;
+	*site = (uint32_t)c->sites.used + 1;
+	if (hmap_get(&c->sites, ra, site, &found))
+		return fail(c, "out of memory");
+	if (found)
+		return 0;
+	c->stats.sites++;
+	sqlite3_stmt *st = c->st_sql[DET_SQL_SITE];
+	sqlite3_bind_int64(st, 1, *site);
+	sqlite3_bind_int64(st, 2, (int64_t)ra);
+	return step(c, st, "a site");
+}
+
+static int call_of(struct conv *c, uint32_t kind, uint32_t obj, uint32_t aux, uint32_t site, uint32_t *call)
+{
+	uint64_t key = mix(((uint64_t)kind << 32 | obj) ^ mix((uint64_t)aux << 32 | site));
+	/* the hash is a hint: entries with the same hash chain through probing
+	 * on key+1, +2, ... until the call's own fields match */
+	for (;;) {
+		int found;
+		uint32_t id = (uint32_t)c->ncalls + 1;
+		if (hmap_get(&c->calls, key, &id, &found))
+			return fail(c, "out of memory");
+		if (!found)
+			break;
+		uint64_t *k = &c->call_keys[(id - 1) * 4];
+		if (k[0] == kind && k[1] == obj && k[2] == aux && k[3] == site) {
+			*call = id;
+			return 0;
+		}
+		key++;
+	}
+	if (grow((void **)&c->call_keys, &c->cap_calls, (c->ncalls + 1) * 4, sizeof(uint64_t)))
+		return fail(c, "out of memory");
+	uint64_t *k = &c->call_keys[c->ncalls * 4];
+	k[0] = kind;
+	k[1] = obj;
+	k[2] = aux;
+	k[3] = site;
+	*call = (uint32_t)++c->ncalls;
+	c->stats.calls++;
+	sqlite3_stmt *st = c->st_sql[DET_SQL_CALL];
+	sqlite3_bind_int64(st, 1, *call);
+	sqlite3_bind_int64(st, 2, kind);
+	sqlite3_bind_int64(st, 3, obj);
+	sqlite3_bind_int64(st, 4, aux);
+	sqlite3_bind_int64(st, 5, site);
+	return step(c, st, "a call");
+}
+
+/* Rows go in seq order. The first carries its seq; after it SQLite gives
+ * each row the next rowid, which is its seq, and appends without a search. */
+static int flush_rows(struct conv *c)
+{
+	int done = 0;
+	if (c->nrows && c->rows[0][0] == 0) {
+		sqlite3_stmt *st = c->st_sql[DET_SQL_FIRST_EVENT];
+		for (int k = 0; k < 5; k++)
+			sqlite3_bind_int64(st, k + 1, c->rows[0][k]);
+		if (step(c, st, "an event"))
+			return -1;
+		done = 1;
+	}
+	if (done == 0 && c->nrows == DET_CONVERT_BATCH) {
+		sqlite3_stmt *st = c->st_sql[DET_SQL_EVENTS];
+		for (int i = 0; i < DET_CONVERT_BATCH; i++)
+			for (int k = 1; k < 5; k++)
+				sqlite3_bind_int64(st, i * 4 + k, c->rows[i][k]);
+		if (step(c, st, "events"))
+			return -1;
+		done = DET_CONVERT_BATCH;
+	}
+	for (; done < c->nrows; done++) {
+		for (int k = 1; k < 5; k++)
+			sqlite3_bind_int64(c->ev_one, k, c->rows[done][k]);
+		if (step(c, c->ev_one, "an event"))
+			return -1;
+	}
+	c->nrows = 0;
+	return 0;
+}
+
+/* An event already emitted turned out to return `result`. */
+static int late_result(struct conv *c, struct stream *s, uint64_t idx, int64_t result)
+{
+	if (idx >= s->emitted || s->emitted - idx > 16)
+		return 0; /* not one of its recent events: cannot be ours */
+	uint64_t seq = s->recent_seq[idx % 16];
+	for (int i = c->nrows - 1; i >= 0; i--)
+		if (c->rows[i][0] == (int64_t)seq) {
+			c->rows[i][3] = result;
+			return 0;
+		}
+	sqlite3_stmt *st = c->st_sql[DET_SQL_RESULT];
+	sqlite3_bind_int64(st, 1, result);
+	sqlite3_bind_int64(st, 2, (int64_t)seq);
+	return step(c, st, "a result");
+}
+
+/* ------------------------------------------------------------------ */
+/* the order */
+
+static inline uint64_t *count_of(struct conv *c, uint32_t obj)
+{
+	if (obj == CHAIN)
+		return &c->next_child;
+	if (obj >= c->ncount && grow((void **)&c->count, &c->ncount, (uint64_t)obj + 1, sizeof(*c->count)))
+		return NULL;
+	return &c->count[obj];
+}
+
+static int is_create(uint16_t kind)
+{
+	return kind == DET_EV_THREAD_CREATE || kind == DET_EV_PROC_FORK || kind == DET_EV_PROC_SPAWN;
+}
+
+/* An event's ts in ns since the program started (CLOCK_MONOTONIC at the
+ * runtime's start, mono0): a process that traps rdtsc logs CLOCK_MONOTONIC
+ * ns, the others TSC ticks, placed by the capture's own (TSC, ns) pair. */
+static int64_t ts_ns(struct conv *c, const struct det_rec *e)
+{
+	const struct det_log_clock *k = &c->clock;
+	double ns;
+	if (e->flags & DET_RF_TS_NS)
+		ns = (double)e->ts - (double)k->mono0;
+	else if (c->tsc_per_ns > 0)
+		ns = (double)k->mono1 - (double)k->mono0 + ((double)e->ts - (double)k->tsc1) / c->tsc_per_ns;
+	else
+		return 0;
+	return ns > 0 ? (int64_t)ns : 0;
+}
+
+/* Move the thread's cursor to its next event, gathering what goes with it;
+ * results for events already emitted are applied on the way. */
+static int load_head(struct conv *c, struct stream *s)
+{
+	s->head = NULL;
+	s->forced_head = 0;
+	s->npend = 0;
+	s->aux_pos = UINT64_MAX;
+	const struct det_rec *e;
+	while ((e = entry_at(c, s))) {
+		advance(s);
+		if (e->kind < DET_KIND_LIMIT) {
+			s->head = e;
+			s->head_ts = ts_ns(c, e);
+			s->head_result = e->result;
+			/* results that follow it are its own (the call came back) */
+			const struct det_rec *r;
+			while ((r = entry_at(c, s)) && r->kind == DET_REC_RESULT && r->seq == s->emitted) {
+				s->head_result = r->result;
+				advance(s);
+			}
+			return 0;
+		}
+		if (e->kind == DET_REC_RESULT) {
+			if (late_result(c, s, e->seq, e->result))
+				return -1;
+			continue;
+		}
+		if (e->kind == DET_REC_AUXSEQ) {
+			s->aux_pos = e->seq;
+			s->aux_obj = e->obj;
+			continue;
+		}
+		uint64_t cap = s->cap_pend;
+		if (grow((void **)&s->pend, &cap, s->npend + 1, sizeof(*s->pend)))
+			return fail(c, "out of memory");
+		s->cap_pend = (uint32_t)cap;
+		s->pend[s->npend++] = e;
+	}
+	return 0;
+}
+
+/* What the head waits for: 0 if nothing (it may be emitted), else 1 with
+ * the key. A count past the wanted position means that position was
+ * skipped (forced): the event may go. */
+static int blocked_on(struct conv *c, struct stream *s, uint32_t *obj, uint64_t *val)
+{
+	const struct det_rec *e = s->head;
+	if (c->strict || s->forced_head)
+		return 0;
+	if (e->seq != DET_SEQ_NONE) {
+		uint64_t *n = count_of(c, e->obj);
+		uint64_t want = e->seq & ~DET_SEQ_OBSERVE;
+		if (n && *n < want) {
+			*obj = e->obj;
+			*val = want;
+			return 1;
+		}
+	}
+	if (s->aux_pos != UINT64_MAX) {
+		uint64_t *n = count_of(c, s->aux_obj);
+		if (n && *n < s->aux_pos) {
+			*obj = s->aux_obj;
+			*val = s->aux_pos;
+			return 1;
+		}
+	}
+	if (is_create(e->kind) && c->next_child < e->aux) {
+		*obj = CHAIN;
+		*val = e->aux;
+		return 1;
+	}
+	if (e->kind == DET_EV_PROC_WAIT && s->head_result > 0) {
+		/* waitpid returned this child: everything its threads did came first */
+		for (uint32_t u = 0; u < c->nst; u++) {
+			struct stream *o = &c->st[u];
+			if (o != s && o->head && o->has_ident && o->ident.proc < c->nprocs &&
+			    c->procs[o->ident.proc].rec_pid == s->head_result) {
+				*obj = ENDED;
+				*val = u;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static uint64_t prio(struct conv *c, uint32_t t)
+{
+	const struct det_rec *e = c->st[t].head;
+	return c->strict ? e->seq : (uint64_t)c->st[t].head_ts;
+}
+
+static int heap_less(struct conv *c, uint32_t a, uint32_t b)
+{
+	uint64_t pa = prio(c, a), pb = prio(c, b);
+	return pa < pb || (pa == pb && a < b);
+}
+
+static void heap_push(struct conv *c, uint32_t t)
+{
+	uint32_t i = c->nheap++;
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!heap_less(c, t, c->heap[p]))
+			break;
+		c->heap[i] = c->heap[p];
+		i = p;
+	}
+	c->heap[i] = t;
+}
+
+static uint32_t heap_pop(struct conv *c)
+{
+	uint32_t top = c->heap[0], last = c->heap[--c->nheap], i = 0;
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		uint32_t mv = last;
+		if (l < c->nheap && heap_less(c, c->heap[l], mv)) {
+			m = l;
+			mv = c->heap[l];
+		}
+		if (r < c->nheap && heap_less(c, c->heap[r], mv))
+			m = r;
+		if (m == i)
+			break;
+		c->heap[i] = c->heap[m];
+		i = m;
+	}
+	if (c->nheap)
+		c->heap[i] = last;
+	return top;
+}
+
+static inline uint32_t bucket_of(struct conv *c, uint32_t obj, uint64_t val)
+{
+	return (uint32_t)(mix(((uint64_t)obj << 40) ^ val) & (c->nbuckets - 1));
+}
+
+/* The thread's head can go, or waits: put it where it belongs. */
+static void place_thread(struct conv *c, uint32_t t)
+{
+	struct stream *s = &c->st[t];
+	uint32_t obj;
+	uint64_t val;
+	if (!blocked_on(c, s, &obj, &val)) {
+		heap_push(c, t);
+		return;
+	}
+	uint32_t b = bucket_of(c, obj, val);
+	s->wait_key_obj = obj;
+	s->wait_key_val = val;
+	s->waiting = 1;
+	s->wait_next = c->buckets[b];
+	c->buckets[b] = t + 1;
+}
+
+/* obj's count became val: the threads waiting for that may go on. */
+static void wake(struct conv *c, uint32_t obj, uint64_t val)
+{
+	uint32_t b = bucket_of(c, obj, val);
+	uint32_t *link = &c->buckets[b];
+	while (*link) {
+		uint32_t t = *link - 1;
+		struct stream *s = &c->st[t];
+		if (s->wait_key_obj == obj && s->wait_key_val == val) {
+			*link = s->wait_next;
+			s->waiting = 0;
+			place_thread(c, t);
+		} else {
+			link = &s->wait_next;
+		}
+	}
+}
+
+/* Nothing can go on: the earliest waiting event goes anyway. */
+static int force_one(struct conv *c)
+{
+	uint32_t best = UINT32_MAX;
+	for (uint32_t t = 0; t < c->nst; t++)
+		if (c->st[t].waiting && (best == UINT32_MAX || heap_less(c, t, best)))
+			best = t;
+	if (best == UINT32_MAX)
+		return 0;
+	/* it goes; every waiter is placed again (counts may have jumped) */
+	memset(c->buckets, 0, c->nbuckets * sizeof(*c->buckets));
+	c->st[best].forced_head = 1;
+	c->stats.forced++;
+	for (uint32_t t = 0; t < c->nst; t++)
+		if (c->st[t].waiting) {
+			c->st[t].waiting = 0;
+			place_thread(c, t);
+		}
+	return 1;
+}
+
+static int emit_data(struct conv *c, struct stream *s, uint64_t seq)
+{
+	uint64_t len = 0;
+	for (uint32_t i = 0; i < s->npend; i++) {
+		const struct det_rec *p = s->pend[i];
+		if (p->kind != DET_REC_DATA)
+			continue;
+		uint32_t k = p->len <= DET_DATA_CHUNK ? p->len : DET_DATA_CHUNK;
+		if (grow((void **)&c->data, &c->cap_data, len + k, 1))
+			return fail(c, "out of memory");
+		memcpy(c->data + len, p, k);
+		len += k;
+	}
+	if (len != s->head->len)
+		return fail(c, "T%u's event %llu says %u bytes of data, its log has %llu", (unsigned)(s - c->st),
+			    (unsigned long long)s->emitted, s->head->len, (unsigned long long)len);
+	if (!len)
+		return 0;
+	sqlite3_stmt *st = c->st_sql[DET_SQL_DATA];
+	sqlite3_bind_int64(st, 1, (int64_t)seq);
+	sqlite3_bind_blob64(st, 2, c->data, len, SQLITE_STATIC);
+	c->stats.data_bytes += len;
+	return step(c, st, "input data");
+}
+
+static int emit_objects(struct conv *c, struct stream *s, int64_t seq)
+{
+	for (uint32_t i = 0; i < s->npend; i++) {
+		const struct det_rec *p = s->pend[i];
+		if (p->kind != DET_REC_OBJECT)
+			continue;
+		sqlite3_stmt *st = c->st_sql[DET_SQL_OBJECT];
+		sqlite3_bind_int64(st, 1, p->obj);
+		sqlite3_bind_int64(st, 2, p->aux);
+		sqlite3_bind_int64(st, 3, (int64_t)p->ra);
+		sqlite3_bind_int64(st, 4, seq);
+		if (step(c, st, "an object"))
+			return -1;
+		c->stats.objects++;
+	}
+	return 0;
+}
+
+/* Emit thread t's head as the next event of the order. */
+static int emit(struct conv *c, uint32_t t)
+{
+	struct stream *s = &c->st[t];
+	const struct det_rec *e = s->head;
+	uint64_t seq = c->seq++;
+	uint32_t site = 0, call = 0;
+	if (emit_objects(c, s, (int64_t)seq) || emit_data(c, s, seq) || site_of(c, e->ra, &site) ||
+	    call_of(c, e->kind, e->obj, e->aux, site, &call))
+		return -1;
+	int64_t ts = s->head_ts;
+	int64_t *row = c->rows[c->nrows++];
+	row[0] = (int64_t)seq;
+	row[1] = t;
+	row[2] = call;
+	row[3] = s->head_result;
+	row[4] = ts - s->last_ts;
+	s->last_ts = ts;
+	uint64_t win = seq / DET_MARK_WINDOW + 1;
+	if (s->mark_win != win) {
+		s->mark_win = win;
+		sqlite3_stmt *st = c->st_sql[DET_SQL_MARK];
+		sqlite3_bind_int64(st, 1, (int64_t)(win - 1));
+		sqlite3_bind_int64(st, 2, t);
+		sqlite3_bind_int64(st, 3, (int64_t)s->emitted);
+		sqlite3_bind_int64(st, 4, ts);
+		if (step(c, st, "a mark"))
+			return -1;
+	}
+	s->recent_seq[s->emitted % 16] = seq;
+	s->emitted++;
+	c->stats.events++;
+	if (c->nrows == DET_CONVERT_BATCH && flush_rows(c))
+		return -1;
+	if (is_create(e->kind) && e->aux < c->nst)
+		c->create_seq[e->aux] = (int64_t)seq;
+	if (c->strict)
+		return 0;
+	/* the orders it moves on */
+	if (is_create(e->kind) && c->next_child <= e->aux) {
+		c->next_child = (uint64_t)e->aux + 1;
+		wake(c, CHAIN, c->next_child);
+	}
+	if (s->aux_pos != UINT64_MAX) {
+		uint64_t *n = count_of(c, s->aux_obj);
+		if (!n)
+			return fail(c, "out of memory");
+		if (*n <= s->aux_pos) {
+			*n = s->aux_pos + 1;
+			wake(c, s->aux_obj, *n);
+		}
+	}
+	if (e->seq != DET_SEQ_NONE && !(e->seq & DET_SEQ_OBSERVE)) {
+		uint64_t *n = count_of(c, e->obj);
+		if (!n)
+			return fail(c, "out of memory");
+		if (*n <= e->seq) {
+			*n = e->seq + 1;
+			wake(c, e->obj, *n);
+		}
+	}
+	return 0;
+}
+
+static int merge(struct conv *c)
+{
+	c->nbuckets = 64;
+	while (c->nbuckets < 4 * c->nst)
+		c->nbuckets *= 2;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	c->heap = calloc(c->nst + 1, sizeof(*c->heap));
+	c->create_seq = malloc((c->nst + 1) * sizeof(*c->create_seq));
+	if (!c->buckets || !c->heap || !c->create_seq)
+		return fail(c, "out of memory");
+	for (uint32_t t = 0; t <= c->nst; t++)
+		c->create_seq[t] = -1;
+	c->next_child = 1;
+	for (uint32_t t = 0; t < c->nst; t++) {
+		struct stream *s = &c->st[t];
+		while (s->pi < s->npieces && s->pieces[s->pi].n == 0)
+			s->pi++;
+		if (load_head(c, s))
+			return -1;
+		if (s->head)
+			place_thread(c, t);
+	}
+	for (;;) {
+		/* (strict: the global numbers must follow each other) */
+		if (c->strict && !c->stats.complete && c->nheap && c->st[c->heap[0]].head->seq != c->seq) {
+			c->st[c->heap[0]].waiting = 0;
+			c->nheap = 0; /* (all of them are counted below) */
+		}
+		if (!c->nheap && !c->stats.complete) {
+			/* the capture was cut (detrec killed): each thread's events
+			 * are there up to some point, not the same for all; what can
+			 * be ordered is a consistent prefix, and the rest is left out */
+			for (uint32_t t = 0; t < c->nst; t++)
+				for (struct stream *s = &c->st[t]; s->head; load_head(c, s))
+					c->stats.cut++;
+			break;
+		}
+		if (!c->nheap) {
+			int r = force_one(c);
+			if (r < 0)
+				return -1;
+			if (!r)
+				break;
+			continue;
+		}
+		uint32_t t = heap_pop(c);
+		/* a thread goes on while its next event may go and is the earliest */
+		for (;;) {
+			if (emit(c, t) || load_head(c, &c->st[t]))
+				return -1;
+			struct stream *s = &c->st[t];
+			if (!s->head) {
+				wake(c, ENDED, t);
+				break;
+			}
+			uint32_t obj;
+			uint64_t val;
+			if (!blocked_on(c, s, &obj, &val) && (!c->nheap || heap_less(c, t, c->heap[0])) &&
+			    !(c->strict && !c->stats.complete && s->head->seq != c->seq))
+				continue;
+			place_thread(c, t);
+			break;
+		}
+	}
+	return flush_rows(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* threads, processes, modules, objects of events never published */
+
+static int leftovers(struct conv *c)
+{
+	for (uint32_t t = 0; t < c->nst; t++) {
+		struct stream *s = &c->st[t];
+		/* objects declared for an event that never got published */
+		s->npend = 0;
+		const struct det_rec *e;
+		while ((e = entry_at(c, s))) {
+			advance(s);
+			if (e->kind == DET_REC_OBJECT) {
+				uint64_t cap = s->cap_pend;
+				if (grow((void **)&s->pend, &cap, s->npend + 1, sizeof(*s->pend)))
+					return fail(c, "out of memory");
+				s->cap_pend = (uint32_t)cap;
+				s->pend[s->npend++] = e;
+			}
+		}
+		if (emit_objects(c, s, 0))
+			return -1;
+	}
+	return 0;
+}
+
+static int write_tables(struct conv *c)
+{
+	/* processes: 0 is the program, then in the order of their creating events */
+	uint32_t np = c->nprocs;
+	uint32_t *order = calloc(np + 1, sizeof(*order)), *number = calloc(np + 1, sizeof(*number));
+	if (!order || !number) {
+		free(order);
+		free(number);
+		return fail(c, "out of memory");
+	}
+	for (uint32_t i = 0; i < np; i++)
+		order[i] = i;
+	for (uint32_t i = 1; i < np; i++) { /* insertion sort: few processes */
+		uint32_t x = order[i], j = i;
+		int64_t kx = c->procs[x].first_thread < c->nst ? c->create_seq[c->procs[x].first_thread] : INT64_MAX;
+		while (j > 1) {
+			uint32_t y = order[j - 1];
+			int64_t ky =
+				c->procs[y].first_thread < c->nst ? c->create_seq[c->procs[y].first_thread] : INT64_MAX;
+			if ((uint64_t)ky <= (uint64_t)kx)
+				break;
+			order[j] = y;
+			j--;
+		}
+		order[j] = x;
+	}
+	for (uint32_t n = 0; n < np; n++)
+		number[order[n]] = n;
+	int r = 0;
+	sqlite3_stmt *st = c->st_sql[DET_SQL_PROCESS];
+	for (uint32_t n = 0; n < np && !r; n++) {
+		const struct det_proc *p = &c->procs[order[n]];
+		uint32_t idx = order[n];
+		char exe[sizeof(p->exe) + 1];
+		memcpy(exe, p->exe, sizeof(p->exe));
+		exe[sizeof(p->exe)] = 0;
+		sqlite3_bind_int64(st, 1, n);
+		sqlite3_bind_int64(st, 2, idx && p->parent && p->parent - 1 < np ? (int64_t)number[p->parent - 1] : -1);
+		sqlite3_bind_int64(st, 3, p->rec_pid);
+		sqlite3_bind_int64(st, 4, idx && p->first_thread < c->nst ? c->create_seq[p->first_thread] : -1);
+		sqlite3_bind_int64(st, 5, p->first_thread);
+		sqlite3_bind_text(st, 6, exe, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 7, p->execs);
+		if (p->status_known)
+			sqlite3_bind_int64(st, 8, p->status);
+		else
+			sqlite3_bind_null(st, 8);
+		r = step(c, st, "a process");
+		c->stats.processes++;
+	}
+	st = c->st_sql[DET_SQL_THREAD];
+	for (uint32_t t = 0; t < c->nst && !r; t++) {
+		struct stream *s = &c->st[t];
+		if (!s->has_ident)
+			continue;
+		sqlite3_bind_int64(st, 1, t);
+		sqlite3_bind_int64(st, 2, t ? (int64_t)s->ident.parent : -1);
+		sqlite3_bind_int64(st, 3, s->ident.ktid);
+		sqlite3_bind_int64(st, 4, t ? c->create_seq[t] : -1);
+		sqlite3_bind_int64(st, 5, s->ident.obj);
+		sqlite3_bind_int64(st, 6, (int64_t)s->emitted);
+		sqlite3_bind_int64(st, 7, s->ident.proc < np ? number[s->ident.proc] : 0);
+		r = step(c, st, "a thread");
+		c->stats.threads++;
+	}
+	free(order);
+	free(number);
+	st = c->st_sql[DET_SQL_MODULE];
+	for (uint32_t i = 0; i < c->nmods && !r; i++) {
+		char path[sizeof(c->mods[i].path) + 1];
+		memcpy(path, c->mods[i].path, sizeof(c->mods[i].path));
+		path[sizeof(c->mods[i].path)] = 0;
+		sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, (int64_t)c->mods[i].base);
+		r = step(c, st, "a module");
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int open_db(struct conv *c, const char *db_path, const char *const *sql, uint32_t nsql)
+{
+	if (nsql != DET_SQL_COUNT)
+		return fail(c, "libdetsup.so expects %d statements, got %u: mixed det builds?", DET_SQL_COUNT, nsql);
+	if (sqlite3_open_v2(db_path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+		return fail(c, "cannot open %s: %s", db_path, sqlite3_errmsg(c->db));
+	/* The log stays until the trace is done: a conversion cut short is
+	 * made again from it, so the trace needs no journal meanwhile. */
+	sqlite3_exec(c->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
+			    "PRAGMA locking_mode=EXCLUSIVE",
+		     NULL, NULL, NULL);
+	for (int i = 0; i < DET_SQL_COUNT; i++) {
+		if (i == DET_SQL_EVENTS || i == DET_SQL_EVENT_ROW || i == DET_SQL_INDEXES)
+			continue;
+		if (sqlite3_prepare_v2(c->db, sql[i], -1, &c->st_sql[i], NULL) != SQLITE_OK)
+			return fail(c, "cannot prepare \"%.60s\": %s", sql[i], sqlite3_errmsg(c->db));
+	}
+	size_t plen = strlen(sql[DET_SQL_EVENTS]), rlen = strlen(sql[DET_SQL_EVENT_ROW]);
+	char *text = malloc(plen + DET_CONVERT_BATCH * (rlen + 1) + 1);
+	if (!text)
+		return fail(c, "out of memory");
+	char *p = text;
+	memcpy(p, sql[DET_SQL_EVENTS], plen);
+	p += plen;
+	for (int i = 0; i < DET_CONVERT_BATCH; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, sql[DET_SQL_EVENT_ROW], rlen);
+		p += rlen;
+	}
+	*p = 0;
+	int r = sqlite3_prepare_v2(c->db, text, -1, &c->st_sql[DET_SQL_EVENTS], NULL);
+	if (r == SQLITE_OK) {
+		memcpy(text + plen, sql[DET_SQL_EVENT_ROW], rlen + 1);
+		r = sqlite3_prepare_v2(c->db, text, -1, &c->ev_one, NULL);
+	}
+	free(text);
+	if (r != SQLITE_OK)
+		return fail(c, "cannot prepare the event insert: %s", sqlite3_errmsg(c->db));
+	c->indexes = sql[DET_SQL_INDEXES];
+	return 0;
+}
+
+static void conv_free(struct conv *c)
+{
+	for (int i = 0; i < DET_SQL_COUNT; i++)
+		sqlite3_finalize(c->st_sql[i]);
+	sqlite3_finalize(c->ev_one);
+	if (c->db)
+		sqlite3_close(c->db);
+	for (uint32_t t = 0; t < c->nst; t++) {
+		free(c->st[t].pieces);
+		free(c->st[t].pend);
+	}
+	free(c->st);
+	free(c->count);
+	free(c->buckets);
+	free(c->heap);
+	free(c->create_seq);
+	free(c->sites.keys);
+	free(c->sites.vals);
+	free(c->calls.keys);
+	free(c->calls.vals);
+	free(c->call_keys);
+	free(c->data);
+}
+
+static int map_log(struct conv *c, const char *log_path, int *fd)
+{
+	*fd = open(log_path, O_RDWR | O_CLOEXEC);
+	if (*fd < 0)
+		return fail(c, "cannot open %s: %s", log_path, strerror(errno));
+	struct stat st;
+	if (fstat(*fd, &st) != 0)
+		return fail(c, "cannot read %s: %s", log_path, strerror(errno));
+	c->size = (size_t)st.st_size;
+	if (c->size) {
+		void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, *fd, 0);
+		if (m == MAP_FAILED)
+			return fail(c, "cannot map %s: %s", log_path, strerror(errno));
+		c->map = m;
+		madvise(m, c->size, MADV_SEQUENTIAL);
+	}
+	return 0;
+}
+
+SUP_EXPORT int det_convert(const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql,
+			   struct det_convert_stats *out, char *err, uint32_t errlen)
+{
+	struct conv *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	uint64_t t0 = sup_mono_ns();
+	int fd = -1, r = -1, began = 0;
+	if (map_log(c, log_path, &fd))
+		goto out;
+	int64_t good = scan(c, log_path);
+	if (good < 0)
+		goto out;
+	c->stats.log_bytes = (uint64_t)good;
+	c->stats.torn_bytes = c->size - (uint64_t)good;
+	if (c->stats.torn_bytes && ftruncate(fd, good) != 0) { /* cut the torn tail */
+		fail(c, "cannot cut the torn end of %s: %s", log_path, strerror(errno));
+		goto out;
+	}
+	if (open_db(c, db_path, sql, nsql))
+		goto out;
+	if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		fail(c, "cannot write %s: %s", db_path, sqlite3_errmsg(c->db));
+		goto out;
+	}
+	began = 1;
+	if (merge(c) || leftovers(c) || write_tables(c))
+		goto out;
+	char *msg = NULL;
+	if (sqlite3_exec(c->db, c->indexes, NULL, NULL, &msg) != SQLITE_OK) {
+		fail(c, "cannot index %s: %s", db_path, msg ? msg : "?");
+		sqlite3_free(msg);
+		goto out;
+	}
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		fail(c, "cannot write %s: %s", db_path, sqlite3_errmsg(c->db));
+		goto out;
+	}
+	began = 0;
+	r = 0;
+out:
+	if (began)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	c->stats.ns = sup_mono_ns() - t0;
+	if (out)
+		*out = c->stats;
+	if (r && err && errlen)
+		snprintf(err, errlen, "%s", c->err[0] ? c->err : "conversion failed");
+	if (c->map)
+		munmap((void *)c->map, c->size);
+	if (fd >= 0)
+		close(fd);
+	conv_free(c);
+	free(c);
+	return r;
+}
+
+SUP_EXPORT int det_log_meta(const char *log_path, char *buf, uint32_t len)
+{
+	int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -snprintf(buf, len, "cannot open %s: %s", log_path, strerror(errno)) - 1;
+	struct det_log_header h;
+	struct det_log_chunk k;
+	int r = -1;
+	if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, DET_LOG_MAGIC, 8) != 0) {
+		snprintf(buf, len, "%s: not a det capture log", log_path);
+	} else if (h.version != DET_LOG_VERSION) {
+		snprintf(buf, len, "%s: capture log version %u, this det reads version %u", log_path, h.version,
+			 DET_LOG_VERSION);
+	} else if (read(fd, &k, sizeof(k)) != (ssize_t)sizeof(k) || k.type != DET_LOG_META ||
+		   k.bytes > DET_LOG_CHUNK_MAX) {
+		snprintf(buf, len, "%s: the capture log has no META chunk", log_path);
+	} else {
+		char *p = malloc(k.bytes + 1);
+		if (p && read(fd, p, k.bytes) == (ssize_t)k.bytes &&
+		    det_log_check(p, k.bytes, k.type, k.bytes) == k.check) {
+			p[k.bytes] = 0;
+			size_t n = strlen(p);
+			if (n + 1 <= len) {
+				memcpy(buf, p, n + 1);
+				r = (int)n;
+			} else {
+				snprintf(buf, len, "%s: its META chunk needs %zu bytes", log_path, n + 1);
+			}
+		} else {
+			snprintf(buf, len, "%s: its META chunk is damaged", log_path);
+		}
+		free(p);
+	}
+	close(fd);
+	return r;
+}

@@ -1,0 +1,89 @@
+"""Traces whose detrec was killed: NAME.incomplete and its capture log
+NAME.incomplete.log become a readable (incomplete) trace.
+
+Rules: `detrec salvage LOG` does it explicitly; `detrec info`, `detreplay`
+and `detdiff` do it by themselves when they are given a trace whose capture
+log is still beside it (or the log itself, or a NAME whose NAME.incomplete
+was left). The trace is rebuilt from the log alone (its META chunk holds the
+meta table), so a conversion cut short is simply made again; the log is
+removed once the trace is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from .errors import DetError
+from .native import convert, log_meta
+from .trace import INCOMPLETE, TraceWriter, log_path
+
+LOG_SUFFIX = ".log"
+
+
+def salvage(log: Path) -> tuple[Path, str]:
+    """Build NAME.incomplete from NAME.incomplete.log; returns it and a
+    sentence saying what was recovered."""
+    if not log.name.endswith(INCOMPLETE + LOG_SUFFIX):
+        raise DetError(f"{log}: not a capture log (its name ends in {INCOMPLETE}{LOG_SUFFIX})", status=2)
+    if not log.is_file():
+        raise DetError(f"{log}: no such capture log", status=2)
+    try:
+        meta = json.loads(log_meta(log))
+    except ValueError:
+        raise DetError(f"{log}: its META chunk is not JSON: not a det capture log") from None
+    target = log.with_name(log.name[: -len(LOG_SUFFIX)])
+    final = target.with_name(target.name[: -len(INCOMPLETE)])
+    writer = TraceWriter(final, incomplete=target)
+    writer.set_meta(meta)
+    st = convert(log, target)
+    writer.set_meta({"salvaged": 1, "forced": st.forced, "cut": st.cut, "torn_bytes": st.torn_bytes})
+    log.unlink()
+    cut = f", {st.torn_bytes} bytes of a torn end cut off" if st.torn_bytes else ""
+    if st.cut:
+        cut += f", {st.cut} later events of some threads left out to keep the order consistent"
+    return target, (f"salvaged {st.events} events from the capture log of a killed detrec into {target}"
+                    f" (incomplete: no outcome{cut})")
+
+
+def ensure_trace(path: str | os.PathLike[str], quiet: bool = False) -> Path:
+    """The trace to open for `path`, salvaging a killed detrec's capture log
+    first when there is one."""
+    p = Path(path)
+    log = None
+    if p.name.endswith(INCOMPLETE + LOG_SUFFIX):
+        log = p
+    elif p.name.endswith(INCOMPLETE) and log_path(p).exists():
+        log = log_path(p)
+    elif not p.exists():
+        inc = p.with_name(p.name + INCOMPLETE)
+        if log_path(inc).exists():
+            log = log_path(inc)
+    if log is None or not log.exists():
+        return p
+    target, what = salvage(log)
+    if not quiet:
+        print(f"det: {what}", file=sys.stderr)
+    return target
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="detrec salvage",
+                                description="Turn the capture log a killed detrec left into a trace.")
+    p.add_argument("log", help="NAME.incomplete.log (or NAME, or NAME.incomplete)")
+    ns = p.parse_args(argv)
+    try:
+        arg = Path(ns.log)
+        if not arg.name.endswith(LOG_SUFFIX):
+            inc = arg if arg.name.endswith(INCOMPLETE) else arg.with_name(arg.name + INCOMPLETE)
+            arg = log_path(inc)
+        _, what = salvage(arg)
+    except DetError as e:
+        print(f"detrec salvage: {e}", file=sys.stderr)
+        return e.status
+    print(f"detrec: {what}", file=sys.stderr)
+    return 0
