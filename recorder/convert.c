@@ -551,6 +551,14 @@ static int blocked_on(struct conv *c, struct stream *s, uint32_t *obj, uint64_t 
 	return 0;
 }
 
+/* A signal delivered as its thread left det after its last event comes
+ * right after that event in the order (replay looks for it there, in the
+ * entry next to the event's: replayer/schedule.c). */
+static int glued(struct stream *s)
+{
+	return s->head->kind == DET_EV_SIGNAL && !(s->head->aux & DET_SIG_BEFORE);
+}
+
 static uint64_t prio(struct conv *c, uint32_t t)
 {
 	const struct det_rec *e = c->st[t].head;
@@ -824,6 +832,8 @@ static int merge(struct conv *c)
 			}
 			uint32_t obj;
 			uint64_t val;
+			if (glued(s))
+				continue;
 			if (!blocked_on(c, s, &obj, &val) && (!c->nheap || heap_less(c, t, c->heap[0])) &&
 			    !(c->strict && !c->stats.complete && s->head->seq != c->seq))
 				continue;

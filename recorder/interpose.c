@@ -766,7 +766,7 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 		return real.pthread_once(o, fn);
 	uint64_t ra = DET_RA();
 	if (det_replaying()) {
-		int runs = t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_ONCE_INIT;
+		int runs = t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_ONCE_INIT;
 		if (runs) {
 			once_event(t, DET_EV_ONCE_INIT, o, 0, ra);
 			det_leave(t);

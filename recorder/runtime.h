@@ -366,6 +366,32 @@ static inline void det_input_end(struct det_op *op, int64_t result, const void *
 	}
 }
 
+/* Replay: thread t's recorded event idx (< sched_count), from its window
+ * of the schedule; waits in the rare case the feeder has not written it
+ * yet (replayer/schedule.c). */
+DET_HIDDEN void det_sched_wait(struct det_thread *t, uint64_t idx);
+static inline const struct det_sched *det_sched_at(struct det_thread *t, uint64_t idx)
+{
+	struct det_slot *s = t->slot;
+	uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
+	if (det_unlikely((uint32_t)(f >> DET_FILLED_BITS) != atomic_load_explicit(&det_hdr->sched_gen,
+										  memory_order_relaxed) ||
+			 (f & DET_FILLED_MASK) <= idx))
+		det_sched_wait(t, idx);
+	return &t->sched[idx % s->sched_window];
+}
+
+/* The same, or NULL if the feeder has not written it yet. */
+static inline const struct det_sched *det_sched_peek(struct det_thread *t, uint64_t idx)
+{
+	struct det_slot *s = t->slot;
+	uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
+	if ((uint32_t)(f >> DET_FILLED_BITS) != atomic_load_explicit(&det_hdr->sched_gen, memory_order_relaxed) ||
+	    (f & DET_FILLED_MASK) <= idx)
+		return NULL;
+	return &t->sched[idx % s->sched_window];
+}
+
 static inline const void *det_replay_data(const struct det_sched *e)
 {
 	return (const char *)det_hdr + e->data_off;

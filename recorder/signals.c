@@ -71,10 +71,6 @@ static void call_program(int sig, siginfo_t *info, void *uc)
 	}
 }
 
-/* aux of a SIGNAL event: the signal number and where it was delivered */
-#define DET_SIG_BEFORE 0x10000     /* as the thread next called into det */
-#define DET_SIG_UNANCHORED 0x20000 /* wherever the thread was (it made no event) */
-#define DET_SIG_NUMBER 0xffff
 
 /* The SIGNAL event: the payload is the sender's pid and uid and the value. */
 struct sig_data {
@@ -220,7 +216,7 @@ void det_signals_enter(struct det_thread *t)
  * run the program's handler outside det, with the recorded siginfo. */
 static void replay_next_signal(struct det_thread *t)
 {
-	const struct det_sched *e = &t->sched[t->idx];
+	const struct det_sched *e = det_sched_at(t, t->idx);
 	int sig = (int)(e->aux & DET_SIG_NUMBER);
 	siginfo_t info;
 	memset(&info, 0, sizeof(info));
@@ -246,8 +242,8 @@ void det_signals_due(struct det_thread *t)
 {
 	t->sig_due = 0;
 	if (det_replaying()) {
-		while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
-		       !(t->sched[t->idx].aux & DET_SIG_BEFORE))
+		while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
+		       !(det_sched_at(t, t->idx)->aux & DET_SIG_BEFORE))
 			replay_next_signal(t);
 		return;
 	}
@@ -260,7 +256,7 @@ void det_signals_due(struct det_thread *t)
  * (called as the thread enters det, before its next event). */
 void det_replay_signals_now(struct det_thread *t)
 {
-	while (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL)
+	while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL)
 		replay_next_signal(t);
 	t->depth = 1;
 }

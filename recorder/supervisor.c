@@ -135,6 +135,7 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 {
 	if (!s)
 		return;
+	sup_feed_free(s);
 	if (s->hdr)
 		munmap(s->hdr, s->size);
 	if (s->fd >= 0)

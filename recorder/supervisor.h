@@ -38,6 +38,7 @@ struct det_sup {
 	uint64_t cap_state_at;   /* when the tables were last compared */
 
 	uint64_t data_off;       /* replay: where recorded input data starts */
+	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */
 };
 
 /* Pipes the program may make (inodes remembered; a fuller table only
@@ -55,5 +56,6 @@ SUP_HIDDEN int sup_map(struct det_sup *s, const struct sup_layout *l);
 SUP_HIDDEN int sup_fail(struct det_sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 SUP_HIDDEN uint64_t sup_mono_ns(void);
 SUP_HIDDEN uint32_t sup_pow2(uint64_t n, uint32_t min);
+SUP_HIDDEN void sup_feed_free(struct det_sup *s);
 
 #endif /* DET_SUPERVISOR_H */

@@ -72,11 +72,37 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 	return det_sys(SYS_futex, (long)addr, op, val, 0, 0, 0);
 }
 
+/* The feeder has not written the thread's entry idx yet (a window is
+ * written a little ahead of its thread; this thread caught up with it). */
+void det_sched_wait(struct det_thread *t, uint64_t idx)
+{
+	struct det_slot *s = t->slot;
+	for (unsigned round = 0;; round++) {
+		uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
+		if ((uint32_t)(f >> DET_FILLED_BITS) == atomic_load(&det_hdr->sched_gen) && (f & DET_FILLED_MASK) > idx)
+			return;
+		if (atomic_load(&det_hdr->feed_failed))
+			det_fatal("%s", det_hdr->error);
+		if (round % 64 == 0) {
+			atomic_fetch_add(&det_hdr->feed_kick, 1);
+			futex(&det_hdr->feed_kick, FUTEX_WAKE, 1);
+		}
+		struct timespec ts = {0, 20000};
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
+}
+
 /* A replay region may be run more than once (gdb restarts the program to go
  * back in time): T0 clears everything a previous run changed. */
 void det_replay_reset(void)
 {
 	struct det_shm_header *h = det_hdr;
+	if (atomic_fetch_add(&h->replay_runs, 1)) {
+		/* a run again (gdb went back): the schedule is fed from its start */
+		atomic_fetch_add(&h->sched_gen, 1);
+		atomic_fetch_add(&h->feed_kick, 1);
+		futex(&h->feed_kick, FUTEX_WAKE, 1);
+	}
 	for (uint32_t i = 0; i < h->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(h, i);
 		atomic_store(&s->done, 0);
@@ -233,7 +259,7 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 	d->got_obj = det_obj_find(got_addr);
 	d->ra = ra;
 	if (t->sched && t->idx < t->sched_count) {
-		const struct det_sched *e = &t->sched[t->idx];
+		const struct det_sched *e = det_sched_at(t, t->idx);
 		d->seq = e->seq;
 		d->want_kind = e->kind;
 		d->want_obj = e->obj;
@@ -252,8 +278,8 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 static void skip_preemptions(struct det_thread *t)
 {
 	while (t->idx < t->sched_count &&
-	       (t->sched[t->idx].kind == DET_EV_PREEMPT || t->sched[t->idx].kind == DET_EV_BLOCK)) {
-		const struct det_sched *e = &t->sched[t->idx];
+	       (det_sched_at(t, t->idx)->kind == DET_EV_PREEMPT || det_sched_at(t, t->idx)->kind == DET_EV_BLOCK)) {
+		const struct det_sched *e = det_sched_at(t, t->idx);
 		struct det_op op = {.t = t, .kind = e->kind};
 		for (int i = 0; i < 2; i++)
 			if (e->dep_thread[i])
@@ -267,7 +293,7 @@ static void skip_preemptions(struct det_thread *t)
 static void signals_first(struct det_thread *t, uint16_t kind)
 {
 	skip_preemptions(t);
-	if (det_unlikely(t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
+	if (det_unlikely(t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
 			 kind != DET_EV_SIGNAL))
 		det_replay_signals_now(t);
 }
@@ -288,7 +314,7 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 		atomic_store(&s->blocked_kind, op->kind);
 		park(t);
 	}
-	const struct det_sched *e = &t->sched[t->idx];
+	const struct det_sched *e = det_sched_at(t, t->idx);
 	for (int i = 0; i < 2; i++)
 		if (e->dep_thread[i])
 			wait_for(t, e->dep_thread[i], e->dep_idx[i]);
@@ -323,7 +349,7 @@ const struct det_sched *det_replay_input(struct det_op *op)
 		atomic_store(&s->blocked_kind, op->kind);
 		park(t);
 	}
-	const struct det_sched *e = &t->sched[t->idx];
+	const struct det_sched *e = det_sched_at(t, t->idx);
 	for (int i = 0; i < 2; i++) /* none, except for the ordered ones (accept) */
 		if (e->dep_thread[i])
 			wait_for(t, e->dep_thread[i], e->dep_idx[i]);
@@ -347,9 +373,12 @@ void det_replay_end(struct det_op *op, int64_t result)
 		det_diverge(t, DET_DIV_RESULT, op->kind, NULL, op->ra, "the operation returned something else");
 	t->idx++;
 	atomic_store(&t->slot->done, t->idx);
-	if (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
-	    !(t->sched[t->idx].aux & 0x10000 /* DET_SIG_BEFORE */))
-		t->sig_due = 1; /* delivered as the thread leaves det */
+	struct det_slot *sl = t->slot;
+	if (det_unlikely(sl->sched_window < sl->sched_count && t->idx % (sl->sched_window / 4) == 0)) {
+		/* room in its window: the feeder may go on */
+		atomic_fetch_add(&det_hdr->feed_kick, 1);
+		futex(&det_hdr->feed_kick, FUTEX_WAKE, 1);
+	}
 	for (int i = 0; i < 2; i++) {
 		uint32_t w = e->wake[i];
 		if (!w)
@@ -358,6 +387,13 @@ void det_replay_end(struct det_op *op, int64_t result)
 		if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
 			futex(&s->sleeping, FUTEX_WAKE, 1);
 	}
+	/* A signal delivered as the thread left det after this event is its
+	 * next entry, and the trace's order keeps it right after this event,
+	 * so the feeder writes them together: a next entry not written yet is
+	 * not one (and waiting for it here could wait for the whole trace). */
+	const struct det_sched *n = t->idx < t->sched_count ? det_sched_peek(t, t->idx) : NULL;
+	if (n && n->kind == DET_EV_SIGNAL && !(n->aux & DET_SIG_BEFORE))
+		t->sig_due = 1; /* delivered as the thread leaves det */
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
 	if (!(det_hdr->flags & DET_F_STRICT))
@@ -366,7 +402,7 @@ void det_replay_end(struct det_op *op, int64_t result)
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups
 		 * above, which the thread owes others first) */
-		const struct det_sched *n = &t->sched[t->idx];
+		const struct det_sched *n = det_sched_at(t, t->idx);
 		for (int i = 0; i < 2; i++)
 			if (n->dep_thread[i])
 				wait_for(t, n->dep_thread[i], n->dep_idx[i]);

@@ -1,5 +1,8 @@
 /*
- * replayer/schedule.c - libdetsup.so: turn a trace into the replay region.
+ * replayer/schedule.c - libdetsup.so: turn a trace into the replay region,
+ * streamed: each thread's recorded events go into a window of the region
+ * (struct det_slot.sched_off/sched_window) a little ahead of the thread,
+ * so replay memory does not grow with the trace.
  *
  * Rules of this file:
  *  - Each event gets at most two prerequisites on other threads and at most
@@ -10,14 +13,35 @@
  *               create -> start and exit -> join edges (a thread's events
  *               all name the thread's own object).
  *    Program order within a thread needs no edge.
- *  - A trace whose rows contradict themselves (indices out of order, unknown
- *    threads) is refused with a message, never half-loaded.
+ *  - One feeder reads the trace once, in seq order, and writes entry i of
+ *    thread T into T's window only while T has done enough of its events
+ *    that the slot is free (T's done + window - 2: the entry it is at and
+ *    the one it just finished stay put). An entry is published by
+ *    sched_filled (with the run's generation: under gdb the program starts
+ *    again and the feeder with it). A wake-up is added to a predecessor's
+ *    entry only if that event is not done yet; if it is done by the time
+ *    the waiter looks, the waiter sees it done and never sleeps.
+ *  - Progress: every entry before the feeder's position in the order is in
+ *    a window, so the earliest event not done can always run; a full
+ *    window waits for its thread only.
+ *  - Rows that contradict themselves (unknown threads or calls, more
+ *    events than a thread has) stop the replay with a message: what the
+ *    feeder reads before the program starts is checked before it starts.
  */
 #include "../recorder/supervisor.h"
 
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Entries of a thread's window (a thread with fewer events gets that many). */
+#define WINDOW (1u << 16)
 
 /* Does this kind's aux name a second object (the mutex of a condition wait)? */
 static int aux_is_object(uint16_t kind)
@@ -31,32 +55,32 @@ struct last_event {
 	uint32_t thread; /* + 1; 0: none yet */
 	uint32_t pad;
 	uint64_t idx;
-	struct det_sched *ev;
 };
 
-static void add_wake(struct det_sched *e, uint32_t thread)
-{
-	for (int i = 0; i < 2; i++) {
-		if (e->wake[i] == thread + 1)
-			return;
-		if (!e->wake[i]) {
-			e->wake[i] = thread + 1;
-			return;
-		}
-	}
-	/* Cannot happen: an event touches at most two objects, each with one
-	 * successor. Keep the build honest if that ever changes. */
-	abort();
-}
+struct call {
+	uint32_t kind, obj, aux;
+};
 
-static void add_dep(struct det_sched *e, int slot, struct last_event *prev, uint32_t thread)
-{
-	if (!prev->thread || prev->thread == thread + 1)
-		return;
-	e->dep_thread[slot] = prev->thread;
-	e->dep_idx[slot] = (uint32_t)prev->idx;
-	add_wake(prev->ev, thread);
-}
+struct feeder {
+	sqlite3 *db;
+	sqlite3_stmt *ev, *data;
+	const char *db_path;
+	int drc;                  /* the data statement's last step */
+	struct call *calls;
+	uint64_t ncalls;
+	int64_t max_obj;
+	uint32_t nthreads;
+	uint64_t *fed;            /* per thread: entries written */
+	struct last_event prev;   /* ordered */
+	struct last_event *last_obj; /* relaxed, per object */
+	uint64_t seen, total;
+	uint64_t data_at, data_end;
+	uint32_t gen;             /* the run the windows are for */
+	int row;                  /* a row is read and not written yet */
+	int done;                 /* everything fed */
+	_Atomic int stop;
+	char err[256];
+};
 
 static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
@@ -65,32 +89,254 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 	return 0;
 }
 
+static struct det_sched *entry(struct det_sup *s, uint32_t thread, uint64_t idx)
+{
+	struct det_slot *sl = det_shm_slot(s->hdr, thread);
+	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + idx % sl->sched_window;
+}
+
+/* Is thread's event idx still to be done (its entry in place, not reused)? */
+static int pending(struct det_sup *s, uint32_t thread, uint64_t idx)
+{
+	return atomic_load(&det_shm_slot(s->hdr, thread)->done) <= idx;
+}
+
+static void add_wake(struct det_sched *e, uint32_t thread)
+{
+	for (int i = 0; i < 2; i++) {
+		uint32_t w = atomic_load((_Atomic uint32_t *)&e->wake[i]);
+		if (w == thread + 1)
+			return;
+		if (!w) {
+			atomic_store((_Atomic uint32_t *)&e->wake[i], thread + 1);
+			return;
+		}
+	}
+	/* Cannot happen: an event touches at most two objects, each with one
+	 * successor. Keep the build honest if that ever changes. */
+	abort();
+}
+
+static void add_dep(struct det_sup *s, struct det_sched *e, int slot, struct last_event *prev, uint32_t thread)
+{
+	if (!prev->thread || prev->thread == thread + 1)
+		return;
+	e->dep_thread[slot] = prev->thread;
+	e->dep_idx[slot] = (uint32_t)prev->idx;
+	if (pending(s, prev->thread - 1, prev->idx))
+		add_wake(entry(s, prev->thread - 1, prev->idx), thread);
+}
+
+static int feed_fail(struct det_sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int feed_fail(struct det_sup *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->feed->err, sizeof(s->feed->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Back to the trace's first event, for a run that starts again. */
+static void feed_rewind(struct det_sup *s, uint32_t gen)
+{
+	struct feeder *f = s->feed;
+	sqlite3_reset(f->ev);
+	sqlite3_reset(f->data);
+	f->drc = sqlite3_step(f->data);
+	memset(f->fed, 0, f->nthreads * sizeof(*f->fed));
+	memset(&f->prev, 0, sizeof(f->prev));
+	memset(f->last_obj, 0, ((size_t)f->max_obj + 1) * sizeof(*f->last_obj));
+	f->seen = 0;
+	f->data_at = s->data_off;
+	f->gen = gen;
+	f->row = 0;
+	f->done = 0;
+}
+
+static void publish(struct det_sup *s, uint32_t t)
+{
+	struct det_slot *sl = det_shm_slot(s->hdr, t);
+	atomic_store_explicit(&sl->sched_filled, (uint64_t)s->feed->gen << DET_FILLED_BITS | s->feed->fed[t],
+			      memory_order_release);
+}
+
+/*
+ * Write events into the windows until a window is full or the trace ends.
+ * Returns 1 if it moved, 0 if it waits for a thread (or is done), < 0 on a
+ * damaged trace.
+ */
+static int feed_some(struct det_sup *s)
+{
+	struct feeder *f = s->feed;
+	struct det_shm_header *h = s->hdr;
+	int moved = 0;
+	uint32_t last_thread = UINT32_MAX;
+	while (!f->done) {
+		if (!f->row) {
+			int rc = sqlite3_step(f->ev);
+			if (rc == SQLITE_DONE) {
+				if (f->seen != f->total)
+					return feed_fail(s, "the trace has %llu events but its threads account for %llu",
+							 (unsigned long long)f->seen, (unsigned long long)f->total);
+				f->done = 1;
+				break;
+			}
+			if (rc != SQLITE_ROW)
+				return feed_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(f->db));
+			f->row = 1;
+		}
+		int64_t seq = sqlite3_column_int64(f->ev, 0);
+		int64_t num = sqlite3_column_int64(f->ev, 1);
+		int64_t call = sqlite3_column_int64(f->ev, 2);
+		if (num < 0 || (uint64_t)num >= f->nthreads || call <= 0 || (uint64_t)call >= f->ncalls ||
+		    !f->calls[call].kind)
+			return feed_fail(s, "event %lld of the trace is damaged (thread %lld, call %lld)", (long long)seq,
+					 (long long)num, (long long)call);
+		uint32_t t = (uint32_t)num;
+		struct det_slot *sl = det_shm_slot(h, t);
+		uint64_t idx = f->fed[t];
+		if (idx >= sl->sched_count)
+			return feed_fail(s, "event %lld of the trace is one more than T%u has", (long long)seq, t);
+		if (idx >= atomic_load(&sl->done) + sl->sched_window - 2 && sl->sched_window < sl->sched_count) {
+			if (last_thread != UINT32_MAX)
+				publish(s, last_thread);
+			return moved; /* its window is full: it has to move first */
+		}
+		struct call *k = &f->calls[call];
+		struct det_sched *e = entry(s, t, idx);
+		memset(e, 0, sizeof(*e));
+		e->seq = (uint64_t)seq;
+		e->result = sqlite3_column_int64(f->ev, 3);
+		e->obj = k->obj;
+		e->aux = k->aux;
+		e->kind = (uint16_t)k->kind;
+		/* this event's data: the data rows come in the same seq order */
+		while (f->drc == SQLITE_ROW && sqlite3_column_int64(f->data, 0) < seq)
+			f->drc = sqlite3_step(f->data);
+		if (f->drc == SQLITE_ROW && sqlite3_column_int64(f->data, 0) == seq) {
+			int n = sqlite3_column_bytes(f->data, 1);
+			if (f->data_at + (uint64_t)n > f->data_end)
+				return feed_fail(s, "the trace's data table is damaged");
+			memcpy((char *)h + f->data_at, sqlite3_column_blob(f->data, 1), (size_t)n);
+			e->data_off = f->data_at;
+			e->data_len = (uint32_t)n;
+			f->data_at += (uint64_t)n;
+			f->drc = sqlite3_step(f->data);
+		}
+		if (!det_kind_unordered(e->kind) || (h->flags & DET_F_STRICT)) {
+			if (h->flags & DET_F_RELAXED) {
+				add_dep(s, e, 0, &f->last_obj[e->obj], t);
+				f->last_obj[e->obj] = (struct last_event){t + 1, 0, idx};
+				if (aux_is_object(e->kind) && e->aux > 0 && e->aux <= f->max_obj && e->aux != e->obj) {
+					add_dep(s, e, 1, &f->last_obj[e->aux], t);
+					f->last_obj[e->aux] = (struct last_event){t + 1, 0, idx};
+				}
+			} else {
+				add_dep(s, e, 0, &f->prev, t);
+				f->prev = (struct last_event){t + 1, 0, idx};
+			}
+		}
+		f->fed[t]++;
+		f->seen++;
+		f->row = 0;
+		moved = 1;
+		/* publish at the end of a thread's run of rows: an entry and the
+		 * signal glued after it (recorder/convert.c) appear together */
+		if (last_thread != t) {
+			if (last_thread != UINT32_MAX)
+				publish(s, last_thread);
+			last_thread = t;
+		}
+	}
+	if (last_thread != UINT32_MAX)
+		publish(s, last_thread);
+	return moved;
+}
+
+static void stop_program(struct det_sup *s)
+{
+	struct det_shm_header *h = s->hdr;
+	uint32_t expected = 0;
+	if (atomic_compare_exchange_strong(&h->failed, &expected, 1))
+		snprintf(h->error, sizeof(h->error), "%s", s->feed->err);
+	atomic_store(&h->feed_failed, 1);
+}
+
+SUP_EXPORT int det_sup_feed_run(struct det_sup *s)
+{
+	struct feeder *f = s->feed;
+	struct det_shm_header *h = s->hdr;
+	if (!f)
+		return 0;
+	while (!atomic_load(&f->stop)) {
+		uint32_t kick = atomic_load(&h->feed_kick);
+		uint32_t gen = atomic_load(&h->sched_gen);
+		if (gen != f->gen)
+			feed_rewind(s, gen);
+		int r = feed_some(s);
+		if (r < 0) {
+			stop_program(s);
+			return 0; /* the program reports it */
+		}
+		if (r > 0)
+			continue;
+		struct timespec ts = {0, (f->done ? 50 : 1) * 1000 * 1000};
+		syscall(SYS_futex, &h->feed_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
+	}
+	return 0;
+}
+
+SUP_EXPORT void det_sup_feed_stop(struct det_sup *s)
+{
+	if (!s->feed)
+		return;
+	atomic_store(&s->feed->stop, 1);
+	atomic_fetch_add(&s->hdr->feed_kick, 1);
+	syscall(SYS_futex, &s->hdr->feed_kick, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+void sup_feed_free(struct det_sup *s)
+{
+	struct feeder *f = s->feed;
+	if (!f)
+		return;
+	sqlite3_finalize(f->ev);
+	sqlite3_finalize(f->data);
+	sqlite3_close(f->db);
+	free(f->calls);
+	free(f->fed);
+	free(f->last_obj);
+	free(f);
+	s->feed = NULL;
+}
+
 SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql,
 					      const char *max_obj_sql, const char *calls_sql, const char *events_sql,
 					      const char *data_size_sql, const char *data_sql, uint32_t flags,
 					      char *err, uint32_t errlen)
 {
 	struct det_sup *s = sup_alloc();
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL, *dst = NULL;
+	sqlite3_stmt *st = NULL;
 	int64_t data_bytes = 0;
 	uint64_t *counts = NULL;
 	uint32_t *thread_obj = NULL;
-	struct det_sched **next = NULL;
-	struct last_event *last_obj = NULL;
-	struct call { uint32_t kind, obj, aux; } *calls = NULL;
-	uint64_t ncalls = 0;
 	uint32_t nthreads = 0;
-	int64_t max_obj = 0;
 	uint64_t total = 0;
 	int ok = 0;
 
 	if (!s)
 		return NULL;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		sup_fail(s, "cannot open %s: %s", db_path, sqlite3_errmsg(db));
+	struct feeder *f = s->feed = calloc(1, sizeof(*f));
+	if (!f) {
+		sup_fail(s, "out of memory");
 		goto out;
 	}
+	if (sqlite3_open_v2(db_path, &f->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		sup_fail(s, "cannot open %s: %s", db_path, sqlite3_errmsg(f->db));
+		goto out;
+	}
+	sqlite3 *db = f->db;
 	/* threads: (thread, object, events) */
 	if (query(s, db, threads_sql, &st))
 		goto out;
@@ -104,19 +350,17 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		if ((uint32_t)num >= cap) {
 			uint32_t ncap = (uint32_t)num + 64;
 			uint32_t *o = realloc(thread_obj, ncap * sizeof(*o));
+			if (o)
+				thread_obj = o;
 			uint64_t *c = realloc(counts, ncap * sizeof(*c));
+			if (c)
+				counts = c;
 			if (!o || !c) {
-				free(o ? o : thread_obj);
-				free(c ? c : counts);
-				thread_obj = NULL;
-				counts = NULL;
 				sup_fail(s, "out of memory");
 				goto out;
 			}
 			memset(o + cap, 0, (ncap - cap) * sizeof(*o));
 			memset(c + cap, 0, (ncap - cap) * sizeof(*c));
-			thread_obj = o;
-			counts = c;
 			cap = ncap;
 		}
 		thread_obj[num] = (uint32_t)sqlite3_column_int64(st, 1);
@@ -134,34 +378,38 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	if (query(s, db, max_obj_sql, &st))
 		goto out;
 	if (sqlite3_step(st) == SQLITE_ROW)
-		max_obj = sqlite3_column_int64(st, 0);
+		f->max_obj = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
+	if (f->max_obj < 0 || f->max_obj > (1ll << 31)) {
+		sup_fail(s, "the trace has an impossible object id %lld", (long long)f->max_obj);
+		goto out;
+	}
 	/* calls: (call, kind, object, aux) */
 	if (query(s, db, calls_sql, &st))
 		goto out;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 		int64_t kind = sqlite3_column_int64(st, 1), obj = sqlite3_column_int64(st, 2);
-		if (id <= 0 || id > (1ll << 32) || kind <= 0 || kind >= DET_KIND_LIMIT || obj < 0 || obj > max_obj) {
+		if (id <= 0 || id > (1ll << 32) || kind <= 0 || kind >= DET_KIND_LIMIT || obj < 0 || obj > f->max_obj) {
 			sup_fail(s, "call %lld of the trace is damaged (kind %lld, object %lld)", (long long)id,
 				 (long long)kind, (long long)obj);
 			goto out;
 		}
-		if ((uint64_t)id >= ncalls) { /* ncalls: slots, ids below it */
-			uint64_t n = ncalls ? ncalls : 64;
+		if ((uint64_t)id >= f->ncalls) { /* ncalls: slots, ids below it */
+			uint64_t n = f->ncalls ? f->ncalls : 64;
 			while (n <= (uint64_t)id)
 				n *= 2;
-			struct call *nc = realloc(calls, n * sizeof(*nc));
+			struct call *nc = realloc(f->calls, n * sizeof(*nc));
 			if (!nc) {
 				sup_fail(s, "out of memory");
 				goto out;
 			}
-			memset(nc + ncalls, 0, (n - ncalls) * sizeof(*nc));
-			calls = nc;
-			ncalls = n;
+			memset(nc + f->ncalls, 0, (n - f->ncalls) * sizeof(*nc));
+			f->calls = nc;
+			f->ncalls = n;
 		}
-		calls[id] = (struct call){(uint32_t)kind, (uint32_t)obj, (uint32_t)sqlite3_column_int64(st, 3)};
+		f->calls[id] = (struct call){(uint32_t)kind, (uint32_t)obj, (uint32_t)sqlite3_column_int64(st, 3)};
 	}
 	sqlite3_finalize(st);
 	st = NULL;
@@ -171,19 +419,23 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		data_bytes = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (max_obj < 0 || max_obj > (1ll << 31) || data_bytes < 0) {
-		sup_fail(s, "the trace has an impossible object id %lld", (long long)max_obj);
+	if (data_bytes < 0) {
+		sup_fail(s, "the trace's data table is damaged");
 		goto out;
 	}
 
+	/* the windows, one after the other */
+	uint64_t window_entries = 0;
+	for (uint32_t i = 0; i < nthreads; i++)
+		window_entries += counts[i] < WINDOW ? counts[i] : WINDOW;
 	struct sup_layout l = {
 		.mode = DET_MODE_REPLAY,
 		.max_threads = nthreads,
 		.rings = 0,
-		.objects_cap = sup_pow2((uint64_t)max_obj * 2 + 64, 1024),
+		.objects_cap = sup_pow2((uint64_t)f->max_obj * 2 + 64, 1024),
 		.ring_entries = 0,
-		.objrev_count = (uint64_t)max_obj,
-		.sched_entries = total,
+		.objrev_count = (uint64_t)f->max_obj,
+		.sched_entries = window_entries,
 		.data_bytes = (uint64_t)data_bytes,
 	};
 	if (sup_map(s, &l))
@@ -192,14 +444,6 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	h->flags = flags;
 	h->threads_recorded = nthreads;
 	h->events_recorded = total;
-
-	/* Lay the per-thread arrays out one after the other. */
-	next = calloc(nthreads, sizeof(*next));
-	last_obj = calloc((size_t)max_obj + 1, sizeof(*last_obj));
-	if (!next || !last_obj) {
-		sup_fail(s, "out of memory");
-		goto out;
-	}
 	uint64_t off = h->sched_off;
 	for (uint32_t i = 0; i < nthreads; i++) {
 		struct det_slot *sl = det_shm_slot(h, i);
@@ -207,95 +451,37 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		sl->obj = thread_obj[i];
 		sl->sched_off = off;
 		sl->sched_count = counts[i];
-		next[i] = (struct det_sched *)((char *)h + off);
-		off += counts[i] * sizeof(struct det_sched);
+		sl->sched_window = (uint32_t)(counts[i] < WINDOW ? (counts[i] ? counts[i] : 1) : WINDOW);
+		off += (counts[i] < WINDOW ? counts[i] : WINDOW) * sizeof(struct det_sched);
 	}
 
-	/* events: (seq, thread, call, result) in seq order */
-	if (query(s, db, events_sql, &st) || query(s, db, data_sql, &dst))
-		goto out;
-	int drc = sqlite3_step(dst);
-	uint64_t data_at = s->data_off;
-	struct last_event prev = {0};
-	uint64_t seen = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t seq = sqlite3_column_int64(st, 0);
-		int64_t num = sqlite3_column_int64(st, 1);
-		int64_t call = sqlite3_column_int64(st, 2);
-		if (num < 0 || (uint64_t)num >= nthreads || call <= 0 || (uint64_t)call >= ncalls || !calls[call].kind) {
-			sup_fail(s, "event %lld of the trace is damaged (thread %lld, call %lld)", (long long)seq,
-				 (long long)num, (long long)call);
-			goto out;
-		}
-		int64_t kind = calls[call].kind, obj = calls[call].obj, aux = calls[call].aux;
-		struct det_slot *sl = det_shm_slot(h, (uint32_t)num);
-		struct det_sched *base = (struct det_sched *)((char *)h + sl->sched_off);
-		int64_t idx = next[num] - base;
-		if ((uint64_t)idx >= sl->sched_count) {
-			sup_fail(s, "event %lld of the trace is one more than T%lld has", (long long)seq, (long long)num);
-			goto out;
-		}
-		struct det_sched *e = next[num]++;
-		e->seq = (uint64_t)seq;
-		e->result = sqlite3_column_int64(st, 3);
-		e->obj = (uint32_t)obj;
-		e->aux = (uint32_t)aux;
-		e->kind = (uint16_t)kind;
-		uint32_t t = (uint32_t)num;
-		/* this event's data: the data rows come in the same seq order */
-		while (drc == SQLITE_ROW && sqlite3_column_int64(dst, 0) < seq)
-			drc = sqlite3_step(dst);
-		if (drc == SQLITE_ROW && sqlite3_column_int64(dst, 0) == seq) {
-			int n = sqlite3_column_bytes(dst, 1);
-			if (data_at + (uint64_t)n > s->data_off + (uint64_t)data_bytes) {
-				sup_fail(s, "the trace's data table is damaged");
-				goto out;
-			}
-			memcpy((char *)h + data_at, sqlite3_column_blob(dst, 1), (size_t)n);
-			e->data_off = data_at;
-			e->data_len = (uint32_t)n;
-			data_at += (uint64_t)n;
-			drc = sqlite3_step(dst);
-		}
-		if (det_kind_unordered((uint16_t)kind) && !(flags & DET_F_STRICT)) {
-			seen++;
-			continue;
-		}
-		if (flags & DET_F_RELAXED) {
-			add_dep(e, 0, &last_obj[obj], t);
-			last_obj[obj] = (struct last_event){t + 1, 0, (uint64_t)idx, e};
-			if (aux_is_object((uint16_t)kind) && aux > 0 && aux <= max_obj && aux != obj) {
-				add_dep(e, 1, &last_obj[aux], t);
-				last_obj[aux] = (struct last_event){t + 1, 0, (uint64_t)idx, e};
-			}
-		} else {
-			add_dep(e, 0, &prev, t);
-			prev = (struct last_event){t + 1, 0, (uint64_t)idx, e};
-		}
-		seen++;
-	}
-	if (rc != SQLITE_DONE) {
-		sup_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(db));
+	f->nthreads = nthreads;
+	f->total = total;
+	f->data_end = s->data_off + (uint64_t)data_bytes;
+	f->fed = calloc(nthreads, sizeof(*f->fed));
+	f->last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->last_obj));
+	if (!f->fed || !f->last_obj) {
+		sup_fail(s, "out of memory");
 		goto out;
 	}
-	if (seen != total) {
-		sup_fail(s, "the trace has %llu events but its threads account for %llu",
-			 (unsigned long long)seen, (unsigned long long)total);
+	if (query(s, db, events_sql, &f->ev) || query(s, db, data_sql, &f->data))
+		goto out;
+	/* what fits goes in now: the program starts with it (a trace smaller
+	 * than the windows is all there and checked before it starts) */
+	feed_rewind(s, 0);
+	int r;
+	while ((r = feed_some(s)) > 0)
+		;
+	if (r < 0) {
+		sup_fail(s, "%s", f->err);
 		goto out;
 	}
 	ok = 1;
 out:
 	if (st)
 		sqlite3_finalize(st);
-	if (dst)
-		sqlite3_finalize(dst);
-	sqlite3_close(db);
 	free(counts);
 	free(thread_obj);
-	free(next);
-	free(last_obj);
-	free(calls);
 	if (!ok) {
 		if (err && errlen) {
 			strncpy(err, s->err, errlen - 1);

@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 3
+#define DET_SHM_VERSION 4
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -87,6 +87,13 @@ struct det_rec {
 /* det_rec.flags: ts is CLOCK_MONOTONIC ns, not TSC ticks (this process
  * traps rdtsc; the others of the same program may not). */
 #define DET_RF_TS_NS 0x1
+
+/* aux of a SIGNAL event: the signal number and where it was delivered; one
+ * delivered neither BEFORE nor UNANCHORED came as the thread left det after
+ * its previous event, and the trace's order keeps it right after that one. */
+#define DET_SIG_BEFORE 0x10000     /* as the thread next called into det */
+#define DET_SIG_UNANCHORED 0x20000 /* wherever the thread was (it made no event) */
+#define DET_SIG_NUMBER 0xffff
 
 #define DET_SEQ_NONE    UINT64_MAX
 #define DET_SEQ_OBSERVE (1ULL << 63)
@@ -165,10 +172,13 @@ struct det_slot {
 	DET_ATOMIC(uint64_t) done;      /* events completed */
 	DET_ATOMIC(uint32_t) sleeping;  /* futex word: 1 while asleep in a turnstile */
 	DET_ATOMIC(uint32_t) at_turnstile; /* waiting for its turn, or parked */
-	uint64_t sched_off;             /* this thread's struct det_sched array */
-	uint64_t sched_count;
+	uint64_t sched_off;             /* this thread's window of struct det_sched entries... */
+	uint64_t sched_count;           /* ... of its recorded events: event i is entry i % sched_window */
 	uint64_t resume_idx;            /* events done when it called exec: the new image goes on from there */
-	uint8_t pad4b[24];
+	uint32_t sched_window;
+	uint32_t pad4a;
+	DET_ATOMIC(uint64_t) sched_filled; /* sched_gen << DET_FILLED_BITS | entries written so far */
+	uint8_t pad4b[8];
 	/* line 5: strict mode's waits, written under the run token */
 	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
 	uint64_t strict_ticket;            /* the order in which waiters started waiting */
@@ -285,6 +295,10 @@ struct det_shm_header {
 	uint64_t ring_entries;  /* struct det_rec per ring */
 	uint64_t sched_off;     /* replay: start of the schedule arrays */
 	uint64_t objrev_off;    /* replay: uint64_t address per recorded object id */
+	DET_ATOMIC(uint32_t) sched_gen;   /* replay: the run the schedule windows are filled for */
+	DET_ATOMIC(uint32_t) replay_runs; /* replay: runs started (gdb starts the program again) */
+	DET_ATOMIC(uint32_t) feed_kick;   /* replay: futex, bumped to wake the schedule feeder */
+	DET_ATOMIC(uint32_t) feed_failed; /* replay: the feeder found the trace damaged (see error) */
 	uint64_t objseq_off;    /* record: struct det_objseq per object id */
 	uint32_t objseq_count;  /* ... ids below this */
 	uint32_t pad_objseq;
@@ -331,6 +345,9 @@ struct det_shm_header {
 	DET_ATOMIC(uint32_t) next_obj __attribute__((aligned(64)));
 	uint8_t pad_end[60];
 };
+
+#define DET_FILLED_BITS 40
+#define DET_FILLED_MASK ((1ULL << DET_FILLED_BITS) - 1)
 
 #define DET_EXIT_STOPPED 125 /* exit status when the runtime stops the program */
 

@@ -151,6 +151,11 @@ int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, ui
 struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql, const char *max_obj_sql,
 				   const char *calls_sql, const char *events_sql, const char *data_size_sql, const char *data_sql,
 				   uint32_t flags, char *err, uint32_t errlen);
+/* Replay: stream the rest of the schedule into the threads' windows, as
+ * they advance, until det_sup_feed_stop() (run it in its own thread while
+ * the program runs; a damaged trace stops the program with a message). */
+int det_sup_feed_run(struct det_sup *s);
+void det_sup_feed_stop(struct det_sup *s);
 uint64_t det_sup_events_done(struct det_sup *s);
 /* Replay: the recording's process `idx` had pid rec_pid and ended with
  * wait status rec_status (-1: unknown); thread `num` ran in process

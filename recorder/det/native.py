@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 from . import schema
@@ -107,6 +108,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
         "det_sup_replay_new": (P, [C, C, C, C, C, C, C, U32, C, U32]),
         "det_sup_events_done": (U64, [P]),
+        "det_sup_feed_run": (I, [P]),
+        "det_sup_feed_stop": (None, [P]),
         "det_sup_add_flags": (None, [P, U32]),
         "det_sup_schedule": (None, [P, U32, U32, U64, U32]),
         "det_sup_preemptions": (U32, [P]),
@@ -277,6 +280,16 @@ class Replayer(Region):
         except (sqlite3.Error, DetError) as e:
             self.close()
             raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
+        # the schedule beyond the threads' first windows streams in as they go
+        self.feeder = threading.Thread(target=lib().det_sup_feed_run, args=(h,), name="det-feed", daemon=True)
+        self.feeder.start()
+
+    def close(self) -> None:
+        if self.h and getattr(self, "feeder", None) is not None:
+            lib().det_sup_feed_stop(self.h)
+            self.feeder.join()
+            self.feeder = None
+        super().close()
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
