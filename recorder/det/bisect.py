@@ -61,6 +61,7 @@ from typing import Any
 from . import events as ev
 from .diff import Comparison, DiffError, EventRef, TraceSummary, _thread_first_diff
 from .errors import DetError
+from .outpath import check_output_dir
 from .trace import Trace
 
 # Events of a thread shown as its "stack" (recorded call sites).
@@ -762,6 +763,8 @@ def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLik
     counts as stalled (default: 3, or twice FAIL's run time). command: how to
     run detreplay (default: the installed one). Every refusal is a DetError.
     """
+    if keep is not None:
+        check_output_dir(keep, "hybrid traces")
     if not Path(pass_path).exists() and Path(fail_path).exists():
         # detrec --until-fail keeps a passing run only if one passed before the failure.
         raise BisectError(f"{pass_path}: no such trace; record a passing run with "

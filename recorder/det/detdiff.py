@@ -251,7 +251,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--bisect", action="store_true",
                    help="A passed, B failed (strict recordings): replay hybrid schedules to find the smallest "
                         "reordering of B that makes it pass")
-    p.add_argument("--keep", metavar="DIR", help="with --bisect: keep every replayed hybrid trace in DIR")
+    p.add_argument("--keep", metavar="DIR",
+                   help="with --bisect: keep every replayed hybrid trace in DIR (created if missing; an existing "
+                        "one may hold only det traces)")
     ns = p.parse_args(argv)
     if ns.context < 0:
         p.error("--context needs a number >= 0")

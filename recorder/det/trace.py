@@ -19,6 +19,7 @@ from typing import IO, Any
 from . import events as ev
 from . import schema
 from .errors import DetError
+from .outpath import check_trace_output
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INCOMPLETE = ".incomplete"
@@ -228,7 +229,7 @@ class TraceWriter:
     """Creates NAME.incomplete (mode 0600), and renames it to NAME when done."""
 
     def __init__(self, final_path: str | os.PathLike[str]) -> None:
-        self.final = Path(final_path)
+        self.final = check_trace_output(final_path, what="trace")
         self.path = self.final.with_name(self.final.name + INCOMPLETE)
         for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm")):
             try:
