@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -155,6 +156,102 @@ class Trace:
 
     def kind_counts(self) -> list[tuple[int, int]]:
         return self.q("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY 2 DESC")
+
+    # ---- windows: how a viewer reads a large trace (a few rows at a time, never all rows as objects)
+
+    def seq_bounds(self) -> tuple[int, int] | None:
+        """The first and last seq, None when the trace has no events."""
+        # Two queries: SQLite answers a lone min() or max() from the key, both at once by a scan.
+        lo, hi = self.q1("SELECT min(seq) FROM events"), self.q1("SELECT max(seq) FROM events")
+        return None if lo is None else (int(lo), int(hi))
+
+    def events_between(self, lo: int, hi: int) -> list[Event]:
+        """The events with lo <= seq < hi, in order."""
+        return [Event(*r) for r in self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq >= ? AND seq < ? "
+                                          "ORDER BY seq", (lo, hi))]
+
+    def events_at(self, seqs: Sequence[int]) -> list[Event]:
+        """The events with these seqs, in seq order."""
+        out: list[Event] = []
+        for i in range(0, len(seqs), 500):
+            chunk = tuple(seqs[i:i + 500])
+            out += [Event(*r) for r in self.q(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN ({','.join('?' * len(chunk))}) ORDER BY seq", chunk)]
+        return sorted(out, key=lambda e: e.seq)
+
+    def last_before(self, tid: int, seq: int) -> Event | None:
+        """The thread's last event before seq."""
+        rows = self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq < ? AND tid = ? ORDER BY seq DESC LIMIT 1",
+                      (seq, tid))
+        return Event(*rows[0]) if rows else None
+
+    def lanes(self) -> str:
+        """Every event as one code point, tid * LANE_KINDS + kind, in order: the
+        whole schedule in a few MB, scanned at C speed (a timeline's columns
+        are slices of it). TraceError when a thread number is too large."""
+        top = self.q1("SELECT max(tid) FROM events") or 0
+        if top > MAX_LANE_TID:
+            raise TraceError(f"{self.path}: thread T{top}: too many threads to draw (at most {MAX_LANE_TID + 1})")
+        old = self.db.text_factory
+        self.db.text_factory = bytes
+        try:
+            raw = self.db.execute(f"SELECT group_concat(char(tid * {LANE_KINDS} + kind), '') "
+                                  "FROM events NOT INDEXED").fetchone()[0] or b""  # a rowid scan, in seq order
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+        finally:
+            self.db.text_factory = old
+        return raw.decode("utf-8", "surrogatepass")
+
+    def seqs(self, tids: Iterable[int] | None = None, kinds: Iterable[int] | None = None,
+             objs: Iterable[int] | None = None, sites: Iterable[int] | None = None) -> array:
+        """The seqs of the events that pass every filter given (None: any), in order."""
+        where, args = _filters(tids, kinds, objs, sites)
+        try:
+            cur = self.db.execute(f"SELECT seq FROM events {where} ORDER BY seq", args)
+            out = array("q")
+            while rows := cur.fetchmany(65536):
+                out.extend(r[0] for r in rows)
+            return out
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+
+    def next_seq(self, seq: int, forward: bool = True, tids: Iterable[int] | None = None,
+                 kinds: Iterable[int] | None = None, objs: Iterable[int] | None = None,
+                 sites: Iterable[int] | None = None) -> int | None:
+        """The first event after seq (before it, if not forward) that passes
+        every filter given, or None."""
+        where, args = _filters(tids, kinds, objs, sites)
+        where = (where + " AND " if where else "WHERE ") + ("seq > ?" if forward else "seq < ?")
+        return self.q1(f"SELECT seq FROM events {where} ORDER BY seq {'' if forward else 'DESC'} LIMIT 1",
+                       (*args, seq))
+
+    def data(self, seq: int) -> bytes | None:
+        """The bytes recorded with an event (inputs, exec arguments), if any."""
+        return self.q1("SELECT bytes FROM data WHERE seq = ?", (seq,))
+
+
+# Code points per thread in Trace.lanes(): every event kind is below it.
+LANE_KINDS = 128
+MAX_LANE_TID = 0x10FFFF // LANE_KINDS - 1
+assert max(e.number for e in ev.EVENTS) < LANE_KINDS
+
+
+def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iterable[int] | None,
+             sites: Iterable[int] | None) -> tuple[str, tuple[int, ...]]:
+    """A WHERE clause (or "") and its arguments: each filter given is a set of allowed values."""
+    parts: list[str] = []
+    args: list[int] = []
+    for col, values in (("tid", tids), ("kind", kinds), ("obj", objs), ("site", sites)):
+        if values is None:
+            continue
+        vs = sorted({int(v) for v in values})
+        # A long list goes in as literals (they are ints): SQLite limits bound parameters.
+        parts.append(f"{col} IN ({','.join(map(str, vs))})" if len(vs) > 200 else
+                     f"{col} IN ({','.join('?' * len(vs))})")
+        if len(vs) <= 200:
+            args.extend(vs)
+    return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
 
 
 JSON_META = {"argv", "env", "stdin"}
