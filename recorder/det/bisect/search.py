@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..diff import Comparison, DiffError, EventRef
+from ..outpath import check_output_dir
 from ..trace import Trace
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
 from .model import SCHEDULING, Ev, Model
@@ -75,6 +76,8 @@ def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLik
     schedule judged. cancel: when set, the replay under way is stopped and
     the bisection ends with a BisectError. Every refusal is a DetError.
     """
+    if keep is not None:
+        check_output_dir(keep, "hybrid traces")
     if not Path(pass_path).exists() and Path(fail_path).exists():
         # detrec --until-fail keeps a passing run only if one passed before the failure.
         raise BisectError(f"{pass_path}: no such trace; record a passing run with "
