@@ -44,6 +44,7 @@ from .native import (
     convert,
     libdet_path,
 )
+from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 
@@ -389,6 +390,24 @@ def default_output(argv0: str) -> Path:
     return Path(f"{os.path.basename(argv0)}.det.db")
 
 
+def pass_output(out: Path) -> Path:
+    """--until-fail: where the last passing run is kept."""
+    return out.with_name(out.stem + "-pass" + out.suffix)
+
+
+def runs_dir(out: Path) -> Path:
+    """--until-fail: the work directory of the runs in progress."""
+    return out.with_name(f".{out.name}.runs")
+
+
+def check_outputs(out: Path, exe: str, until_fail: bool) -> None:
+    """Every file detrec will write, checked before the program starts."""
+    check_trace_output(out, [exe], "trace")
+    if until_fail:
+        check_trace_output(pass_output(out), [exe], "passing trace")
+        check_output_dir(runs_dir(out), "runs in progress", ("run",))
+
+
 def say(msg: str) -> None:
     print(f"detrec: {msg}", file=sys.stderr, flush=True)
 
@@ -405,8 +424,8 @@ def print_result(res: RunResult, quiet: bool) -> None:
 def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool) -> int:
     """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db.
     With a chaos seed S, run i uses seed S+i, so every run can be repeated."""
-    pass_path = out.with_name(out.stem + "-pass" + out.suffix)
-    work = out.with_name(f".{out.name}.runs")
+    pass_path = pass_output(out)
+    work = runs_dir(out)
     work.mkdir(exist_ok=True)
     stop = threading.Event()
     lock = threading.Lock()
@@ -514,7 +533,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                "killed detrec into a trace (info, detreplay and detdiff do that by themselves). To record a "
                "program named 'info' or 'salvage', write `detrec -- info`.",
     )
-    p.add_argument("-o", "--output", help="trace file (default: PROGRAM.det.db)")
+    p.add_argument("-o", "--output",
+                   help="trace file (default: PROGRAM.det.db); an existing det trace there is replaced, any other "
+                        "existing file, directory, device or link is refused")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",
@@ -574,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else default_output(ns.program)
+        check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
                        strict=ns.strict, quantum=ns.quantum)
         if ns.chaos:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -19,6 +20,7 @@ from typing import IO, Any
 from . import events as ev
 from . import schema
 from .errors import DetError
+from .outpath import check_trace_output
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INCOMPLETE = ".incomplete"
@@ -122,9 +124,21 @@ class Trace:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def events(self, tid: int | None = None, first: int = 0, last: int | None = None) -> Iterator[Event]:
-        """Events in seq order (of one thread, from seq `first` to `last`),
-        streamed: memory does not grow with the trace."""
+    def events(self, where: str = "", args: tuple = (), order: str = "seq", *, tid: int | None = None,
+               first: int = 0, last: int | None = None) -> Iterator[Event]:
+        """Events in seq order (of thread `tid`, from seq `first` to `last`),
+        streamed: memory does not grow with the trace. `where`/`order` are
+        SQL over the events view's columns: that reads the whole trace
+        through the view (idx and ts by window functions), so prefer the
+        keywords, or Trace.seqs() and the windowed readers below."""
+        if where or order != "seq":
+            sql = f"SELECT {EVENT_COLUMNS} FROM events {where} ORDER BY {order}"
+            try:
+                for row in self.db.execute(sql, args):
+                    yield Event(*row)
+            except sqlite3.DatabaseError as e:
+                raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+            return
         sql = schema.EVENT_ROWS + " WHERE e.seq >= ?"
         args: list[int] = [first]
         if last is not None:
@@ -201,6 +215,97 @@ class Trace:
     def kind_counts(self) -> list[tuple[int, int]]:
         return self.q("SELECT c.kind, count(*) FROM event_rows e JOIN calls c ON c.call = e.call "
                       "GROUP BY c.kind ORDER BY 2 DESC")
+
+    # ---- windows: how a viewer reads a large trace (a few rows at a time, never all rows as objects)
+
+    def seq_bounds(self) -> tuple[int, int] | None:
+        """The first and last seq, None when the trace has no events."""
+        # Two queries: SQLite answers a lone min() or max() from the key, both at once by a scan.
+        lo, hi = self.q1("SELECT min(seq) FROM event_rows"), self.q1("SELECT max(seq) FROM event_rows")
+        return None if lo is None else (int(lo), int(hi))
+
+    def events_between(self, lo: int, hi: int) -> list[Event]:
+        """The events with lo <= seq < hi, in order."""
+        return list(self.events(first=lo, last=hi - 1)) if hi > lo else []
+
+    def events_at(self, seqs: Sequence[int]) -> list[Event]:
+        """The events with these seqs, in seq order."""
+        out = [self.event(s) for s in sorted(set(seqs))]
+        return [e for e in out if e is not None]
+
+    def last_before(self, tid: int, seq: int) -> Event | None:
+        """The thread's last event before seq."""
+        found = self.q1("SELECT seq FROM event_rows WHERE seq < ? AND tid = ? ORDER BY seq DESC LIMIT 1", (seq, tid))
+        return None if found is None else self.event(found)
+
+    def lanes(self) -> str:
+        """Every event as one code point, tid * LANE_KINDS + kind, in order: the
+        whole schedule in a few MB, scanned at C speed (a timeline's columns
+        are slices of it). TraceError when a thread number is too large."""
+        top = self.q1("SELECT max(tid) FROM threads") or 0
+        if top > MAX_LANE_TID:
+            raise TraceError(f"{self.path}: thread T{top}: too many threads to draw (at most {MAX_LANE_TID + 1})")
+        old = self.db.text_factory
+        self.db.text_factory = bytes
+        try:
+            raw = self.db.execute(f"SELECT group_concat(char(e.tid * {LANE_KINDS} + c.kind), '') "
+                                  "FROM event_rows e CROSS JOIN calls c ON c.call = e.call"
+                                  ).fetchone()[0] or b""  # a rowid scan, in seq order
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+        finally:
+            self.db.text_factory = old
+        return raw.decode("utf-8", "surrogatepass")
+
+    def seqs(self, tids: Iterable[int] | None = None, kinds: Iterable[int] | None = None,
+             objs: Iterable[int] | None = None, sites: Iterable[int] | None = None) -> array:
+        """The seqs of the events that pass every filter given (None: any), in order."""
+        where, args = _filters(tids, kinds, objs, sites)
+        try:
+            cur = self.db.execute(f"SELECT seq FROM {schema.EVENTS_PLAIN} {where} ORDER BY seq", args)
+            out = array("q")
+            while rows := cur.fetchmany(65536):
+                out.extend(r[0] for r in rows)
+            return out
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+
+    def next_seq(self, seq: int, forward: bool = True, tids: Iterable[int] | None = None,
+                 kinds: Iterable[int] | None = None, objs: Iterable[int] | None = None,
+                 sites: Iterable[int] | None = None) -> int | None:
+        """The first event after seq (before it, if not forward) that passes
+        every filter given, or None."""
+        where, args = _filters(tids, kinds, objs, sites)
+        where = (where + " AND " if where else "WHERE ") + ("seq > ?" if forward else "seq < ?")
+        return self.q1(f"SELECT seq FROM {schema.EVENTS_PLAIN} {where} ORDER BY seq {'' if forward else 'DESC'} "
+                       "LIMIT 1", (*args, seq))
+
+    def data(self, seq: int) -> bytes | None:
+        """The bytes recorded with an event (inputs, exec arguments), if any."""
+        return self.q1("SELECT bytes FROM data WHERE seq = ?", (seq,))
+
+
+# Code points per thread in Trace.lanes(): every event kind is below it.
+LANE_KINDS = 128
+MAX_LANE_TID = 0x10FFFF // LANE_KINDS - 1
+assert max(e.number for e in ev.EVENTS) < LANE_KINDS
+
+
+def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iterable[int] | None,
+             sites: Iterable[int] | None) -> tuple[str, tuple[int, ...]]:
+    """A WHERE clause (or "") and its arguments: each filter given is a set of allowed values."""
+    parts: list[str] = []
+    args: list[int] = []
+    for col, values in (("tid", tids), ("kind", kinds), ("obj", objs), ("site", sites)):
+        if values is None:
+            continue
+        vs = sorted({int(v) for v in values})
+        # A long list goes in as literals (they are ints): SQLite limits bound parameters.
+        parts.append(f"{col} IN ({','.join(map(str, vs))})" if len(vs) > 200 else
+                     f"{col} IN ({','.join('?' * len(vs))})")
+        if len(vs) <= 200:
+            args.extend(vs)
+    return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
 
 
 JSON_META = {"argv", "env", "stdin"}
@@ -279,11 +384,12 @@ class TraceWriter:
     converter has the file to itself."""
 
     def __init__(self, final_path: str | os.PathLike[str], incomplete: Path | None = None) -> None:
-        self.final = Path(final_path)
+        self.final = Path(final_path) if incomplete else check_trace_output(final_path, what="trace")
         self.path = incomplete or self.final.with_name(self.final.name + INCOMPLETE)
         self.log = log_path(self.path)
-        for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm"),
-                  Path(str(self.path) + "-journal")):
+        old = [self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm"),
+               Path(str(self.path) + "-journal")]
+        for p in old + ([] if incomplete else [self.log]):  # (a salvage reads the log)
             try:
                 p.unlink()
             except FileNotFoundError:

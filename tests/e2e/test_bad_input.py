@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, program
+from conftest import ROOT, detrec, detreplay, program, run
 
 
 def one_line_error(r, tool: str) -> str:
@@ -125,3 +126,47 @@ def test_modified_binary_is_refused(tmp_path: Path) -> None:
     r = detreplay("--force", trace)
     assert r.returncode == 7, r.stderr.decode()
     assert b"outcome matches" in r.stderr
+
+
+def test_output_paths_are_checked_before_the_program_runs(tmp_path: Path) -> None:
+    """detrec -o never replaces a device, a directory, a link, the program, or
+    a file that is not a trace; it says so before the program starts."""
+    prog = tmp_path / "prog"
+    shutil.copy(program("hello"), prog)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    text = tmp_path / "notes.txt"
+    text.write_text("my notes\n")
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    cases = {fifo: "named pipe", link: "symbolic link", text: "not a det trace", directory: "directory",
+             prog: "program being recorded", tmp_path / "nowhere" / "t.db": "does not exist"}
+    for path, words in cases.items():
+        before = os.lstat(path) if os.path.lexists(path) else None
+        r = detrec("-o", path, prog)
+        line = one_line_error(r, "detrec")
+        assert words in line, line
+        assert r.returncode == 2
+        assert b"hello from" not in r.stdout, "the program ran before the output was checked"
+        if before is not None:
+            after = os.lstat(path)
+            assert (after.st_mode, after.st_ino, after.st_size) == (before.st_mode, before.st_ino, before.st_size)
+    assert text.read_text() == "my notes\n" and prog.read_bytes() == program("hello").read_bytes()
+    # An existing det trace is replaced.
+    trace = tmp_path / "t.db"
+    assert detrec("-o", trace, prog).returncode == 0
+    r = detrec("-o", trace, prog, "again")
+    assert r.returncode == 7 and b"trace saved" in r.stderr, r.stderr.decode()  # hello exits with 6 + argc
+    # --until-fail's passing trace and work directory are checked too.
+    (tmp_path / "u-pass.db").mkdir()
+    r = detrec("--until-fail", "2", "-o", tmp_path / "u.db", prog)
+    assert "u-pass.db: is a directory" in one_line_error(r, "detrec")
+    (tmp_path / "u-pass.db").rmdir()
+    (tmp_path / ".u.db.runs").write_text("not a directory")
+    r = detrec("--until-fail", "2", "-o", tmp_path / "u.db", prog)
+    assert ".u.db.runs: is a file, not a directory" in one_line_error(r, "detrec")
+    # detdiff --bisect --keep takes a directory of traces only.
+    r = run([ROOT / ".venv" / "bin" / "detdiff", "--bisect", "--keep", text, trace, trace])
+    assert "notes.txt: is a file, not a directory" in one_line_error(r, "detdiff")
