@@ -165,6 +165,7 @@ static void resume_exec(uint32_t idx, uint32_t num)
 		t->pos = t->head % t->ring_entries;
 		t->tail_seen = atomic_load(&s->tail);
 		t->published = t->head;
+		t->kick_at = 0;
 		if (det_strict || det_chaos)
 			t->rng = (h->chaos_seed ^ (0x9E3779B97F4A7C15ull * (num + 1) + s->resume_idx)) | 1;
 		if (det_strict && atomic_load(&h->strict_owner) == num + 1) {

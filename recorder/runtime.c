@@ -246,7 +246,7 @@ static void claim_ring(struct det_thread *t)
 				/* A reused ring starts where its last owner's capture ended. */
 				atomic_store(&t->slot->head, 0);
 				atomic_store(&t->slot->tail, 0);
-				t->head = t->pos = t->tail_seen = t->published = 0;
+				t->head = t->pos = t->tail_seen = t->published = t->kick_at = 0;
 				return;
 			}
 		}
@@ -460,12 +460,27 @@ static __attribute__((noinline)) void ring_wait(struct det_thread *t, uint64_t n
 	}
 }
 
-/* Make room for n entries before taking a sequence number: a thread never
- * waits for the supervisor while it holds an unpublished one. */
+/* Past half its ring: wake the capture (once per eighth of a ring), so it
+ * copies while the thread goes on; wait only if the ring is full. */
+static __attribute__((noinline)) void ring_room(struct det_thread *t, uint64_t n)
+{
+	t->tail_seen = atomic_load_explicit(&t->slot->tail, memory_order_acquire);
+	if (t->head + n - t->tail_seen <= t->ring_entries / 2)
+		return;
+	if (t->head >= t->kick_at) {
+		t->kick_at = t->head + t->ring_entries / 8;
+		atomic_fetch_add(&det_hdr->capture_kick, 1);
+		futex(&det_hdr->capture_kick, FUTEX_WAKE, 1, NULL);
+	}
+	if (t->head + n - t->tail_seen > t->ring_entries)
+		ring_wait(t, n);
+}
+
+/* Make room for n entries before writing an event (with its entries). */
 static inline void ring_reserve(struct det_thread *t, uint64_t n)
 {
-	if (det_unlikely(t->head + n - t->tail_seen > t->ring_entries))
-		ring_wait(t, n);
+	if (det_unlikely(t->head + n - t->tail_seen > t->ring_entries / 2))
+		ring_room(t, n);
 }
 
 static inline struct det_rec *ring_put(struct det_thread *t)

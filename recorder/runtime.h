@@ -65,6 +65,7 @@ struct det_thread {
 	uint64_t head;     /* entries written (published or not) */
 	uint64_t pos;      /* head % ring_entries */
 	uint64_t tail_seen;
+	uint64_t kick_at;  /* head at which it wakes the capture again */
 	uint64_t published;
 	/* replay: this thread's recorded events */
 	const struct det_sched *sched;

@@ -97,12 +97,6 @@ void det_sched_wait(struct det_thread *t, uint64_t idx)
 void det_replay_reset(void)
 {
 	struct det_shm_header *h = det_hdr;
-	if (atomic_fetch_add(&h->replay_runs, 1)) {
-		/* a run again (gdb went back): the schedule is fed from its start */
-		atomic_fetch_add(&h->sched_gen, 1);
-		atomic_fetch_add(&h->feed_kick, 1);
-		futex(&h->feed_kick, FUTEX_WAKE, 1);
-	}
 	for (uint32_t i = 0; i < h->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(h, i);
 		atomic_store(&s->done, 0);
@@ -130,6 +124,14 @@ void det_replay_reset(void)
 	atomic_store(&end_reported, 0);
 	memset(&h->div, 0, sizeof(h->div));
 	h->error[0] = 0;
+	if (atomic_fetch_add(&h->replay_runs, 1)) {
+		/* a run again (gdb went back): the schedule is fed from its start,
+		 * once every thread's progress above reads 0 again (the feeder
+		 * judges windows and wake-ups by it) */
+		atomic_fetch_add(&h->sched_gen, 1);
+		atomic_fetch_add(&h->feed_kick, 1);
+		futex(&h->feed_kick, FUTEX_WAKE, 1);
+	}
 }
 
 void det_replay_attach(struct det_thread *t)

@@ -51,7 +51,7 @@ from .trace import Trace, TraceWriter
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
 
-RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "1024")) << 10) // 48  # per thread
+RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 48  # per thread
 
 
 @dataclass

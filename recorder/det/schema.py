@@ -9,7 +9,7 @@ from __future__ import annotations
 
 FORMAT_VERSION = 3
 APPLICATION_ID = 0x64657431  # "det1"
-PAGE_SIZE = 65536
+PAGE_SIZE = 4096  # (larger pages make small traces large and large ones no smaller)
 
 SCHEMA = """
 CREATE TABLE meta (
@@ -142,6 +142,14 @@ CONVERT_SQL = (
     "UPDATE event_rows SET result = ? WHERE seq = ?",
     "CREATE INDEX marks_by_thread ON marks(tid, idx);",
 )
+
+# The marks again, from the events (for a trace whose event_rows were rewritten
+# by hand: docs/TRACE_FORMAT.md).
+REBUILD_MARKS = f"""DELETE FROM marks;
+INSERT INTO marks(win, tid, idx, ts)
+SELECT seq / {MARK_WINDOW}, tid, idx, ts FROM (
+    SELECT seq, tid, idx, ts, row_number() OVER (PARTITION BY seq / {MARK_WINDOW}, tid ORDER BY seq) AS first
+    FROM events) WHERE first = 1;"""
 
 # Reading events without the view's window functions: rows in seq order,
 # with their call's fields; idx and ts are counted and summed per thread.
