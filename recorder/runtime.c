@@ -433,6 +433,13 @@ int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind)
 	e->kind = kind;
 	atomic_store_explicit(&e->id, want, memory_order_release);
 	atomic_store(rev, a);
+	/* a thread parked wanting this object before it had its id says so now
+	 * (its own refresh may not run: under gdb everything stops at the end) */
+	for (uint32_t i = 0; i < det_hdr->threads_recorded; i++) {
+		struct det_slot *s = det_shm_slot(det_hdr, i);
+		if (s->blocked_addr == a && !s->blocked_obj)
+			s->blocked_obj = want;
+	}
 	return 1;
 }
 
