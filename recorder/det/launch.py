@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import select
 import shutil
 import signal
 import stat
@@ -208,6 +209,7 @@ class Program:
         self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
         stdin: StdinFeed | int | None = None,
     ) -> None:
+        self._pidfd: int | None = None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
@@ -242,6 +244,23 @@ class Program:
         return self.proc.pid
 
     def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status, or None if it still runs after `timeout` s. Waits
+        on a pidfd, so a short program is seen to end at once (Popen's own
+        timed wait polls with growing sleeps)."""
+        if timeout is not None and self.proc.returncode is None:
+            if self._pidfd is None:
+                try:
+                    self._pidfd = os.pidfd_open(self.proc.pid)
+                except OSError:
+                    self._pidfd = -1
+            if self._pidfd >= 0:
+                if not select.select([self._pidfd], [], [], timeout)[0]:
+                    return None
+                rc = self.proc.poll()
+                if rc is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = -1
+                return rc
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -398,30 +398,12 @@ class TraceWriter:
                 raise DetError(f"cannot replace {p}: {e.strerror}") from None
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            try:
+                os.write(fd, _empty_trace())
+            finally:
+                os.close(fd)
         except OSError as e:
             raise DetError(f"cannot create {self.path}: {e.strerror}") from None
-        os.close(fd)
-        db = sqlite3.connect(self.path)
-        try:
-            db.executescript(
-                f"""PRAGMA page_size = {schema.PAGE_SIZE};
-                PRAGMA application_id = {schema.APPLICATION_ID};
-                PRAGMA user_version = {schema.FORMAT_VERSION};
-                PRAGMA synchronous = OFF;
-                {schema.SCHEMA}"""
-            )
-            with db:
-                db.executemany(
-                    "INSERT INTO object_kinds VALUES (?,?,?)",
-                    [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
-                )
-                db.executemany(
-                    "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
-                    [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description)
-                     for e in ev.EVENTS],
-                )
-        finally:
-            db.close()
 
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path)
@@ -466,6 +448,46 @@ class TraceWriter:
             db.close()
         os.replace(self.path, self.final)
         return self.final
+
+
+_EMPTY: bytes | None = None
+
+
+def _empty_trace() -> bytes:
+    """The bytes of a trace with det's tables and kinds and nothing else,
+    made once per process (--until-fail starts many traces)."""
+    global _EMPTY
+    if _EMPTY is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="det-empty-") as d:
+            path = Path(d) / "empty.db"
+            db = sqlite3.connect(path)
+            try:
+                db.executescript(
+                    f"""PRAGMA page_size = {schema.PAGE_SIZE};
+                    PRAGMA synchronous = OFF;
+                    PRAGMA journal_mode = MEMORY;
+                    PRAGMA application_id = {schema.APPLICATION_ID};
+                    PRAGMA user_version = {schema.FORMAT_VERSION};
+                    BEGIN;
+                    {schema.SCHEMA}
+                    COMMIT;"""
+                )
+                with db:
+                    db.executemany(
+                        "INSERT INTO object_kinds VALUES (?,?,?)",
+                        [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
+                    )
+                    db.executemany(
+                        "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
+                        [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description)
+                         for e in ev.EVENTS],
+                    )
+            finally:
+                db.close()
+            _EMPTY = path.read_bytes()
+    return _EMPTY
 
 
 def log_path(trace_path: Path) -> Path:
