@@ -17,10 +17,10 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c
-RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h
+RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
 SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
-SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
+SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def
 
 SAMPLES_C   := $(wildcard samples/*.c)
 SAMPLES_CXX := $(wildcard samples/*.cpp)
