@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 
+from . import __version__, tracedir
 from .errors import DetError
 from .symbols import Symbolizer
 from .trace import Trace, kind_name, objkind_name
@@ -106,13 +107,19 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
             w(f"  T{tid} in {kind_name(kind)} on {okind} {obj} at {where}")
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="detrec info", description="Show what a det trace holds.")
-    p.add_argument("trace")
+    tracedir.trace_argument(p, "trace", nargs="?", metavar="TRACE",
+                   help="a trace path, or a name listed by `detrec ls` (default: the latest)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    ns = p.parse_args(argv)
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     try:
-        with Trace(ns.trace) as tr:
+        with Trace(tracedir.resolve(ns.trace) if ns.trace else tracedir.latest()) as tr:
             s = summary(tr)
             if ns.json:
                 json.dump(s, sys.stdout, indent=2)

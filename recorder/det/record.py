@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, schema
+from . import __version__, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
@@ -346,8 +346,35 @@ def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, o
     return rows
 
 
-def default_output(argv0: str) -> Path:
-    return Path(f"{os.path.basename(argv0)}.det.db")
+# detrec's other commands: name -> (module, its main, its parser), imported when used
+SUBCOMMANDS = {
+    "info": ("info", "main", "build_parser"),
+    "ls": ("tracedir", "ls_main", "ls_parser"),
+    "rm": ("tracedir", "rm_main", "rm_parser"),
+}
+
+
+def _subcommand(name: str, part: int):
+    import importlib
+
+    module = SUBCOMMANDS[name][0]
+    return getattr(importlib.import_module(f".{module}", __package__), SUBCOMMANDS[name][part])
+
+
+def subcommand_main(name: str):
+    return _subcommand(name, 1)
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """The subcommand's parser (man page and completion generation)."""
+    return _subcommand(name, 2)()
+
+
+def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
+    """After a recording: make the trace kept the latest."""
+    if path.exists():
+        tracedir.note_latest(path)
+    return status
 
 
 def pass_output(out: Path) -> Path:
@@ -465,16 +492,22 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     return 0
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="detrec",
+        usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
-        epilog="detrec info TRACE prints what a trace holds. To record a program named 'info', "
-               "write `detrec -- info`.",
+        epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
+               "trace directory and `detrec rm TRACE` removes them. To record a program named like a command, "
+               "write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, "
+               "else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: the program's (128+N for signal N), "
+               "124 when --timeout stopped it, 125 when det stopped it, 2 for bad usage.",
     )
-    p.add_argument("-o", "--output",
-                   help="trace file (default: PROGRAM.det.db); an existing det trace there is replaced, any other "
-                        "existing file, directory, device or link is refused")
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    p.add_argument("-o", "--output", metavar="TRACE",
+                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there "
+                        "is replaced, any other existing file, directory, device or link is refused"
+                   ).complete = "file"
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",
@@ -491,9 +524,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
-    p.add_argument("--max-threads", type=int, default=4096, help="threads a run may create (default 4096)")
-    p.add_argument("program", help="the program to record")
+    p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("program", help="the program to record").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     ns = p.parse_args(argv)
     if ns.until_fail is not None and ns.until_fail < 1:
         p.error("--until-fail needs a positive number of runs")
@@ -522,14 +560,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] == "info":
-            from .info import main as info_main
-
-            return info_main(argv[1:])
+        if argv and argv[0] in SUBCOMMANDS:
+            return subcommand_main(argv[0])(argv[1:])
         ns = parse_args(argv)
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
-        out = Path(ns.output) if ns.output else default_output(ns.program)
+        out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
                        strict=ns.strict, quantum=ns.quantum)
@@ -545,9 +581,11 @@ def main(argv: list[str] | None = None) -> int:
         if ns.until_fail:
             if opts.stdin["kind"] == "pipe":  # every run reads the same input
                 opts.stdin_bytes = list(read_own_stdin())
-            return until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+            status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+            return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
         res = record_run(exe, prog_argv, out, opts)
         print_result(res, ns.quiet)
+        kept(res.path, ns, res.exit_status)
         if opts.seed and not ns.quiet:
             say(f"chaos seed {opts.seed}: `detrec --chaos{' --strict' if opts.strict else ''} --seed {opts.seed}` "
                 "repeats this schedule")
