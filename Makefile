@@ -102,7 +102,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext
+	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext tui
 
 test: all check
 	$(PY) -m pytest -q -x tests

@@ -14,10 +14,7 @@ Rules of this file:
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable
-from pathlib import Path
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
@@ -79,29 +76,3 @@ class DetTui(App[None]):
             self.session.close()
         for m in self.models:
             m.close()
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="dettui", description="See, step and compare det schedules in a terminal.")
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="a trace; two traces: compare them")
-    p.add_argument("--live", action="store_true", help="step a replay of TRACE in gdb (detreplay --gdb)")
-    ns = p.parse_args(argv)
-    if len(ns.traces) > 2:
-        p.error("one trace, or two to compare")
-    if ns.live and len(ns.traces) != 1:
-        p.error("--live takes one trace")
-    return ns
-
-
-def main(argv: list[str] | None = None) -> int:
-    ns = parse_args(sys.argv[1:] if argv is None else argv)
-    app = DetTui([str(Path(t)) for t in ns.traces], live=ns.live)
-    try:
-        app.run()
-    except KeyboardInterrupt:
-        return 130
-    return app.return_code or 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
