@@ -5,6 +5,9 @@
 #   make test     everything CI runs (checks + all tests)
 #   make bench    det-vs-native ratios (medians of several runs)
 #   make stress   slow statistical runs
+#   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
+#                 and the Python package in lib/det/, the gdb extension in share/det/,
+#                 man pages and bash completion (generated from the parsers); make uninstall
 #
 # Rules: every target works from a fresh clone on Debian 12; tools/setup.sh
 # installs what is missing (as root) or says what to install.
@@ -17,10 +20,10 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c
-RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h
+RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
 SUP_SRC     := recorder/supervisor.c recorder/capture.c recorder/convert.c replayer/schedule.c
-SUP_HDR     := recorder/supervisor.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
+SUP_HDR     := recorder/supervisor.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def
 
 SAMPLES_C   := $(wildcard samples/*.c)
 SAMPLES_CXX := $(wildcard samples/*.cpp)
@@ -30,9 +33,19 @@ TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bi
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
-.PHONY: all setup native samples benches testprogs demo test check bench stress clean
+# install: what goes where, as DEST=SRC pairs (DEST relative to PREFIX); the
+# Python package, the commands, their man pages and completion come from
+# setup.cfg (tools/install.py). A new file to install is one line here.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SYS_PY  ?= python3
+INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
+                 $(foreach f,$(wildcard gdb-ext/*.py),share/det/gdb-ext=$(f))
+PY_SRC  := $(wildcard recorder/det/*.py replayer/det_replay/*.py) setup.cfg
 
-all: $(SETUP) native samples benches testprogs
+.PHONY: all setup native samples benches testprogs demo test check bench stress clean dist install uninstall
+
+all: $(SETUP) native samples benches testprogs dist
 
 setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
@@ -47,6 +60,21 @@ build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -o $@ $(SUP_SRC) -lsqlite3
+
+# dist: everything an install needs, built without .venv (a Debian package build has none)
+dist: native build/.cli-docs
+build/.cli-docs: $(PY_SRC) tools/install.py tools/gen_cli_docs.py
+	@mkdir -p build
+	$(SYS_PY) tools/install.py stage build/python
+	$(SYS_PY) tools/gen_cli_docs.py --python build/python --man build/man --completion build/completion
+	@touch $@
+
+install: dist
+	$(SYS_PY) tools/install.py install --prefix "$(PREFIX)" --destdir "$(DESTDIR)" --stage build/python \
+		$(addprefix --file ,$(INSTALL_FILES))
+
+uninstall:
+	$(SYS_PY) tools/install.py uninstall --prefix "$(PREFIX)" --destdir "$(DESTDIR)" $(addprefix --file ,$(INSTALL_FILES))
 
 samples: $(SAMPLE_BINS)
 samples/bin/%: samples/%.c samples/sample.h
@@ -74,7 +102,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext
+	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext tui
 
 test: all check
 	$(PY) -m pytest -q -x tests

@@ -266,6 +266,7 @@ def main() -> int:
               f"{uf['until_fail_runs_per_s']:.1f} runs/s ({uf['ratio']:.2f} of native; target >= 0.5)", flush=True)
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/gdb_goto.py", f"--runs={ns.runs}", f"--iters={250000 // scale}"])
+    subprocess.run([sys.executable, "bench/gdb_reverse.py", f"--runs={min(ns.runs, 3)}", f"--iters={250000 // scale}"])
     if ns.json:
         Path(ns.json).write_text(json.dumps(results, indent=2))
     return 0

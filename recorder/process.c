@@ -175,6 +175,7 @@ static void resume_exec(uint32_t idx, uint32_t num)
 	} else {
 		t->sched = (const struct det_sched *)((char *)h + s->sched_off);
 		t->sched_count = s->sched_count;
+		det_replay_resume(t);
 	}
 	/* the kernel ended the image's other threads */
 	uint32_t n = (uint32_t)(atomic_load(&h->clock) >> DET_SEQ_BITS);

@@ -269,6 +269,8 @@ DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);
 DET_HIDDEN void det_replay_attach(struct det_thread *t);
+/* Replay: the thread goes on from t->idx (after attach, or in an exec'd image). */
+DET_HIDDEN void det_replay_resume(struct det_thread *t);
 /* Replay: the program starts (again, under gdb): forget the last run. */
 DET_HIDDEN void det_replay_reset(void);
 /* Replay: the process is ending; let its other threads finish their events. */

@@ -11,6 +11,7 @@ removed once the trace is written.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -69,13 +70,15 @@ def ensure_trace(path: str | os.PathLike[str], quiet: bool = False) -> Path:
     return target
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="detrec salvage",
                                 description="Turn the capture log a killed detrec left into a trace.")
-    p.add_argument("log", help="NAME.incomplete.log (or NAME, or NAME.incomplete)")
-    ns = p.parse_args(argv)
+    p.add_argument("log", help="NAME.incomplete.log (or NAME, or NAME.incomplete)").complete = "file"
+    return p
+
+
+def main(argv: list[str]) -> int:
+    ns = build_parser().parse_args(argv)
     try:
         arg = Path(ns.log)
         if not arg.name.endswith(LOG_SUFFIX):

@@ -233,24 +233,33 @@ class Trace:
         out = [self.event(s) for s in sorted(set(seqs))]
         return [e for e in out if e is not None]
 
+    def thread_event(self, tid: int, idx: int) -> Event | None:
+        """A thread's idx-th event (from 0)."""
+        seq = self.seq_of(tid, idx)
+        return None if seq is None else self.event(seq)
+
     def last_before(self, tid: int, seq: int) -> Event | None:
         """The thread's last event before seq."""
         found = self.q1("SELECT seq FROM event_rows WHERE seq < ? AND tid = ? ORDER BY seq DESC LIMIT 1", (seq, tid))
         return None if found is None else self.event(found)
 
-    def lanes(self) -> str:
-        """Every event as one code point, tid * LANE_KINDS + kind, in order: the
-        whole schedule in a few MB, scanned at C speed (a timeline's columns
-        are slices of it). TraceError when a thread number is too large."""
+    def lanes(self, lo: int | None = None, hi: int | None = None) -> str:
+        """Every event (with lo <= seq < hi, when given) as one code point,
+        tid * LANE_KINDS + kind, in order: a whole schedule in a few MB,
+        scanned at C speed (a timeline's columns are slices of it).
+        TraceError when a thread number is too large for that."""
         top = self.q1("SELECT max(tid) FROM threads") or 0
         if top > MAX_LANE_TID:
             raise TraceError(f"{self.path}: thread T{top}: too many threads to draw (at most {MAX_LANE_TID + 1})")
+        where = " AND ".join(w for w, v in (("e.seq >= ?", lo), ("e.seq < ?", hi)) if v is not None)
+        args = tuple(v for v in (lo, hi) if v is not None)
         old = self.db.text_factory
         self.db.text_factory = bytes
         try:
+            # CROSS JOIN: a scan of event_rows itself, in seq order.
             raw = self.db.execute(f"SELECT group_concat(char(e.tid * {LANE_KINDS} + c.kind), '') "
-                                  "FROM event_rows e CROSS JOIN calls c ON c.call = e.call"
-                                  ).fetchone()[0] or b""  # a rowid scan, in seq order
+                                  "FROM event_rows e CROSS JOIN calls c ON c.call = e.call "
+                                  f"{'WHERE ' + where if where else ''}", args).fetchone()[0] or b""
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
         finally:

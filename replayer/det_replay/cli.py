@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from det import __version__, tracedir
 from det.analysis import Waiter, block_report
 from det.errors import DetError
 from det.launch import Program, StdinFeed, describe_status, shell_status
@@ -248,13 +249,18 @@ def _stall_text(tr: Trace, threads: list, done: int, total: int, sym: Symbolizer
             if parts else f"divergence: replay stalled after {done} of {total} events")
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    gdb_args = argv[argv.index("--") + 1:] if "--" in argv else []  # --gdb: the rest is gdb's
-    argv = argv[:argv.index("--")] if "--" in argv else argv
-    p = argparse.ArgumentParser(prog="detreplay", description="Replay a det trace with its recorded schedule.",
-                                usage="detreplay [options] TRACE [-- GDB ARGS...]")
-    p.add_argument("trace")
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="detreplay", description="Replay a det trace with its recorded schedule.",
+        usage="detreplay [options] [TRACE] [-- GDB ARGS...]",
+        epilog="Without TRACE, the latest trace recorded into the trace directory ($DET_TRACE_DIR, else "
+               "$XDG_DATA_HOME/det/traces, else ~/.local/share/det/traces) is replayed; TRACE may be a path or a "
+               "name listed by `detrec ls`. A packed trace (`detrec pack`) replays with the program, libraries "
+               "and files it carries, seen at their recorded paths. Exit status: the program's, as recorded; "
+               "125 at a divergence or when det stopped the program; 2 for bad usage.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    tracedir.trace_argument(p, "trace", nargs="?", metavar="TRACE", help="the trace (default: the latest recorded)")
     p.add_argument("--relaxed", action="store_true",
                    help="enforce only the order on each object (threads run more in parallel)")
     p.add_argument("--force", action="store_true", help="replay even if the program changed since recording")
@@ -266,9 +272,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="replay inside gdb, stopped at the first event, with det's commands (`help det`); "
                         "arguments after -- go to gdb")
     p.add_argument("-g", type=int, metavar="N", dest="goto", help="with --gdb: stop at event N instead (implies --gdb)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    gdb_args = argv[argv.index("--") + 1:] if "--" in argv else []  # --gdb: the rest is gdb's
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    p = build_parser()
     ns = p.parse_args(argv)
     try:
-        ns.trace = str(ensure_trace(ns.trace, quiet=ns.quiet))
+        if ns.trace:
+            ns.trace = str(ensure_trace(tracedir.resolve(ns.trace), quiet=ns.quiet))
+        else:
+            ns.trace = str(tracedir.latest())
+            if not ns.quiet:
+                say(f"replaying the latest trace, {ns.trace}")
     except DetError as e:
         say(str(e))
         return e.status
