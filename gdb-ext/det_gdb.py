@@ -160,6 +160,7 @@ class Session:
         self.deferred: list[str] | None = None  # report lines held while a det command runs the program
         self.quiet_exit = False                 # a restart kills the program: say nothing
         self.last_event: object = None
+        self.signalled: tuple[int | None, str] | None = None  # (det thread, SIGABRT) of the last stop
         self.finish_bp: gdb.Breakpoint | None = None
 
     # --- the program's memory ------------------------------------------------
@@ -249,6 +250,7 @@ class Session:
     def _make_breakpoints(self) -> None:
         self.bps = {
             "ready": DetBreakpoint("det_gdb_ready", self.on_ready),
+            "thread": DetBreakpoint("det_gdb_thread", self.on_thread),
             "stop": DetBreakpoint("det_gdb_stop", self.on_det_stop),
             "diverged": DetBreakpoint("det_gdb_diverged", self.on_diverged),
             "park": DetBreakpoint("-source enforce.c -function park", self.on_park),
@@ -261,10 +263,19 @@ class Session:
         self.slot_base = None
         self.lwp_to_num = {}
         self.divergence = None
+        self.signalled = None
         self.arm()
+        self.name_thread(gdb.selected_thread(), 0)
         if self.goal is not None and self.goal.first and self.model.total == 0:
             self.hit = Hit("ready", seq=self.model.end, thread=0)
             return True
+        return False
+
+    def on_thread(self) -> bool:
+        # A thread starts (libdet.so passes its number): gdb's name for it is
+        # its T-name before gdb reports anything about it (a signal, a
+        # watchpoint hit).
+        self.name_thread(gdb.selected_thread(), int(gdb.parse_and_eval("(unsigned int)$rdi")))
         return False
 
     def on_det_stop(self) -> bool:
@@ -357,6 +368,7 @@ class Session:
             self.say(f"det: cannot read the replay state: {e}")
 
     def _on_stop(self, event: gdb.StopEvent, hit: Hit | None, goal: Goal | None) -> None:
+        self.signalled = None
         live = self.live()
         if hit is not None and hit.why in ("goal", "break"):
             self.pos = Position(hit.seq, hit.thread, True)
@@ -377,9 +389,25 @@ class Session:
         if hit is None:
             if self.finish_bp is not None:
                 return  # stepping out of det's code for next/step: they report
+            if isinstance(event, gdb.SignalEvent):
+                self.signalled = (here, event.stop_signal)
             if goal is not None:
                 lines.append(f"det: stopped before reaching {goal.what}; now at "
                              f"{self.model.label(self.pos.seq)}")
+            # gdb stopped in det's code (a watchpoint hit inside det's call)
+            # or in a library for a signal (abort, raise): the program's own
+            # line is what the user wants to see.
+            try:
+                newest = frame_kind(gdb.newest_frame())
+            except gdb.error:
+                newest = "program"
+            if newest == "det" or (newest == "system" and isinstance(event, gdb.SignalEvent)):
+                f = user_frame()
+                if f is not None and frame_kind(f) == "program":
+                    f.select()
+                    who = f"T{here}" if here is not None else "this thread"
+                    lines.append(f"det: {who} is in {where(f)} (frame #{f.level()}, the program's code)")
+                    lines += self.frame_lines()
             if lines:
                 self.say(*lines)
             return
@@ -445,8 +473,13 @@ class Session:
     def name_threads(self) -> None:
         for t in gdb.selected_inferior().threads():
             num = self.lwp_to_num.get(t.ptid[1])
-            if num is not None and t.name != f"T{num}":
-                t.name = f"T{num}"
+            if num is not None:
+                self.name_thread(t, num)
+
+    @staticmethod
+    def name_thread(t: gdb.InferiorThread | None, num: int) -> None:
+        if t is not None and t.is_valid() and t.name != f"T{num}":
+            t.name = f"T{num}"
 
     def select_thread(self, num: int | None) -> None:
         if num is not None:
@@ -457,16 +490,20 @@ class Session:
         if f is not None:
             f.select()
 
-    def show_frame(self) -> None:
+    def frame_lines(self) -> list[str]:
         text = gdb.execute("frame", to_string=True)
         disp = gdb.execute("display", to_string=True)
-        self.say(*(text + disp).rstrip("\n").split("\n"))
+        return (text + disp).rstrip("\n").split("\n")
+
+    def show_frame(self) -> None:
+        self.say(*self.frame_lines())
 
     # --- moving ----------------------------------------------------------------
     def resume(self, goal: Goal) -> None:
         """Run the program (started or not) until goal, a breakpoint, or the end."""
         if goal.end:
             self.bps["exit"].enabled = True
+        self.signalled = None
         self.deferred = []
         try:
             with self.quiet(), self.user_breakpoints(goal.honor):
@@ -554,7 +591,7 @@ class Session:
         f = gdb.newest_frame()
         if not in_det(f) and not (f.older() is not None and in_det(f.older()) and not in_user(f)):
             return
-        uf = user_frame()
+        uf = det_caller_frame()
         if uf is None or uf.newer() is None or in_det(uf):
             return
         callee = uf.newer()
@@ -630,35 +667,74 @@ def solib(pc: int) -> str:
     return os.path.basename(gdb.solib_name(pc) or "")
 
 
-def in_det(f: gdb.Frame) -> bool:
+# Where the system's shared libraries live: their frames are neither det's
+# nor the program's own code (libc's abort, libstdc++'s thread entry).
+SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/")
+
+
+def frame_kind(f: gdb.Frame) -> str:
+    """"det" (libdet.so), "system" (a system library, the vDSO) or "program"."""
     try:
-        return solib(f.pc()) == LIBDET
+        pc = f.pc()
+        path = gdb.solib_name(pc)
     except gdb.error:
-        return False
+        return "system"
+    if path is None:
+        # The executable itself, or the vDSO (no file either).
+        return "system" if (f.name() or "").startswith("__vdso_") else "program"
+    if os.path.basename(path) == LIBDET:
+        return "det"
+    return "system" if path.startswith(SYSTEM_DIRS) or "linux-vdso" in path else "program"
+
+
+def in_det(f: gdb.Frame) -> bool:
+    return frame_kind(f) == "det"
 
 
 def in_user(f: gdb.Frame) -> bool:
     return not in_det(f) and (f.name() or "") not in THREAD_ENTRY
 
 
-def user_frame(limit: int = 64) -> gdb.Frame | None:
-    """The selected thread's frame in the program's code, above det's frames."""
+def det_caller_frame(limit: int = 64) -> gdb.Frame | None:
+    """The frame that called into det (the first frame above det's frames), or None."""
     try:
         f = gdb.newest_frame()
     except gdb.error:
         return None
-    seen_det, last_det = False, None
+    seen_det = False
+    for _ in range(limit):
+        if f is None:
+            return None
+        if in_det(f):
+            seen_det = True
+        elif seen_det:
+            return f
+        f = f.older()
+    return None
+
+
+def user_frame(limit: int = 256) -> gdb.Frame | None:
+    """The selected thread's innermost frame in the program's own code.
+
+    Not det's frames, not a system library's (abort, raise): the line of the
+    program a thread is at. A thread that has none yet (about to run its start
+    routine, at its thread_start event) gets det's thread entry, the frame
+    that calls the start routine."""
+    try:
+        f = gdb.newest_frame()
+    except gdb.error:
+        return None
+    outer_det = None
     for _ in range(limit):
         if f is None:
             break
-        if in_det(f):
-            seen_det, last_det = True, f
-        elif seen_det:
-            # A thread's first event (thread_start) has no caller in the
-            # program: show det's thread entry instead of libc's.
-            return f if (f.name() or "") not in THREAD_ENTRY else last_det
+        kind = frame_kind(f)
+        if kind == "program":
+            return f
+        if kind == "det":
+            outer_det = f
         f = f.older()
-    return gdb.newest_frame() if not seen_det else last_det
+    return outer_det or gdb.newest_frame()
 
 
 def where(f: gdb.Frame | None) -> str:
@@ -725,6 +801,17 @@ def parse_event(s: Session, text: str, cmd: str) -> int:
     if not m.has(n):
         raise gdb.GdbError(f"det: {cmd}: the trace has no event {n} (its thread died before it was written)")
     return n
+
+
+def parse_bound(s: Session, text: str, cmd: str) -> int:
+    """An end of a range of events: a number or expression (not checked
+    against the recording: ranges are clamped), `start` or `end`."""
+    t = text.strip().lower()
+    if t in ("end", "$"):
+        return s.model.end
+    if t in ("start", "begin", "first"):
+        return s.model.first
+    return parse_int(text, cmd)
 
 
 def parse_thread(s: Session, text: str, cmd: str) -> int:
@@ -828,6 +915,8 @@ Usage: det status"""
                 th = s.gdb_thread(t.num)
                 if th is not None:
                     t.where = thread_where(th)
+            if s.signalled is not None and s.signalled[0] == t.num:
+                t.signal = s.signalled[1]
         lines = s.model.status_text(pos.seq, pos.thread if pos.det_stop else None, live, s.relaxed,
                                     selected=s.det_num())
         if s.divergence:
@@ -1104,11 +1193,14 @@ ended; `=>` marks the current event. Default: 10 events either side."""
         if len(w) > 2:
             raise gdb.GdbError("det: det timeline: usage: det timeline [FROM [TO]]")
         if w:
-            lo = parse_event(s, w[0], "det timeline")
-            hi = parse_event(s, w[1], "det timeline") if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20,
+            # A range is clamped to the recording (`det timeline 0 40` on a
+            # 36-event trace shows events 0 to 35).
+            lo = parse_bound(s, w[0], "det timeline")
+            hi = parse_bound(s, w[1], "det timeline") if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20,
                                                                                      m.total - 1))
             if hi < lo:
                 raise gdb.GdbError("det: det timeline: TO is before FROM")
+            lo, hi = min(max(lo, m.first), m.end - 1), min(max(hi, m.first), m.end - 1)
         else:
             i = m.index_of(pos)
             lo, hi = m.seq_at(max(0, i - 10)), m.seq_at(min(m.total - 1, i + 10))
@@ -1196,6 +1288,68 @@ Needs the Python packages capstone and pyelftools in gdb's Python
             print(ln)
 
 
+class DetFrameFilter:
+    """Hides libdet.so's frames from `bt` (gdb's frame-filter protocol).
+
+    det's frames are how a thread waits for its turn, never the program's
+    business; `set det show-frames on` (or gdb's `bt -no-filters`) shows
+    them. Frame numbers stay gdb's, so `frame N` still means what bt says."""
+
+    def __init__(self) -> None:
+        self.name = "det"
+        self.priority = 100
+        self.enabled = True
+        gdb.frame_filters[self.name] = self
+
+    def filter(self, frames: Iterator) -> Iterator:
+        return (d for d in frames if not in_det(d.inferior_frame()))
+
+
+class DetSetPrefix(gdb.Command):
+    """det's settings: `set det show-frames on|off`."""
+
+    def __init__(self, verb: str) -> None:
+        super().__init__(f"{verb} det", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, prefix=True)
+
+
+class DetShowFrames(gdb.Parameter):
+    """Whether backtraces show det's own frames (libdet.so: how a thread waits for its
+turn). Off by default: `bt` shows the program's frames and the libraries it called."""
+
+    set_doc = "Set whether backtraces show det's own frames."
+    show_doc = "Show whether backtraces show det's own frames."
+
+    def __init__(self, flt: DetFrameFilter) -> None:
+        super().__init__("det show-frames", gdb.COMMAND_STACK, gdb.PARAM_BOOLEAN)
+        self.value = False
+        self.flt = flt
+
+    def get_set_string(self) -> str:
+        self.flt.enabled = not self.value
+        return f"det: backtraces {'show' if self.value else 'hide'} det's frames"
+
+    def get_show_string(self, svalue: str) -> str:
+        return f"det: backtraces {'show' if self.value else 'hide'} det's frames"
+
+
+def after_thread_command() -> None:
+    """Run by gdb's hookpost-thread: `thread N` selects N's frame in the program's code."""
+    if SESSION is None or not SESSION.alive():
+        return
+    try:
+        if frame_kind(gdb.selected_frame()) != "det":
+            return
+        f = user_frame()
+    except gdb.error:
+        return
+    if f is not None and f != gdb.selected_frame():
+        f.select()
+        num = SESSION.det_num()
+        who = f"T{num}" if num is not None else "this thread"
+        print(f"det: {who} is in {where(f)} (frame #{f.level()}; `set det show-frames on` shows det's frames)")
+        print(gdb.execute("frame", to_string=True).rstrip("\n"))
+
+
 def _stop_handler(event: gdb.StopEvent) -> None:
     if SESSION is not None:
         SESSION.on_stop(event)
@@ -1240,6 +1394,10 @@ def start(config_path: str) -> None:
         gdb.execute(f"skip -gfile {pat}", to_string=True)
     for cmd in ("next", "step", "until", "advance"):
         gdb.execute(f"define hook-{cmd}\npython det_gdb.step_hook()\nend", to_string=True)
+    gdb.execute("define hookpost-thread\npython det_gdb.after_thread_command()\nend", to_string=True)
+    DetSetPrefix("set")
+    DetSetPrefix("show")
+    DetShowFrames(DetFrameFilter())
     gdb.events.stop.connect(_stop_handler)
     gdb.events.exited.connect(_exit_handler)
     for cls in (DetPrefix, DetStatus, DetWhen, DetNext, DetBack, DetGoto, DetStepThread, DetUntil, DetBreakEvent,

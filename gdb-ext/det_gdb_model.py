@@ -55,6 +55,7 @@ class LiveThread:
     gdb_num: int | None = None  # gdb's thread number, if gdb knows the thread
     lwp: int | None = None
     where: str = ""     # its first frame in the program's code, e.g. "transfer at x.c:33"
+    signal: str = ""    # the signal gdb stopped it with (SIGABRT), if that was the last stop
 
     @property
     def ended_blocked(self) -> bool:
@@ -280,8 +281,7 @@ class Schedule:
                                  f"{self.threads[t.num]['create_seq']}; first event {first})")
                 continue
             mark = "*" if t.num == selected else " "
-            gdbn = f" [gdb {t.gdb_num}]" if t.gdb_num is not None else ""
-            parts = [f"{mark} T{t.num}{gdbn}: {t.done}/{t.count} done"]
+            parts = [f"{mark} T{t.num}: {t.done}/{t.count} done"]
             mine = sorted(by_thread.get(t.num, []))
             if mine:
                 parts.append("holds " + ", ".join(self.obj_name(o) for o in mine))
@@ -295,13 +295,18 @@ class Schedule:
                 parts.append(nxt)
                 if s == pos and t.num == current:
                     parts.append("<- about to do it")
+                elif t.signal:
+                    parts.append(f"stopped by {t.signal}")
                 elif t.state == "running" and t.at_turnstile:
                     parts.append("waits for its turn")
                 elif t.state == "running":
                     parts.append("running")
+            elif t.signal:
+                parts.append(f"no more recorded events; stopped by {t.signal}")
             elif t.ended_blocked:
-                o = self.obj_name(t.blocked_obj) or "?"
-                parts.append(f"no more recorded events; blocked in {kind_name(t.blocked_kind)} on {o} "
+                o = self.obj_name(t.blocked_obj)
+                on = f" on {o}" if o else ""
+                parts.append(f"no more recorded events; blocked in {kind_name(t.blocked_kind)}{on} "
                              f"at {self.ra_where(t.blocked_ra)}, where the recording ended")
             elif t.state in ("exiting", "free"):
                 parts.append("exited")
@@ -312,7 +317,7 @@ class Schedule:
             lines.append("; ".join(parts))
         waiters = [Waiter(t.num, t.blocked_kind, t.blocked_obj, t.blocked_ra)
                    for t in live if t.ended_blocked]
-        if waiters and pos >= self.end:
+        if waiters and pos >= self.end and self.ended_blocked():
             rep = block_report(self.trace, waiters, self.sym, None)
             lines.append(self.cycle_text(rep.summary, rep.cycle, waiters, held))
         return lines

@@ -41,6 +41,13 @@ __attribute__((visibility("default"), noinline)) void det_gdb_ready(void)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* gdb breaks here when a thread of the replay starts (num: its det number),
+ * to name the thread after it before gdb reports anything about it. */
+__attribute__((visibility("default"), noinline)) void det_gdb_thread(uint32_t num)
+{
+	__asm__ volatile("" ::"r"(num) : "memory");
+}
+
 /* gdb breaks here once the recording's last event is done (every thread has
  * done its events, or waits past them), once per run. */
 __attribute__((visibility("default"), noinline)) void det_gdb_end(void)
@@ -115,6 +122,8 @@ void det_replay_attach(struct det_thread *t)
 	t->sched = (const struct det_sched *)((char *)det_hdr + s->sched_off);
 	t->sched_count = s->sched_count;
 	t->idx = 0;
+	if (det_unlikely(det_gdb_control.attached))
+		det_gdb_thread(t->num);
 	if (t->num == 0) {
 		det_obj_bind((void *)pthread_self(), s->obj, DET_OBJ_THREAD);
 		det_gdb_ready();

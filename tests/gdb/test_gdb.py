@@ -209,6 +209,8 @@ def test_gdb_commands_work_inside_the_schedule(counter: Path) -> None:
     assert re.search(rf"^{add}\t\s+counter \+= id;\n{unl}\t\s+pthread_mutex_unlock", out, re.M), out
     assert marks(out, "cnt") == [[counter_at(evs, lock) + tid]]
     assert re.search(r"Hardware watchpoint \d+: counter", out), out
+    # gdb's name for the thread that hit it is its T-name, not the program's name.
+    assert re.search(r'^Thread \d+ "T[12]" hit Hardware watchpoint \d+: counter', out, re.M), out
     old, new = (int(x) for x in re.search(r"Old value = (\d+)\nNew value = (\d+)", out).groups())
     assert new - old in (1, 2)
     assert out.count("det: between events") == 2
@@ -235,6 +237,67 @@ def test_deadlock_cycle_at_the_end(deadlock: Path) -> None:
         assert {t1, t2} == {"1", "2"} and held1 == want2 and held2 == want1 and held1 != held2
     assert "blocked in thread_join on T" in out
     assert "# lock mutex" in out  # the timeline shows the blocked threads
+
+
+@pytest.fixture(scope="module")
+def aborted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    trace = tmp_path_factory.mktemp("abort") / "abort.db"
+    r = detrec("-q", "-o", trace, program("crash"), "assert")
+    assert r.returncode == 134, r.stderr.decode()
+    return trace
+
+
+def crash_line(text: str, last: bool = False) -> int:
+    src = (ROOT / "tests" / "programs" / "crash.c").read_text().splitlines()
+    found = [i + 1 for i, ln in enumerate(src) if text in ln]
+    return found[-1] if last else found[0]
+
+
+DET_SOURCES = re.compile(r"(recorder|replayer)/\w+\.[ch]:\d+")
+
+
+def test_frames_stay_in_the_programs_code(aborted: Path) -> None:
+    """After a SIGABRT, `thread N` and det commands, the selected frame is the
+    program's; bt hides det's frames unless `set det show-frames on`."""
+    line, lock = crash_line("assert(zero == 1)"), crash_line("pthread_mutex_lock(&m)", last=True)
+    out = gdb_batch(aborted, "continue", "det status", "bt", 'echo @frame\\n',
+                    "thread 1", "bt", "list", "set det show-frames on", "bt", "set det show-frames off", "bt",
+                    "det goto 3", "bt")
+    parts = out.split("@frame")
+    after_abort, rest = parts[0], parts[1]
+    assert re.search(r'^Thread \d+ "T1" received signal SIGABRT', after_abort, re.M), out
+    assert f"det: T1 is in victim at crash.c:{line} (frame #" in after_abort, out
+    status = after_abort[after_abort.index("det: at the end of the recording"):]
+    assert re.search(rf"^\* T1: \d+/\d+ done; no more recorded events; stopped by SIGABRT; in victim at "
+                     rf"crash\.c:{line}$", status, re.M), status
+    assert re.search(rf"^  T0: .* blocked in mutex_lock on mutex \d+ \(m\) at crash\.c:{lock}, where the "
+                     rf"recording ended; in main at crash\.c:{lock}$", status, re.M), status
+    assert "[gdb" not in status and "all threads blocked" not in status and "det_thread_main" not in status
+    bt = re.findall(r"^#\d+ .*$", after_abort[after_abort.index("#0"):], re.M)
+    assert any("victim (arg=" in f and f"crash.c:{line}" in f for f in bt), bt
+    assert not any(DET_SOURCES.search(f) for f in bt), bt  # det_thread_main is hidden
+    # `thread 1` (T0, parked in det) selects main's frame: list shows the program's source.
+    # (gdb's `thread` prints its frame #0 first; what det selects comes after.)
+    assert f"det: T0 is in main at crash.c:{lock} (frame #" in rest, out
+    sections = rest[rest.index("det: T0 is in main"):].split("det: backtraces ")
+    assert not DET_SOURCES.search(sections[0]), sections[0]
+    assert re.search(rf"^{lock}\t\s+pthread_mutex_lock\(&m\);", sections[0], re.M), sections[0]
+    assert sections[1].startswith("show det's frames") and "park (" in sections[1] and "enforce.c" in sections[1]
+    assert sections[2].startswith("hide det's frames") and not DET_SOURCES.search(sections[2].split("det: event")[0])
+    # After a det command the selected frame is the program's too.
+    tail = sections[2][sections[2].index("det: event 3 of"):]
+    assert not DET_SOURCES.search(tail), tail
+
+
+def test_timeline_ranges_are_clamped(counter: Path) -> None:
+    evs = events(counter)
+    last = evs[-1][0]
+    out = gdb_batch(counter, "det timeline -5 3", f"det timeline {last - 2} {last + 50}")
+    rows = [ln for ln in out.splitlines() if re.match(r"^(=>|  ) +(\d+|end)  ", ln)]
+    got = [re.match(r"^(?:=>)?\s*(\d+|end)", ln).group(1) for ln in rows]
+    want = [str(e[0]) for e in evs[:4]] + [str(e[0]) for e in evs[-3:]] + ["end"]
+    assert got == want, out
+    assert "is not in the recording" not in out
 
 
 def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
