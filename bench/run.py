@@ -166,6 +166,7 @@ def main() -> int:
         print("# target: strict record <= 3x")
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/gdb_goto.py", f"--runs={ns.runs}", f"--iters={250000 // scale}"])
+    subprocess.run([sys.executable, "bench/gdb_reverse.py", f"--runs={min(ns.runs, 3)}", f"--iters={250000 // scale}"])
     if ns.json:
         Path(ns.json).write_text(json.dumps(results, indent=2))
     return 0

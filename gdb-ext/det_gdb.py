@@ -64,6 +64,7 @@ class Goal:
     honor: bool = True            # the user's breakpoints and break-events may stop it first
     select: int | None = None     # det thread to select on arrival
     first: bool = False           # the start: with no events at all, stop at det_gdb_ready
+    ready: bool = False           # stop at det_gdb_ready, before any event (the re-executions of det_gdb_reverse)
 
     def clause(self) -> tuple[int | None, int | None, int | None, int | None] | None:
         """(seq, thread, kind, obj) for det_gdb_control, or None."""
@@ -161,6 +162,7 @@ class Session:
         self.quiet_exit = False                 # a restart kills the program: say nothing
         self.last_event: object = None
         self.signalled: tuple[int | None, str] | None = None  # (det thread, SIGABRT) of the last stop
+        self.stop_thread: int | None = None     # the det thread gdb reported the last stop in
         self.finish_bp: gdb.Breakpoint | None = None
 
     # --- the program's memory ------------------------------------------------
@@ -266,8 +268,8 @@ class Session:
         self.signalled = None
         self.arm()
         self.name_thread(gdb.selected_thread(), 0)
-        if self.goal is not None and self.goal.first and self.model.total == 0:
-            self.hit = Hit("ready", seq=self.model.end, thread=0)
+        if self.goal is not None and (self.goal.ready or (self.goal.first and self.model.total == 0)):
+            self.hit = Hit("ready", seq=self.model.first if self.model.total else self.model.end, thread=0)
             return True
         return False
 
@@ -379,6 +381,7 @@ class Session:
         self.name_threads()
         gdb.set_convenience_variable("det_event", self.pos.seq)
         here = self.det_num()
+        self.stop_thread = here
         gdb.set_convenience_variable("det_thread", self.pos.thread if self.pos.thread is not None else here)
         try:
             self.arm()  # the default from now on: break-events only
@@ -432,7 +435,7 @@ class Session:
         elif hit.why == "diverged":
             lines.append(f"det: the replay diverged: {self.divergence}")
             lines.append("det: `continue` lets the program stop (status 125); `det goto N` restarts the replay")
-        elif hit.why == "ready":
+        elif hit.why == "ready" and self.model.total == 0:
             lines.append("det: the recording has no events; the program is stopped where det started it")
         self.select_thread(select if select is not None else hit.thread)
         self.say(*lines)
@@ -499,15 +502,16 @@ class Session:
         self.say(*self.frame_lines())
 
     # --- moving ----------------------------------------------------------------
-    def resume(self, goal: Goal) -> None:
-        """Run the program (started or not) until goal, a breakpoint, or the end."""
+    def resume(self, goal: Goal, restart: bool = False, silent: bool = False) -> None:
+        """Run the program (started or not) until goal, a breakpoint, or the end;
+        restart: from the start in any case; silent: say nothing."""
         if goal.end:
             self.bps["exit"].enabled = True
         self.signalled = None
         self.deferred = []
         try:
             with self.quiet(), self.user_breakpoints(goal.honor):
-                if not self.alive() or self.must_restart(goal):
+                if restart or not self.alive() or self.must_restart(goal):
                     self.goal = goal
                     self.restart()
                 else:
@@ -518,7 +522,7 @@ class Session:
             out, self.deferred = self.deferred, None
             self.bps["exit"].enabled = False
             self.goal = None
-            for ln in out:
+            for ln in [] if silent else out:
                 print(ln)
 
     def restart(self) -> None:
@@ -878,6 +882,10 @@ det break-event ...    stop before events of a kind, on an object, by a thread
 det timeline [FROM [TO]]  the events around the current one, one column per thread
 det threads            gdb's thread numbers next to det's T0, T1, ...
 det disas [T]          disassembly around thread T's code (capstone, pyelftools)
+det last-write EXPR    go back to the last write that changed EXPR (by re-execution)
+det reverse-continue   go back to the last hit of your breakpoints and watchpoints
+det reverse-step       go back to the previous line of the current thread
+set det show-frames on|off   show det's own frames in backtraces (off)
 
 At an event, every other thread waits at its turnstile: `info threads` and
 `bt` show where. $det_event is the current event and $det_thread the thread
@@ -1403,6 +1411,9 @@ def start(config_path: str) -> None:
     for cls in (DetPrefix, DetStatus, DetWhen, DetNext, DetBack, DetGoto, DetStepThread, DetUntil, DetBreakEvent,
                 DetTimeline, DetThreads, DetDisas):
         cls()
+    import det_gdb_reverse
+
+    det_gdb_reverse.register()
     s.make_breakpoints()
     m = s.model
     mode = "relaxed" if s.relaxed else "ordered"

@@ -300,6 +300,70 @@ def test_timeline_ranges_are_clamped(counter: Path) -> None:
     assert "is not in the recording" not in out
 
 
+def test_last_write_goes_back_to_the_write(counter: Path) -> None:
+    """det last-write, twice: each lands on the write the trace says was the
+    last one (the holder of the previous lock added its id)."""
+    evs = events(counter)
+    seq, tid = unlock_near(evs, 0.5)
+    locks = [e for e in evs if e[0] < seq and e[2] == MUTEX_LOCK]
+    (lock, _, _, _), (prev_lock, prev_tid, _, _) = locks[-1], locks[-2]
+    assert locks[-1][1] == tid
+    add, unl = source_line("counter += id"), source_line("pthread_mutex_unlock(m)")
+    now = counter_at(evs, seq)
+    out = gdb_batch(counter, f"det goto {seq}", "det last-write counter", CNT, 'printf "@id %d\\n", id',
+                    "det last-write counter", CNT, "det last-write nosuchvar", "det last-write 1+1",
+                    "det last-write")
+    assert re.search(rf"^det: the last write to counter before event {seq}: T{tid} in worker at "
+                     rf"gdb_counter\.c:{unl}, after its event {lock} \(mutex_lock mutex \d+ \(lock\)\)", out, re.M), out
+    assert f"det: written at gdb_counter.c:{add} (counter += id;)" in out
+    assert f"det: counter: old value {now - tid}, new value {now} (" in out
+    assert re.search(rf"^det: the last write to counter before T{tid} in worker at gdb_counter\.c:{unl}: T{prev_tid} "
+                     rf"in worker at gdb_counter\.c:{unl}, after its event {prev_lock} ", out, re.M), out
+    assert f"det: counter: old value {now - tid - prev_tid}, new value {now - tid} (" in out
+    assert marks(out, "cnt") == [[now], [now - tid]]
+    assert marks(out, "id") == [[tid]]
+    for msg in ("det: det last-write: No symbol \"nosuchvar\" in current context.",
+                "det: det last-write: '1+1' is not in memory (not an lvalue)",
+                "det: det last-write: which expression?"):
+        assert msg in out, (msg, out)
+
+
+def test_reverse_continue_and_reverse_step(counter: Path) -> None:
+    evs = events(counter)
+    seq, tid = unlock_near(evs, 0.6)
+    other = 3 - tid
+    last_other = max(e[0] for e in evs if e[0] < seq and e[1] == other and e[2] == MUTEX_LOCK)
+    add, lock_line = source_line("counter += id"), source_line("pthread_mutex_lock(m)")
+    pick = source_line("pthread_mutex_t *m =")
+    out = gdb_batch(counter, f"break gdb_counter.c:{add} if id == {other}", f"det goto {seq}",
+                    "det reverse-continue", CNT, 'printf "@id %d\\n", id', "det reverse-step", "det reverse-step",
+                    "delete", "watch counter", f"det goto {seq}", "det reverse-continue", CNT,
+                    "delete", "det reverse-continue")
+    assert re.search(rf"^det: det reverse-continue: Breakpoint 1 \(gdb_counter\.c:{add}\), the last hit before "
+                     rf"event {seq}: T{other} in worker at gdb_counter\.c:{add}, after its event {last_other} ", out,
+                     re.M), out
+    cnt = marks(out, "cnt")
+    assert cnt[0] == [counter_at(evs, last_other)]  # stopped before its add
+    assert marks(out, "id") == [[other]]
+    backs = re.findall(rf"^det: T{other} back at worker at gdb_counter\.c:(\d+), ", out, re.M)
+    assert backs == [str(lock_line), str(pick)], out
+    # A watchpoint: the last change of counter before seq is tid's add.
+    assert re.search(rf"^det: det reverse-continue: Watchpoint \d+ \(counter\), the last hit before event {seq}: "
+                     rf"T{tid} ", out, re.M), out
+    assert cnt[1] == [counter_at(evs, seq)]
+    assert "det: det reverse-continue: no enabled breakpoint or watchpoint to go back to" in out
+
+
+def test_last_write_from_a_signal_stop(aborted: Path) -> None:
+    """The position a reverse command comes back to can be a signal stop."""
+    line = crash_line("assert(zero == 1)")
+    out = gdb_batch(aborted, "continue", "det last-write zero", "det status")
+    assert (f"det: det last-write: zero did not change between the program's start and T1 in victim at "
+            f"crash.c:{line} (SIGABRT) (it is 0)") in out, out
+    status = out[out.rindex("det: at the end of the recording"):]
+    assert re.search(r"^\* T1: .* stopped by SIGABRT; in victim", status, re.M), status
+
+
 def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
     bad = tmp_path / "diverge.db"
     shutil.copy(counter, bad)
