@@ -517,7 +517,9 @@ last of their hits. Ignore counts are not applied."""
         b = stops[hit.logger][0]
         what = "Watchpoint" if stops[hit.logger][2] is not None else "Breakpoint"
         frame = arrive(s, hit)
-        lines = [f"det: {cmd}: {what} {b.number} ({b.expression or b.location}), the last hit before {mark.what}: "
+        shown = b.expression or b.location
+        shown = os.path.basename(shown) if shown.startswith("/") else shown
+        lines = [f"det: {cmd}: {what} {b.number} ({shown}), the last hit before {mark.what}: "
                  f"T{hit.thread} in {where_now()}, {between(s, hit.thread, hit.done)} {figures(fig, start, s)}"]
         if "old" in hit.detail:
             lines.append(f"det: old value {hit.detail['old']}, new value {hit.detail['new']}")

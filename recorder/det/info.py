@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 
+from .analysis import Waiter, block_report
 from .errors import DetError
 from .symbols import Symbolizer
 from .trace import Trace, kind_name, objkind_name
@@ -104,6 +105,9 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
             where = locs[ra].short() if ra in locs else "?"
             okind = objkind_name(objects.get(obj, (0, 0))[0])
             w(f"  T{tid} in {kind_name(kind)} on {okind} {obj} at {where}")
+        rep = block_report(tr, [Waiter(*b) for b in blocked], sym)
+        if rep.cycle:
+            w(f"wait-for:   {rep.summary}")
 
 
 def main(argv: list[str]) -> int:

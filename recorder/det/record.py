@@ -43,11 +43,45 @@ EXIT_STOPPED = 125
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "1024")) << 10) // 48  # per thread
 
 
+class RunTimeout:
+    """The per-run timeout of --until-fail and --runs when --timeout is not
+    given: a run that takes FACTOR times as long as the longest passing run
+    (at least FLOOR seconds) is hung, a failure of its own kind; before any
+    run has passed, FIRST seconds."""
+
+    FACTOR = 10
+    FLOOR = 2.0
+    FIRST = 20.0
+
+    def __init__(self) -> None:
+        self.longest: float | None = None
+        self.passes = 0
+        self.lock = threading.Lock()
+
+    def passed(self, duration: float) -> None:
+        with self.lock:
+            self.passes += 1
+            self.longest = duration if self.longest is None else max(self.longest, duration)
+
+    def seconds(self) -> float:
+        with self.lock:
+            return self.FIRST if self.longest is None else max(self.FLOOR, self.FACTOR * self.longest)
+
+    def describe(self, seconds: float) -> str:
+        with self.lock:
+            if self.longest is None:
+                return f"no exit within {seconds:g} s (--until-fail's per-run timeout before any run passed; " \
+                       "--timeout sets it)"
+            return (f"no exit within {seconds:.3g} s ({self.FACTOR}x the longest of {self.passes} passing run(s), "
+                    f"{self.longest:.3g} s; --timeout sets it)")
+
+
 @dataclass
 class Options:
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
     stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
     timeout: float | None = None
+    auto_timeout: RunTimeout | None = None    # --until-fail/--runs without --timeout
     max_threads: int = 4096
     rings: int = 1024
     ring_entries: int = RING_ENTRIES
@@ -180,10 +214,21 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         drainer.start()
         timed_out = False
         rc = None
-        deadline = None if opts.timeout is None else t0 + opts.timeout
+
+        def limit() -> float | None:
+            if opts.timeout is not None:
+                return opts.timeout
+            return opts.auto_timeout.seconds() if opts.auto_timeout is not None else None
+
+        lim = limit()
+        deadline = None if lim is None else t0 + lim
         blocked: list[tuple[int, int, int, int]] = []
         while rc is None:
             wait = 0.2
+            if opts.auto_timeout is not None and opts.timeout is None:
+                # the longest passing run grows as other runs (-j) finish
+                lim = limit()
+                deadline = t0 + lim
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - time.monotonic()))
             rc = prog.wait(wait)
@@ -231,6 +276,8 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
     if failure:
         status, message, exit_status = "stopped", f"det stopped the program: {failure}", EXIT_STOPPED
+    elif timed_out and opts.timeout is None and opts.auto_timeout is not None:
+        status, message, exit_status = "timeout", f"hung: {opts.auto_timeout.describe(lim)}", EXIT_TIMEOUT
     elif timed_out:
         status, message, exit_status = "timeout", f"timeout after {opts.timeout:g} s", EXIT_TIMEOUT
     elif INTERRUPT.signal is not None and rc < 0:
@@ -268,12 +315,13 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
     if spool is not None:
         spool.close()
     report: list[str] = []
-    if blocked and timed_out:
+    if blocked and (timed_out or status == "interrupted"):
         with Trace(path) as tr:
             waiters = [Waiter(*b) for b in blocked]
             rep = block_report(tr, waiters, Symbolizer(tr.modules()))
-        report = [rep.summary] + rep.lines
-        if timed_out:
+        # An interrupted run names a wait-for cycle only: it was hung too.
+        if timed_out or rep.cycle:
+            report = [rep.summary] + rep.lines
             message = f"{message}: {rep.summary}"
             _set_message(path, message)
     if not attached and not failure:
@@ -381,6 +429,13 @@ def print_result(res: RunResult, quiet: bool) -> None:
         say("  " + line)
 
 
+def hung_run(res: RunResult) -> bool:
+    """A run that never ended by itself: stopped by the (per-run) timeout, or
+    interrupted while its threads waited for each other in a cycle."""
+    return res.status == "timeout" or (res.status == "interrupted" and bool(res.report)
+                                        and res.report[0].startswith("deadlock"))
+
+
 def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool) -> int:
     """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db.
     With a chaos seed S, run i uses seed S+i, so every run can be repeated."""
@@ -390,6 +445,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     stop = threading.Event()
     lock = threading.Lock()
     state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0}
+    if opts.timeout is None:
+        opts.auto_timeout = RunTimeout()
     t0 = time.monotonic()
     tty = sys.stderr.isatty() and not quiet
     opts.forward = False
@@ -419,7 +476,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             state["done"] += 1
             if INTERRUPT.signal is not None:
                 stop.set()
-            if res.failed and INTERRUPT.signal is None:
+            hung = hung_run(res)
+            if res.failed and (INTERRUPT.signal is None or hung) and state["failed"] is None:
                 state["failed"] = (i, res)
                 stop.set()
                 os.replace(path, out)
@@ -428,6 +486,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
                 stop.set()
                 path.unlink(missing_ok=True)
             else:
+                if opts.auto_timeout is not None:
+                    opts.auto_timeout.passed(res.duration)
                 state["passed"] += 1
                 os.replace(path, pass_path)
                 state["last_pass"] = pass_path
@@ -445,7 +505,10 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     progress(final=True)
     if state["failed"] is not None:
         i, res = state["failed"]
-        say(f"failure after {state['done']} run(s): {res.message or describe_status(res.returncode)}; "
+        what, msg = "failure", res.message or describe_status(res.returncode)
+        if hung_run(res):
+            what, msg = "hung run", msg.removeprefix("hung: ")
+        say(f"{what} after {state['done']} run(s): {msg}; "
             f"trace saved to {out}" + (f", last passing run to {pass_path}" if state["last_pass"] else ""))
         for line in res.report:
             say("  " + line)
@@ -479,7 +542,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",
                    help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db "
-                        "(with --strict, each run is scheduled from its own chaos seed)")
+                        "(with --strict, each run is scheduled from its own chaos seed). Without --timeout, a run "
+                        f"that takes {RunTimeout.FACTOR}x as long as the longest passing run (at least "
+                        f"{RunTimeout.FLOOR:g} s; {RunTimeout.FIRST:g} s before one passed) is a hung run, a "
+                        "failure of its own")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
     p.add_argument("--strict", action="store_true",
                    help="one thread at a time, switching only at events: replays exactly even with data races")

@@ -5,6 +5,7 @@ the traces of finished runs replay to the same outcome."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -118,6 +119,59 @@ def test_deadlock_timeout_names_the_cycle(tmp_path: Path) -> None:
     rr = detreplay(trace)
     assert rr.returncode == 124, rr.stderr.decode()
     assert b"deadlock: T1 holds mutex" in rr.stderr
+
+
+def test_until_fail_without_timeout_stops_a_hung_run(tmp_path: Path) -> None:
+    """--until-fail -j 2 without --timeout: the per-run timeout comes from the
+    passing runs, and the deadlocked run is a hung run with its cycle."""
+    from conftest import sample_bin
+
+    trace = tmp_path / "hang.db"
+    r = detrec("--until-fail", "500", "-j", "2", "-o", trace, sample_bin("lock_order_inversion"), "300")
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    m = re.search(r"^detrec: hung run after \d+ run\(s\): no exit within ([\d.]+) s \(10x the longest of "
+                  r"(\d+) passing run\(s\), ([\d.]+) s; --timeout sets it\): deadlock: T\d holds mutex \d+ and "
+                  r"waits for mutex \d+; T\d holds mutex", err, re.M)
+    assert m, err
+    limit, passes, longest = float(m.group(1)), int(m.group(2)), float(m.group(3))
+    assert passes >= 1 and abs(limit - max(2.0, 10 * longest)) < 0.01 * limit + 0.001
+    assert outcome(trace)["status"] == "timeout"
+    info = detrec("info", trace).stdout.decode()
+    assert re.search(r"^wait-for:   deadlock: T\d holds mutex \d+ and waits for mutex \d+; T\d holds", info, re.M), info
+
+
+def test_strict_deadlock_names_the_cycle(tmp_path: Path) -> None:
+    from conftest import sample_bin
+
+    trace = tmp_path / "strict.db"
+    r = detrec("--strict", "--until-fail", "100", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"),
+               "300")
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    assert re.search(r"timeout after 2 s: deadlock: T1 holds mutex \d+ and waits for mutex \d+; T2 holds", err), err
+    assert re.search(r"T1 holds mutex \d+ and waits in mutex_lock on mutex \d+ \(held by T2\) at "
+                     r"lock_order_inversion\.c:\d+", err), err
+    info = detrec("info", trace).stdout.decode()
+    assert "wait-for:   deadlock: T1 holds mutex" in info, info
+    assert "deadlock: T1 holds mutex" in outcome(trace)["message"]
+
+
+def test_interrupted_deadlocked_run_is_a_hung_run(tmp_path: Path) -> None:
+    """Ctrl-C while a run is stuck in a deadlock: that run is kept as a hang."""
+    trace = tmp_path / "stuck.db"
+    p = subprocess.Popen([str(DETREC), "--until-fail", "5", "--timeout", "600", "-o", str(trace), "--",
+                          str(program("deadlock"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    text = err.decode()
+    assert p.returncode == 130, text
+    assert re.search(r"^detrec: hung run after 1 run\(s\): interrupted: deadlock: T1 holds mutex \d+ and waits for "
+                     r"mutex \d+; T2 holds mutex", text, re.M), text
+    assert "none failed" not in text
+    assert outcome(trace)["status"] == "interrupted"
 
 
 def test_trace_is_private(tmp_path: Path) -> None:
