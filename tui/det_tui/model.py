@@ -27,8 +27,9 @@ from typing import Any
 from det import events as ev
 from det.analysis import Waiter, block_report
 from det.difftext import result_text
-from det.symbols import DataSymbols, Location, Symbolizer, variable_name
-from det.trace import LANE_KINDS, Event, Trace, kind_name, objkind_name
+from det.names import ObjectNames
+from det.symbols import Location, Symbolizer
+from det.trace import LANE_KINDS, Event, Trace, kind_name
 
 # ---------------------------------------------------------------- kinds as the timeline shows them
 
@@ -176,8 +177,7 @@ class TraceModel:
         self.sites = tr.sites()
         self.modules = tr.modules()
         self.sym = Symbolizer(self.modules)
-        self._datasyms: dict[str, DataSymbols] = {}
-        self._names: dict[int, str | None] = {}
+        self.names = ObjectNames(tr, self.sym)
         self._locs: dict[int, Location] | None = None
         self._entry_locs: dict[int, Location] = {}
         self.lanes_s: str | None = None
@@ -301,20 +301,11 @@ class TraceModel:
         return loc.short()
 
     def object_name(self, obj: int) -> str | None:
-        if obj not in self._names:
-            kind, addr = self.objects.get(obj, (0, 0))
-            self._names[obj] = None if kind == 1 else variable_name(self.sym, self._datasyms, objkind_name(kind), addr)
-        return self._names[obj]
+        return self.names.name(obj)
 
-    def object_label(self, obj: int) -> str:
-        """`mutex 4 account`, `thread T1`, `` for none."""
-        if obj == 0:
-            return ""
-        kind, _addr = self.objects.get(obj, (0, 0))
-        if kind == 1 and obj in self.thread_of_obj:
-            return f"thread T{self.thread_of_obj[obj]}"
-        name = self.object_name(obj)
-        return f"{objkind_name(kind)} {obj}" + (f" {name}" if name else "")
+    def object_label(self, obj: int, first_use: bool = False) -> str:
+        """det.names' label: `mutex 4 (account)`, `T1`, "" for none."""
+        return self.names.label(obj, first_use)
 
     def result(self, e: Event) -> str:
         return result_text(kind_name(e.kind), e.result)
