@@ -28,13 +28,10 @@ Rules:
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import operator
 import os
-import shutil
 import sqlite3
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -43,7 +40,7 @@ from typing import Any
 
 from . import events as ev
 from .errors import DetError
-from .symbols import Symbolizer
+from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, TraceError, kind_name, objkind_name
 
 # Characters per event in the fetched string: tid, kind, obj, site, result.
@@ -58,8 +55,6 @@ ALIGN_SCAN = 200_000
 THREAD_KIND = next(o.number for o in ev.OBJKINDS if o.name == "THREAD")
 THREAD_START = next(e.number for e in ev.EVENTS if e.name == "THREAD_START")
 THREAD_EXIT = next(e.number for e in ev.EVENTS if e.name == "THREAD_EXIT")
-# sizeof each object kind on x86-64 glibc: names elements of arrays.
-OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4}
 BARRIER_DEPART = next(e.number for e in ev.EVENTS if e.name == "BARRIER_DEPART")
 # Inputs whose value differs in every run (clocks, ids): their results are
 # not compared.
@@ -511,7 +506,7 @@ class Comparison:
         if tr_site:
             self.b.sites_s = self.b.sites_s.translate(tr_site)
         self.canon_to_b = {c: o for o, c in self.b_obj_canon.items()}
-        self._symbols: dict[str, _DataSymbols] = {}
+        self._symbols: dict[str, DataSymbols] = {}
         self.align_budget = ALIGN_BUDGET
         # (trace, is a thread_start, address, what to locate): see finish().
         self._pending: list[tuple[_Side, bool, int, EventRef | ObjectRef]] = []
@@ -612,12 +607,7 @@ class Comparison:
         kind, addr, _first = side.objects.get(obj, (0, 0, 0))
         if not self.symbolize or kind == THREAD_KIND or not addr:
             return None
-        module, off = side.sym.module_of(addr)
-        if not module:
-            return None
-        if module not in self._symbols:
-            self._symbols[module] = _DataSymbols(module)
-        return self._symbols[module].lookup(off, OBJ_SIZES.get(objkind_name(kind).upper(), 0))
+        return variable_name(side.sym, self._symbols, objkind_name(kind), addr)
 
 
 def check_same_program(a: _Side, b: _Side, force: bool, notes: list[str]) -> None:
@@ -886,57 +876,3 @@ def _stream(o: dict[str, Any], stream: str) -> dict[str, Any]:
     tail = o[f"{stream}_tail"]
     return {"bytes": o[f"{stream}_bytes"], "sha256": o[f"{stream}_sha256"],
             "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
-
-
-# ---------------------------------------------------------------- data symbols
-
-
-# glibc's FILE objects behind stdin, stdout and stderr.
-STDIO_NAMES = {"_IO_2_1_stdin_": "stdin", "_IO_2_1_stdout_": "stdout", "_IO_2_1_stderr_": "stderr"}
-
-
-class _DataSymbols:
-    """Names of variables in one ELF file, through binutils' nm (no nm: no names)."""
-
-    DATA_TYPES = set("bBdDgGrRsSvV")
-
-    def __init__(self, module: str) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.names: list[str] = []
-        nm = shutil.which("nm")
-        if not nm or not os.path.exists(module):
-            return
-        rows: list[tuple[int, int, str]] = []
-        for dyn in ([], ["-D"]):
-            try:
-                p = subprocess.run([nm, "-C", "-S", "--defined-only", *dyn, module],
-                                   capture_output=True, text=True, timeout=60)
-            except (OSError, subprocess.TimeoutExpired):
-                return
-            for line in p.stdout.splitlines():
-                parts = line.split(None, 3)
-                if len(parts) == 4 and parts[2] in self.DATA_TYPES:
-                    # Dynamic symbols carry their version (name@@GLIBC_2.2.5).
-                    name = parts[3].split("@", 1)[0]
-                    try:
-                        rows.append((int(parts[0], 16), int(parts[1], 16), STDIO_NAMES.get(name, name)))
-                    except ValueError:
-                        continue
-            if rows:
-                break
-        rows.sort()
-        self.starts = [r[0] for r in rows]
-        self.ends = [r[0] + r[1] for r in rows]
-        self.names = [r[2] for r in rows]
-
-    def lookup(self, off: int, elem: int = 0) -> str | None:
-        """The variable at offset off: `name`, `name[3]` (elem: the size of
-        the object, when the variable is an array of them), `name+16`."""
-        i = bisect.bisect_right(self.starts, off) - 1
-        if i < 0 or off >= self.ends[i]:
-            return None
-        start, size = self.starts[i], self.ends[i] - self.starts[i]
-        if elem and size > elem and size % elem == 0 and (off - start) % elem == 0:
-            return f"{self.names[i]}[{(off - start) // elem}]"
-        return self.names[i] if off == start else f"{self.names[i]}+{off - start}"
