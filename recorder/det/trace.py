@@ -185,18 +185,23 @@ class Trace:
                       (seq, tid))
         return Event(*rows[0]) if rows else None
 
-    def lanes(self) -> str:
-        """Every event as one code point, tid * LANE_KINDS + kind, in order: the
-        whole schedule in a few MB, scanned at C speed (a timeline's columns
-        are slices of it). TraceError when a thread number is too large."""
-        top = self.q1("SELECT max(tid) FROM events") or 0
+    def lanes(self, lo: int | None = None, hi: int | None = None) -> str:
+        """Every event (with lo <= seq < hi, when given) as one code point,
+        tid * LANE_KINDS + kind, in order: a whole schedule in a few MB,
+        scanned at C speed (a timeline's columns are slices of it).
+        TraceError when a thread number is too large for that."""
+        top = self.q1("SELECT max(tid) FROM threads") or 0
         if top > MAX_LANE_TID:
             raise TraceError(f"{self.path}: thread T{top}: too many threads to draw (at most {MAX_LANE_TID + 1})")
+        where = " AND ".join(w for w, v in (("seq >= ?", lo), ("seq < ?", hi)) if v is not None)
+        args = tuple(v for v in (lo, hi) if v is not None)
         old = self.db.text_factory
         self.db.text_factory = bytes
         try:
+            # NOT INDEXED: a scan of the table itself, in seq order.
             raw = self.db.execute(f"SELECT group_concat(char(tid * {LANE_KINDS} + kind), '') "
-                                  "FROM events NOT INDEXED").fetchone()[0] or b""  # a rowid scan, in seq order
+                                  f"FROM events NOT INDEXED {'WHERE ' + where if where else ''}",
+                                  args).fetchone()[0] or b""
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
         finally:

@@ -1,0 +1,107 @@
+"""dettui: see, step and compare det schedules in a terminal.
+
+    dettui TRACE            the schedule: timeline, events, details
+    dettui A B              two schedules side by side (detdiff's comparison; `b`: detdiff --bisect)
+    dettui --live TRACE     step a real `detreplay --gdb` session (gdb/MI)
+
+Rules of this file:
+  - A file that cannot be shown (missing, damaged, another format version)
+    is said inside the UI (ErrorScreen), never as a traceback; wrong
+    arguments are one `dettui:` line and exit status 2.
+  - The look is dettui.tcss beside this file; the keys are each screen's
+    bindings (the footer and `?` show them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from det.errors import DetError
+
+from .dialogs import ErrorScreen
+
+
+class DetTui(App[None]):
+    """The application: one screen for the mode it was started in."""
+
+    CSS_PATH = "dettui.tcss"
+    TITLE = "dettui"
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(self, paths: list[str], live: bool = False) -> None:
+        super().__init__()
+        self.paths = paths
+        self.live = live
+        self.models: list = []
+        self.session = None   # the live gdb session, if any
+
+    def on_mount(self) -> None:
+        self.push_screen(self.first_screen())
+
+    def first_screen(self) -> Screen:
+        from .model import TraceModel
+
+        for p in self.paths:
+            try:
+                self.models.append(TraceModel(p))
+            except DetError as e:
+                return ErrorScreen(p, str(e))
+        if len(self.models) == 2:
+            from .diff_screen import DiffScreen
+
+            try:
+                return DiffScreen(self.models[0], self.models[1])
+            except DetError as e:
+                return ErrorScreen(f"{self.paths[0]} and {self.paths[1]}", str(e))
+        if self.live:
+            from .live import LiveScreen
+
+            return LiveScreen(self.models[0])
+        from .trace_screen import TraceScreen
+
+        return TraceScreen(self.models[0])
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for binding in screen.BINDINGS:
+            if not isinstance(binding, tuple) and binding.description and binding.action not in ("app.quit",):
+                yield SystemCommand(binding.description, f"key {binding.key.split(',')[0]}",
+                                    lambda a=binding.action: self.run_action(a, screen))
+
+    def on_unmount(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        for m in self.models:
+            m.close()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="dettui", description="See, step and compare det schedules in a terminal.")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="a trace; two traces: compare them")
+    p.add_argument("--live", action="store_true", help="step a replay of TRACE in gdb (detreplay --gdb)")
+    ns = p.parse_args(argv)
+    if len(ns.traces) > 2:
+        p.error("one trace, or two to compare")
+    if ns.live and len(ns.traces) != 1:
+        p.error("--live takes one trace")
+    return ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = parse_args(sys.argv[1:] if argv is None else argv)
+    app = DetTui([str(Path(t)) for t in ns.traces], live=ns.live)
+    try:
+        app.run()
+    except KeyboardInterrupt:
+        return 130
+    return app.return_code or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

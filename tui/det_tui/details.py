@@ -1,0 +1,97 @@
+"""The details pane: one event's fields, its source line with the code
+around it, and capstone's disassembly around its call site.
+
+Rules: a missing source file or ELF file is said in the pane, never raised;
+the disassembly is det_gdb_disas's (gdb-ext), reading the ELF files.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from det.trace import Event, kind_name
+
+from .model import DESCRIPTION, TraceModel, class_of, disassembly, source_around
+from .timeline import CLASS_STYLE
+
+
+def event_fields(m: TraceModel, e: Event, note: str | None = None) -> Table:
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="grey62", justify="right")
+    t.add_column()
+    t.add_row("event", Text(f"seq {e.seq}", style="bold"))
+    thread = m.threads.get(e.tid, {})
+    proc = thread.get("process", 0) or 0
+    t.add_row("thread", f"T{e.tid} #{e.idx}" + (f" (process P{proc})" if len(m.processes) > 1 else ""))
+    t.add_row("kind", Text(kind_name(e.kind), style=CLASS_STYLE[class_of(e.kind)]))
+    t.add_row("", Text(DESCRIPTION.get(e.kind, ""), style="grey62"))
+    if e.obj:
+        kind_addr = m.objects.get(e.obj, (0, 0))
+        t.add_row("object", f"{m.object_label(e.obj)}" + (f" at {kind_addr[1]:#x}" if kind_addr[1] else ""))
+    t.add_row("result", m.result(e))
+    if e.aux:
+        t.add_row("aux", m.aux_text(e))
+    addr = m.sites.get(e.site)
+    if addr:
+        t.add_row("call site", f"{addr:#x} {m.where(e)}")
+    t.add_row("time", f"{e.ts / 1e6:.3f} ms after the start")
+    data = m.data(e.seq)
+    if data:
+        shown = data[:48]
+        text = shown.decode("ascii", "replace") if all(32 <= b < 127 or b in (9, 10) for b in shown) else shown.hex(" ")
+        t.add_row("data", f"{len(data)} bytes: {text!r}" + (" ..." if len(data) > 48 else ""))
+    if note:
+        t.add_row("note", Text(note, style="bold bright_red"))
+    return t
+
+
+def source_panel(m: TraceModel, e: Event) -> RenderableType:
+    sv = source_around(m.location(e), m.meta.get("cwd"))
+    if sv.message:
+        return Text(sv.message, style="italic grey62")
+    from rich.syntax import Syntax  # pygments: imported when the first source is shown
+
+    code = "\n".join(text for _, text in sv.lines)
+    return Group(Text(f"{sv.path}:{sv.line}", style="bold"),
+                 Syntax(code, "c", line_numbers=True, start_line=sv.lines[0][0], highlight_lines={sv.line},
+                        theme="monokai", word_wrap=False))
+
+
+def disassembly_panel(m: TraceModel, e: Event) -> RenderableType:
+    addr = m.sites.get(e.site)
+    if not addr:
+        return Text("no call site recorded", style="italic grey62")
+    lines = disassembly(addr, m.modules, call_site=e.kind != 2, who=f"T{e.tid}")
+    out = Text()
+    for i, line in enumerate(lines):
+        style = "grey62" if i == 0 else ("bold yellow" if line.startswith("=>") else "")
+        out.append(line.removeprefix("det: ") + "\n", style=style)
+    return out
+
+
+class Details(VerticalScroll):
+    """What one event is."""
+
+    def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
+        self.model = model
+        self.body = Static("", id="details-body")
+
+    def compose(self):  # noqa: ANN201 - Textual's protocol
+        yield self.body
+
+    def show(self, e: Event | None, note: str | None = None, extra: RenderableType | None = None) -> None:
+        if e is None:
+            self.body.update(Text("no event selected", style="italic grey62"))
+            return
+        self.border_title = f"Event {e.seq}"
+        parts: list[RenderableType] = [event_fields(self.model, e, note)]
+        if extra is not None:
+            parts += [Text(""), extra]
+        parts += [Text(""), Text("Source", style="bold underline"), source_panel(self.model, e),
+                  Text(""), Text("Code", style="bold underline"), disassembly_panel(self.model, e)]
+        self.body.update(Group(*parts))
