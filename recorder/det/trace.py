@@ -179,6 +179,11 @@ class Trace:
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE seq IN ({','.join('?' * len(chunk))}) ORDER BY seq", chunk)]
         return sorted(out, key=lambda e: e.seq)
 
+    def thread_event(self, tid: int, idx: int) -> Event | None:
+        """A thread's idx-th event (from 0)."""
+        rows = self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE tid = ? AND idx = ? LIMIT 1", (tid, idx))
+        return Event(*rows[0]) if rows else None
+
     def last_before(self, tid: int, seq: int) -> Event | None:
         """The thread's last event before seq."""
         rows = self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq < ? AND tid = ? ORDER BY seq DESC LIMIT 1",

@@ -53,14 +53,22 @@ class EventList(ScrollView, can_focus=True):
     cursor: reactive[int] = reactive(0, always_update=True)
 
     class Highlighted(Message):
-        def __init__(self, seq: int | None) -> None:
-            self.seq = seq
+        def __init__(self, sender: EventList, seq: int | None) -> None:
+            self.sender, self.seq = sender, seq
             super().__init__()
 
+        @property
+        def control(self) -> EventList:
+            return self.sender
+
     class Chosen(Message):
-        def __init__(self, seq: int) -> None:
-            self.seq = seq
+        def __init__(self, sender: EventList, seq: int) -> None:
+            self.sender, self.seq = sender, seq
             super().__init__()
+
+        @property
+        def control(self) -> EventList:
+            return self.sender
 
     def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
@@ -143,7 +151,7 @@ class EventList(ScrollView, can_focus=True):
         elif new >= top + h:
             self.scroll_to(y=new - h + 1, animate=False)
         self.refresh()
-        self.post_message(self.Highlighted(self.current_seq()))
+        self.post_message(self.Highlighted(self, self.current_seq()))
 
     def action_move(self, step: int) -> None:
         if self.rows:
@@ -159,7 +167,7 @@ class EventList(ScrollView, can_focus=True):
     def action_choose(self) -> None:
         seq = self.current_seq()
         if seq is not None:
-            self.post_message(self.Chosen(seq))
+            self.post_message(self.Chosen(self, seq))
 
     def on_click(self, event: events.Click) -> None:
         row = int(self.scroll_offset.y) + event.y

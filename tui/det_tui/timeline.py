@@ -78,9 +78,13 @@ class Timeline(ScrollView, can_focus=True):
     class Selected(Message):
         """The user picked an event on the timeline."""
 
-        def __init__(self, rank: int) -> None:
-            self.rank = rank
+        def __init__(self, sender: Timeline, rank: int) -> None:
+            self.sender, self.rank = sender, rank
             super().__init__()
+
+        @property
+        def control(self) -> Timeline:
+            return self.sender
 
     def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
@@ -88,6 +92,7 @@ class Timeline(ScrollView, can_focus=True):
         self.start = 0
         self.per = 1
         self.marks: set[int] = set()      # ranks drawn on a red background (a divergence, a critical pair)
+        self.prefix = ""          # before the title: which trace (in dettui A B)
         self.fitted = True        # showing the whole run: keep it so when the size changes
         self._cache_key: tuple | None = None
         self._title = ""
@@ -132,10 +137,10 @@ class Timeline(ScrollView, can_focus=True):
     def title(self) -> str:
         n = self.model.count
         if not n:
-            return "Timeline: no events"
+            return f"{self.prefix}Timeline: no events"
         end = min(n, self.start + self.columns * self.per)
         unit = "1 event" if self.per == 1 else f"{self.per} events"
-        return f"Timeline  events {self.start}..{end - 1} of {n}  (1 column = {unit})"
+        return f"{self.prefix}Timeline  events {self.start}..{end - 1} of {n}  (1 column = {unit})"
 
     # ----- moving and zooming
 
@@ -160,7 +165,7 @@ class Timeline(ScrollView, can_focus=True):
     def action_move(self, step: int) -> None:
         if self.model.count:
             self.cursor = max(0, min(self.model.count - 1, self.cursor + step * self.per))
-            self.post_message(self.Selected(self.cursor))
+            self.post_message(self.Selected(self, self.cursor))
 
     def action_page(self, step: int) -> None:
         self.fitted = False
@@ -227,7 +232,7 @@ class Timeline(ScrollView, can_focus=True):
         rank = self._hit(event.x, event.y)
         if rank is not None:
             self.cursor = rank
-            self.post_message(self.Selected(rank))
+            self.post_message(self.Selected(self, rank))
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
         if event.ctrl or event.shift:
