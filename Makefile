@@ -74,7 +74,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext
+	$(VENV)/bin/ruff check recorder replayer tui tests tools bench gdb-ext
 
 test: all check
 	$(PY) -m pytest -q -x tests
