@@ -5,6 +5,7 @@
 #   make test     everything CI runs (checks + all tests)
 #   make bench    det-vs-native ratios (medians of several runs)
 #   make stress   slow statistical runs
+#   make fuzz     100000 damaged traces through every tool (make test runs 1000)
 #
 # Rules: every target works from a fresh clone on Debian 12; tools/setup.sh
 # installs what is missing (as root) or says what to install.
@@ -17,8 +18,8 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c
-RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h
+RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c
+RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h
 SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
 SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
 
@@ -30,7 +31,7 @@ TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bi
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
-.PHONY: all setup native samples benches testprogs demo test check bench stress clean
+.PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean
 
 all: $(SETUP) native samples benches testprogs
 
@@ -51,7 +52,9 @@ build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 samples: $(SAMPLE_BINS)
 samples/bin/%: samples/%.c samples/sample.h
 	@mkdir -p samples/bin
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread $(SAMPLE_LDFLAGS) -o $@ $<
+# bound at start-up: lazy binding's first caller is a race of its own (see the sample's header)
+samples/bin/uninit_local: SAMPLE_LDFLAGS := -Wl,-z,now
 samples/bin/%: samples/%.cpp samples/sample.h
 	@mkdir -p samples/bin
 	$(CXX) -std=c++17 -O2 -g $(WARN) -pthread -o $@ $<
@@ -84,6 +87,9 @@ bench: all
 
 stress: all
 	$(PY) -m pytest -q tests/stress -m stress
+
+fuzz: all
+	$(PY) tests/fuzz/fuzz_traces.py --mutations 100000 --gdb-every 1000
 
 clean:
 	rm -rf build samples/bin bench/bin tests/bin
