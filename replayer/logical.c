@@ -18,7 +18,8 @@
  *    locks, condition variables, barriers, joins) or in the outside world
  *    takes no part, so it holds no one back. The thread that wakes a
  *    waiter does so in its own turn and puts the waiter's clock past its
- *    own, so when a woken thread comes back is decided by clocks too.
+ *    own (WAKE_DELAY), so when a woken thread comes back is decided by
+ *    clocks too.
  *  - Sleeps keep the thread in the order (its turn waits for it): a sleep
  *    has no partner to wake it, so it cannot deadlock, and the moment it
  *    ends must not decide anything. Other calls into the outside world
@@ -37,6 +38,12 @@
 #include <sys/syscall.h>
 
 #define SPIN_ROUNDS 200
+/* A thread made runnable by another comes back this much later than its
+ * waker in logical time: the waker goes on for a while without waiting for
+ * it (a woken thread takes real time to get going, and a waker that had to
+ * hand over at once, event by event, would make a contended lock alternate
+ * between threads on every acquisition). */
+#define WAKE_DELAY 256
 
 int det_logical;
 
@@ -195,7 +202,7 @@ void det_logical_runnable(struct det_thread *waker, uint32_t num)
 {
 	struct det_slot *s = det_shm_slot(det_hdr, num);
 	if (waker->active && num != waker->num) {
-		uint64_t after = clock_of() + 1;
+		uint64_t after = clock_of() + WAKE_DELAY;
 		if (atomic_load(&s->lt_clock) < after)
 			atomic_store(&s->lt_clock, after);
 	}

@@ -121,7 +121,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('FD_OPEN', 127, 'NONE', 'OTHER', 'socket, socketpair, pipe, pipe2, dup, open or openat: ordered, since threads race for the lowest free number; aux = the first fd argument, if any; result = the new fd, or -errno'),
     EventKind('BLOCK', 126, 'NONE', 'OTHER', 'strict mode: the thread gives up its turn before a call that may block, and takes it back with its next event; aux = the kind of that call'),
     EventKind('SYSINFO', 124, 'NONE', 'INPUT', 'sysinfo; result = 0 or -errno; data = the struct sysinfo'),
-    EventKind('CC_YIELD', 128, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
+    EventKind('CC_YIELD', 75, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
 )
 
@@ -210,7 +210,7 @@ PREEMPT = 125
 FD_OPEN = 127
 BLOCK = 126
 SYSINFO = 124
-CC_YIELD = 128
+CC_YIELD = 75
 WRITE = 123
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}

@@ -18,7 +18,7 @@ PROJECT = ROOT / "tests" / "projects" / "atomics"
 REPLAYS = 20
 RUNS = 20
 ATOMIC_KINDS = (70, 71, 72, 73, 74)
-CC_YIELD = 128
+CC_YIELD = 75
 
 # samples built with det-cc (the Makefile's CC_SAMPLES), and the window bugs
 # (NAME.mem, built with --sched-points=memory)
