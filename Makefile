@@ -21,14 +21,25 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c $(wildcard replayer/turns_*.c)
+RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
 RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
 SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
 SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def
 
+# det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
+LLVM_CONFIG := llvm-config-22
+LLVM_BIN    := /usr/lib/llvm-22/bin
+DETPASS     := build/DetPass.so
+DETCC       := llvm/det-cc
+
 SAMPLES_C   := $(wildcard samples/*.c)
 SAMPLES_CXX := $(wildcard samples/*.cpp)
 SAMPLE_BINS := $(patsubst samples/%.c,samples/bin/%,$(SAMPLES_C)) $(patsubst samples/%.cpp,samples/bin/%,$(SAMPLES_CXX))
+# Samples built with det-cc (their header says so): lock-free code whose
+# atomics must be events; the window bugs also with memory points (NAME.mem)
+CC_SAMPLES  := atomic_spinlock spsc_queue seqlock dcl_bug check_then_act_flag lost_update
+WINDOW_BUGS := dcl_bug check_then_act_flag lost_update
+SAMPLE_BINS += $(patsubst %,samples/bin/%.mem,$(WINDOW_BUGS))
 TESTPROG_C  := $(wildcard tests/programs/*.c)
 TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bin/hello_static
 BENCH_C     := $(wildcard bench/*.c)
@@ -52,7 +63,13 @@ setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
 	tools/setup.sh
 
-native: build/libdet.so build/libdetsup.so
+native: build/libdet.so build/libdetsup.so $(DETPASS)
+
+# -isystem: LLVM's headers do not pass -Wextra -Werror
+$(DETPASS): llvm/DetPass.cpp include/det/events.def include/det/events.h
+	@mkdir -p build
+	$(LLVM_BIN)/clang++ $(shell $(LLVM_CONFIG) --cxxflags | sed 's|-I\([^ ]*\)|-isystem \1|') -Iinclude \
+		-O2 $(WARN) -fPIC -shared -o $@ $<
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
@@ -83,6 +100,12 @@ samples/bin/%: samples/%.c samples/sample.h
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread $(SAMPLE_LDFLAGS) -o $@ $<
 # bound at start-up: lazy binding's first caller is a race of its own (see the sample's header)
 samples/bin/uninit_local: SAMPLE_LDFLAGS := -Wl,-z,now
+$(patsubst %,samples/bin/%,$(CC_SAMPLES)): samples/bin/%: samples/%.c samples/sample.h $(DETPASS) $(DETCC)
+	@mkdir -p samples/bin
+	$(DETCC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+samples/bin/%.mem: samples/%.c samples/sample.h $(DETPASS) $(DETCC)
+	@mkdir -p samples/bin
+	$(DETCC) --sched-points=memory -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
 samples/bin/%: samples/%.cpp samples/sample.h
 	@mkdir -p samples/bin
 	$(CXX) -std=c++17 -O2 -g $(WARN) -pthread -o $@ $<

@@ -43,7 +43,16 @@ from .launch import (
     shell_status,
     stdin_source,
 )
-from .native import DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES, Recorder, libdet_path
+from .native import (
+    DET_F_CC_POINTS,
+    DET_F_LOGICAL,
+    DET_F_STDIN_FED,
+    DET_F_STRICT,
+    PROC_STATES,
+    THREAD_STATES,
+    Recorder,
+    libdet_path,
+)
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
@@ -51,6 +60,8 @@ from .validate import remember
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
+
+PCT_POINTS = 1000  # change points fall within this many det-cc memory points, unless a run counted them
 
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "1024")) << 10) // 48  # per thread
 
@@ -101,20 +112,35 @@ class Options:
     objects: int = 1 << 20
     forward: bool = True
     strict: bool = False
+    logical: bool = False      # threads take turns by logical clock (Kendo): deterministic without a trace
     quantum: int = 64          # strict: events per turn
     watchdog_ms: int = 1000    # strict: a turn with no event this long is preempted
     seed: int = 0              # chaos: nonzero seeds the schedule
-    pct_events: int = 2000     # chaos + strict: change points fall within this many events
+    pct_events: int = 2000     # chaos + strict: change points fall within this many events...
+    pct_points: int = 0        # ...or det-cc memory points (program built with --sched-points=memory); 0: see
+    #                            until_fail (a first run counts them), else PCT_POINTS
     pct_changes: int = 3
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
 
     def for_seed(self, seed: int) -> Options:
         return replace(self, seed=seed)
 
-    def change_points(self) -> list[int]:
-        """PCT change points, drawn from the seed alone."""
+    def change_points(self, points: bool = False) -> list[int]:
+        """PCT change points, drawn from the seed alone: over events, or over
+        det-cc memory points."""
         rng = random.Random(self.seed)
-        return sorted(rng.randint(1, self.pct_events) for _ in range(self.pct_changes))
+        span = (self.pct_points or PCT_POINTS) if points else self.pct_events
+        return sorted(rng.randint(1, span) for _ in range(self.pct_changes))
+
+
+def det_cc_memory_points(exe: str) -> bool:
+    """Was the program built with `det-cc --sched-points=memory`? (The pass
+    leaves a symbol saying so.)"""
+    try:
+        with open(exe, "rb") as f:
+            return b"det_cc_built_memory" in f.read()
+    except OSError:
+        return False
 
 
 @dataclass
@@ -130,6 +156,7 @@ class RunResult:
     stderr_tail: bytes = b""
     report: list[str] = field(default_factory=list)
     seed: int = 0
+    cc_points: int = 0      # det-cc memory points passed (counted under PCT)
 
     @property
     def failed(self) -> bool:
@@ -199,15 +226,24 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "stdout": opts.outputs[0],
             "stderr": opts.outputs[1],
             "strict_quantum": opts.quantum if opts.strict else None,
+            "logical": opts.logical or None,
             "chaos_seed": opts.seed or None,
             "chaos": ("pct" if opts.strict else "delays") if opts.seed else None,
         })
-        if opts.strict:
+        if opts.logical:
+            # strict mode's emulated waits, with turns by logical clock
+            rec.add_flags(DET_F_STRICT | DET_F_LOGICAL)
+            writer.set_meta({"mode": "logical"})
+        elif opts.strict:
             rec.add_flags(DET_F_STRICT)
             writer.set_meta({"mode": "strict"})
         rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
-        if opts.seed and opts.strict:
-            rec.change_points(opts.change_points())
+        if opts.seed and opts.strict and not opts.logical:
+            points = det_cc_memory_points(exe)
+            if points:
+                rec.add_flags(DET_F_CC_POINTS)
+                writer.set_meta({"pct_over": "memory points", "pct_range": opts.pct_points or PCT_POINTS})
+            rec.change_points(opts.change_points(points))
         rec.drain_open(writer.path)
         stdin: StdinFeed | int | None = None
         spool = None
@@ -285,6 +321,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         stats = rec.stats()
         attached = rec.attached()
         preemptions = rec.preemptions()
+        cc_points = rec.cc_points()
     except BaseException:
         writer.abandon()
         raise
@@ -350,7 +387,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             status=EXIT_STOPPED,
         )
     return RunResult(path, status, rc, exit_status, message, stats.events, duration,
-                     out_info["tail"], err_info["tail"], report)
+                     out_info["tail"], err_info["tail"], report, cc_points=cc_points)
 
 
 def _set_message(path: Path, message: str) -> None:
@@ -491,7 +528,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     work.mkdir(exist_ok=True)
     stop = threading.Event()
     lock = threading.Lock()
-    state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0}
+    state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0, "cc_points": 0}
     if opts.timeout is None:
         opts.auto_timeout = RunTimeout()
     t0 = time.monotonic()
@@ -516,6 +553,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         run_opts = opts.for_seed(opts.seed + i) if opts.seed else opts
         res = record_run(exe, argv, path, run_opts, stop)
         res.seed = run_opts.seed
+        state["cc_points"] = res.cc_points
         with lock:
             if stop.is_set() and state["failed"] is not None:
                 path.unlink(missing_ok=True)
@@ -540,9 +578,16 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
                 state["last_pass"] = pass_path
             progress()
 
+    first = 0
+    if opts.strict and opts.seed and not opts.logical and not opts.pct_points and det_cc_memory_points(exe):
+        # PCT needs the length of a run: the first run counts the program's
+        # memory points, and the change points of the others fall among them
+        one(0)
+        first = 1
+        opts.pct_points = max(int(state.get("cc_points") or 0), 1)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(one, i) for i in range(runs)]
+            futures = [pool.submit(one, i) for i in range(first, runs)]
             for f in futures:
                 f.result()
     finally:
@@ -564,8 +609,9 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             say("  | " + line)
         say(f"replay it with: detreplay {out}")
         if res.seed:
-            mode = " --strict" if opts.strict else ""
-            say(f"record it again with: detrec --chaos{mode} --seed {res.seed} -o {out} -- "
+            mode = " --logical" if opts.logical else " --strict" if opts.strict else ""
+            span = f" --pct-range {opts.pct_points}" if opts.pct_points and det_cc_memory_points(exe) else ""
+            say(f"record it again with: detrec --chaos{mode} --seed {res.seed}{span} -o {out} -- "
                 + " ".join(shlex.quote(a) for a in argv))
         return res.exit_status
     if INTERRUPT.signal is not None:
@@ -604,9 +650,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one thread at a time, switching only at events: replays exactly even with data races")
     p.add_argument("--quantum", type=int, default=64, metavar="N",
                    help="--strict: events a thread runs before it offers its turn (default 64)")
+    p.add_argument("--logical", action="store_true",
+                   help="logical time: threads run in parallel and synchronize in an order fixed by logical clocks "
+                        "(deterministic for the same input; --seed picks another order)")
     p.add_argument("--chaos", action="store_true",
                    help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
     p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
+    p.add_argument("--pct-range", type=int, metavar="N",
+                   help="--chaos --strict on a program built with det-cc --sched-points=memory: PCT's change points "
+                        "fall within its first N memory points (default: as many as the first run passed)")
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
@@ -629,6 +681,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
+    if ns.logical and ns.strict:
+        p.error("--logical and --strict are two different schedulers: pick one")
+    if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
+        p.error("--logical takes --seed S (another deterministic order), not --chaos alone")
+    if ns.pct_range is not None and ns.pct_range < 1:
+        p.error("--pct-range needs a positive number of memory points")
     if ns.quantum < 1:
         p.error("--quantum needs a positive number of events")
     if ns.seed is not None:
@@ -656,12 +714,14 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
-                       outputs=(output_source(1), output_source(2)), strict=ns.strict, quantum=ns.quantum)
+                       outputs=(output_source(1), output_source(2)),
+                       strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
+                       pct_points=ns.pct_range or 0)
         if ns.chaos:
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
                 ns.until_fail = ns.runs
-        elif ns.strict and ns.until_fail:
+        elif ns.strict and ns.until_fail and not ns.logical:
             # strict scheduling is deterministic: reruns would all take the
             # same schedule, so each run explores with its own PCT seed
             opts.seed = random.randrange(1, 2**31)
@@ -675,8 +735,9 @@ def main(argv: list[str] | None = None) -> int:
         print_result(res, ns.quiet)
         kept(res.path, ns, res.exit_status)
         if opts.seed and not ns.quiet:
-            say(f"chaos seed {opts.seed}: `detrec --chaos{' --strict' if opts.strict else ''} --seed {opts.seed}` "
-                "repeats this schedule")
+            mode = " --logical" if opts.logical else " --chaos --strict" if opts.strict else " --chaos"
+            span = f" --pct-range {ns.pct_range}" if ns.pct_range else ""
+            say(f"seed {opts.seed}: `detrec{mode} --seed {opts.seed}{span}` repeats this schedule")
         return res.exit_status
     except DetError as e:
         say(str(e))
