@@ -32,7 +32,8 @@ def event_fields(m: TraceModel, e: Event, note: str | None = None) -> Table:
     t.add_row("", Text(DESCRIPTION.get(e.kind, ""), style="grey62"))
     if e.obj:
         kind_addr = m.objects.get(e.obj, (0, 0))
-        t.add_row("object", f"{m.object_label(e.obj, first_use=True)}" + (f" at {kind_addr[1]:#x}" if kind_addr[1] else ""))
+        at = f" at {kind_addr[1]:#x}" if kind_addr[1] else ""
+        t.add_row("object", m.object_label(e.obj, first_use=True) + at)
     t.add_row("result", m.result(e))
     if e.aux:
         t.add_row("aux", m.aux_text(e))
