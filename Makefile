@@ -5,6 +5,10 @@
 #   make test     everything CI runs (checks + all tests)
 #   make bench    det-vs-native ratios (medians of several runs)
 #   make stress   slow statistical runs
+#   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
+#                 and the Python package in lib/det/, the gdb extension in share/det/,
+#                 man pages and bash completion (generated from the parsers); make uninstall
+#   make fuzz     100000 damaged traces through every tool (make test runs 1000)
 #
 # Rules: every target works from a fresh clone on Debian 12; tools/setup.sh
 # installs what is missing (as root) or says what to install.
@@ -17,10 +21,10 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c replayer/enforce.c replayer/strict.c replayer/logical.c
-RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h
+RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
 SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
-SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h
+SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22
@@ -41,9 +45,19 @@ TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bi
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
-.PHONY: all setup native samples benches testprogs demo test check bench stress clean
+# install: what goes where, as DEST=SRC pairs (DEST relative to PREFIX); the
+# Python package, the commands, their man pages and completion come from
+# setup.cfg (tools/install.py). A new file to install is one line here.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SYS_PY  ?= python3
+INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
+                 $(foreach f,$(wildcard gdb-ext/*.py),share/det/gdb-ext=$(f))
+PY_SRC  := $(wildcard recorder/det/*.py replayer/det_replay/*.py) setup.cfg
 
-all: $(SETUP) native samples benches testprogs
+.PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall
+
+all: $(SETUP) native samples benches testprogs dist
 
 setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
@@ -65,10 +79,27 @@ build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -o $@ $(SUP_SRC) -lsqlite3
 
+# dist: everything an install needs, built without .venv (a Debian package build has none)
+dist: native build/.cli-docs
+build/.cli-docs: $(PY_SRC) tools/install.py tools/gen_cli_docs.py
+	@mkdir -p build
+	$(SYS_PY) tools/install.py stage build/python
+	$(SYS_PY) tools/gen_cli_docs.py --python build/python --man build/man --completion build/completion
+	@touch $@
+
+install: dist
+	$(SYS_PY) tools/install.py install --prefix "$(PREFIX)" --destdir "$(DESTDIR)" --stage build/python \
+		$(addprefix --file ,$(INSTALL_FILES))
+
+uninstall:
+	$(SYS_PY) tools/install.py uninstall --prefix "$(PREFIX)" --destdir "$(DESTDIR)" $(addprefix --file ,$(INSTALL_FILES))
+
 samples: $(SAMPLE_BINS)
 samples/bin/%: samples/%.c samples/sample.h
 	@mkdir -p samples/bin
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread $(SAMPLE_LDFLAGS) -o $@ $<
+# bound at start-up: lazy binding's first caller is a race of its own (see the sample's header)
+samples/bin/uninit_local: SAMPLE_LDFLAGS := -Wl,-z,now
 $(patsubst %,samples/bin/%,$(CC_SAMPLES)): samples/bin/%: samples/%.c samples/sample.h $(DETPASS) $(DETCC)
 	@mkdir -p samples/bin
 	$(DETCC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
@@ -97,7 +128,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext
+	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext tui
 
 test: all check
 	$(PY) -m pytest -q -x tests
@@ -107,6 +138,9 @@ bench: all
 
 stress: all
 	$(PY) -m pytest -q tests/stress -m stress
+
+fuzz: all
+	$(PY) tests/fuzz/fuzz_traces.py --mutations 100000 --gdb-every 1000
 
 clean:
 	rm -rf build samples/bin bench/bin tests/bin

@@ -166,7 +166,9 @@ def main() -> int:
         print("# target: strict record <= 3x")
     subprocess.run([sys.executable, "bench/llvm.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
+    subprocess.run([sys.executable, "bench/tui.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/gdb_goto.py", f"--runs={ns.runs}", f"--iters={250000 // scale}"])
+    subprocess.run([sys.executable, "bench/gdb_reverse.py", f"--runs={min(ns.runs, 3)}", f"--iters={250000 // scale}"])
     if ns.json:
         Path(ns.json).write_text(json.dumps(results, indent=2))
     return 0

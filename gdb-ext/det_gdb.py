@@ -64,6 +64,7 @@ class Goal:
     honor: bool = True            # the user's breakpoints and break-events may stop it first
     select: int | None = None     # det thread to select on arrival
     first: bool = False           # the start: with no events at all, stop at det_gdb_ready
+    ready: bool = False           # stop at det_gdb_ready, before any event (the re-executions of det_gdb_reverse)
 
     def clause(self) -> tuple[int | None, int | None, int | None, int | None] | None:
         """(seq, thread, kind, obj) for det_gdb_control, or None."""
@@ -160,6 +161,8 @@ class Session:
         self.deferred: list[str] | None = None  # report lines held while a det command runs the program
         self.quiet_exit = False                 # a restart kills the program: say nothing
         self.last_event: object = None
+        self.signalled: tuple[int | None, str] | None = None  # (det thread, SIGABRT) of the last stop
+        self.stop_thread: int | None = None     # the det thread gdb reported the last stop in
         self.finish_bp: gdb.Breakpoint | None = None
 
     # --- the program's memory ------------------------------------------------
@@ -195,9 +198,15 @@ class Session:
             s = base[i]
             state = names.get(int(s["state"]), "?")
             lwp = int(s["ktid"])
+            blocked_obj = int(s["blocked_obj"])
+            if not blocked_obj and int(s["blocked_kind"]) and int(s["blocked_addr"]):
+                # parked before another thread bound the object (libdet
+                # looks again only every 20 ms): the trace knows it
+                found = self.model.objects_at(int(s["blocked_addr"]))
+                blocked_obj = found[-1][0] if found else 0
             t = m.LiveThread(num=i, state=state, done=int(s["done"]), count=int(s["sched_count"]),
                              at_turnstile=bool(int(s["at_turnstile"])), blocked_kind=int(s["blocked_kind"]),
-                             blocked_obj=int(s["blocked_obj"]), blocked_ra=int(s["blocked_ra"]))
+                             blocked_obj=blocked_obj, blocked_ra=int(s["blocked_ra"]))
             if state != "free" and lwp in gdb_threads:
                 self.lwp_to_num[lwp] = i
                 t.lwp = lwp
@@ -249,6 +258,7 @@ class Session:
     def _make_breakpoints(self) -> None:
         self.bps = {
             "ready": DetBreakpoint("det_gdb_ready", self.on_ready),
+            "thread": DetBreakpoint("det_gdb_thread", self.on_thread),
             "stop": DetBreakpoint("det_gdb_stop", self.on_det_stop),
             "diverged": DetBreakpoint("det_gdb_diverged", self.on_diverged),
             "park": DetBreakpoint("-source enforce.c -function park", self.on_park),
@@ -261,10 +271,19 @@ class Session:
         self.slot_base = None
         self.lwp_to_num = {}
         self.divergence = None
+        self.signalled = None
         self.arm()
-        if self.goal is not None and self.goal.first and self.model.total == 0:
-            self.hit = Hit("ready", seq=self.model.end, thread=0)
+        self.name_thread(gdb.selected_thread(), 0)
+        if self.goal is not None and (self.goal.ready or (self.goal.first and self.model.total == 0)):
+            self.hit = Hit("ready", seq=self.model.first if self.model.total else self.model.end, thread=0)
             return True
+        return False
+
+    def on_thread(self) -> bool:
+        # A thread starts (libdet.so passes its number): gdb's name for it is
+        # its T-name before gdb reports anything about it (a signal, a
+        # watchpoint hit).
+        self.name_thread(gdb.selected_thread(), int(gdb.parse_and_eval("(unsigned int)$rdi")))
         return False
 
     def on_det_stop(self) -> bool:
@@ -334,11 +353,8 @@ class Session:
 
     def on_diverged(self) -> bool:
         d = gdb.parse_and_eval("det_hdr->div")
-        reasons = {int(f.enumval): f.name.lower().removeprefix("det_div_")
-                   for f in gdb.lookup_type("enum det_divergence_reason").fields()}
         div = {k: int(d[k]) for k in ("thread", "idx", "seq", "reason", "want_kind", "want_obj", "got_kind",
                                       "got_obj", "got_addr", "ra")}
-        div["reason_name"] = reasons.get(div["reason"], "?")
         what = d["what"].string(length=-1).split("\0", 1)[0]
         self.divergence = self.model.divergence_text(div, what)
         self.hit = Hit("diverged", div["seq"] if div["seq"] != UINT64_MAX else self.model.end, div["thread"])
@@ -357,6 +373,7 @@ class Session:
             self.say(f"det: cannot read the replay state: {e}")
 
     def _on_stop(self, event: gdb.StopEvent, hit: Hit | None, goal: Goal | None) -> None:
+        self.signalled = None
         live = self.live()
         if hit is not None and hit.why in ("goal", "break"):
             self.pos = Position(hit.seq, hit.thread, True)
@@ -367,6 +384,7 @@ class Session:
         self.name_threads()
         gdb.set_convenience_variable("det_event", self.pos.seq)
         here = self.det_num()
+        self.stop_thread = here
         gdb.set_convenience_variable("det_thread", self.pos.thread if self.pos.thread is not None else here)
         try:
             self.arm()  # the default from now on: break-events only
@@ -377,9 +395,25 @@ class Session:
         if hit is None:
             if self.finish_bp is not None:
                 return  # stepping out of det's code for next/step: they report
+            if isinstance(event, gdb.SignalEvent):
+                self.signalled = (here, event.stop_signal)
             if goal is not None:
                 lines.append(f"det: stopped before reaching {goal.what}; now at "
                              f"{self.model.label(self.pos.seq)}")
+            # gdb stopped in det's code (a watchpoint hit inside det's call)
+            # or in a library for a signal (abort, raise): the program's own
+            # line is what the user wants to see.
+            try:
+                newest = frame_kind(gdb.newest_frame())
+            except gdb.error:
+                newest = "program"
+            if newest == "det" or (newest == "system" and isinstance(event, gdb.SignalEvent)):
+                f = user_frame()
+                if f is not None and frame_kind(f) == "program":
+                    f.select()
+                    who = f"T{here}" if here is not None else "this thread"
+                    lines.append(f"det: {who} is in {where(f)} (frame #{f.level()}, the program's code)")
+                    lines += self.frame_lines()
             if lines:
                 self.say(*lines)
             return
@@ -404,7 +438,7 @@ class Session:
         elif hit.why == "diverged":
             lines.append(f"det: the replay diverged: {self.divergence}")
             lines.append("det: `continue` lets the program stop (status 125); `det goto N` restarts the replay")
-        elif hit.why == "ready":
+        elif hit.why == "ready" and self.model.total == 0:
             lines.append("det: the recording has no events; the program is stopped where det started it")
         self.select_thread(select if select is not None else hit.thread)
         self.say(*lines)
@@ -445,8 +479,13 @@ class Session:
     def name_threads(self) -> None:
         for t in gdb.selected_inferior().threads():
             num = self.lwp_to_num.get(t.ptid[1])
-            if num is not None and t.name != f"T{num}":
-                t.name = f"T{num}"
+            if num is not None:
+                self.name_thread(t, num)
+
+    @staticmethod
+    def name_thread(t: gdb.InferiorThread | None, num: int) -> None:
+        if t is not None and t.is_valid() and t.name != f"T{num}":
+            t.name = f"T{num}"
 
     def select_thread(self, num: int | None) -> None:
         if num is not None:
@@ -457,20 +496,25 @@ class Session:
         if f is not None:
             f.select()
 
-    def show_frame(self) -> None:
+    def frame_lines(self) -> list[str]:
         text = gdb.execute("frame", to_string=True)
         disp = gdb.execute("display", to_string=True)
-        self.say(*(text + disp).rstrip("\n").split("\n"))
+        return (text + disp).rstrip("\n").split("\n")
+
+    def show_frame(self) -> None:
+        self.say(*self.frame_lines())
 
     # --- moving ----------------------------------------------------------------
-    def resume(self, goal: Goal) -> None:
-        """Run the program (started or not) until goal, a breakpoint, or the end."""
+    def resume(self, goal: Goal, restart: bool = False, silent: bool = False) -> None:
+        """Run the program (started or not) until goal, a breakpoint, or the end;
+        restart: from the start in any case; silent: say nothing."""
         if goal.end:
             self.bps["exit"].enabled = True
+        self.signalled = None
         self.deferred = []
         try:
             with self.quiet(), self.user_breakpoints(goal.honor):
-                if not self.alive() or self.must_restart(goal):
+                if restart or not self.alive() or self.must_restart(goal):
                     self.goal = goal
                     self.restart()
                 else:
@@ -481,7 +525,7 @@ class Session:
             out, self.deferred = self.deferred, None
             self.bps["exit"].enabled = False
             self.goal = None
-            for ln in out:
+            for ln in [] if silent else out:
                 print(ln)
 
     def restart(self) -> None:
@@ -554,7 +598,7 @@ class Session:
         f = gdb.newest_frame()
         if not in_det(f) and not (f.older() is not None and in_det(f.older()) and not in_user(f)):
             return
-        uf = user_frame()
+        uf = det_caller_frame()
         if uf is None or uf.newer() is None or in_det(uf):
             return
         callee = uf.newer()
@@ -564,16 +608,23 @@ class Session:
             return
         thread = gdb.selected_thread()
         stops: list[gdb.Breakpoint] = []
-        block = callee.block()
-        while block is not None and block.function is None:
-            block = block.superblock
-        if block is not None:
-            for insn in callee.architecture().disassemble(block.start, block.end - 1):
-                if insn["asm"].split()[0] in ("ret", "retq") or insn["asm"].startswith(("repz ret", "bnd ret")):
-                    b = gdb.Breakpoint(f"*{insn['addr']:#x}", internal=True, temporary=True)
-                    b.thread = thread.num
-                    b.silent = True
-                    stops.append(b)
+        try:
+            block = callee.block()
+            while block is not None and block.function is None:
+                block = block.superblock
+            insns = callee.architecture().disassemble(block.start, block.end - 1) if block is not None else []
+        except RuntimeError:
+            # An entry stub (recorder/stack.c, no debug information): it
+            # returns to the program with the first `ret` after its call.
+            insns = callee.architecture().disassemble(callee.pc(), count=64)
+            insns = insns[:next((i + 1 for i, n in enumerate(insns) if n["asm"].split()[0] in ("ret", "retq")),
+                                len(insns))]
+        for insn in insns:
+            if insn["asm"].split()[0] in ("ret", "retq") or insn["asm"].startswith(("repz ret", "bnd ret")):
+                b = gdb.Breakpoint(f"*{insn['addr']:#x}", internal=True, temporary=True)
+                b.thread = thread.num
+                b.silent = True
+                stops.append(b)
         # A tail call returns straight to the program: catch that too.
         fb = gdb.FinishBreakpoint(callee, internal=True)
         fb.silent = True
@@ -630,35 +681,74 @@ def solib(pc: int) -> str:
     return os.path.basename(gdb.solib_name(pc) or "")
 
 
-def in_det(f: gdb.Frame) -> bool:
+# Where the system's shared libraries live: their frames are neither det's
+# nor the program's own code (libc's abort, libstdc++'s thread entry).
+SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/")
+
+
+def frame_kind(f: gdb.Frame) -> str:
+    """"det" (libdet.so), "system" (a system library, the vDSO) or "program"."""
     try:
-        return solib(f.pc()) == LIBDET
+        pc = f.pc()
+        path = gdb.solib_name(pc)
     except gdb.error:
-        return False
+        return "system"
+    if path is None:
+        # The executable itself, or the vDSO (no file either).
+        return "system" if (f.name() or "").startswith("__vdso_") else "program"
+    if os.path.basename(path) == LIBDET:
+        return "det"
+    return "system" if path.startswith(SYSTEM_DIRS) or "linux-vdso" in path else "program"
+
+
+def in_det(f: gdb.Frame) -> bool:
+    return frame_kind(f) == "det"
 
 
 def in_user(f: gdb.Frame) -> bool:
     return not in_det(f) and (f.name() or "") not in THREAD_ENTRY
 
 
-def user_frame(limit: int = 64) -> gdb.Frame | None:
-    """The selected thread's frame in the program's code, above det's frames."""
+def det_caller_frame(limit: int = 64) -> gdb.Frame | None:
+    """The frame that called into det (the first frame above det's frames), or None."""
     try:
         f = gdb.newest_frame()
     except gdb.error:
         return None
-    seen_det, last_det = False, None
+    seen_det = False
+    for _ in range(limit):
+        if f is None:
+            return None
+        if in_det(f):
+            seen_det = True
+        elif seen_det:
+            return f
+        f = f.older()
+    return None
+
+
+def user_frame(limit: int = 256) -> gdb.Frame | None:
+    """The selected thread's innermost frame in the program's own code.
+
+    Not det's frames, not a system library's (abort, raise): the line of the
+    program a thread is at. A thread that has none yet (about to run its start
+    routine, at its thread_start event) gets det's thread entry, the frame
+    that calls the start routine."""
+    try:
+        f = gdb.newest_frame()
+    except gdb.error:
+        return None
+    outer_det = None
     for _ in range(limit):
         if f is None:
             break
-        if in_det(f):
-            seen_det, last_det = True, f
-        elif seen_det:
-            # A thread's first event (thread_start) has no caller in the
-            # program: show det's thread entry instead of libc's.
-            return f if (f.name() or "") not in THREAD_ENTRY else last_det
+        kind = frame_kind(f)
+        if kind == "program":
+            return f
+        if kind == "det":
+            outer_det = f
         f = f.older()
-    return gdb.newest_frame() if not seen_det else last_det
+    return outer_det or gdb.newest_frame()
 
 
 def where(f: gdb.Frame | None) -> str:
@@ -671,15 +761,86 @@ def where(f: gdb.Frame | None) -> str:
     return name
 
 
-def symbol_at(addr: int) -> str:
-    """The program's name for a data address (`b`, `accounts+48`), or ""."""
+MAX_POINTEE = 4096   # a pointer at most this far below an object may point to the struct holding it
+MAX_SCANNED = 1 << 20  # bytes of the program's static data read to find pointers
+
+
+def pointer_expression(addr: int, kind: str) -> str | None:
+    """The expression that reaches an object with no symbol (on the heap)
+    from the program's static data, one pointer away: `q->lock`, `*p`,
+    `pools[1]->locks[2]`; None if no static pointer leads to it."""
+    s = SESSION
+    if s is None or not s.alive():
+        return None
+    names = s.model.names
+    exe = s.cfg.get("binary", "")
     try:
-        out = gdb.execute(f"info symbol {addr:#x}", to_string=True).strip()
+        base = names.sym.bases[names.sym.paths.index(exe)]
+    except ValueError:
+        return None
+    ds = names.data_symbols(exe)
+    inf = gdb.selected_inferior()
+    best: tuple[int, str, int] | None = None
+    scanned = 0
+    for start, end, name in zip(ds.starts, ds.ends, ds.names, strict=True):
+        size = end - start
+        if size < 8 or scanned + size > MAX_SCANNED:
+            continue
+        try:
+            mem = bytes(inf.read_memory(base + start, size))
+        except (gdb.error, gdb.MemoryError):
+            continue
+        scanned += size
+        for off in range(0, size - 7, 8):
+            p = int.from_bytes(mem[off:off + 8], "little")
+            if p <= addr < p + MAX_POINTEE and (best is None or addr - p < best[0]):
+                best = (addr - p, name, off)
+    if best is None:
+        return None
+    delta, name, off = best
+    try:
+        holder = gdb.parse_and_eval(name)
+        ptr = lvalue_path(holder.type, off, name)
+        if ptr is None:
+            return None
+        target = gdb.parse_and_eval(ptr).type.strip_typedefs()
+        if target.code != gdb.TYPE_CODE_PTR:
+            return None
+        pointee = target.target()
+        if delta == 0 and pointee.strip_typedefs().code != gdb.TYPE_CODE_STRUCT:
+            return f"*{ptr}"
+        inner = lvalue_path(pointee, delta, "")
     except gdb.error:
-        return ""
-    if not out or out.startswith("No symbol"):
-        return ""
-    return out.split(" in section ")[0].replace(" + ", "+")
+        return None
+    if inner is None:
+        return f"*{ptr}" if delta == 0 else f"(char *){ptr}+{delta}"
+    if not inner:
+        return f"*{ptr}"
+    return f"{ptr}->{inner[1:]}" if inner.startswith(".") else f"(*{ptr}){inner}"
+
+
+def lvalue_path(t: gdb.Type, off: int, prefix: str) -> str | None:
+    """The C expression for the object at byte `off` inside an object of type
+    t named prefix (`pool.jobs[2]`), down to a pthread type or a scalar."""
+    t = t.strip_typedefs()
+    if off == 0 and (t.code not in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_ARRAY)
+                     or (t.name or "").startswith(("pthread_", "__pthread"))):
+        return prefix
+    if t.code == gdb.TYPE_CODE_ARRAY:
+        elem = t.target()
+        n = elem.sizeof
+        if n <= 0:
+            return None
+        return lvalue_path(elem, off % n, f"{prefix}[{off // n}]")
+    if t.code == gdb.TYPE_CODE_STRUCT:
+        for f in t.fields():
+            if f.bitpos is None or f.name is None:
+                continue
+            fo = f.bitpos // 8
+            if fo <= off < fo + max(f.type.sizeof, 1):
+                return lvalue_path(f.type, off - fo, f"{prefix}.{f.name}")
+        return None
+    return prefix if off == 0 else None
 
 
 def session() -> Session:
@@ -725,6 +886,17 @@ def parse_event(s: Session, text: str, cmd: str) -> int:
     if not m.has(n):
         raise gdb.GdbError(f"det: {cmd}: the trace has no event {n} (its thread died before it was written)")
     return n
+
+
+def parse_bound(s: Session, text: str, cmd: str) -> int:
+    """An end of a range of events: a number or expression (not checked
+    against the recording: ranges are clamped), `start` or `end`."""
+    t = text.strip().lower()
+    if t in ("end", "$"):
+        return s.model.end
+    if t in ("start", "begin", "first"):
+        return s.model.first
+    return parse_int(text, cmd)
 
 
 def parse_thread(s: Session, text: str, cmd: str) -> int:
@@ -791,6 +963,10 @@ det break-event ...    stop before events of a kind, on an object, by a thread
 det timeline [FROM [TO]]  the events around the current one, one column per thread
 det threads            gdb's thread numbers next to det's T0, T1, ...
 det disas [T]          disassembly around thread T's code (capstone, pyelftools)
+det last-write EXPR    go back to the last write that changed EXPR (by re-execution)
+det reverse-continue   go back to the last hit of your breakpoints and watchpoints
+det reverse-step       go back to the previous line of the current thread
+set det show-frames on|off   show det's own frames in backtraces (off)
 
 At an event, every other thread waits at its turnstile: `info threads` and
 `bt` show where. $det_event is the current event and $det_thread the thread
@@ -828,6 +1004,8 @@ Usage: det status"""
                 th = s.gdb_thread(t.num)
                 if th is not None:
                     t.where = thread_where(th)
+            if s.signalled is not None and s.signalled[0] == t.num:
+                t.signal = s.signalled[1]
         lines = s.model.status_text(pos.seq, pos.thread if pos.det_stop else None, live, s.relaxed,
                                     selected=s.det_num())
         if s.divergence:
@@ -836,8 +1014,9 @@ Usage: det status"""
             print(ln)
 
 
-def thread_where(th: gdb.InferiorThread) -> str:
-    """The program-code frame of another thread, without changing the user's selection for long."""
+@contextmanager
+def on_thread(th: gdb.InferiorThread) -> Iterator[None]:
+    """Run a block with th selected; the user's thread and frame come back after."""
     cur = gdb.selected_thread()
     try:
         frame = gdb.selected_frame()
@@ -845,13 +1024,20 @@ def thread_where(th: gdb.InferiorThread) -> str:
         frame = None
     try:
         th.switch()
-        return where(user_frame())
-    except gdb.error:
-        return ""
+        yield
     finally:
         cur.switch()
         if frame is not None and frame.is_valid():
             frame.select()
+
+
+def thread_where(th: gdb.InferiorThread) -> str:
+    """The program-code frame of another thread."""
+    try:
+        with on_thread(th):
+            return where(user_frame())
+    except gdb.error:
+        return ""
 
 
 class DetWhen(gdb.Command):
@@ -1104,11 +1290,14 @@ ended; `=>` marks the current event. Default: 10 events either side."""
         if len(w) > 2:
             raise gdb.GdbError("det: det timeline: usage: det timeline [FROM [TO]]")
         if w:
-            lo = parse_event(s, w[0], "det timeline")
-            hi = parse_event(s, w[1], "det timeline") if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20,
+            # A range is clamped to the recording (`det timeline 0 40` on a
+            # 36-event trace shows events 0 to 35).
+            lo = parse_bound(s, w[0], "det timeline")
+            hi = parse_bound(s, w[1], "det timeline") if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20,
                                                                                      m.total - 1))
             if hi < lo:
                 raise gdb.GdbError("det: det timeline: TO is before FROM")
+            lo, hi = min(max(lo, m.first), m.end - 1), min(max(hi, m.first), m.end - 1)
         else:
             i = m.index_of(pos)
             lo, hi = m.seq_at(max(0, i - 10)), m.seq_at(min(m.total - 1, i + 10))
@@ -1176,24 +1365,76 @@ Needs the Python packages capstone and pyelftools in gdb's Python
         th = s.gdb_thread(num) if num is not None else gdb.selected_thread()
         if th is None:
             raise gdb.GdbError(f"det: det disas: T{num} is not running")
-        cur = gdb.selected_thread()
-        try:
-            frame = gdb.selected_frame()
-        except gdb.error:
-            frame = None
-        try:
-            th.switch()
+        with on_thread(th):
             f = user_frame() or gdb.newest_frame()
             pc = f.pc()
             call_site = f != gdb.newest_frame()
-        finally:
-            cur.switch()
-            if frame is not None and frame.is_valid():
-                frame.select()
         modules = s.model.trace.modules()
         for ln in det_gdb_disas.disassemble(pc, modules, gdb.selected_inferior().read_memory, call_site,
                                             f"T{num}" if num is not None else "this thread"):
             print(ln)
+
+
+class DetFrameFilter:
+    """Hides libdet.so's frames from `bt` (gdb's frame-filter protocol).
+
+    det's frames are how a thread waits for its turn, never the program's
+    business; `set det show-frames on` (or gdb's `bt -no-filters`) shows
+    them. Frame numbers stay gdb's, so `frame N` still means what bt says."""
+
+    def __init__(self) -> None:
+        self.name = "det"
+        self.priority = 100
+        self.enabled = True
+        gdb.frame_filters[self.name] = self
+
+    def filter(self, frames: Iterator) -> Iterator:
+        return (d for d in frames if not in_det(d.inferior_frame()))
+
+
+class DetSetPrefix(gdb.Command):
+    """det's settings: `set det show-frames on|off`."""
+
+    def __init__(self, verb: str) -> None:
+        super().__init__(f"{verb} det", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, prefix=True)
+
+
+class DetShowFrames(gdb.Parameter):
+    """Whether backtraces show det's own frames (libdet.so: how a thread waits for its
+turn). Off by default: `bt` shows the program's frames and the libraries it called."""
+
+    set_doc = "Set whether backtraces show det's own frames."
+    show_doc = "Show whether backtraces show det's own frames."
+
+    def __init__(self, flt: DetFrameFilter) -> None:
+        super().__init__("det show-frames", gdb.COMMAND_STACK, gdb.PARAM_BOOLEAN)
+        self.value = False
+        self.flt = flt
+
+    def get_set_string(self) -> str:
+        self.flt.enabled = not self.value
+        return f"det: backtraces {'show' if self.value else 'hide'} det's frames"
+
+    def get_show_string(self, svalue: str) -> str:
+        return f"det: backtraces {'show' if self.value else 'hide'} det's frames"
+
+
+def after_thread_command() -> None:
+    """Run by gdb's hookpost-thread: `thread N` selects N's frame in the program's code."""
+    if SESSION is None or not SESSION.alive():
+        return
+    try:
+        if frame_kind(gdb.selected_frame()) != "det":
+            return
+        f = user_frame()
+    except gdb.error:
+        return
+    if f is not None and f != gdb.selected_frame():
+        f.select()
+        num = SESSION.det_num()
+        who = f"T{num}" if num is not None else "this thread"
+        print(f"det: {who} is in {where(f)} (frame #{f.level()}; `set det show-frames on` shows det's frames)")
+        print(gdb.execute("frame", to_string=True).rstrip("\n"))
 
 
 def _stop_handler(event: gdb.StopEvent) -> None:
@@ -1230,7 +1471,7 @@ def start(config_path: str) -> None:
     except Exception as e:  # noqa: BLE001 - det.errors.DetError and sqlite/OS errors: one line, no traceback
         raise gdb.GdbError(f"det: {e}") from None
     SESSION = s
-    s.model.namer = symbol_at
+    s.model.names.live = pointer_expression
     wrapper = " ".join(shlex.quote(a) for a in cfg["exec_wrapper"])
     for cmd in ("set startup-with-shell on", f"set exec-wrapper {wrapper}", "set breakpoint pending on",
                 f"file {gdb_quote(cfg['binary'])}"):
@@ -1240,11 +1481,18 @@ def start(config_path: str) -> None:
         gdb.execute(f"skip -gfile {pat}", to_string=True)
     for cmd in ("next", "step", "until", "advance"):
         gdb.execute(f"define hook-{cmd}\npython det_gdb.step_hook()\nend", to_string=True)
+    gdb.execute("define hookpost-thread\npython det_gdb.after_thread_command()\nend", to_string=True)
+    DetSetPrefix("set")
+    DetSetPrefix("show")
+    DetShowFrames(DetFrameFilter())
     gdb.events.stop.connect(_stop_handler)
     gdb.events.exited.connect(_exit_handler)
     for cls in (DetPrefix, DetStatus, DetWhen, DetNext, DetBack, DetGoto, DetStepThread, DetUntil, DetBreakEvent,
                 DetTimeline, DetThreads, DetDisas):
         cls()
+    import det_gdb_reverse
+
+    det_gdb_reverse.register()
     s.make_breakpoints()
     m = s.model
     mode = "relaxed" if s.relaxed else "ordered"

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from det import events as ev
-from det.analysis import Waiter, block_report, holders
+from det.analysis import Waiter, block_report, describe_divergence, holders
+from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name
 
@@ -55,6 +55,7 @@ class LiveThread:
     gdb_num: int | None = None  # gdb's thread number, if gdb knows the thread
     lwp: int | None = None
     where: str = ""     # its first frame in the program's code, e.g. "transfer at x.c:33"
+    signal: str = ""    # the signal gdb stopped it with (SIGABRT), if that was the last stop
 
     @property
     def ended_blocked(self) -> bool:
@@ -92,9 +93,9 @@ class Schedule:
         self._events: dict[int, Event] = {}
         self.thread_by_obj = {t["obj"]: tid for tid, t in self.threads.items()}
         self.blocked = {tid: (kind, obj) for tid, kind, obj, _ra in tr.blocked()}
-        # The program's name for an object's address (det_gdb.py asks gdb).
-        self.namer: Callable[[int], str] | None = None
-        self._names: dict[int, str] = {}
+        # det's one naming scheme (det.names); det_gdb.py sets names.live
+        # to find the pointer expression that reaches a heap object.
+        self.names = ObjectNames(tr, self.sym)
 
     def close(self) -> None:
         self.trace.close()
@@ -152,19 +153,8 @@ class Schedule:
 
     # --- names -----------------------------------------------------------
     def obj_name(self, obj: int) -> str:
-        """`mutex 4 (a)`: kind, number, and the program's name for it if it has one;
-        a thread object is named by its thread (`T1`)."""
-        if not obj:
-            return ""
-        kind, addr = self.objects.get(obj, (0, 0))
-        if objkind_name(kind) == "thread":
-            tid = self.thread_by_obj.get(obj)
-            if tid is not None:
-                return f"T{tid}"
-        name = objkind_name(kind)
-        if obj not in self._names:
-            self._names[obj] = self.namer(addr) if self.namer is not None and addr else ""
-        return f"{name} {obj} ({self._names[obj]})" if self._names[obj] else f"{name} {obj}"
+        """`mutex 4 (a)`, `T1`: det.names' label ("" for no object)."""
+        return self.names.label(obj)
 
     def short(self, e: Event) -> str:
         """A timeline cell: `lock mutex4`, `create T2`, `join T1`."""
@@ -280,8 +270,7 @@ class Schedule:
                                  f"{self.threads[t.num]['create_seq']}; first event {first})")
                 continue
             mark = "*" if t.num == selected else " "
-            gdbn = f" [gdb {t.gdb_num}]" if t.gdb_num is not None else ""
-            parts = [f"{mark} T{t.num}{gdbn}: {t.done}/{t.count} done"]
+            parts = [f"{mark} T{t.num}: {t.done}/{t.count} done"]
             mine = sorted(by_thread.get(t.num, []))
             if mine:
                 parts.append("holds " + ", ".join(self.obj_name(o) for o in mine))
@@ -295,13 +284,18 @@ class Schedule:
                 parts.append(nxt)
                 if s == pos and t.num == current:
                     parts.append("<- about to do it")
+                elif t.signal:
+                    parts.append(f"stopped by {t.signal}")
                 elif t.state == "running" and t.at_turnstile:
                     parts.append("waits for its turn")
                 elif t.state == "running":
                     parts.append("running")
+            elif t.signal:
+                parts.append(f"no more recorded events; stopped by {t.signal}")
             elif t.ended_blocked:
-                o = self.obj_name(t.blocked_obj) or "?"
-                parts.append(f"no more recorded events; blocked in {kind_name(t.blocked_kind)} on {o} "
+                o = self.obj_name(t.blocked_obj)
+                on = f" on {o}" if o else ""
+                parts.append(f"no more recorded events; blocked in {kind_name(t.blocked_kind)}{on} "
                              f"at {self.ra_where(t.blocked_ra)}, where the recording ended")
             elif t.state in ("exiting", "free"):
                 parts.append("exited")
@@ -312,8 +306,8 @@ class Schedule:
             lines.append("; ".join(parts))
         waiters = [Waiter(t.num, t.blocked_kind, t.blocked_obj, t.blocked_ra)
                    for t in live if t.ended_blocked]
-        if waiters and pos >= self.end:
-            rep = block_report(self.trace, waiters, self.sym, None)
+        if waiters and pos >= self.end and self.ended_blocked():
+            rep = block_report(self.trace, waiters, self.sym, None, self.names)
             lines.append(self.cycle_text(rep.summary, rep.cycle, waiters, held))
         return lines
 
@@ -403,29 +397,8 @@ class Schedule:
         return "|"
 
     def divergence_text(self, div: dict[str, int], what: str) -> str:
-        """One line, as detreplay says it (det.replay.cli.describe_divergence)."""
-        def obj(o: int, addr: int = 0) -> str:
-            if o:
-                return self.obj_name(o)
-            if not addr:
-                return "no object"
-            name = self.namer(addr) if self.namer is not None else ""
-            return f"an object at {addr:#x} ({name})" if name else f"an object at {addr:#x}"
-
-        loc = self.ra_where(div["ra"])
-        t = div["thread"]
-        if div["seq"] == 2**64 - 1:
-            at = f"after T{t}'s last recorded event"
-        else:
-            at = f"divergence at event {div['seq']} (T{t})"
-        want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
-        got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
-        reason = div.get("reason_name", "")
-        if reason in ("kind", "object"):
-            return f"{at}: recorded {want}, got {got} at {loc}"
-        if reason == "result":
-            return f"{at}: {want} at {loc}: {what}"
-        return f"{at}: {what} ({got} at {loc})"
+        """One line, as detreplay says it."""
+        return describe_divergence(self.names, div, what)
 
 
 def _fit(text: str, width: int) -> str:

@@ -221,6 +221,7 @@ DET_HIDDEN int det_process_attach(void);
 /* The pid a program-visible pid stands for in this run (replay), and back. */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
 DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
 /* The top process: remember the stdin pipe det feeds (inputs.c). */
@@ -303,6 +304,8 @@ DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);
 DET_HIDDEN void det_replay_attach(struct det_thread *t);
+/* Replay: the thread goes on from t->idx (after attach, or in an exec'd image). */
+DET_HIDDEN void det_replay_resume(struct det_thread *t);
 /* Replay: the program starts (again, under gdb): forget the last run. */
 DET_HIDDEN void det_replay_reset(void);
 /* Replay: the process is ending; let its other threads finish their events. */
@@ -430,7 +433,26 @@ static inline void det_unblock(struct det_op *op)
 		det_rec_unblock(op->t);
 }
 
-#define DET_RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+/* --- det's stack (stack.c) --- */
+struct det_stack {
+	uintptr_t lo, hi;  /* this thread's det stack, or 0 */
+	uintptr_t sp;      /* where the next entry from the program's stack puts its frames */
+	uintptr_t prog_sp; /* the program's stack pointer at the current entry, or 0 */
+	uintptr_t ra;      /* the program's return address at the current entry, or 0 */
+};
+extern DET_HIDDEN __thread struct det_stack det_stk __attribute__((tls_model("initial-exec")));
+/* An entry point's implementation (its stub, named in entries.def, is the
+ * exported symbol). */
+#define DET_IMPL __attribute__((visibility("hidden")))
+DET_HIDDEN void det_stack_attach(uint32_t num);
+DET_HIDDEN void *det_stack_new(uint32_t num);
+DET_HIDDEN uint32_t det_stack_adopt(void *base);
+DET_HIDDEN void det_stack_free(void *base);
+DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);
+
+/* Where the program called det: the return address its call pushed, which
+ * the entry stub keeps (the implementation's own is the stub's). */
+#define DET_RA() (det_stk.ra ? (uint64_t)det_stk.ra : (uint64_t)(uintptr_t)__builtin_return_address(0))
 
 /* A call that may block: marked for deadlock reports, and in strict mode
  * the thread gives up its turn meanwhile. errno survives. */

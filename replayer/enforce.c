@@ -7,12 +7,15 @@
  *    predecessor in the global order, relaxed replay its predecessors on the
  *    objects it touches. One mechanism serves both; detreplay chooses the
  *    edges (replayer/schedule.c).
- *  - A thread waits by spinning briefly, then sleeping on its own futex word;
- *    a finished event wakes only the threads listed in its wake[] entries.
+ *  - A thread waits by spinning briefly on its backend's progress counters,
+ *    then sleeping in the backend (replayer/turns.h: futex turnstiles, or
+ *    the kernel module); a finished event wakes only the threads listed in
+ *    its wake[] entries. The backend is chosen by the shared header's
+ *    `turns` field, through the table below.
  *  - The first divergence wins: it is written to the shared header for
  *    detreplay to report, and the program stops with DET_EXIT_STOPPED.
  */
-#include "runtime.h"
+#include "turns.h"
 #include "det/gdb.h"
 
 #include <errno.h>
@@ -23,6 +26,23 @@
 #include <unistd.h>
 
 #define SPIN_ROUNDS 400
+
+/* The enforcement backends, by enum det_turns_backend. */
+static const struct det_turns *const backends[] = {
+#define DET_TURNS(name, number, description) [number] = &det_turns_##name,
+#include "det/turns.def"
+#undef DET_TURNS
+};
+
+static const struct det_turns *turns = &det_turns_futex;
+
+static void choose_turns(void)
+{
+	uint32_t b = det_hdr->turns;
+	if (b >= sizeof(backends) / sizeof(backends[0]) || !backends[b])
+		det_fatal("replay asks for enforcement backend %u, which this libdet.so does not have", b);
+	turns = backends[b];
+}
 
 /* Read and written by det's gdb extension; see include/det/gdb.h. */
 __attribute__((visibility("default"))) struct det_gdb_control det_gdb_control = {.stop_seq = UINT64_MAX};
@@ -39,6 +59,13 @@ __attribute__((visibility("default"), noinline)) void det_gdb_stop(void)
 __attribute__((visibility("default"), noinline)) void det_gdb_ready(void)
 {
 	__asm__ volatile("" ::: "memory");
+}
+
+/* gdb breaks here when a thread of the replay starts (num: its det number),
+ * to name the thread after it before gdb reports anything about it. */
+__attribute__((visibility("default"), noinline)) void det_gdb_thread(uint32_t num)
+{
+	__asm__ volatile("" ::"r"(num) : "memory");
 }
 
 /* gdb breaks here once the recording's last event is done (every thread has
@@ -67,20 +94,16 @@ __attribute__((visibility("default"), noinline)) void det_gdb_diverged(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
-{
-	return det_sys(SYS_futex, (long)addr, op, val, 0, 0, 0);
-}
-
 /* A replay region may be run more than once (gdb restarts the program to go
  * back in time): T0 clears everything a previous run changed. */
 void det_replay_reset(void)
 {
 	struct det_shm_header *h = det_hdr;
+	choose_turns();
+	turns->reset();
 	for (uint32_t i = 0; i < h->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(h, i);
 		atomic_store(&s->done, 0);
-		atomic_store(&s->sleeping, 0);
 		atomic_store(&s->state, DET_TS_FREE);
 		atomic_store(&s->blocked_kind, 0);
 		s->blocked_obj = 0;
@@ -115,10 +138,20 @@ void det_replay_attach(struct det_thread *t)
 	t->sched = (const struct det_sched *)((char *)det_hdr + s->sched_off);
 	t->sched_count = s->sched_count;
 	t->idx = 0;
+	det_replay_resume(t);
+	if (det_unlikely(det_gdb_control.attached))
+		det_gdb_thread(t->num);
 	if (t->num == 0) {
 		det_obj_bind((void *)pthread_self(), s->obj, DET_OBJ_THREAD);
 		det_gdb_ready();
 	}
+}
+
+/* A thread starts replaying at t->idx: here, or in an exec'd image. */
+void det_replay_resume(struct det_thread *t)
+{
+	choose_turns();
+	turns->thread_attach(t);
 }
 
 /* Sleep for ever: the thread has done everything the recording saw it do. */
@@ -140,30 +173,28 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 	}
 }
 
-static void wait_for(struct det_thread *t, uint32_t dep_thread, uint64_t dep_idx)
+static int turn_due(const struct det_sched *e)
 {
-	struct det_slot *d = det_shm_slot(det_hdr, dep_thread - 1);
-	if (atomic_load_explicit(&d->done, memory_order_acquire) > dep_idx)
+	for (int i = 0; i < 2; i++)
+		if (e->dep_thread[i] && turns->done_count(e->dep_thread[i] - 1) <= e->dep_idx[i])
+			return 0;
+	return 1;
+}
+
+/* Wait until every prerequisite of e, t's next event, is done. */
+static void wait_turn(struct det_thread *t, const struct det_sched *e)
+{
+	if (turn_due(e))
 		return;
 	atomic_store_explicit(&t->slot->at_turnstile, 1, memory_order_relaxed);
-	for (int i = 0; i < SPIN_ROUNDS; i++) {
+	int due = 0;
+	for (int i = 0; i < SPIN_ROUNDS && !due; i++) {
 		__builtin_ia32_pause();
-		if (atomic_load_explicit(&d->done, memory_order_acquire) > dep_idx) {
-			atomic_store_explicit(&t->slot->at_turnstile, 0, memory_order_relaxed);
-			return;
-		}
+		due = turn_due(e);
 	}
-	struct det_slot *me = t->slot;
-	for (;;) {
-		/* Dekker with det_replay_end: sleeping is set before done is
-		 * read again, done is set before sleeping is read. */
-		atomic_store(&me->sleeping, 1);
-		if (atomic_load(&d->done) > dep_idx)
-			break;
-		futex(&me->sleeping, FUTEX_WAIT, 1);
-	}
-	atomic_store(&me->sleeping, 0);
-	atomic_store_explicit(&me->at_turnstile, 0, memory_order_relaxed);
+	if (!due)
+		turns->sleep(t, e);
+	atomic_store_explicit(&t->slot->at_turnstile, 0, memory_order_relaxed);
 }
 
 void det_replay_vanish(struct det_op *op)
@@ -255,9 +286,7 @@ static void skip_preemptions(struct det_thread *t)
 	       (t->sched[t->idx].kind == DET_EV_PREEMPT || t->sched[t->idx].kind == DET_EV_BLOCK)) {
 		const struct det_sched *e = &t->sched[t->idx];
 		struct det_op op = {.t = t, .kind = e->kind};
-		for (int i = 0; i < 2; i++)
-			if (e->dep_thread[i])
-				wait_for(t, e->dep_thread[i], e->dep_idx[i]);
+		wait_turn(t, e);
 		op.rec = e;
 		det_replay_end(&op, e->result);
 	}
@@ -289,9 +318,7 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 		park(t);
 	}
 	const struct det_sched *e = &t->sched[t->idx];
-	for (int i = 0; i < 2; i++)
-		if (e->dep_thread[i])
-			wait_for(t, e->dep_thread[i], e->dep_idx[i]);
+	wait_turn(t, e);
 	if (e->kind != op->kind)
 		det_diverge(t, DET_DIV_KIND, op->kind, addr, op->ra, "another kind of event");
 	if (op->id == UINT32_MAX)
@@ -324,9 +351,7 @@ const struct det_sched *det_replay_input(struct det_op *op)
 		park(t);
 	}
 	const struct det_sched *e = &t->sched[t->idx];
-	for (int i = 0; i < 2; i++) /* none, except for the ordered ones (accept) */
-		if (e->dep_thread[i])
-			wait_for(t, e->dep_thread[i], e->dep_idx[i]);
+	wait_turn(t, e); /* none, except for the ordered ones (accept) */
 	if (e->kind != op->kind)
 		det_diverge(t, DET_DIV_KIND, op->kind, NULL, op->ra, "another kind of event");
 	if (e->aux != op->aux)
@@ -350,14 +375,7 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (t->idx < t->sched_count && t->sched[t->idx].kind == DET_EV_SIGNAL &&
 	    !(t->sched[t->idx].aux & 0x10000 /* DET_SIG_BEFORE */))
 		t->sig_due = 1; /* delivered as the thread leaves det */
-	for (int i = 0; i < 2; i++) {
-		uint32_t w = e->wake[i];
-		if (!w)
-			continue;
-		struct det_slot *s = det_shm_slot(det_hdr, w - 1);
-		if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
-			futex(&s->sleeping, FUTEX_WAKE, 1);
-	}
+	turns->done(t, e);
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
 	if (!(det_hdr->flags & DET_F_STRICT))
@@ -367,10 +385,7 @@ void det_replay_end(struct det_op *op, int64_t result)
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups
 		 * above, which the thread owes others first) */
-		const struct det_sched *n = &t->sched[t->idx];
-		for (int i = 0; i < 2; i++)
-			if (n->dep_thread[i])
-				wait_for(t, n->dep_thread[i], n->dep_idx[i]);
+		wait_turn(t, &t->sched[t->idx]);
 	} else if (atomic_load(&t->slot->strict_yielded)) {
 		/* it handed the token on after this event (the recording does so
 		 * only at a boundary: never after a BLOCK or its exit) and the

@@ -357,8 +357,16 @@ void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_t
  * whoever holds obj releases it; the caller then tries again. */
 void det_strict_wait_for(struct det_op *op, const void *obj)
 {
+	struct det_slot *s = op->t->slot;
 	det_rec_block_event(op->t, op->kind, op->obj, op->ra);
+	/* say what it waits for, as a thread blocked in the kernel does: a
+	 * strict deadlock's report names the cycle from it */
+	s->blocked_obj = op->obj;
+	s->blocked_addr = det_obj_key(obj);
+	s->blocked_ra = op->ra;
+	atomic_store_explicit(&s->blocked_kind, op->kind, memory_order_release);
 	det_strict_wait(op->t, obj, NULL, 0);
+	atomic_store_explicit(&s->blocked_kind, 0, memory_order_relaxed);
 }
 
 /* A thread just created is runnable at once, with its priority (not when

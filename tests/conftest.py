@@ -7,16 +7,25 @@ fails the test loudly, never skips it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Recordings made without -o land in a trace directory of the test session's
+# own, never in the user's (~/.local/share/det/traces).
+_TRACE_DIR = tempfile.mkdtemp(prefix="det-test-traces-")
+os.environ["DET_TRACE_DIR"] = _TRACE_DIR
+atexit.register(shutil.rmtree, _TRACE_DIR, True)
 BIN = ROOT / ".venv" / "bin"
 DETREC = BIN / "detrec"
 DETREPLAY = BIN / "detreplay"
@@ -104,5 +113,18 @@ def query(trace: Path, sql: str, args: tuple = ()) -> list[tuple]:
     db = sqlite3.connect(trace)
     try:
         return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
+
+def reseal(trace: Path) -> None:
+    """A test that edits a trace on purpose (to make an unusual but valid
+    one) seals it again, as det's own writers do: det.validate refuses a
+    trace whose content no longer matches its checksum."""
+    from det.validate import seal
+
+    db = sqlite3.connect(trace)
+    try:
+        seal(db)
     finally:
         db.close()

@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
+  "man:man-db" "bash:bash"
   "cmake:cmake" "autoconf:autoconf" "automake:automake"
 )
 # file -> Debian package. det-cc (llvm/) builds its pass plugin against

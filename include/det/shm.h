@@ -37,6 +37,13 @@ enum det_mode {
 	DET_MODE_REPLAY = 2,
 };
 
+/* Replay's enforcement backends (include/det/turns.def, replayer/turns.h). */
+enum det_turns_backend {
+#define DET_TURNS(name, number, description) DET_TURNS_##name = number,
+#include "det/turns.def"
+#undef DET_TURNS
+};
+
 /* header.flags */
 #define DET_F_RELAXED   0x1  /* replay: per-object order only */
 #define DET_F_STDIN_FED 0x2  /* stdin is a pipe det fills with the recorded input */
@@ -303,7 +310,11 @@ struct det_shm_header {
 	DET_ATOMIC(uint32_t) next_proc;
 	uint64_t pipes_off;
 	uint32_t pipes_cap;                  /* power of two; entries are DET_ATOMIC(uint64_t) inodes */
-	uint32_t pad_procs;
+
+	/* replay: how threads wait for their turns (enum det_turns_backend) */
+	uint32_t turns;
+	uint32_t pad_turns;
+	uint64_t turns_arg[2];               /* the backend's own (kmod: schedule id and key) */
 
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */

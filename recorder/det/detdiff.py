@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from . import __version__, tracedir
 from .diff import compare
 from .difftext import Style, render
 from .errors import DetError
@@ -38,15 +39,16 @@ def use_color(when: str, stream: Any) -> bool:
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="detdiff",
         description="Compare two det traces of the same program: where the schedules part, which objects "
                     "are taken in a different order, what happens on one side only, and how the outcomes differ.",
-        epilog="Exit status: 0 identical, 1 different, 2 error.",
+        epilog="Exit status: 0 identical, 1 different, 2 error. A and B are paths, or names listed by `detrec ls`.",
     )
-    p.add_argument("a", metavar="A", help="a trace (e.g. a passing run)")
-    p.add_argument("b", metavar="B", help="another trace of the same program (e.g. a failing run)")
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    tracedir.trace_argument(p, "a", metavar="A", help="a trace (e.g. a passing run)")
+    tracedir.trace_argument(p, "b", metavar="B", help="another trace of the same program (e.g. a failing run)")
     p.add_argument("--json", action="store_true", help="machine-readable output (keys: docs/detdiff.md)")
     p.add_argument("-C", "--context", type=int, default=3, metavar="N",
                    help="events shown before and after the divergence (default 3)")
@@ -60,8 +62,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "reordering of B that makes it pass")
     p.add_argument("--keep", metavar="DIR",
                    help="with --bisect: keep every replayed hybrid trace in DIR (created if missing; an existing "
-                        "one may hold only det traces)")
+                        "one may hold only det traces)").complete = "dir"
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     ns = p.parse_args(argv)
+    ns.a, ns.b = str(tracedir.resolve(ns.a)), str(tracedir.resolve(ns.b))
     if ns.context < 0:
         p.error("--context needs a number >= 0")
     if ns.limit < 0:

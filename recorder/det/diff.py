@@ -28,13 +28,10 @@ Rules:
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import operator
 import os
-import shutil
 import sqlite3
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -42,7 +39,9 @@ from operator import itemgetter
 from typing import Any
 
 from . import events as ev
+from .analysis import held_at_end
 from .errors import DetError
+from .names import OBJ_SIZES, THREAD_KIND, DataSymbols, ObjectNames
 from .symbols import Symbolizer
 from .trace import Trace, TraceError, kind_name, objkind_name
 
@@ -55,11 +54,8 @@ ALIGN_LIMIT = 4_000_000
 ALIGN_BUDGET = 16_000_000
 # Tails longer than this together are not even looked at event by event.
 ALIGN_SCAN = 200_000
-THREAD_KIND = next(o.number for o in ev.OBJKINDS if o.name == "THREAD")
 THREAD_START = next(e.number for e in ev.EVENTS if e.name == "THREAD_START")
 THREAD_EXIT = next(e.number for e in ev.EVENTS if e.name == "THREAD_EXIT")
-# sizeof each object kind on x86-64 glibc: names elements of arrays.
-OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4}
 BARRIER_DEPART = next(e.number for e in ev.EVENTS if e.name == "BARRIER_DEPART")
 # Inputs whose value differs in every run (clocks, ids): their results are
 # not compared.
@@ -207,6 +203,7 @@ class DiffResult:
     result_count: int
     outcome: list[OutcomeDiff]
     notes: list[str] = field(default_factory=list)
+    held: dict[str, list[str]] = field(default_factory=dict)  # "a"/"b": the locks held when the run ended
 
     @property
     def identical(self) -> bool:
@@ -511,7 +508,7 @@ class Comparison:
         if tr_site:
             self.b.sites_s = self.b.sites_s.translate(tr_site)
         self.canon_to_b = {c: o for o, c in self.b_obj_canon.items()}
-        self._symbols: dict[str, _DataSymbols] = {}
+        self._symbols: dict[str, DataSymbols] = {}
         self.align_budget = ALIGN_BUDGET
         # (trace, is a thread_start, address, what to locate): see finish().
         self._pending: list[tuple[_Side, bool, int, EventRef | ObjectRef]] = []
@@ -582,15 +579,21 @@ class Comparison:
         if obj == 0:
             return "no object"
         kind, _addr, _first = side.objects.get(obj, (0, 0, 0))
+        # det.names' scheme: a thread is its T-name; an object is its
+        # number in A, and in B where B numbered it otherwise (`mutex 5/B4`),
+        # which detrec, detreplay and gdb show for B.
         if kind == THREAD_KIND:
             tid = next((t for t, row in side.threads.items() if row["obj"] == obj), None)
             if tid is not None:
-                return f"thread T{tid}"
+                return f"T{tid}"
         if side is self.a:
-            return f"{objkind_name(kind)} {obj}"
-        if obj in self.b_obj_to_a:
-            return f"{objkind_name(kind)} {self.b_obj_to_a[obj]}"
-        return f"{objkind_name(kind)} B{obj}"
+            a_obj, b_obj = obj, self.canon_to_b.get(obj)
+        elif obj in self.b_obj_to_a:
+            a_obj, b_obj = self.b_obj_to_a[obj], obj
+        else:
+            return f"{objkind_name(kind)} B{obj}"
+        other = f"/B{b_obj}" if b_obj is not None and b_obj != a_obj else ""
+        return f"{objkind_name(kind)} {a_obj}{other}"
 
     def object_ref(self, canon: int) -> ObjectRef:
         """Describe an object by its shared id."""
@@ -616,7 +619,7 @@ class Comparison:
         if not module:
             return None
         if module not in self._symbols:
-            self._symbols[module] = _DataSymbols(module)
+            self._symbols[module] = DataSymbols(module)
         return self._symbols[module].lookup(off, OBJ_SIZES.get(objkind_name(kind).upper(), 0))
 
 
@@ -715,13 +718,29 @@ def compare_traces(ta: Trace, tb: Trace, *, force: bool = False, context: int = 
     for side in (a, b):
         if not side.tr.complete:
             c.notes.append(f"{side.tr.path} is incomplete: the recording did not finish")
+    # Who held which lock when each run ended: for a failure, often the
+    # cause itself (two threads inside critical sections of one variable
+    # under two different locks), which a default-mode recording does not
+    # replay.
+    held = {name: held_at_end(side.tr, ObjectNames(side.tr, side.sym, symbolize),
+                              lambda o, side=side: _with_name(c, side, o))
+            for name, side in (("a", a), ("b", b))}
+    if outcome and b.meta.get("mode") != "strict":
+        c.notes.append(f"{b.tr.path} was recorded in the default mode, which does not fix what threads do "
+                       "between events: if its replay diverges (a data race), record the failure with "
+                       "detrec --strict --until-fail")
     c.finish()
     return DiffResult(
         a=a.summary(), b=b.summary(), schedule_identical=same_schedule and not result_pairs,
         outcome_identical=not outcome, divergence=divergence, threads=cap(threads), thread_count=len(threads),
         inversions=inversions, inversion_count=inversion_count, one_side=one_side, one_side_events=one_side_events,
-        results=results, result_count=len(result_pairs), outcome=outcome, notes=c.notes,
+        results=results, result_count=len(result_pairs), outcome=outcome, notes=c.notes, held=held,
     )
+
+
+def _with_name(c: Comparison, side: _Side, obj: int) -> str:
+    name = c.name(side, obj)
+    return f"{c.label(side, obj)} ({name})" if name else c.label(side, obj)
 
 
 def _divergence(c: Comparison, context: int) -> Divergence:
@@ -886,57 +905,3 @@ def _stream(o: dict[str, Any], stream: str) -> dict[str, Any]:
     tail = o[f"{stream}_tail"]
     return {"bytes": o[f"{stream}_bytes"], "sha256": o[f"{stream}_sha256"],
             "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
-
-
-# ---------------------------------------------------------------- data symbols
-
-
-# glibc's FILE objects behind stdin, stdout and stderr.
-STDIO_NAMES = {"_IO_2_1_stdin_": "stdin", "_IO_2_1_stdout_": "stdout", "_IO_2_1_stderr_": "stderr"}
-
-
-class _DataSymbols:
-    """Names of variables in one ELF file, through binutils' nm (no nm: no names)."""
-
-    DATA_TYPES = set("bBdDgGrRsSvV")
-
-    def __init__(self, module: str) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.names: list[str] = []
-        nm = shutil.which("nm")
-        if not nm or not os.path.exists(module):
-            return
-        rows: list[tuple[int, int, str]] = []
-        for dyn in ([], ["-D"]):
-            try:
-                p = subprocess.run([nm, "-C", "-S", "--defined-only", *dyn, module],
-                                   capture_output=True, text=True, timeout=60)
-            except (OSError, subprocess.TimeoutExpired):
-                return
-            for line in p.stdout.splitlines():
-                parts = line.split(None, 3)
-                if len(parts) == 4 and parts[2] in self.DATA_TYPES:
-                    # Dynamic symbols carry their version (name@@GLIBC_2.2.5).
-                    name = parts[3].split("@", 1)[0]
-                    try:
-                        rows.append((int(parts[0], 16), int(parts[1], 16), STDIO_NAMES.get(name, name)))
-                    except ValueError:
-                        continue
-            if rows:
-                break
-        rows.sort()
-        self.starts = [r[0] for r in rows]
-        self.ends = [r[0] + r[1] for r in rows]
-        self.names = [r[2] for r in rows]
-
-    def lookup(self, off: int, elem: int = 0) -> str | None:
-        """The variable at offset off: `name`, `name[3]` (elem: the size of
-        the object, when the variable is an array of them), `name+16`."""
-        i = bisect.bisect_right(self.starts, off) - 1
-        if i < 0 or off >= self.ends[i]:
-            return None
-        start, size = self.starts[i], self.ends[i] - self.starts[i]
-        if elem and size > elem and size % elem == 0 and (off - start) % elem == 0:
-            return f"{self.names[i]}[{(off - start) // elem}]"
-        return self.names[i] if off == start else f"{self.names[i]}+{off - start}"

@@ -12,9 +12,12 @@ import os
 import shlex
 import sys
 
+from . import __version__, tracedir
+from .analysis import Waiter, block_report
 from .errors import DetError
+from .names import ObjectNames
 from .symbols import Symbolizer
-from .trace import Trace, kind_name, objkind_name
+from .trace import Trace, kind_name
 
 
 def summary(tr: Trace) -> dict[str, object]:
@@ -97,22 +100,31 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
     blocked = tr.blocked()
     if blocked:
         sym = Symbolizer(tr.modules())
-        objects = tr.objects()
+        names = ObjectNames(tr, sym)
         locs = sym.lookup([b[3] for b in blocked if b[3]])
         w("blocked when stopped:")
         for tid, kind, obj, ra in blocked:
             where = locs[ra].short() if ra in locs else "?"
-            okind = objkind_name(objects.get(obj, (0, 0))[0])
-            w(f"  T{tid} in {kind_name(kind)} on {okind} {obj} at {where}")
+            on = f" on {names.label(obj)}" if obj else ""
+            w(f"  T{tid} in {kind_name(kind)}{on} at {where}")
+        rep = block_report(tr, [Waiter(*b) for b in blocked], sym, names=names)
+        if rep.cycle:
+            w(f"wait-for:   {rep.summary}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="detrec info", description="Show what a det trace holds.")
+    tracedir.trace_argument(p, "trace", nargs="?", metavar="TRACE",
+                   help="a trace path, or a name listed by `detrec ls` (default: the latest)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    return p
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="detrec info", description="Show what a det trace holds.")
-    p.add_argument("trace")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    ns = p.parse_args(argv)
+    ns = build_parser().parse_args(argv)
     try:
-        with Trace(ns.trace) as tr:
+        with Trace(tracedir.resolve(ns.trace) if ns.trace else tracedir.latest()) as tr:
             s = summary(tr)
             if ns.json:
                 json.dump(s, sys.stdout, indent=2)

@@ -12,11 +12,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from . import schema
+from . import paths, schema
 from .errors import DetError
-
-PKG_DIR = Path(__file__).resolve().parent
-REPO_DIR = PKG_DIR.parent.parent
 
 DET_F_RELAXED = 0x1
 DET_F_STDIN_FED = 0x2
@@ -30,12 +27,13 @@ THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parke
 
 
 def libdir() -> Path:
-    """Where libdet.so and libdetsup.so are: $DET_LIBDIR, else the build tree."""
+    """Where libdet.so and libdetsup.so are: $DET_LIBDIR, else det.paths.LIB_DIR."""
     env = os.environ.get("DET_LIBDIR")
-    d = Path(env) if env else REPO_DIR / "build"
+    d = Path(env) if env else paths.LIB_DIR
     for name in ("libdet.so", "libdetsup.so"):
         if not (d / name).exists():
-            raise DetError(f"{d / name} is missing: run `make` first", status=2)
+            hint = "reinstall det" if paths.INSTALLED and not env else "run `make` first"
+            raise DetError(f"{d / name} is missing: {hint}", status=2)
     return d
 
 

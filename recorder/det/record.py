@@ -28,10 +28,21 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, schema
+from . import __version__, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
-from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
+from .launch import (
+    FED_KINDS,
+    Program,
+    StdinFeed,
+    describe_status,
+    output_source,
+    read_own_stdin,
+    read_own_terminal,
+    resolve_program,
+    shell_status,
+    stdin_source,
+)
 from .native import (
     DET_F_CC_POINTS,
     DET_F_LOGICAL,
@@ -45,6 +56,7 @@ from .native import (
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
+from .validate import remember
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
@@ -54,11 +66,46 @@ PCT_POINTS = 1000  # change points fall within this many det-cc memory points, u
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "1024")) << 10) // 48  # per thread
 
 
+class RunTimeout:
+    """The per-run timeout of --until-fail and --runs when --timeout is not
+    given: a run that takes FACTOR times as long as the longest passing run
+    (at least FLOOR seconds) is hung, a failure of its own kind; before any
+    run has passed, FIRST seconds."""
+
+    FACTOR = 10
+    FLOOR = 2.0
+    FIRST = 20.0
+
+    def __init__(self) -> None:
+        self.longest: float | None = None
+        self.passes = 0
+        self.lock = threading.Lock()
+
+    def passed(self, duration: float) -> None:
+        with self.lock:
+            self.passes += 1
+            self.longest = duration if self.longest is None else max(self.longest, duration)
+
+    def seconds(self) -> float:
+        with self.lock:
+            return self.FIRST if self.longest is None else max(self.FLOOR, self.FACTOR * self.longest)
+
+    def describe(self, seconds: float) -> str:
+        with self.lock:
+            if self.longest is None:
+                return f"no exit within {seconds:g} s (--until-fail's per-run timeout before any run passed; " \
+                       "--timeout sets it)"
+            return (f"no exit within {seconds:.3g} s ({self.FACTOR}x the longest of {self.passes} passing run(s), "
+                    f"{self.longest:.3g} s; --timeout sets it)")
+
+
 @dataclass
 class Options:
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
     stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
+    outputs: tuple[dict | None, dict | None] = (None, None)  # output_source() of stdout and stderr
     timeout: float | None = None
+    auto_timeout: RunTimeout | None = None    # --until-fail/--runs without --timeout
     max_threads: int = 4096
     rings: int = 1024
     ring_entries: int = RING_ENTRIES
@@ -176,6 +223,8 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "kernel": platform.release(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
+            "stdout": opts.outputs[0],
+            "stderr": opts.outputs[1],
             "strict_quantum": opts.quantum if opts.strict else None,
             "logical": opts.logical or None,
             "chaos_seed": opts.seed or None,
@@ -198,10 +247,13 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         rec.drain_open(writer.path)
         stdin: StdinFeed | int | None = None
         spool = None
-        if opts.stdin and opts.stdin["kind"] == "pipe":
+        if opts.stdin and opts.stdin["kind"] in FED_KINDS:
             rec.add_flags(DET_F_STDIN_FED)
             spool = tempfile.TemporaryFile()
-            stdin = StdinFeed(iter(opts.stdin_bytes) if opts.stdin_bytes is not None else read_own_stdin(), spool)
+            pty = opts.stdin["kind"] == "pty"
+            chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
+                      else read_own_terminal() if pty else read_own_stdin())
+            stdin = StdinFeed(chunks, spool, pty)
         drain_error: list[str | None] = [None]
 
         def drain() -> None:
@@ -209,17 +261,28 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
         drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
         t0 = time.monotonic()
-        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
         drainer.start()
         timed_out = False
         rc = None
-        deadline = None if opts.timeout is None else t0 + opts.timeout
+
+        def limit() -> float | None:
+            if opts.timeout is not None:
+                return opts.timeout
+            return opts.auto_timeout.seconds() if opts.auto_timeout is not None else None
+
+        lim = limit()
+        deadline = None if lim is None else t0 + lim
         blocked: list[tuple[int, int, int, int]] = []
         while rc is None:
             wait = 0.2
+            if opts.auto_timeout is not None and opts.timeout is None:
+                # the longest passing run grows as other runs (-j) finish
+                lim = limit()
+                deadline = t0 + lim
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - time.monotonic()))
             rc = prog.wait(wait)
@@ -268,6 +331,8 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
     if failure:
         status, message, exit_status = "stopped", f"det stopped the program: {failure}", EXIT_STOPPED
+    elif timed_out and opts.timeout is None and opts.auto_timeout is not None:
+        status, message, exit_status = "timeout", f"hung: {opts.auto_timeout.describe(lim)}", EXIT_TIMEOUT
     elif timed_out:
         status, message, exit_status = "timeout", f"timeout after {opts.timeout:g} s", EXIT_TIMEOUT
     elif INTERRUPT.signal is not None and rc < 0:
@@ -302,15 +367,17 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         message = f"{message}; {note}" if message else note
         outcome["message"] = message
     path = writer.finish(outcome, threads, modules, blocked, spool, processes)
+    remember(path)  # det wrote it: opening it need not check every event again
     if spool is not None:
         spool.close()
     report: list[str] = []
-    if blocked and timed_out:
+    if blocked and (timed_out or status == "interrupted"):
         with Trace(path) as tr:
             waiters = [Waiter(*b) for b in blocked]
             rep = block_report(tr, waiters, Symbolizer(tr.modules()))
-        report = [rep.summary] + rep.lines
-        if timed_out:
+        # An interrupted run names a wait-for cycle only: it was hung too.
+        if timed_out or rep.cycle:
+            report = [rep.summary] + rep.lines
             message = f"{message}: {rep.summary}"
             _set_message(path, message)
     if not attached and not failure:
@@ -330,6 +397,7 @@ def _set_message(path: Path, message: str) -> None:
     with db:
         db.execute("UPDATE outcome SET message = ?", (message,))
     db.close()
+    remember(path)
 
 
 def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
@@ -383,8 +451,35 @@ def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, o
     return rows
 
 
-def default_output(argv0: str) -> Path:
-    return Path(f"{os.path.basename(argv0)}.det.db")
+# detrec's other commands: name -> (module, its main, its parser), imported when used
+SUBCOMMANDS = {
+    "info": ("info", "main", "build_parser"),
+    "ls": ("tracedir", "ls_main", "ls_parser"),
+    "rm": ("tracedir", "rm_main", "rm_parser"),
+}
+
+
+def _subcommand(name: str, part: int):
+    import importlib
+
+    module = SUBCOMMANDS[name][0]
+    return getattr(importlib.import_module(f".{module}", __package__), SUBCOMMANDS[name][part])
+
+
+def subcommand_main(name: str):
+    return _subcommand(name, 1)
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """The subcommand's parser (man page and completion generation)."""
+    return _subcommand(name, 2)()
+
+
+def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
+    """After a recording: make the trace kept the latest."""
+    if path.exists():
+        tracedir.note_latest(path)
+    return status
 
 
 def pass_output(out: Path) -> Path:
@@ -418,6 +513,13 @@ def print_result(res: RunResult, quiet: bool) -> None:
         say("  " + line)
 
 
+def hung_run(res: RunResult) -> bool:
+    """A run that never ended by itself: stopped by the (per-run) timeout, or
+    interrupted while its threads waited for each other in a cycle."""
+    return res.status == "timeout" or (res.status == "interrupted" and bool(res.report)
+                                        and res.report[0].startswith("deadlock"))
+
+
 def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool) -> int:
     """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db.
     With a chaos seed S, run i uses seed S+i, so every run can be repeated."""
@@ -427,6 +529,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     stop = threading.Event()
     lock = threading.Lock()
     state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0, "cc_points": 0}
+    if opts.timeout is None:
+        opts.auto_timeout = RunTimeout()
     t0 = time.monotonic()
     tty = sys.stderr.isatty() and not quiet
     opts.forward = False
@@ -457,7 +561,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             state["done"] += 1
             if INTERRUPT.signal is not None:
                 stop.set()
-            if res.failed and INTERRUPT.signal is None:
+            hung = hung_run(res)
+            if res.failed and (INTERRUPT.signal is None or hung) and state["failed"] is None:
                 state["failed"] = (i, res)
                 stop.set()
                 os.replace(path, out)
@@ -466,6 +571,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
                 stop.set()
                 path.unlink(missing_ok=True)
             else:
+                if opts.auto_timeout is not None:
+                    opts.auto_timeout.passed(res.duration)
                 state["passed"] += 1
                 os.replace(path, pass_path)
                 state["last_pass"] = pass_path
@@ -490,7 +597,10 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     progress(final=True)
     if state["failed"] is not None:
         i, res = state["failed"]
-        say(f"failure after {state['done']} run(s): {res.message or describe_status(res.returncode)}; "
+        what, msg = "failure", res.message or describe_status(res.returncode)
+        if hung_run(res):
+            what, msg = "hung run", msg.removeprefix("hung: ")
+        say(f"{what} after {state['done']} run(s): {msg}; "
             f"trace saved to {out}" + (f", last passing run to {pass_path}" if state["last_pass"] else ""))
         for line in res.report:
             say("  " + line)
@@ -511,21 +621,30 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     return 0
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="detrec",
+        usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
-        epilog="detrec info TRACE prints what a trace holds. To record a program named 'info', "
-               "write `detrec -- info`.",
+        epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
+               "trace directory and `detrec rm TRACE` removes them. To record a program named like a command, "
+               "write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, "
+               "else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: the program's (128+N for signal N), "
+               "124 when --timeout stopped it, 125 when det stopped it, 2 for bad usage.",
     )
-    p.add_argument("-o", "--output",
-                   help="trace file (default: PROGRAM.det.db); an existing det trace there is replaced, any other "
-                        "existing file, directory, device or link is refused")
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    p.add_argument("-o", "--output", metavar="TRACE",
+                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there "
+                        "is replaced, any other existing file, directory, device or link is refused"
+                   ).complete = "file"
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",
                    help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db "
-                        "(with --strict, each run is scheduled from its own chaos seed)")
+                        "(with --strict, each run is scheduled from its own chaos seed). Without --timeout, a run "
+                        f"that takes {RunTimeout.FACTOR}x as long as the longest passing run (at least "
+                        f"{RunTimeout.FLOOR:g} s; {RunTimeout.FIRST:g} s before one passed) is a hung run, a "
+                        "failure of its own")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
     p.add_argument("--strict", action="store_true",
                    help="one thread at a time, switching only at events: replays exactly even with data races")
@@ -543,15 +662,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
-    p.add_argument("--max-threads", type=int, default=4096, help="threads a run may create (default 4096)")
-    p.add_argument("program", help="the program to record")
+    p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("program", nargs="?", help="the program to record").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     ns = p.parse_args(argv)
+    if ns.program is None:
+        p.error("name the program to record: detrec [options] [--] PROGRAM [ARGS...]")
     if ns.until_fail is not None and ns.until_fail < 1:
         p.error("--until-fail needs a positive number of runs")
     if ns.jobs < 1:
         p.error("-j needs a positive number")
-    if ns.timeout is not None and ns.timeout <= 0:
+    if ns.timeout is not None and not 0 < ns.timeout < float("inf"):
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
@@ -580,16 +706,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] == "info":
-            from .info import main as info_main
-
-            return info_main(argv[1:])
+        if argv and argv[0] in SUBCOMMANDS:
+            return subcommand_main(argv[0])(argv[1:])
         ns = parse_args(argv)
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
-        out = Path(ns.output) if ns.output else default_output(ns.program)
+        out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
+                       outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_points=ns.pct_range or 0)
         if ns.chaos:
@@ -604,9 +729,11 @@ def main(argv: list[str] | None = None) -> int:
         if ns.until_fail:
             if opts.stdin["kind"] == "pipe":  # every run reads the same input
                 opts.stdin_bytes = list(read_own_stdin())
-            return until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+            status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+            return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
         res = record_run(exe, prog_argv, out, opts)
         print_result(res, ns.quiet)
+        kept(res.path, ns, res.exit_status)
         if opts.seed and not ns.quiet:
             mode = " --logical" if opts.logical else " --chaos --strict" if opts.strict else " --chaos"
             span = f" --pct-range {ns.pct_range}" if ns.pct_range else ""

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 
+from . import __version__
 from .errors import DetError
 from .launch import Program, describe_status, resolve_program, shell_status
 from .native import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT, Recorder
@@ -69,16 +70,24 @@ def say(msg: str) -> None:
     print(f"detrun: {msg}", file=sys.stderr, flush=True)
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="detrun",
         description="Run a multithreaded program deterministically (logical time), keeping no trace.",
+        epilog="Exit status: the program's (128+N for signal N), 124 when --timeout stopped it, 125 when det "
+               "stopped it, 2 for bad usage.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     p.add_argument("--seed", type=int, metavar="S", help="another deterministic order (a positive number)")
     p.add_argument("--timeout", type=float, metavar="S", help="stop the program after S seconds")
-    p.add_argument("--max-threads", type=int, default=4096, help="threads a run may create (default 4096)")
-    p.add_argument("program", help="the program to run")
+    p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("program", help="the program to run").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     ns = p.parse_args(argv)
     if ns.seed is not None and ns.seed <= 0:
         p.error("--seed must be a positive number")

@@ -1,7 +1,8 @@
 """Source locations for recorded addresses, through binutils' addr2line.
 
 Rules: standard library only (gdb's Python imports this module). A missing
-addr2line or debug info degrades to "module+offset", never to an error.
+addr2line or debug info degrades to "module+offset", never to an error; a
+missing nm to objects without names.
 """
 
 from __future__ import annotations
@@ -104,3 +105,71 @@ class Symbolizer:
                 int(line) if line.isdigit() and line != "0" else None,
             ))
         return res
+
+
+# sizeof each object kind on x86-64 glibc: names elements of arrays.
+OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4}
+
+# glibc's FILE objects behind stdin, stdout and stderr.
+STDIO_NAMES = {"_IO_2_1_stdin_": "stdin", "_IO_2_1_stdout_": "stdout", "_IO_2_1_stderr_": "stderr"}
+
+
+class DataSymbols:
+    """Names of variables in one ELF file, through binutils' nm (no nm: no names)."""
+
+    DATA_TYPES = set("bBdDgGrRsSvV")
+
+    def __init__(self, module: str) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.names: list[str] = []
+        nm = shutil.which("nm")
+        if not nm or not os.path.exists(module):
+            return
+        rows: list[tuple[int, int, str]] = []
+        for dyn in ([], ["-D"]):
+            try:
+                p = subprocess.run([nm, "-C", "-S", "--defined-only", *dyn, module],
+                                   capture_output=True, text=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                return
+            for line in p.stdout.splitlines():
+                parts = line.split(None, 3)
+                if len(parts) == 4 and parts[2] in self.DATA_TYPES:
+                    # Dynamic symbols carry their version (name@@GLIBC_2.2.5).
+                    name = parts[3].split("@", 1)[0]
+                    try:
+                        rows.append((int(parts[0], 16), int(parts[1], 16), STDIO_NAMES.get(name, name)))
+                    except ValueError:
+                        continue
+            if rows:
+                break
+        rows.sort()
+        self.starts = [r[0] for r in rows]
+        self.ends = [r[0] + r[1] for r in rows]
+        self.names = [r[2] for r in rows]
+
+    def lookup(self, off: int, elem: int = 0) -> str | None:
+        """The variable at offset off: `name`, `name[3]` (elem: the size of
+        the object, when the variable is an array of them), `name+16`."""
+        i = bisect.bisect_right(self.starts, off) - 1
+        if i < 0 or off >= self.ends[i]:
+            return None
+        start, size = self.starts[i], self.ends[i] - self.starts[i]
+        if elem and size > elem and size % elem == 0 and (off - start) % elem == 0:
+            return f"{self.names[i]}[{(off - start) // elem}]"
+        return self.names[i] if off == start else f"{self.names[i]}+{off - start}"
+
+
+def variable_name(sym: Symbolizer, cache: dict[str, DataSymbols], objkind: str, addr: int) -> str | None:
+    """The variable at a run-time address (static objects only), e.g.
+    `account`, `token[1]`; objkind (e.g. "mutex") names array elements.
+    cache: one DataSymbols per module, kept by the caller."""
+    if not addr:
+        return None
+    module, off = sym.module_of(addr)
+    if not module:
+        return None
+    if module not in cache:
+        cache[module] = DataSymbols(module)
+    return cache[module].lookup(off, OBJ_SIZES.get(objkind.upper(), 0))

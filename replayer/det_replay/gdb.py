@@ -26,13 +26,14 @@ import tempfile
 import threading
 from pathlib import Path
 
+from det import paths
 from det.errors import DetError
-from det.launch import program_env
-from det.native import DET_F_STDIN_FED, REPO_DIR, Replayer
+from det.launch import FED_KINDS, program_env
+from det.native import DET_F_STDIN_FED, Replayer
 from det.record import sha256_file
 from det.trace import Trace
 
-EXT_DIR = REPO_DIR / "gdb-ext"
+EXT_DIR = paths.GDB_EXT_DIR
 
 
 def find_gdb() -> str:
@@ -80,13 +81,13 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
         with tempfile.TemporaryDirectory(prefix="detreplay-gdb-") as d:
             spec = Path(d) / "program.json"
             program = {"exe": exe, "argv": meta["argv"], "env": list(env.items()), "cwd": meta["cwd"]}
-            if stdin["kind"] == "pipe":
+            if stdin["kind"] in FED_KINDS:  # (a recorded pty is fed as a pipe under gdb)
                 rep.add_flags(DET_F_STDIN_FED)
                 program["stdin_fifo"] = str(feed_stdin(path, Path(d) / "stdin"))
             elif stdin["kind"] == "file":
                 program["stdin_file"] = [stdin["path"], int(stdin.get("offset", 0))]
             spec.write_text(json.dumps(program))
-            paths = sysconfig.get_paths()
+            site = sysconfig.get_paths()
             config = Path(d) / "config.json"
             config.write_text(json.dumps({
                 "trace": str(path),
@@ -94,9 +95,9 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
                 "goto": goto,
                 "binary": exe,
                 "exec_wrapper": [sys.executable, "-I", "-S", str(EXT_DIR / "det_exec.py"), str(spec)],
-                "pythonpath": [str(EXT_DIR), str(Path(sys.modules["det"].__file__).resolve().parent.parent)],
-                "site_packages": sorted({paths["purelib"], paths["platlib"]}),
-                "skip_files": [f"{REPO_DIR}/recorder/*", f"{REPO_DIR}/replayer/*"],
+                "pythonpath": [str(EXT_DIR), str(paths.PYTHON_DIR)],
+                "site_packages": sorted({site["purelib"], site["platlib"]}),
+                "skip_files": [f"{d}/*" for d in paths.SOURCE_DIRS],
             }))
             init = Path(d) / "init.gdb"
             init.write_text(

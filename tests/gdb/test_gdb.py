@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREPLAY, ROOT, detrec, detreplay, program, sample_bin
+from conftest import DETREPLAY, ROOT, detrec, detreplay, program, reseal, sample_bin
 
 MUTEX_LOCK, MUTEX_UNLOCK, THREAD_EXIT = 10, 14, 3
 
@@ -209,6 +209,8 @@ def test_gdb_commands_work_inside_the_schedule(counter: Path) -> None:
     assert re.search(rf"^{add}\t\s+counter \+= id;\n{unl}\t\s+pthread_mutex_unlock", out, re.M), out
     assert marks(out, "cnt") == [[counter_at(evs, lock) + tid]]
     assert re.search(r"Hardware watchpoint \d+: counter", out), out
+    # gdb's name for the thread that hit it is its T-name, not the program's name.
+    assert re.search(r'^Thread \d+ "T[12]" hit Hardware watchpoint \d+: counter', out, re.M), out
     old, new = (int(x) for x in re.search(r"Old value = (\d+)\nNew value = (\d+)", out).groups())
     assert new - old in (1, 2)
     assert out.count("det: between events") == 2
@@ -237,6 +239,167 @@ def test_deadlock_cycle_at_the_end(deadlock: Path) -> None:
     assert "# lock mutex" in out  # the timeline shows the blocked threads
 
 
+@pytest.fixture(scope="module")
+def aborted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    trace = tmp_path_factory.mktemp("abort") / "abort.db"
+    r = detrec("-q", "-o", trace, program("crash"), "assert")
+    assert r.returncode == 134, r.stderr.decode()
+    return trace
+
+
+def crash_line(text: str, last: bool = False) -> int:
+    src = (ROOT / "tests" / "programs" / "crash.c").read_text().splitlines()
+    found = [i + 1 for i, ln in enumerate(src) if text in ln]
+    return found[-1] if last else found[0]
+
+
+DET_SOURCES = re.compile(r"(recorder|replayer)/\w+\.[ch]:\d+")
+
+
+def test_frames_stay_in_the_programs_code(aborted: Path) -> None:
+    """After a SIGABRT, `thread N` and det commands, the selected frame is the
+    program's; bt hides det's frames unless `set det show-frames on`."""
+    line, lock = crash_line("assert(zero == 1)"), crash_line("pthread_mutex_lock(&m)", last=True)
+    out = gdb_batch(aborted, "continue", "det status", "bt", 'echo @frame\\n',
+                    "thread 1", "bt", "list", "set det show-frames on", "bt", "set det show-frames off", "bt",
+                    "det goto 3", "bt")
+    parts = out.split("@frame")
+    after_abort, rest = parts[0], parts[1]
+    assert re.search(r'^Thread \d+ "T1" received signal SIGABRT', after_abort, re.M), out
+    assert f"det: T1 is in victim at crash.c:{line} (frame #" in after_abort, out
+    status = after_abort[after_abort.index("det: at the end of the recording"):]
+    assert re.search(rf"^\* T1: \d+/\d+ done; no more recorded events; stopped by SIGABRT; in victim at "
+                     rf"crash\.c:{line}$", status, re.M), status
+    # T0 loops on lock/unlock: the signal finds it in either (or between them).
+    assert re.search(rf"^  T0: \d+/\d+ done; .*; in main at crash\.c:({lock}|{lock + 1})$", status, re.M), status
+    assert re.search(r"^  T0: .*blocked in mutex_(un)?lock on mutex \d+ \(m\) at|^  T0: .*\(running\)", status,
+                     re.M), status
+    assert "[gdb" not in status and "all threads blocked" not in status and "det_thread_main" not in status
+    bt = re.findall(r"^#\d+ .*$", after_abort[after_abort.index("#0"):], re.M)
+    assert any("victim (arg=" in f and f"crash.c:{line}" in f for f in bt), bt
+    assert not any(DET_SOURCES.search(f) for f in bt), bt  # det_thread_main is hidden
+    # `thread 1` (T0, parked in det) selects main's frame: list shows the program's source.
+    # (gdb's `thread` prints its frame #0 first; what det selects comes after.)
+    t0_line = re.search(r"^  T0: .*; in main at crash\.c:(\d+)$", status, re.M).group(1)
+    assert f"det: T0 is in main at crash.c:{t0_line} (frame #" in rest, out
+    sections = rest[rest.index("det: T0 is in main"):].split("det: backtraces ")
+    assert not DET_SOURCES.search(sections[0]), sections[0]
+    assert re.search(rf"^{lock}\t\s+pthread_mutex_lock\(&m\);", sections[0], re.M), sections[0]
+    assert sections[1].startswith("show det's frames") and DET_SOURCES.search(sections[1]), sections[1]
+    assert sections[2].startswith("hide det's frames") and not DET_SOURCES.search(sections[2].split("det: event")[0])
+    # After a det command the selected frame is the program's too.
+    tail = sections[2][sections[2].index("det: event 3 of"):]
+    assert not DET_SOURCES.search(tail), tail
+
+
+def test_timeline_ranges_are_clamped(counter: Path) -> None:
+    evs = events(counter)
+    last = evs[-1][0]
+    out = gdb_batch(counter, "det timeline -5 3", f"det timeline {last - 2} {last + 50}")
+    rows = [ln for ln in out.splitlines() if re.match(r"^(=>|  ) +(\d+|end)  ", ln)]
+    got = [re.match(r"^(?:=>)?\s*(\d+|end)", ln).group(1) for ln in rows]
+    want = [str(e[0]) for e in evs[:4]] + [str(e[0]) for e in evs[-3:]] + ["end"]
+    assert got == want, out
+    assert "is not in the recording" not in out
+
+
+def test_last_write_goes_back_to_the_write(counter: Path) -> None:
+    """det last-write, twice: each lands on the write the trace says was the
+    last one (the holder of the previous lock added its id)."""
+    evs = events(counter)
+    seq, tid = unlock_near(evs, 0.5)
+    locks = [e for e in evs if e[0] < seq and e[2] == MUTEX_LOCK]
+    (lock, _, _, _), (prev_lock, prev_tid, _, _) = locks[-1], locks[-2]
+    assert locks[-1][1] == tid
+    add, unl = source_line("counter += id"), source_line("pthread_mutex_unlock(m)")
+    now = counter_at(evs, seq)
+    out = gdb_batch(counter, f"det goto {seq}", "det last-write counter", CNT, 'printf "@id %d\\n", id',
+                    "det last-write counter", CNT, "det last-write nosuchvar", "det last-write 1+1",
+                    "det last-write")
+    assert re.search(rf"^det: the last write to counter before event {seq}: T{tid} in worker at "
+                     rf"gdb_counter\.c:{unl}, after its event {lock} \(mutex_lock mutex \d+ \(lock\)\)", out, re.M), out
+    assert f"det: written at gdb_counter.c:{add} (counter += id;)" in out
+    assert f"det: counter: old value {now - tid}, new value {now} (" in out
+    assert re.search(rf"^det: the last write to counter before T{tid} in worker at gdb_counter\.c:{unl}: T{prev_tid} "
+                     rf"in worker at gdb_counter\.c:{unl}, after its event {prev_lock} ", out, re.M), out
+    assert f"det: counter: old value {now - tid - prev_tid}, new value {now - tid} (" in out
+    assert marks(out, "cnt") == [[now], [now - tid]]
+    assert marks(out, "id") == [[tid]]
+    for msg in ("det: det last-write: No symbol \"nosuchvar\" in current context.",
+                "det: det last-write: '1+1' is not in memory (not an lvalue)",
+                "det: det last-write: which expression?"):
+        assert msg in out, (msg, out)
+
+
+def test_reverse_continue_and_reverse_step(counter: Path) -> None:
+    evs = events(counter)
+    seq, tid = unlock_near(evs, 0.6)
+    other = 3 - tid
+    last_other = max(e[0] for e in evs if e[0] < seq and e[1] == other and e[2] == MUTEX_LOCK)
+    add, lock_line = source_line("counter += id"), source_line("pthread_mutex_lock(m)")
+    pick = source_line("pthread_mutex_t *m =")
+    out = gdb_batch(counter, f"break gdb_counter.c:{add} if id == {other}", f"det goto {seq}",
+                    "det reverse-continue", CNT, 'printf "@id %d\\n", id', "det reverse-step", "det reverse-step",
+                    "delete", "watch counter", f"det goto {seq}", "det reverse-continue", CNT,
+                    "delete", "det reverse-continue")
+    assert re.search(rf"^det: det reverse-continue: Breakpoint 1 \(gdb_counter\.c:{add}\), the last hit before "
+                     rf"event {seq}: T{other} in worker at gdb_counter\.c:{add}, after its event {last_other} ", out,
+                     re.M), out
+    cnt = marks(out, "cnt")
+    assert cnt[0] == [counter_at(evs, last_other)]  # stopped before its add
+    assert marks(out, "id") == [[other]]
+    backs = re.findall(rf"^det: T{other} back at worker at gdb_counter\.c:(\d+), ", out, re.M)
+    assert backs == [str(lock_line), str(pick)], out
+    # A watchpoint: the last change of counter before seq is tid's add.
+    assert re.search(rf"^det: det reverse-continue: Watchpoint \d+ \(counter\), the last hit before event {seq}: "
+                     rf"T{tid} ", out, re.M), out
+    assert cnt[1] == [counter_at(evs, seq)]
+    assert "det: det reverse-continue: no enabled breakpoint or watchpoint to go back to" in out
+
+
+def test_last_write_from_a_signal_stop(aborted: Path) -> None:
+    """The position a reverse command comes back to can be a signal stop."""
+    line = crash_line("assert(zero == 1)")
+    out = gdb_batch(aborted, "continue", "det last-write zero", "det status")
+    assert (f"det: det last-write: zero did not change between the program's start and T1 in victim at "
+            f"crash.c:{line} (SIGABRT) (it is 0)") in out, out
+    status = out[out.rindex("det: at the end of the recording"):]
+    assert re.search(r"^\* T1: .* stopped by SIGABRT; in victim", status, re.M), status
+
+
+def test_objects_have_one_name_in_every_tool(counter: Path, tmp_path: Path) -> None:
+    """detrec, detrec info, detreplay and gdb give an object the same number
+    and name: the variable (`ledger`), or for a heap mutex where it was first
+    used, and in gdb the pointer that reaches it (`shared->lock`); glibc's
+    FILE objects are stdout/stderr everywhere."""
+    trace = tmp_path / "dl.db"
+    r = detrec("--timeout", "2", "-o", trace, program("deadlock"))
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    src = (ROOT / "tests" / "programs" / "deadlock.c").read_text().splitlines()
+    first_use = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(mine ? &ledger" in ln)
+    m = re.search(rf"deadlock: T1 holds mutex (\d+) \(ledger\) and waits for mutex (\d+) \(first used at "
+                  rf"deadlock\.c:{first_use}\); T2 holds mutex \2 \(first used at deadlock\.c:{first_use}\) and "
+                  rf"waits for mutex \1 \(ledger\)", err)
+    assert m, err
+    ledger, heap = m.groups()
+    info = detrec("info", trace).stdout.decode()
+    assert f"T1 in mutex_lock on mutex {heap} (first used at deadlock.c:{first_use}) at" in info, info
+    assert "T0 in thread_join on T1 at" in info, info
+    rr = detreplay(trace)
+    assert m.group(0) in rr.stderr.decode(), rr.stderr.decode()
+    out = gdb_batch(trace, "det goto end", "det status")
+    assert re.search(rf"^[ *] T1: .*holds mutex {ledger} \(ledger\); .* blocked in mutex_lock on mutex {heap} "
+                     r"\(shared->lock\) at", out, re.M), out
+    assert re.search(rf"^deadlock: T1 holds mutex {ledger} \(ledger\) .* waits for mutex {heap} \(shared->lock\)",
+                     out, re.M), out
+    # glibc's stdout: `stdout` in gdb (not _IO_2_1_stdout_), as in detdiff.
+    out = gdb_batch(counter, "det until stdio_write")
+    assert re.search(r"^det: event \d+ of \d+: T0 stdio_write file \d+ \(stdout\) at gdb_counter\.c:\d+", out,
+                     re.M), out
+    assert "_IO_2_1_" not in out
+
+
 def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
     bad = tmp_path / "diverge.db"
     shutil.copy(counter, bad)
@@ -246,6 +409,7 @@ def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
     db.execute("UPDATE meta SET value = ? WHERE key = 'env'", (json.dumps(env),))
     db.commit()
     db.close()
+    reseal(bad)
     evs = events(counter)
     sixth = [e[0] for e in evs if e[1] == 1 and e[2] == MUTEX_LOCK][5]
     line = source_line("pthread_mutex_lock(m)")

@@ -1,0 +1,623 @@
+"""Going back by re-execution: `det last-write`, `det reverse-continue`,
+`det reverse-step`.
+
+gdb's own reverse execution needs `record full`, which does not work with
+threads (nor on CPUs with AMX state). A det replay is deterministic, so the
+past can be visited again: restart the replay, run it without stopping to
+an event shortly before where the user is, and from there on to where the
+user is with silent logging breakpoints (a hardware watchpoint for
+last-write, copies of the user's breakpoints and watchpoints for
+reverse-continue, the line starts of the current function for
+reverse-step). The last logged hit is the answer; one more run stops there.
+
+Rules of this file:
+  - As det_gdb.py: no inferior function calls, standard library only, every
+    user error one gdb.GdbError line.
+  - Where the user is (the "mark") is found again exactly when det stopped
+    the program at an event or at the end. A stop in the program's code is
+    found again as the first time its thread, with as many events done, is
+    at the same pc with the same registers and top of stack; a signal stop
+    as the same signal in the same thread.
+  - Logging starts at an event WINDOW events before the mark, then WINDOW
+    times GROWTH more, ..., until a hit is logged or the window reaches the
+    program's start: a run costs a restart and a replay without stops to
+    the window, plus one breakpoint stop (a Python call, not a gdb stop)
+    per logged hit.
+  - A hit is named by (its thread, that thread's events done, k-th such hit
+    of that thread): in a replay the code a thread runs between two of its
+    events is the same every time, so the name finds the same write again
+    (race-free code; strict recordings replay data races in order too).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import det_gdb as D
+import gdb
+
+WINDOW = 64
+GROWTH = 32
+REGS = ("rip", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+        "r14", "r15")
+TOP = 64          # bytes of stack compared at a code mark
+MAX_LINES = 4096  # line-start breakpoints for reverse-step
+
+
+@dataclass
+class Mark:
+    """Where the user is, so that a re-execution can stop there again."""
+
+    seq: int                       # the position: the next event (model.end: the end)
+    at_event: bool                 # det stopped the program before event seq (or at the end)
+    thread: int | None = None      # a stop in the code: its det thread ...
+    done: int = 0                  # ... that thread's events done
+    pc: int = 0
+    regs: tuple[int, ...] = ()
+    top: bytes = b""
+    signal: str | None = None      # a signal stop: its signal
+    what: str = ""
+
+    def matches(self, num: int | None, done: int) -> bool:
+        """Is the selected thread, stopped here, at the mark?"""
+        if self.at_event or num != self.thread or done != self.done:
+            return False
+        f = gdb.newest_frame()
+        if f.pc() != self.pc:
+            return False
+        regs = tuple(int(f.read_register(r)) for r in REGS)
+        if regs != self.regs:
+            return False
+        return bytes(gdb.selected_inferior().read_memory(regs[1], TOP)) == self.top
+
+
+@dataclass
+class Hit:
+    """One logged hit of a logging breakpoint."""
+
+    order: int                # global order of logging in this run
+    logger: int               # which logger
+    thread: int
+    done: int
+    k: int                    # the k-th hit of this logger by this thread with `done` events done
+    pc: int
+    detail: dict = field(default_factory=dict)
+
+
+class Run:
+    """The state shared by the logging breakpoints of one re-execution."""
+
+    def __init__(self, s: D.Session, mark: Mark, target: tuple[int, int, int, int] | None) -> None:
+        self.s = s
+        self.mark = mark
+        self.target = target          # (logger, thread, done, k) to stop at, or None: log only
+        self.hits: list[Hit] = []
+        self.counts: dict[tuple[int, int, int], int] = {}
+        self.reached_target: Hit | None = None
+        self.reached_mark = False
+        self.stops = 0
+
+    def here(self) -> tuple[int | None, int]:
+        num = self.s.det_num()
+        if num is None:
+            return None, 0
+        return num, int(self.s._slots()[num]["done"])
+
+    def log(self, logger: int, num: int, done: int, detail: dict) -> bool:
+        """Record a hit; True: stop here (the target)."""
+        self.stops += 1
+        key = (logger, num, done)
+        k = self.counts[key] = self.counts.get(key, 0) + 1
+        h = Hit(len(self.hits), logger, num, done, k, gdb.newest_frame().pc(), detail)
+        if self.target == (logger, num, done, k):
+            self.reached_target = h
+            return True
+        if len(self.hits) > 100000:
+            del self.hits[:50000]  # only the last ones matter
+        self.hits.append(h)
+        return False
+
+
+class Logger(gdb.Breakpoint):
+    """A silent internal breakpoint or watchpoint that logs its hits in a Run."""
+
+    def __init__(self, run: Run, number: int, spec: str, accept: Callable[[int, int], dict | None],
+                 **kw) -> None:
+        super().__init__(spec, internal=True, **kw)
+        self.silent = True
+        self.run = run
+        self.number_in_run = number
+        self.accept = accept
+
+    def stop(self) -> bool:
+        try:
+            num, done = self.run.here()
+            if num is None:
+                return False
+            if self.run.mark.matches(num, done):
+                return False  # the mark's own hit is not before the mark
+            detail = self.accept(num, done)
+            if detail is None:
+                return False
+            return self.run.log(self.number_in_run, num, done, detail)
+        except gdb.error as e:
+            print(f"det: cannot read the replay state at a logging breakpoint: {e}")
+            return True
+
+
+class MarkBreakpoint(gdb.Breakpoint):
+    """Stops a re-execution where the user was, in the program's code."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(f"*{run.mark.pc:#x}", internal=True)
+        self.silent = True
+        self.run = run
+
+    def stop(self) -> bool:
+        try:
+            num, done = self.run.here()
+            if self.run.mark.matches(num, done):
+                self.run.reached_mark = True
+                return True
+            return False
+        except gdb.error:
+            return False
+
+
+# --- the mark ---------------------------------------------------------------------
+def mark_here(s: D.Session, cmd: str) -> Mark:
+    if not s.alive() or s.pos is None:
+        raise gdb.GdbError(f"det: {cmd}: the program is not running; `det goto N` starts the replay")
+    m = s.model
+    pos = s.pos
+    if pos.det_stop:
+        return Mark(pos.seq, True, thread=pos.thread, what=m.label(pos.seq))
+    num = s.stop_thread if s.stop_thread is not None else s.det_num()
+    if num is None:
+        raise gdb.GdbError(f"det: {cmd}: the thread gdb stopped in is not one of det's")
+    th = s.gdb_thread(num)
+    if th is None:
+        raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
+    with D.on_thread(th):
+        f = gdb.newest_frame()
+        regs = tuple(int(f.read_register(r)) for r in REGS)
+        top = bytes(gdb.selected_inferior().read_memory(regs[1], TOP))
+        uf = D.user_frame()
+        here = D.where(uf) if uf is not None else f"{f.pc():#x}"
+    done = int(s._slots()[num]["done"])
+    sig = s.signalled[1] if s.signalled is not None and s.signalled[0] == num else None
+    return Mark(pos.seq, False, thread=num, done=done, pc=regs[0], regs=regs, top=top, signal=sig,
+                what=f"T{num} in {here}" + (f" ({sig})" if sig else ""))
+
+
+def begin(cmd: str, arg: str, takes_arg: bool = False) -> tuple[D.Session, Mark]:
+    """The session and where the user is, for a reverse command."""
+    s = D.running()
+    if arg.strip() and not takes_arg:
+        raise gdb.GdbError(f"det: {cmd}: takes no arguments")
+    if not arg.strip() and takes_arg:
+        raise gdb.GdbError(f"det: {cmd}: which expression? ({cmd} EXPR)")
+    return s, mark_here(s, cmd)
+
+
+def value_log(spec: str) -> Callable[[int, int], dict]:
+    """A watchpoint logger's accept(): the old and the new value at each hit."""
+    state = {"value": str(gdb.parse_and_eval(spec))}
+
+    def accept(num: int, done: int) -> dict:
+        new = str(gdb.parse_and_eval(spec))
+        old, state["value"] = state["value"], new
+        return {"old": old, "new": new}
+
+    return accept
+
+
+def mark_base_index(s: D.Session, mark: Mark) -> int:
+    """Index in the global order of the last event before which logging must start."""
+    m = s.model
+    if mark.at_event:
+        return m.index_of(mark.seq)
+    if mark.done == 0:
+        return 0
+    last = m.thread_seq(mark.thread, mark.done - 1)
+    return m.index_of(last) if last is not None else 0
+
+
+def windows(s: D.Session, mark: Mark) -> Iterator[int | None]:
+    """Event seqs at which to start logging, nearest first; None: the program's start."""
+    base = mark_base_index(s, mark)
+    w = WINDOW
+    while True:
+        i = base - w
+        if i <= 0:
+            yield None
+            return
+        yield s.model.seq_at(i)
+        w *= GROWTH
+
+
+# --- one re-execution ---------------------------------------------------------------------
+def replay(s: D.Session, start: int | None, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
+           target: tuple[int, int, int, int] | None = None) -> Run:
+    """Restart, run without stops to event `start` (None: the program's start),
+    then to the mark (or the target hit) with the loggers; the loggers are
+    deleted again."""
+    run = Run(s, mark, target)
+    m = s.model
+    if start is None:
+        s.resume(D.Goal("the start", ready=True, honor=False), restart=True, silent=True)
+    else:
+        s.resume(D.Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
+    if not s.alive() or s.pos is None or (start is not None and not (s.pos.det_stop and s.pos.seq == start)):
+        raise gdb.GdbError(f"det: the replay did not reach {m.label(start) if start is not None else 'its start'} "
+                           "again")
+    bps: list[gdb.Breakpoint] = []
+    try:
+        bps += make_loggers(run)
+        if not mark.at_event and mark.signal is None:
+            bps.append(MarkBreakpoint(run))
+        if mark.at_event and mark.seq < m.end:
+            goal = D.Goal(mark.what, seq=mark.seq, honor=False)
+        else:
+            goal = D.Goal(mark.what, end=True, honor=False)
+        s.last_event = None
+        s.resume(goal, silent=True)
+        ev = s.last_event
+        if mark.at_event:
+            run.reached_mark = bool(s.pos is not None and s.pos.det_stop and s.pos.seq == mark.seq)
+        elif mark.signal is not None:
+            run.reached_mark = (isinstance(ev, gdb.SignalEvent) and ev.stop_signal == mark.signal
+                                and s.stop_thread == mark.thread)
+    finally:
+        for b in bps:
+            if b.is_valid():
+                b.delete()
+    return run
+
+
+def search(s: D.Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
+           pick: Callable[[list[Hit]], Hit | None] = lambda hits: hits[-1] if hits else None
+           ) -> tuple[Hit | None, int | None, dict]:
+    """Log from the nearest window on until a hit is picked; then stop at it.
+    Returns (the hit, the window's start, figures)."""
+    t0 = time.monotonic()
+    runs = logged = 0
+    for start in windows(s, mark):
+        run = replay(s, start, mark, make_loggers)
+        runs += 1
+        logged += run.stops
+        if not run.reached_mark:
+            now = s.model.label(s.pos.seq) if s.pos else "its end"
+            raise gdb.GdbError(f"det: {cmd}: the re-execution did not come back to where you were "
+                               f"({mark.what}); the program is now at {now}")
+        hit = pick(run.hits)
+        if hit is not None:
+            run2 = replay(s, start, mark, make_loggers, target=(hit.logger, hit.thread, hit.done, hit.k))
+            runs += 1
+            if run2.reached_target is None:
+                raise gdb.GdbError(f"det: {cmd}: the re-execution did not come back to the hit it found "
+                                   f"(T{hit.thread} after {hit.done} events); the program's code between events "
+                                   "is not deterministic here (a data race in an ordered replay?)")
+            hit = run2.reached_target
+            return hit, start, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0}
+    return None, None, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0}
+
+
+def between(s: D.Session, num: int, done: int) -> str:
+    """`after its event 490 (mutex_lock mutex 5 (account)), before its event 495`"""
+    m = s.model
+    prev = m.thread_seq(num, done - 1) if done > 0 else None
+    nxt = m.thread_seq(num, done)
+    parts = []
+    if prev is not None:
+        parts.append(f"after its event {prev} ({m.what(m.event(prev))})")
+    else:
+        parts.append("before its first event")
+    if nxt is not None and prev is not None:
+        parts.append(f"before its event {nxt}")
+    elif nxt is None:
+        parts.append("past its last recorded event")
+    return ", ".join(parts)
+
+
+def arrive(s: D.Session, hit: Hit) -> list[str]:
+    """Select the hit's thread and its frame in the program's code; the lines to show."""
+    th = s.gdb_thread(hit.thread)
+    if th is not None:
+        th.switch()
+    f = D.user_frame()
+    if f is not None:
+        f.select()
+    s.stop_thread = hit.thread
+    return s.frame_lines()
+
+
+def figures(fig: dict, start: int | None, s: D.Session) -> str:
+    frm = "the program's start" if start is None else f"event {start}"
+    return (f"({fig['runs']} re-executions from {frm}, {fig['logged']} hits logged, "
+            f"{fig['seconds']:.1f} s)")
+
+
+# --- det last-write ------------------------------------------------------------------
+def watch_spec(expr: str, cmd: str) -> tuple[str, gdb.Value]:
+    try:
+        v = gdb.parse_and_eval(expr)
+    except gdb.error as e:
+        raise gdb.GdbError(f"det: {cmd}: {e}") from None
+    if v.address is None:
+        raise gdb.GdbError(f"det: {cmd}: '{expr}' is not in memory (not an lvalue)")
+    if v.type.sizeof == 0 or v.type.sizeof > 32:
+        raise gdb.GdbError(f"det: {cmd}: '{expr}' is {v.type.sizeof} bytes; a hardware watchpoint covers "
+                           "1 to 32 bytes (watch one field)")
+    return f"*({v.type.pointer()}) {int(v.address):#x}", v
+
+
+def hardware_watch(cls: type, run: Run, number: int, spec: str, accept: Callable, wp_class: int, cmd: str,
+                   expr: str) -> gdb.Breakpoint:
+    """A logging watchpoint, in the debug registers: a software one would
+    single-step every thread through the whole re-execution."""
+    try:
+        b = cls(run, number, spec, accept, type=gdb.BP_WATCHPOINT, wp_class=wp_class)
+    except (gdb.error, RuntimeError) as e:
+        raise gdb.GdbError(f"det: {cmd}: cannot watch '{expr}': {e}") from None
+    if b.type == gdb.BP_WATCHPOINT:  # gdb fell back to a software watchpoint
+        b.delete()
+        raise gdb.GdbError(f"det: {cmd}: '{expr}' cannot be watched in hardware (gdb would single-step the "
+                           "program); watch a smaller part of it")
+    return b
+
+
+class DetLastWrite(gdb.Command):
+    """Go back to the last change of EXPR before the current position.
+
+Usage: det last-write EXPR
+det replays the recording again, from a little before where you are (and
+further back if it finds nothing) up to where you are, with a hardware
+watchpoint on EXPR's address, and stops at the last write that changed it:
+the thread, its line, the events around it, the old and new value. Run it
+again to go to the write before that one. Your breakpoints are kept and do
+not stop the re-executions."""
+
+    def __init__(self) -> None:
+        super().__init__("det last-write", gdb.COMMAND_RUNNING, gdb.COMPLETE_EXPRESSION)
+
+    def invoke(self, arg: str, from_tty: bool) -> None:
+        cmd = "det last-write"
+        s, mark = begin(cmd, arg, takes_arg=True)
+        expr = arg.strip()
+        spec, now = watch_spec(expr, cmd)
+        now_text = str(now)
+
+        def loggers(run: Run) -> list[gdb.Breakpoint]:
+            return [hardware_watch(Logger, run, 0, spec, value_log(spec), gdb.WP_WRITE, cmd, expr)]
+
+        hit, start, fig = search(s, cmd, mark, loggers)
+        if hit is None:
+            print(f"det: {cmd}: {expr} did not change between the program's start and {mark.what} "
+                  f"(it is {now_text}) {figures(fig, start, s)}")
+            return
+        frame = arrive(s, hit)
+        wrote = writer(hit.pc)
+        lines = [f"det: the last write to {expr} before {mark.what}: T{hit.thread} in "
+                 f"{where_now()}, {between(s, hit.thread, hit.done)}",
+                 f"det: written at {wrote}" if wrote else "",
+                 f"det: {expr}: old value {hit.detail['old']}, new value {hit.detail['new']} "
+                 f"{figures(fig, start, s)}"]
+        for ln in lines + frame:
+            if ln:
+                print(ln)
+
+
+def writer(pc: int) -> str:
+    """The source line of the instruction before pc (a watchpoint reports the
+    instruction after the write): decoded from the function's start, as x86
+    cannot be decoded backwards."""
+    try:
+        block = gdb.block_for_pc(pc)
+        while block is not None and block.function is None:
+            block = block.superblock
+        if block is None or pc - block.start > 1 << 16:
+            return ""
+        insns = gdb.selected_frame().architecture().disassemble(block.start, pc)
+        before = [i["addr"] for i in insns if i["addr"] < pc]
+        if not before:
+            return ""
+        sal = gdb.find_pc_line(before[-1])
+    except (gdb.error, RuntimeError):
+        return ""
+    if sal.symtab is None or not sal.line:
+        return ""
+    text = source_text(sal.symtab.fullname(), sal.line)
+    return f"{os.path.basename(sal.symtab.filename)}:{sal.line}" + (f" ({text})" if text else "")
+
+
+def source_text(path: str, line: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for i, ln in enumerate(f, 1):
+                if i == line:
+                    return ln.strip()
+    except OSError:
+        pass
+    return ""
+
+
+def where_now() -> str:
+    f = D.user_frame()
+    return D.where(f) if f is not None else "?"
+
+
+# --- det reverse-continue ---------------------------------------------------------------
+WATCH_TYPES = {gdb.BP_HARDWARE_WATCHPOINT: gdb.WP_WRITE, gdb.BP_WATCHPOINT: gdb.WP_WRITE,
+               gdb.BP_READ_WATCHPOINT: gdb.WP_READ, gdb.BP_ACCESS_WATCHPOINT: gdb.WP_ACCESS}
+
+
+def user_stops(cmd: str) -> list[tuple[gdb.Breakpoint, str, int | None]]:
+    """(the user's breakpoint, the spec of its copy, its watchpoint class) for each enabled one."""
+    out = []
+    for b in gdb.breakpoints():
+        if not b.visible or not b.enabled:
+            continue
+        if b.type == gdb.BP_BREAKPOINT and b.location:
+            out.append((b, b.location, None))
+        elif b.type in WATCH_TYPES and b.expression:
+            spec, _ = watch_spec(b.expression, cmd)
+            out.append((b, spec, WATCH_TYPES[b.type]))
+    return out
+
+
+class DetReverseContinue(gdb.Command):
+    """Go back to the last stop of one of your breakpoints or watchpoints before
+the current position.
+
+Usage: det reverse-continue
+det replays the recording again up to where you are with copies of your
+enabled breakpoints (their conditions too) and watchpoints, and stops at the
+last of their hits. Ignore counts are not applied."""
+
+    def __init__(self) -> None:
+        super().__init__("det reverse-continue", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg: str, from_tty: bool) -> None:
+        cmd = "det reverse-continue"
+        s, mark = begin(cmd, arg)
+        stops = user_stops(cmd)
+        if not stops:
+            raise gdb.GdbError(f"det: {cmd}: no enabled breakpoint or watchpoint to go back to")
+
+        def loggers(run: Run) -> list[gdb.Breakpoint]:
+            out: list[gdb.Breakpoint] = []
+            for i, (b, spec, wp) in enumerate(stops):
+                cond = b.condition
+                if wp is None:
+                    def accept(num: int, done: int, cond: str | None = cond) -> dict | None:
+                        return {} if cond is None or bool(gdb.parse_and_eval(cond)) else None
+
+                    out.append(Logger(run, i, spec, accept))
+                else:
+                    out.append(hardware_watch(Logger, run, i, spec, value_log(spec), wp, cmd, b.expression))
+            return out
+
+        hit, start, fig = search(s, cmd, mark, loggers)
+        if hit is None:
+            print(f"det: {cmd}: none of your breakpoints or watchpoints was hit between the program's start and "
+                  f"{mark.what} {figures(fig, start, s)}")
+            return
+        b = stops[hit.logger][0]
+        what = "Watchpoint" if stops[hit.logger][2] is not None else "Breakpoint"
+        frame = arrive(s, hit)
+        shown = b.expression or b.location
+        shown = os.path.basename(shown) if shown.startswith("/") else shown
+        lines = [f"det: {cmd}: {what} {b.number} ({shown}), the last hit before {mark.what}: "
+                 f"T{hit.thread} in {where_now()}, {between(s, hit.thread, hit.done)} {figures(fig, start, s)}"]
+        if "old" in hit.detail:
+            lines.append(f"det: old value {hit.detail['old']}, new value {hit.detail['new']}")
+        for ln in lines + frame:
+            print(ln)
+
+
+# --- det reverse-step ----------------------------------------------------------------
+def frame_key(f: gdb.Frame) -> int:
+    """The caller's stack pointer: the same for every line of one call of a function."""
+    o = f.older()
+    return int(o.read_register("rsp")) if o is not None else 0
+
+
+def line_starts(f: gdb.Frame) -> list[int]:
+    """The pcs where the lines of f's function begin."""
+    block = f.block()
+    while block is not None and block.function is None:
+        block = block.superblock
+    sal = f.find_sal()
+    if block is None or sal.symtab is None:
+        return []
+    pcs = set()
+    for entry in sal.symtab.linetable():
+        if block.start <= entry.pc < block.end and entry.line:
+            pcs.add(entry.pc)
+    return sorted(pcs)[:MAX_LINES]
+
+
+class DetReverseStep(gdb.Command):
+    """Go back to the previous line the current thread ran in its current function
+(calls are stepped over, as by gdb's reverse-next); at the function's first
+line, to the line that called it.
+
+Usage: det reverse-step"""
+
+    def __init__(self) -> None:
+        super().__init__("det reverse-step", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg: str, from_tty: bool) -> None:
+        cmd = "det reverse-step"
+        s, mark = begin(cmd, arg)
+        num = mark.thread if mark.thread is not None else s.det_num()
+        if num is None:
+            raise gdb.GdbError(f"det: {cmd}: no det thread selected")
+        th = s.gdb_thread(num)
+        if th is None:
+            raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
+        th.switch()
+        f = D.user_frame()
+        if f is None or D.frame_kind(f) != "program":
+            raise gdb.GdbError(f"det: {cmd}: T{num} is not in the program's code")
+        key, line = frame_key(f), f.find_sal().line
+        caller = f.older()
+        while caller is not None and D.frame_kind(caller) != "program":
+            caller = caller.older()
+        funcs = [(line_starts(f), key)]
+        ckey = frame_key(caller) if caller is not None else None
+        if caller is not None:
+            funcs.append((line_starts(caller), ckey))
+        if not funcs[0][0]:
+            raise gdb.GdbError(f"det: {cmd}: no line table for {D.where(f)} (compiled without -g?)")
+
+        def loggers(run: Run) -> list[gdb.Breakpoint]:
+            out: list[gdb.Breakpoint] = []
+            n = 0
+            for pcs, k in funcs:
+                for pc in pcs:
+                    def accept(tnum: int, done: int, k: int = k) -> dict | None:
+                        if tnum != num:
+                            return None
+                        fr = gdb.newest_frame()
+                        if frame_key(fr) != k:
+                            return None
+                        return {"key": k, "line": fr.find_sal().line}
+
+                    out.append(Logger(run, n, f"*{pc:#x}", accept))
+                    n += 1
+            return out
+
+        def starts(hits: list[Hit]) -> list[Hit]:
+            """The first hit of each run of hits on one line: where the thread began a line."""
+            return [h for i, h in enumerate(hits) if i == 0 or hits[i - 1].detail["line"] != h.detail["line"]]
+
+        def pick(hits: list[Hit]) -> Hit | None:
+            mine = starts([h for h in hits if h.detail["key"] == key])
+            # The line the thread is in now is not "before" it.
+            if mine and mine[-1].detail["line"] == line:
+                mine.pop()
+            if mine:
+                return mine[-1]
+            up = starts([h for h in hits if h.detail["key"] == ckey])
+            return up[-1] if up else None
+
+        hit, start, fig = search(s, cmd, mark, loggers, pick)
+        if hit is None:
+            print(f"det: {cmd}: T{num} ran no earlier line of {f.name()} (or its caller) since the program's start "
+                  f"{figures(fig, start, s)}")
+            return
+        frame = arrive(s, hit)
+        lines = [f"det: T{num} back at {where_now()}, {between(s, num, hit.done)} {figures(fig, start, s)}"]
+        for ln in lines + frame:
+            print(ln)
+
+
+def register() -> None:
+    for cls in (DetLastWrite, DetReverseContinue, DetReverseStep):
+        cls()
+
