@@ -67,7 +67,7 @@ OWNED = {"MUTEX", "SPIN", "RWLOCK", "FILE"}  # objects one thread holds at a tim
 
 META_TYPES: dict[str, Callable[[Any], bool]] = {
     "format_version": lambda v: v == schema.FORMAT_VERSION,
-    "mode": lambda v: v in ("record", "strict"),
+    "mode": lambda v: v in ("record", "strict", "logical"),
     "argv": lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(a, str) for a in v),
     "env": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
     "cwd": lambda v: isinstance(v, str) and v.startswith("/"),
@@ -89,6 +89,9 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "chaos": lambda v: v in (None, "pct", "delays"),
     "ingest_events_per_s": lambda v: isinstance(v, (int, float)) and v >= 0,
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
+    "logical": lambda v: v in (None, 1, True),
+    "pct_over": lambda v: v in (None, "memory points"),
+    "pct_range": lambda v: v is None or (isinstance(v, int) and v > 0),
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),
     "stdout": lambda v: v is None or _output_ok(v),
