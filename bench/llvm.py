@@ -80,7 +80,7 @@ def main() -> int:
         big = tmp / "big.txt"
         with open(big, "wb") as f:
             line = b"".join(b"%d lorem ipsum dolor sit amet %x\n" % (i, i * 2654435761 % 65521) for i in range(4000))
-            for _ in range(max(1, 60 // scale)):
+            for _ in range(max(1, 360 // scale)):
                 f.write(line)
         pigz = shutil.which("pigz")
         if not pigz:
@@ -95,7 +95,8 @@ def main() -> int:
 
         exes = build(tmp)
         print(f"## det-cc ticks on compute-bound loops, run natively ({ns.runs} runs each; baseline: clang-22 -O2)")
-        kernels = [("hash", str(200 // scale)), ("matmul", str(400 // max(1, scale // 3))), ("fib", "32")]
+        kernels = [("hash", str(200 // scale)), ("matmul", str(800 // max(1, scale // 3))),
+                   ("fib", str(38 - scale // 3))]
         for k, n in kernels:
             med = side_by_side({"clang": [str(exes["clang"]), k, n], "det-cc": [str(exes["ticks"]), k, n],
                                 "det-cc --sched-points=memory": [str(exes["memory"]), k, n]}, ns.runs)

@@ -37,6 +37,7 @@ struct cc_thread {
 	uint64_t used[2];   /* counted before that */
 	struct det_op op;   /* the atomic in progress */
 	int in_atomic;      /* 1: begin recorded or replayed it, end must too */
+	int passed;         /* atomics begun while det was busy (nested): passed through */
 	uint64_t site;      /* the tick or point that called the runtime */
 	uint32_t stripe;    /* record, parallel: the stripe lock held, + 1 */
 };
@@ -97,10 +98,11 @@ static void refill(int which, int64_t n)
 
 EXPORT void det_cc_atomic_begin(void *addr, uint32_t kind, uint32_t aux)
 {
-	cc.in_atomic = 0;
 	struct det_thread *t = det_enter();
-	if (!t)
+	if (!t) {
+		cc.passed++; /* (an atomic inside another one's begin and end, say in a handler) */
 		return;
+	}
 	struct det_op *op = &cc.op;
 	*op = (struct det_op){.aux = aux};
 	enum det_objkind ok = addr ? DET_OBJ_ATOMIC : DET_OBJ_NONE;
@@ -124,6 +126,10 @@ EXPORT void det_cc_atomic_begin(void *addr, uint32_t kind, uint32_t aux)
 
 EXPORT void det_cc_atomic_end(uint64_t value, uint32_t aux)
 {
+	if (cc.passed) {
+		cc.passed--;
+		return;
+	}
 	if (!cc.in_atomic)
 		return;
 	cc.in_atomic = 0;

@@ -85,13 +85,36 @@ static uint64_t publish(struct det_thread *t)
 	return c;
 }
 
-/* Turns may have changed hands: wake the threads waiting for one. */
-static void wake_waiters(void)
+static int first(uint32_t me, uint64_t c);
+
+/* Turns may have changed hands (a clock grew, a turn ended, a thread left
+ * the order): wake the thread that now comes first, if it sleeps waiting
+ * for its turn. Only that one: a thread behind it would only go back to
+ * sleep (with WAKE_DELAY, a woken thread waits for many of its waker's
+ * events). Whoever changes the order calls this, so the first thread is
+ * never left asleep (Dekker with wait_turn: state, then lt_sleeping). */
+static void wake_first(void)
 {
 	struct det_shm_header *h = det_hdr;
-	atomic_fetch_add(&h->lt_epoch, 1);
-	if (atomic_load(&h->lt_waiters))
-		futex(&h->lt_epoch, FUTEX_WAKE, INT_MAX, NULL);
+	uint32_t n = nthreads(), best = UINT32_MAX;
+	uint64_t bc = UINT64_MAX;
+	for (uint32_t i = 0; i < n; i++) {
+		struct det_slot *s = det_shm_slot(h, i);
+		if (!atomic_load(&s->lt_counted))
+			continue;
+		uint64_t c = atomic_load(&s->lt_clock);
+		if (c < bc) {
+			bc = c;
+			best = i;
+		}
+	}
+	if (best == UINT32_MAX)
+		return;
+	struct det_slot *s = det_shm_slot(h, best);
+	if (atomic_load(&s->lt_sleeping)) {
+		atomic_fetch_add(&s->lt_wake, 1);
+		futex(&s->lt_wake, FUTEX_WAKE, 1, NULL);
+	}
 }
 
 /* Does thread `me` with clock c come first among those taking part? */
@@ -119,7 +142,7 @@ static __attribute__((noreturn)) void freeze(struct det_thread *t)
 		t->holding = 0;
 		atomic_store(&det_hdr->lt_owner, 0);
 	}
-	wake_waiters();
+	wake_first();
 	_Atomic uint32_t never = 0;
 	for (;;)
 		futex(&never, FUTEX_WAIT_PRIVATE, 0, NULL);
@@ -134,7 +157,7 @@ void det_logical_wait_turn(struct det_thread *t)
 	for (unsigned spin = 0;; spin++) {
 		if (det_strict_ending())
 			freeze(t);
-		uint32_t epoch = atomic_load(&h->lt_epoch);
+		uint32_t word = atomic_load(&me->lt_wake);
 		uint32_t free = 0;
 		if (atomic_load(&h->lt_owner) == 0 && first(t->num, c) &&
 		    atomic_compare_exchange_strong(&h->lt_owner, &free, t->num + 1))
@@ -143,10 +166,16 @@ void det_logical_wait_turn(struct det_thread *t)
 			__builtin_ia32_pause();
 			continue;
 		}
-		atomic_fetch_add(&h->lt_waiters, 1);
+		atomic_store(&me->lt_sleeping, 1);
+		if (atomic_load(&h->lt_owner) == 0 && first(t->num, c)) {
+			atomic_store(&me->lt_sleeping, 0);
+			continue;
+		}
+		/* (the timeout only bounds a wait for a turn that a thread in an
+		 * owner's turn frees: ending a turn wakes the first thread) */
 		struct timespec ts = {0, 20 * 1000 * 1000};
-		futex(&h->lt_epoch, FUTEX_WAIT, epoch, &ts);
-		atomic_fetch_sub(&h->lt_waiters, 1);
+		futex(&me->lt_wake, FUTEX_WAIT, word, &ts);
+		atomic_store(&me->lt_sleeping, 0);
 		spin = SPIN_ROUNDS / 2;
 	}
 	t->holding = 1;
@@ -167,7 +196,7 @@ static void end_turn(struct det_thread *t)
 		atomic_store(&det_hdr->lt_owner, 0);
 	}
 	det_cc_turn_over();
-	wake_waiters();
+	wake_first();
 }
 
 /* The thread stops taking part: it exits, blocks in the outside world, or
@@ -236,7 +265,7 @@ void det_logical_tick(struct det_thread *t)
 		return;
 	}
 	publish(t);
-	wake_waiters();
+	wake_first();
 }
 
 void det_logical_point(struct det_thread *t)

@@ -51,6 +51,7 @@ enum det_turns_backend {
 #define DET_F_STRICT    0x8  /* one thread runs at a time, switching only at events */
 #define DET_F_LOGICAL   0x10 /* with STRICT's waits: threads take turns by logical clock (Kendo) */
 #define DET_F_CC_POINTS 0x20 /* chaos: PCT change points count det-cc memory points, not events */
+#define DET_F_NOTRACE   0x40 /* nobody reads the rings (detrun): a full ring is simply overwritten */
 
 /* The record clock packs the next event number and the thread count, so a
  * create takes its sequence number and its child's number in one atomic add:
@@ -156,7 +157,9 @@ struct det_slot {
 	uint32_t pad5a;
 	DET_ATOMIC(uint64_t) lt_clock;     /* logical time: the thread's clock, as last published */
 	DET_ATOMIC(uint32_t) lt_counted;   /* logical time: it takes part in the turn order (not blocked) */
-	uint8_t pad5[28];
+	DET_ATOMIC(uint32_t) lt_sleeping;  /* logical time: asleep until its turn may have come... */
+	DET_ATOMIC(uint32_t) lt_wake;      /* ...on this futex word */
+	uint8_t pad5[20];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */
@@ -299,8 +302,6 @@ struct det_shm_header {
 	uint32_t cc_quantum;                 /* det-cc ticks a thread runs before it offers the token */
 	DET_ATOMIC(uint32_t) lt_owner;       /* logical time: thread number + 1 in its turn; 0: none */
 	DET_ATOMIC(uint64_t) cc_points;      /* chaos: det-cc memory points passed, all threads */
-	DET_ATOMIC(uint32_t) lt_epoch;       /* logical time: futex word, bumped when a turn may be free */
-	DET_ATOMIC(uint32_t) lt_waiters;     /* logical time: threads asleep on it */
 
 	/* processes, and the pipes made inside the program (by inode, so a
 	 * read end handed to an exec'd child is still known as internal) */

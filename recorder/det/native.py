@@ -20,6 +20,7 @@ DET_F_STDIN_FED = 0x2
 DET_F_STRICT = 0x8
 DET_F_LOGICAL = 0x10
 DET_F_CC_POINTS = 0x20
+DET_F_NOTRACE = 0x40
 
 # enum det_thread_state
 THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
