@@ -198,9 +198,15 @@ class Session:
             s = base[i]
             state = names.get(int(s["state"]), "?")
             lwp = int(s["ktid"])
+            blocked_obj = int(s["blocked_obj"])
+            if not blocked_obj and int(s["blocked_kind"]) and int(s["blocked_addr"]):
+                # parked before another thread bound the object (libdet
+                # looks again only every 20 ms): the trace knows it
+                found = self.model.objects_at(int(s["blocked_addr"]))
+                blocked_obj = found[-1][0] if found else 0
             t = m.LiveThread(num=i, state=state, done=int(s["done"]), count=int(s["sched_count"]),
                              at_turnstile=bool(int(s["at_turnstile"])), blocked_kind=int(s["blocked_kind"]),
-                             blocked_obj=int(s["blocked_obj"]), blocked_ra=int(s["blocked_ra"]))
+                             blocked_obj=blocked_obj, blocked_ra=int(s["blocked_ra"]))
             if state != "free" and lwp in gdb_threads:
                 self.lwp_to_num[lwp] = i
                 t.lwp = lwp
@@ -347,11 +353,8 @@ class Session:
 
     def on_diverged(self) -> bool:
         d = gdb.parse_and_eval("det_hdr->div")
-        reasons = {int(f.enumval): f.name.lower().removeprefix("det_div_")
-                   for f in gdb.lookup_type("enum det_divergence_reason").fields()}
         div = {k: int(d[k]) for k in ("thread", "idx", "seq", "reason", "want_kind", "want_obj", "got_kind",
                                       "got_obj", "got_addr", "ra")}
-        div["reason_name"] = reasons.get(div["reason"], "?")
         what = d["what"].string(length=-1).split("\0", 1)[0]
         self.divergence = self.model.divergence_text(div, what)
         self.hit = Hit("diverged", div["seq"] if div["seq"] != UINT64_MAX else self.model.end, div["thread"])
@@ -751,15 +754,86 @@ def where(f: gdb.Frame | None) -> str:
     return name
 
 
-def symbol_at(addr: int) -> str:
-    """The program's name for a data address (`b`, `accounts+48`), or ""."""
+MAX_POINTEE = 4096   # a pointer at most this far below an object may point to the struct holding it
+MAX_SCANNED = 1 << 20  # bytes of the program's static data read to find pointers
+
+
+def pointer_expression(addr: int, kind: str) -> str | None:
+    """The expression that reaches an object with no symbol (on the heap)
+    from the program's static data, one pointer away: `q->lock`, `*p`,
+    `pools[1]->locks[2]`; None if no static pointer leads to it."""
+    s = SESSION
+    if s is None or not s.alive():
+        return None
+    names = s.model.names
+    exe = s.cfg.get("binary", "")
     try:
-        out = gdb.execute(f"info symbol {addr:#x}", to_string=True).strip()
+        base = names.sym.bases[names.sym.paths.index(exe)]
+    except ValueError:
+        return None
+    ds = names.data_symbols(exe)
+    inf = gdb.selected_inferior()
+    best: tuple[int, str, int] | None = None
+    scanned = 0
+    for start, end, name in zip(ds.starts, ds.ends, ds.names, strict=True):
+        size = end - start
+        if size < 8 or scanned + size > MAX_SCANNED:
+            continue
+        try:
+            mem = bytes(inf.read_memory(base + start, size))
+        except (gdb.error, gdb.MemoryError):
+            continue
+        scanned += size
+        for off in range(0, size - 7, 8):
+            p = int.from_bytes(mem[off:off + 8], "little")
+            if p <= addr < p + MAX_POINTEE and (best is None or addr - p < best[0]):
+                best = (addr - p, name, off)
+    if best is None:
+        return None
+    delta, name, off = best
+    try:
+        holder = gdb.parse_and_eval(name)
+        ptr = lvalue_path(holder.type, off, name)
+        if ptr is None:
+            return None
+        target = gdb.parse_and_eval(ptr).type.strip_typedefs()
+        if target.code != gdb.TYPE_CODE_PTR:
+            return None
+        pointee = target.target()
+        if delta == 0 and pointee.strip_typedefs().code != gdb.TYPE_CODE_STRUCT:
+            return f"*{ptr}"
+        inner = lvalue_path(pointee, delta, "")
     except gdb.error:
-        return ""
-    if not out or out.startswith("No symbol"):
-        return ""
-    return out.split(" in section ")[0].replace(" + ", "+")
+        return None
+    if inner is None:
+        return f"*{ptr}" if delta == 0 else f"(char *){ptr}+{delta}"
+    if not inner:
+        return f"*{ptr}"
+    return f"{ptr}->{inner[1:]}" if inner.startswith(".") else f"(*{ptr}){inner}"
+
+
+def lvalue_path(t: gdb.Type, off: int, prefix: str) -> str | None:
+    """The C expression for the object at byte `off` inside an object of type
+    t named prefix (`pool.jobs[2]`), down to a pthread type or a scalar."""
+    t = t.strip_typedefs()
+    if off == 0 and (t.code not in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_ARRAY)
+                     or (t.name or "").startswith(("pthread_", "__pthread"))):
+        return prefix
+    if t.code == gdb.TYPE_CODE_ARRAY:
+        elem = t.target()
+        n = elem.sizeof
+        if n <= 0:
+            return None
+        return lvalue_path(elem, off % n, f"{prefix}[{off // n}]")
+    if t.code == gdb.TYPE_CODE_STRUCT:
+        for f in t.fields():
+            if f.bitpos is None or f.name is None:
+                continue
+            fo = f.bitpos // 8
+            if fo <= off < fo + max(f.type.sizeof, 1):
+                return lvalue_path(f.type, off - fo, f"{prefix}.{f.name}")
+        return None
+    return prefix if off == 0 else None
 
 
 def session() -> Session:
@@ -1392,7 +1466,7 @@ def start(config_path: str) -> None:
     except Exception as e:  # noqa: BLE001 - det.errors.DetError and sqlite/OS errors: one line, no traceback
         raise gdb.GdbError(f"det: {e}") from None
     SESSION = s
-    s.model.namer = symbol_at
+    s.model.names.live = pointer_expression
     wrapper = " ".join(shlex.quote(a) for a in cfg["exec_wrapper"])
     for cmd in ("set startup-with-shell on", f"set exec-wrapper {wrapper}", "set breakpoint pending on",
                 f"file {gdb_quote(cfg['binary'])}"):

@@ -15,18 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from det import __version__, tracedir
-from det.analysis import Waiter, block_report
+from det.analysis import Waiter, block_report, describe_divergence
 from det.errors import DetError
 from det.launch import Program, StdinFeed, describe_status, shell_status
+from det.names import ObjectNames
 from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
-from det.trace import Trace, kind_name, objkind_name
+from det.trace import Trace, kind_name
 
 EXIT_DIVERGED = EXIT_STOPPED
-
-REASONS = {1: "kind", 2: "object", 3: "result", 4: "extra", 5: "thread"}
-
 
 @dataclass
 class ReplayResult:
@@ -52,30 +50,6 @@ def check_binary(tr: Trace, force: bool) -> str:
     if not os.path.isdir(m.get("cwd", "")):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
     return exe
-
-
-def describe_divergence(tr: Trace, div: dict[str, int], what: str, sym: Symbolizer) -> str:
-    objects = tr.objects()
-
-    def obj(o: int, addr: int = 0) -> str:
-        if o:
-            return f"{objkind_name(objects.get(o, (0, 0))[0])} {o}"
-        return f"an object at {addr:#x}" if addr else "no object"
-
-    loc = sym.one(div["ra"]).short() if div["ra"] else "?"
-    t = div["thread"]
-    if div["seq"] == 2**64 - 1:
-        at = f"after T{t}'s last recorded event"
-    else:
-        at = f"divergence at event {div['seq']} (T{t})"
-    reason = REASONS.get(div["reason"], "?")
-    want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
-    got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
-    if reason in ("kind", "object"):
-        return f"{at}: recorded {want}, got {got} at {loc}"
-    if reason == "result":
-        return f"{at}: {want} at {loc}: {what}"
-    return f"{at}: {what} ({got} at {loc})"
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
@@ -154,7 +128,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     div = rep.divergence()
     failure = rep.failed()
     if div is not None:
-        lines.append(describe_divergence(tr, div[0], div[1], sym))
+        lines.append(describe_divergence(ObjectNames(tr, sym), div[0], div[1]))
         return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")

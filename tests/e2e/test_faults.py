@@ -131,14 +131,15 @@ def test_until_fail_without_timeout_stops_a_hung_run(tmp_path: Path) -> None:
     err = r.stderr.decode()
     assert r.returncode == 124, err
     m = re.search(r"^detrec: hung run after \d+ run\(s\): no exit within ([\d.]+) s \(10x the longest of "
-                  r"(\d+) passing run\(s\), ([\d.]+) s; --timeout sets it\): deadlock: T\d holds mutex \d+ and "
-                  r"waits for mutex \d+; T\d holds mutex", err, re.M)
+                  r"(\d+) passing run\(s\), ([\d.]+) s; --timeout sets it\): deadlock: T\d holds mutex \d+ \(\w\) and "
+                  r"waits for mutex \d+ \(\w\); T\d holds mutex", err, re.M)
     assert m, err
     limit, passes, longest = float(m.group(1)), int(m.group(2)), float(m.group(3))
     assert passes >= 1 and abs(limit - max(2.0, 10 * longest)) < 0.01 * limit + 0.001
     assert outcome(trace)["status"] == "timeout"
     info = detrec("info", trace).stdout.decode()
-    assert re.search(r"^wait-for:   deadlock: T\d holds mutex \d+ and waits for mutex \d+; T\d holds", info, re.M), info
+    assert re.search(r"^wait-for:   deadlock: T\d holds mutex \d+ \(\w\) and waits for mutex \d+ \(\w\); T\d holds",
+                     info, re.M), info
 
 
 def test_strict_deadlock_names_the_cycle(tmp_path: Path) -> None:
@@ -149,8 +150,9 @@ def test_strict_deadlock_names_the_cycle(tmp_path: Path) -> None:
                "300")
     err = r.stderr.decode()
     assert r.returncode == 124, err
-    assert re.search(r"timeout after 2 s: deadlock: T1 holds mutex \d+ and waits for mutex \d+; T2 holds", err), err
-    assert re.search(r"T1 holds mutex \d+ and waits in mutex_lock on mutex \d+ \(held by T2\) at "
+    assert re.search(r"timeout after 2 s: deadlock: T1 holds mutex \d+ \(\w\) and waits for mutex \d+ \(\w\); "
+                     r"T2 holds", err), err
+    assert re.search(r"T1 holds mutex \d+ \(\w\) and waits in mutex_lock on mutex \d+ \(\w\) \(held by T2\) at "
                      r"lock_order_inversion\.c:\d+", err), err
     info = detrec("info", trace).stdout.decode()
     assert "wait-for:   deadlock: T1 holds mutex" in info, info
@@ -168,8 +170,8 @@ def test_interrupted_deadlocked_run_is_a_hung_run(tmp_path: Path) -> None:
     _, err = p.communicate(timeout=60)
     text = err.decode()
     assert p.returncode == 130, text
-    assert re.search(r"^detrec: hung run after 1 run\(s\): interrupted: deadlock: T1 holds mutex \d+ and waits for "
-                     r"mutex \d+; T2 holds mutex", text, re.M), text
+    assert re.search(r"^detrec: hung run after 1 run\(s\): interrupted: deadlock: T1 holds mutex \d+ \(ledger\) and "
+                     r"waits for mutex \d+ \(first used at deadlock\.c:\d+\); T2 holds mutex", text, re.M), text
     assert "none failed" not in text
     assert outcome(trace)["status"] == "interrupted"
 
