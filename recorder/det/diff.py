@@ -40,6 +40,7 @@ from typing import Any
 
 from . import events as ev
 from .errors import DetError
+from .names import THREAD_KIND
 from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, TraceError, kind_name, objkind_name
 
@@ -52,7 +53,6 @@ ALIGN_LIMIT = 4_000_000
 ALIGN_BUDGET = 16_000_000
 # Tails longer than this together are not even looked at event by event.
 ALIGN_SCAN = 200_000
-THREAD_KIND = next(o.number for o in ev.OBJKINDS if o.name == "THREAD")
 THREAD_START = next(e.number for e in ev.EVENTS if e.name == "THREAD_START")
 THREAD_EXIT = next(e.number for e in ev.EVENTS if e.name == "THREAD_EXIT")
 BARRIER_DEPART = next(e.number for e in ev.EVENTS if e.name == "BARRIER_DEPART")
@@ -577,15 +577,21 @@ class Comparison:
         if obj == 0:
             return "no object"
         kind, _addr, _first = side.objects.get(obj, (0, 0, 0))
+        # det.names' scheme: a thread is its T-name; an object is its
+        # number in A, and in B where B numbered it otherwise (`mutex 5/B4`),
+        # which detrec, detreplay and gdb show for B.
         if kind == THREAD_KIND:
             tid = next((t for t, row in side.threads.items() if row["obj"] == obj), None)
             if tid is not None:
-                return f"thread T{tid}"
+                return f"T{tid}"
         if side is self.a:
-            return f"{objkind_name(kind)} {obj}"
-        if obj in self.b_obj_to_a:
-            return f"{objkind_name(kind)} {self.b_obj_to_a[obj]}"
-        return f"{objkind_name(kind)} B{obj}"
+            a_obj, b_obj = obj, self.canon_to_b.get(obj)
+        elif obj in self.b_obj_to_a:
+            a_obj, b_obj = self.b_obj_to_a[obj], obj
+        else:
+            return f"{objkind_name(kind)} B{obj}"
+        other = f"/B{b_obj}" if b_obj is not None and b_obj != a_obj else ""
+        return f"{objkind_name(kind)} {a_obj}{other}"
 
     def object_ref(self, canon: int) -> ObjectRef:
         """Describe an object by its shared id."""

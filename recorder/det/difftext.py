@@ -61,12 +61,12 @@ def where(e: EventRef) -> str:
 
 
 def obj(e: EventRef) -> str:
-    return f"{e.object} {e.name}" if e.name else e.object
+    return f"{e.object} ({e.name})" if e.name else e.object
 
 
 def event_line(e: EventRef) -> str:
     res = f" = {result_text(e.kind, e.result)}" if e.result else ""
-    return f"seq {e.seq:<7} T{e.tid:<3} #{e.idx:<6} {e.kind + res:<18} {obj(e):<22} {where(e)}"
+    return f"seq {e.seq:<7} T{e.tid:<3} #{e.idx:<6} {e.kind + res:<18} {obj(e):<26} {where(e)}"
 
 
 def outcome_text(s: TraceSummary) -> str:
@@ -189,8 +189,8 @@ def _divergence(d: Divergence, st: Style, w: Any) -> None:
 
 def _inversion(inv: Inversion, st: Style, w: Any) -> None:
     o = inv.object
-    name = f" {o.name}" if o.name else ""
-    loc = f" ({o.location})" if o.location else ""
+    name = f" ({o.name})" if o.name else ""
+    loc = f", first used at {o.location}" if o.location else ""
     x, y = inv.first, inv.second
     w(f"  {o.label}{name}{loc}: " + st.a(f"A: T{x.tid} then T{y.tid}") + ", "
       + st.b(f"B: T{y.tid} then T{x.tid}"))

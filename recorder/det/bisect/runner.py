@@ -44,7 +44,7 @@ class Verdict:
     exit_status: int
 
 
-_RESULT_DIVERGENCE = re.compile(r": (\w+)\([^)]*\) at .*: the operation returned something else")
+_RESULT_DIVERGENCE = re.compile(r": (\w+)\(.*?\) at .*: the operation returned something else")
 
 
 def classify(returncode: int, lines: list[str], fail_status: int) -> Verdict | None:
