@@ -67,13 +67,35 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
             say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
         try:
-            return _run(tr, rep, exe, m, rec, total, forward, sym, stall)
+            gaps = recorded_gaps(tr) if stall is not None and not (relaxed and not strict) else None
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, gaps)
         finally:
             rep.close()
 
 
+# With --stall S (detdiff --bisect passes it), an ordered replay also stalls
+# once it has waited for its next event STALL_FACTOR times as long as the
+# recording took for that thread's stretch up to it (at least STALL_FLOOR
+# seconds, a margin for a loaded machine): a hybrid order that cannot go on
+# is told in about half a second, not in S.
+STALL_FLOOR = 0.5
+STALL_FACTOR = 20
+
+
+def recorded_gaps(tr: Trace) -> list[float]:
+    """For each event in the recorded order: the seconds its thread spent
+    between its previous event (or the event before, for its first) and it."""
+    gaps: list[float] = []
+    last: dict[int, int] = {}
+    prev = 0
+    for tid, ts in tr.q("SELECT tid, ts FROM events ORDER BY seq"):
+        gaps.append(max(0, ts - last.get(tid, prev)) / 1e9)
+        last[tid] = prev = ts
+    return gaps
+
+
 def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
-         sym: Symbolizer, stall: float | None) -> ReplayResult:
+         sym: Symbolizer, stall: float | None, gaps: list[float] | None = None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
     prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep))
@@ -105,7 +127,10 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
                 prog.kill()
                 rc = prog.wait()
                 break
-        if quiet_for > stall_limit:
+        limit = stall_limit
+        if gaps is not None and 0 < done < len(gaps):  # (not while the program starts)
+            limit = min(stall_limit, max(STALL_FLOOR, STALL_FACTOR * gaps[done]))
+        if quiet_for > limit:
             ended_early = "stall"
             stalled = rep.threads()
             prog.kill()
@@ -239,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
-                        "recorded run time, at least 10 s)")
+                        f"recorded run time, at least 10 s); with --stall, also when the next event takes "
+                        f"{STALL_FACTOR}x as long as in the recording (at least {STALL_FLOOR:g} s)")
     p.add_argument("--gdb", action="store_true",
                    help="replay inside gdb, stopped at the first event, with det's commands (`help det`); "
                         "arguments after -- go to gdb")
