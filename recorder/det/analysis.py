@@ -8,6 +8,8 @@ comes from the event roles in events.def, never from kind names.
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import events as ev
@@ -157,3 +159,33 @@ def describe_divergence(names: ObjectNames, div: dict[str, int], what: str) -> s
     if reason == "result":
         return f"{at}: {want} at {loc}: {what}"
     return f"{at}: {what} ({got} at {loc})"
+
+
+def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | None = None) -> list[str]:
+    """`T1 holds mutex 4 (lock_b), taken at x.c:20 (withdraw)` for every lock
+    a thread held when the recording ended (where the program failed: two
+    threads inside critical sections of one variable under two locks is a
+    race that a default-mode recording does not replay). label: how to name
+    an object (detdiff's numbering), else names.label."""
+    label = label or names.label
+    out = []
+    for obj, ts in sorted(holders(trace).items()):
+        for tid in sorted(ts):
+            ra = trace.q1("SELECT s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.tid = ? AND "
+                          "e.obj = ? ORDER BY e.seq DESC LIMIT 1", (tid, obj))
+            at = f", taken at {names.sym.one(ra).long()}" if ra else ""
+            out.append((tid, obj, f"T{tid} holds {label(obj)}{at}"))
+    return [text for _, _, text in sorted(out)]
+
+
+def race_hint(trace: Trace, names: ObjectNames) -> list[str]:
+    """What detreplay says when a default-mode recording does not replay."""
+    argv = shlex.join(trace.meta.get("argv") or ["PROGRAM"])
+    lines = ["the recording was made in the default mode, which replays the order of det's events but not what "
+             "threads do between them: a data race there (memory written under two different locks, or none) "
+             "can take the replay another way. To replay the failure exactly, record it in strict mode: "
+             f"detrec --strict --until-fail 500 -o {trace.path.name} -- {argv}"]
+    held = held_at_end(trace, names)
+    if held:
+        lines.append("when the recording ended: " + "; ".join(held))
+    return lines

@@ -39,8 +39,9 @@ from operator import itemgetter
 from typing import Any
 
 from . import events as ev
+from .analysis import held_at_end
 from .errors import DetError
-from .names import THREAD_KIND
+from .names import THREAD_KIND, ObjectNames
 from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, TraceError, kind_name, objkind_name
 
@@ -202,6 +203,7 @@ class DiffResult:
     result_count: int
     outcome: list[OutcomeDiff]
     notes: list[str] = field(default_factory=list)
+    held: dict[str, list[str]] = field(default_factory=dict)  # "a"/"b": the locks held when the run ended
 
     @property
     def identical(self) -> bool:
@@ -711,13 +713,29 @@ def compare_traces(ta: Trace, tb: Trace, *, force: bool = False, context: int = 
     for side in (a, b):
         if not side.tr.complete:
             c.notes.append(f"{side.tr.path} is incomplete: the recording did not finish")
+    # Who held which lock when each run ended: for a failure, often the
+    # cause itself (two threads inside critical sections of one variable
+    # under two different locks), which a default-mode recording does not
+    # replay.
+    held = {name: held_at_end(side.tr, ObjectNames(side.tr, side.sym, symbolize),
+                              lambda o, side=side: _with_name(c, side, o))
+            for name, side in (("a", a), ("b", b))}
+    if outcome and b.meta.get("mode") != "strict":
+        c.notes.append(f"{b.tr.path} was recorded in the default mode, which does not fix what threads do "
+                       "between events: if its replay diverges (a data race), record the failure with "
+                       "detrec --strict --until-fail")
     c.finish()
     return DiffResult(
         a=a.summary(), b=b.summary(), schedule_identical=same_schedule and not result_pairs,
         outcome_identical=not outcome, divergence=divergence, threads=cap(threads), thread_count=len(threads),
         inversions=inversions, inversion_count=inversion_count, one_side=one_side, one_side_events=one_side_events,
-        results=results, result_count=len(result_pairs), outcome=outcome, notes=c.notes,
+        results=results, result_count=len(result_pairs), outcome=outcome, notes=c.notes, held=held,
     )
+
+
+def _with_name(c: Comparison, side: _Side, obj: int) -> str:
+    name = c.name(side, obj)
+    return f"{c.label(side, obj)} ({name})" if name else c.label(side, obj)
 
 
 def _divergence(c: Comparison, context: int) -> Divergence:

@@ -162,6 +162,12 @@ def render(r: DiffResult, st: Style) -> list[str]:
                     w(f"{label:<11}" + st.side(side, f"{side.upper()} {plural(v['bytes'], 'byte')}{ends}"))
             else:
                 w(f"  {d.field.replace('_', ' ')}: " + st.a(f"A {d.a}") + ", " + st.b(f"B {d.b}"))
+    if any(r.held.values()):
+        w("")
+        w(st.head("Locks held when the runs ended:"))
+        for side in ("a", "b"):
+            for text in r.held.get(side, []):
+                w("  " + st.side(side, f"{side.upper()}  {text}"))
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from det import __version__, tracedir
-from det.analysis import Waiter, block_report, describe_divergence
+from det.analysis import Waiter, block_report, describe_divergence, race_hint
 from det.errors import DetError
 from det.launch import Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
@@ -152,15 +152,19 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     lines: list[str] = []
     div = rep.divergence()
     failure = rep.failed()
+    names = ObjectNames(tr, sym)
+    # A default-mode recording that does not replay: most likely a data race
+    # between events; say so, what to do, and who held which lock at the end.
+    hint = race_hint(tr, names) if m.get("mode") != "strict" else []
     if div is not None:
-        lines.append(describe_divergence(ObjectNames(tr, sym), div[0], div[1]))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        lines.append(describe_divergence(names, div[0], div[1]))
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")
         return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
 
     # Compare with the recording.
     problems = []
@@ -193,7 +197,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"

@@ -176,6 +176,40 @@ def test_interrupted_deadlocked_run_is_a_hung_run(tmp_path: Path) -> None:
     assert outcome(trace)["status"] == "interrupted"
 
 
+def test_default_mode_race_says_why_and_who_held_which_lock(tmp_path: Path) -> None:
+    """two_locks fails by a data race between events: its default-mode
+    replay takes another way. detreplay says that this is what the default
+    mode does not replay and how to record it, and both it and detdiff say
+    which thread held which lock when the program failed: the writer inside
+    lock_a, the checker inside lock_b (the cause)."""
+    from conftest import ROOT, run
+
+    fail, passing = tmp_path / "race.db", tmp_path / "race-pass.db"
+    r = detrec("--until-fail", "50", "-o", fail, program("two_locks"))
+    assert r.returncode == 134, r.stderr.decode()
+    src = (ROOT / "tests" / "programs" / "two_locks.c").read_text().splitlines()
+    line_a = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(&lock_a)" in ln)
+    line_b = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(&lock_b)" in ln)
+    held = (rf"T1 holds mutex \d+ \(lock_a\), taken at writer at two_locks\.c:{line_a}; "
+            rf"T2 holds mutex \d+ \(lock_b\), taken at checker at two_locks\.c:{line_b}")
+    rr = detreplay(fail)
+    err = rr.stderr.decode()
+    assert rr.returncode == 125, err  # the race does not replay in the default mode
+    assert "detreplay: the recording was made in the default mode" in err, err
+    assert f"detrec --strict --until-fail 500 -o race.db -- {program('two_locks')}" in err, err
+    assert re.search(rf"^detreplay: when the recording ended: {held}$", err, re.M), err
+    # detdiff against a passing run (no checks, so --force) shows the same.
+    r = detrec("-o", passing, program("two_locks"), "0")
+    assert r.returncode == 0, r.stderr.decode()
+    d = run([ROOT / ".venv" / "bin" / "detdiff", "--force", passing, fail])
+    out = d.stdout.decode()
+    assert d.returncode == 1, out + d.stderr.decode()
+    assert "race.db was recorded in the default mode" in out, out
+    section = out[out.index("Locks held when the runs ended:"):]
+    in_b = held.replace(r"mutex \d+", r"mutex (\d+(/B\d+)?|B\d+)").replace("; ", "\n  B  ")  # A's numbers, then B's
+    assert re.search(r"^  B  " + in_b, section, re.M), section
+
+
 def test_trace_is_private(tmp_path: Path) -> None:
     trace = tmp_path / "p.db"
     old = os.umask(0)
