@@ -35,7 +35,7 @@ VARYING = {e.number for e in ev.EVENTS if e.name in (
 
 TOP_KEYS = {"a", "b", "identical", "schedule_identical", "outcome_identical", "divergence", "threads",
             "thread_count", "inversions", "inversion_count", "one_side", "one_side_events", "results",
-            "result_count", "outcome", "notes"}
+            "result_count", "outcome", "notes", "held"}
 TRACE_KEYS = {"path", "argv", "binary", "binary_sha256", "complete", "events", "threads", "objects", "outcome"}
 EVENT_KEYS = {"side", "position", "seq", "tid", "idx", "kind", "obj", "object", "name", "result", "address",
               "location", "function"}
