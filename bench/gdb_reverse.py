@@ -3,8 +3,8 @@
 
 Records bench/bin/mutex_counter 250000 (2 threads, ~1M events), starts
 `detreplay --gdb` at event AT (90% of the trace) and times, inside gdb:
-  - `det goto AT` from event 0 (a restart and a replay to AT): one
-    re-execution, the unit every reverse command pays per run;
+  - `det goto AT` from 1000 events later (backward: a restart and a replay
+    to AT): one re-execution, the unit every reverse command pays per run;
   - `det last-write counter` (written by every iteration: found in the
     first, nearest window);
   - `det last-write iters` (written once, by main before any thread:
@@ -50,7 +50,7 @@ import re
 gdb.execute("watch counter", to_string=True)
 gdb.execute("disable 1", to_string=True)
 for i in range(RUNS):
-    timed("goto", "det goto AT", before="det goto 0")
+    timed("goto", "det goto AT", before="det goto AT_PLUS")
     timed("lastwrite_hot", "det last-write counter")
     timed("lastwrite_once", "det last-write iters")
     gdb.execute("enable 1", to_string=True)
@@ -88,7 +88,8 @@ def main() -> int:
         at = seqs[int(len(seqs) * 0.9)]
         native = med([wall([str(PROG), str(ns.iters)]) for _ in range(ns.runs)])
         gdb = [str(BIN / "detreplay"), "--gdb", "-g", str(at), str(trace), "--", "-nx", "-batch"]
-        timer = TIMER.replace("RUNS", str(ns.runs)).replace("AT", str(at))
+        plus = seqs[min(len(seqs) - 1, int(len(seqs) * 0.9) + 1000)]
+        timer = TIMER.replace("RUNS", str(ns.runs)).replace("AT_PLUS", str(plus)).replace("AT", str(at))
         script = tmp / "timer.py"
         script.write_text(timer)
         r = subprocess.run([*gdb, "-ex", f"source {script}"], capture_output=True, text=True, timeout=3600)
@@ -108,7 +109,7 @@ def main() -> int:
           f"medians of {ns.runs}")
     print(f"  native run: {native:.3f} s (whole program)")
     unit = med(times["goto"])
-    print(f"  one re-execution (det goto {at} after a restart): {unit:.3f} s")
+    print(f"  one re-execution (det goto {at} backward: a restart and a replay to it): {unit:.3f} s")
     for k, label in (("lastwrite_hot", "det last-write counter (written every iteration)"),
                      ("lastwrite_once", "det last-write iters (written once, at the start)"),
                      ("reverse_continue", "det reverse-continue to `watch counter`"),
