@@ -23,17 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".venv" / "bin"
-PROG = ROOT / "bench" / "bin" / "mutex_counter"
+from gdb_goto import BIN, PROG, ROOT, record_counter, wall  # bench/ is the script's directory
 
 TIMER = """
 import time, gdb
@@ -60,15 +56,6 @@ for i in range(RUNS):
 """
 
 
-def wall(cmd: list[str]) -> float:
-    a = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True)
-    b = time.monotonic()
-    if r.returncode != 0:
-        sys.exit(f"bench: {' '.join(cmd)} failed ({r.returncode}): {r.stderr.decode()[-500:]}")
-    return b - a
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
@@ -79,12 +66,8 @@ def main() -> int:
     med = statistics.median
     with tempfile.TemporaryDirectory(prefix="det-bench-reverse-") as d:
         tmp = Path(d)
-        trace = tmp / "counter.db"
-        wall([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(PROG), str(ns.iters)])
-        db = sqlite3.connect(trace)
-        events = db.execute("SELECT count(*) FROM events").fetchone()[0]
-        seqs = [s for (s,) in db.execute("SELECT seq FROM events ORDER BY seq")]
-        db.close()
+        trace, seqs = record_counter(tmp, ns.iters)
+        events = len(seqs)
         at = seqs[int(len(seqs) * 0.9)]
         native = med([wall([str(PROG), str(ns.iters)]) for _ in range(ns.runs)])
         gdb = [str(BIN / "detreplay"), "--gdb", "-g", str(at), str(trace), "--", "-nx", "-batch"]

@@ -1007,8 +1007,9 @@ Usage: det status"""
             print(ln)
 
 
-def thread_where(th: gdb.InferiorThread) -> str:
-    """The program-code frame of another thread, without changing the user's selection for long."""
+@contextmanager
+def on_thread(th: gdb.InferiorThread) -> Iterator[None]:
+    """Run a block with th selected; the user's thread and frame come back after."""
     cur = gdb.selected_thread()
     try:
         frame = gdb.selected_frame()
@@ -1016,13 +1017,20 @@ def thread_where(th: gdb.InferiorThread) -> str:
         frame = None
     try:
         th.switch()
-        return where(user_frame())
-    except gdb.error:
-        return ""
+        yield
     finally:
         cur.switch()
         if frame is not None and frame.is_valid():
             frame.select()
+
+
+def thread_where(th: gdb.InferiorThread) -> str:
+    """The program-code frame of another thread."""
+    try:
+        with on_thread(th):
+            return where(user_frame())
+    except gdb.error:
+        return ""
 
 
 class DetWhen(gdb.Command):
@@ -1350,20 +1358,10 @@ Needs the Python packages capstone and pyelftools in gdb's Python
         th = s.gdb_thread(num) if num is not None else gdb.selected_thread()
         if th is None:
             raise gdb.GdbError(f"det: det disas: T{num} is not running")
-        cur = gdb.selected_thread()
-        try:
-            frame = gdb.selected_frame()
-        except gdb.error:
-            frame = None
-        try:
-            th.switch()
+        with on_thread(th):
             f = user_frame() or gdb.newest_frame()
             pc = f.pc()
             call_site = f != gdb.newest_frame()
-        finally:
-            cur.switch()
-            if frame is not None and frame.is_valid():
-                frame.select()
         modules = s.model.trace.modules()
         for ln in det_gdb_disas.disassemble(pc, modules, gdb.selected_inferior().read_memory, call_site,
                                             f"T{num}" if num is not None else "this thread"):

@@ -285,7 +285,7 @@ def test_frames_stay_in_the_programs_code(aborted: Path) -> None:
     sections = rest[rest.index("det: T0 is in main"):].split("det: backtraces ")
     assert not DET_SOURCES.search(sections[0]), sections[0]
     assert re.search(rf"^{lock}\t\s+pthread_mutex_lock\(&m\);", sections[0], re.M), sections[0]
-    assert sections[1].startswith("show det's frames") and "park (" in sections[1] and "enforce.c" in sections[1]
+    assert sections[1].startswith("show det's frames") and DET_SOURCES.search(sections[1]), sections[1]
     assert sections[2].startswith("hide det's frames") and not DET_SOURCES.search(sections[2].split("det: event")[0])
     # After a det command the selected frame is the program's too.
     tail = sections[2][sections[2].index("det: event 3 of"):]
