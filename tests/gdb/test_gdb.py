@@ -439,6 +439,8 @@ def test_relaxed_replay(counter: Path) -> None:
     assert marks(out, "ev") == [[late, late_tid], [early, early_tid], [late, late_tid]]
     assert marks(out, "cnt") == [[counter_at(evs, late)], [counter_at(evs, early)], [counter_at(evs, late)]]
     assert "relaxed replay" in out
+    out = gdb_batch(counter, f"det goto {late}", "det last-write counter", opts=("--relaxed",))
+    assert "det: det last-write: going back needs an ordered replay (start gdb without --relaxed)" in out, out
 
 
 def test_bad_input(counter: Path, tmp_path: Path) -> None:
