@@ -961,6 +961,7 @@ det back [N]           go back N events (1)
 det until KIND [OBJ]   run until the next event of KIND (on object OBJ)
 det break-event ...    stop before events of a kind, on an object, by a thread
 det timeline [FROM [TO]]  the events around the current one, one column per thread
+det thread T           select thread T (T2) in its frame of the program's code
 det threads            gdb's thread numbers next to det's T0, T1, ...
 det disas [T]          disassembly around thread T's code (capstone, pyelftools)
 det last-write EXPR    go back to the last write that changed EXPR (by re-execution)
@@ -1080,7 +1081,9 @@ Your breakpoints and break-events stop it earlier, as gdb's `next` would."""
         if i >= m.total:
             raise gdb.GdbError("det: det next: already at the end of the recording")
         if i + n > m.total:
-            raise gdb.GdbError(f"det: det next: only {m.total - i} events left (`det goto end` goes to the end)")
+            # clamped to the recording, as every range is
+            print(f"det: det next: only {m.total - i} events left; going to the end")
+            n = m.total - i
         target = m.seq_at(i + n)
         s.goto(target, honor=True, what=m.label(target))
 
@@ -1102,8 +1105,11 @@ Usage: det back [N]"""
         if not s.alive() or s.pos is None:
             raise gdb.GdbError("det: det back: the program is not running; use `det goto N`")
         i = m.index_of(s.pos.seq)
+        if i == 0:
+            raise gdb.GdbError(f"det: det back: already at the first event ({m.label(s.pos.seq)})")
         if i - n < 0:
-            raise gdb.GdbError(f"det: det back: only {i} events before {m.label(s.pos.seq)}")
+            print(f"det: det back: only {i} events before {m.label(s.pos.seq)}; going to the first")
+            n = i
         s.goto(m.seq_at(i - n))
 
 
@@ -1305,6 +1311,30 @@ ended; `=>` marks the current event. Default: 10 events either side."""
             print(ln)
 
 
+class DetThread(gdb.Command):
+    """Select thread T by its T-name, in its innermost frame of the program's code.
+
+Usage: det thread T      (T: 2 or T2; gdb's own `thread N` takes gdb's numbers)"""
+
+    def __init__(self) -> None:
+        super().__init__("det thread", gdb.COMMAND_STACK)
+
+    def invoke(self, arg: str, from_tty: bool) -> None:
+        s = running()
+        if not arg.strip():
+            raise gdb.GdbError("det: det thread: which thread? (det thread T2)")
+        num = parse_thread(s, arg, "det thread")
+        th = s.gdb_thread(num)
+        if th is None:
+            raise gdb.GdbError(f"det: det thread: T{num} is not running")
+        th.switch()
+        f = user_frame()
+        if f is not None:
+            f.select()
+        print(f"det: T{num} is in {where(f) or '?'}")
+        print(gdb.execute("frame", to_string=True).rstrip("\n"))
+
+
 class DetThreads(gdb.Command):
     """gdb's thread numbers next to det's thread numbers, with each thread's state.
 
@@ -1488,7 +1518,7 @@ def start(config_path: str) -> None:
     gdb.events.stop.connect(_stop_handler)
     gdb.events.exited.connect(_exit_handler)
     for cls in (DetPrefix, DetStatus, DetWhen, DetNext, DetBack, DetGoto, DetStepThread, DetUntil, DetBreakEvent,
-                DetTimeline, DetThreads, DetDisas):
+                DetTimeline, DetThread, DetThreads, DetDisas):
         cls()
     import det_gdb_reverse
 

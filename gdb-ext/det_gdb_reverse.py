@@ -196,6 +196,9 @@ def mark_here(s: D.Session, cmd: str) -> Mark:
 def begin(cmd: str, arg: str, takes_arg: bool = False) -> tuple[D.Session, Mark]:
     """The session and where the user is, for a reverse command."""
     s = D.running()
+    if s.relaxed:
+        # its windows and marks are positions in the recorded total order
+        raise gdb.GdbError(f"det: {cmd}: going back needs an ordered replay (start gdb without --relaxed)")
     if arg.strip() and not takes_arg:
         raise gdb.GdbError(f"det: {cmd}: takes no arguments")
     if not arg.strip() and takes_arg:

@@ -41,8 +41,8 @@ from typing import Any
 from . import events as ev
 from .analysis import held_at_end
 from .errors import DetError
-from .names import OBJ_SIZES, THREAD_KIND, DataSymbols, ObjectNames
-from .symbols import Symbolizer
+from .names import THREAD_KIND, ObjectNames
+from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, TraceError, kind_name, objkind_name
 
 # Characters per event in the fetched string: tid, kind, obj, site, result.
@@ -615,12 +615,7 @@ class Comparison:
         kind, addr, _first = side.objects.get(obj, (0, 0, 0))
         if not self.symbolize or kind == THREAD_KIND or not addr:
             return None
-        module, off = side.sym.module_of(addr)
-        if not module:
-            return None
-        if module not in self._symbols:
-            self._symbols[module] = DataSymbols(module)
-        return self._symbols[module].lookup(off, OBJ_SIZES.get(objkind_name(kind).upper(), 0))
+        return variable_name(side.sym, self._symbols, objkind_name(kind), addr)
 
 
 def check_same_program(a: _Side, b: _Side, force: bool, notes: list[str]) -> None:

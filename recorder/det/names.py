@@ -8,7 +8,7 @@ divergence and deadlock lines, det's gdb commands and detdiff:
     differs);
   - a thread object is its thread's T-name (`T2`);
   - the program's name for it when it has one: the variable, from the ELF
-    symbol tables, `name[3]` for an element of an array of
+    symbol tables (det.symbols.DataSymbols), `name[3]` for an element of an array of
     such objects, `name+16` inside a larger variable; glibc's FILE objects
     behind the standard streams are `stdin`, `stdout`, `stderr`;
   - otherwise (the heap, a stack): where the program first used it
@@ -23,100 +23,13 @@ errors.
 
 from __future__ import annotations
 
-import bisect
-import shutil
-import struct
-import subprocess
 from collections.abc import Callable
 
 from . import events as ev
-from .symbols import Symbolizer
+from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, objkind_name
 
-# glibc's FILE objects behind stdin, stdout and stderr.
-STDIO_NAMES = {"_IO_2_1_stdin_": "stdin", "_IO_2_1_stdout_": "stdout", "_IO_2_1_stderr_": "stderr"}
-# Sizes of the pthread objects on x86-64 glibc: an array of them names its elements.
-OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4}
 THREAD_KIND = next(o.number for o in ev.OBJKINDS if o.name == "THREAD")
-
-
-class DataSymbols:
-    """Names of variables in one ELF file, read from its symbol table
-    (.symtab, else .dynsym) with the standard library: a replay that
-    diverges names its objects without running nm over libc. C++ names are
-    demangled by binutils' c++filt when it is there."""
-
-    def __init__(self, module: str) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.names: list[str] = []
-        try:
-            rows = _elf_objects(module)
-        except (OSError, ValueError, struct.error):
-            return
-        mangled = sorted({n for _, _, n in rows if n.startswith("_Z")})
-        plain = _demangle(mangled) if mangled else {}
-        rows = sorted((a, size, STDIO_NAMES.get(n, plain.get(n, n))) for a, size, n in rows)
-        self.starts = [r[0] for r in rows]
-        self.ends = [r[0] + r[1] for r in rows]
-        self.names = [r[2] for r in rows]
-
-    def lookup(self, off: int, elem: int = 0) -> str | None:
-        """The variable at offset off: `name`, `name[3]` (elem: the size of
-        the object, when the variable is an array of them), `name+16`."""
-        i = bisect.bisect_right(self.starts, off) - 1
-        if i < 0 or off >= self.ends[i]:
-            return None
-        start, size = self.starts[i], self.ends[i] - self.starts[i]
-        if elem and size > elem and size % elem == 0 and (off - start) % elem == 0:
-            return f"{self.names[i]}[{(off - start) // elem}]"
-        return self.names[i] if off == start else f"{self.names[i]}+{off - start}"
-
-
-SHT_SYMTAB, SHT_DYNSYM, STT_OBJECT = 2, 11, 1
-
-
-def _elf_objects(path: str) -> list[tuple[int, int, str]]:
-    """(value, size, name) of the data objects (STT_OBJECT, defined, sized) in
-    a 64-bit little-endian ELF file's .symtab, or its .dynsym if it has none."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise ValueError("not a 64-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    for want in (SHT_SYMTAB, SHT_DYNSYM):
-        tables = [s for s in sections if s[1] == want]
-        if not tables:
-            continue
-        rows = []
-        for _name, _type, _flags, _addr, off, size, link, _info, _align, entsize in tables:
-            strtab = sections[link]
-            str_off = strtab[4]
-            for i in range(0, size, entsize or 24):
-                st_name, st_info, _other, st_shndx, value, sz = struct.unpack_from("<IBBHQQ", data, off + i)
-                if st_info & 0xF != STT_OBJECT or st_shndx == 0 or not sz:
-                    continue
-                end = data.index(b"\0", str_off + st_name)
-                # a copy-relocated variable carries its version (stdout@GLIBC_2.2.5)
-                name = data[str_off + st_name:end].decode(errors="replace").split("@", 1)[0]
-                rows.append((value, sz, name))
-        if rows:
-            return rows
-    return []
-
-
-def _demangle(names: list[str]) -> dict[str, str]:
-    tool = shutil.which("c++filt")
-    if not tool:
-        return {}
-    try:
-        p = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out = p.stdout.splitlines()
-    return dict(zip(names, out, strict=True)) if len(out) == len(names) else {}
 
 
 class ObjectNames:
@@ -144,10 +57,7 @@ class ObjectNames:
         """The program's variable at address (static objects), or None."""
         if not self.symbolize or not address:
             return None
-        module, off = self.sym.module_of(address)
-        if not module:
-            return None
-        return self.data_symbols(module).lookup(off, OBJ_SIZES.get(kind.upper(), 0))
+        return variable_name(self.sym, self._symbols, kind, address)
 
     def data_symbols(self, module: str) -> DataSymbols:
         if module not in self._symbols:

@@ -301,6 +301,16 @@ def test_timeline_ranges_are_clamped(counter: Path) -> None:
     want = [str(e[0]) for e in evs[:4]] + [str(e[0]) for e in evs[-3:]] + ["end"]
     assert got == want, out
     assert "is not in the recording" not in out
+    # det next and det back are clamped too; det thread selects by T-name.
+    mid, _ = unlock_near(evs, 0.5)
+    out = gdb_batch(counter, f"det goto {mid}", "det thread T2", 'printf "@id %d\\n", id', f"det goto {evs[-3][0]}",
+                    "det next 50", EV, "det back 99999999", EV)
+    assert "det: det next: only 3 events left; going to the end" in out, out
+    assert re.search(rf"det: det back: only {len(evs)} events before the end of the recording; going to the first",
+                     out), out
+    assert [e[0] for e in marks(out, "ev")] == [last + 1, evs[0][0]], out
+    assert re.search(r"^det: T2 is in worker at gdb_counter\.c:\d+$", out, re.M), out
+    assert marks(out, "id") == [[2]]
 
 
 def test_last_write_goes_back_to_the_write(counter: Path) -> None:
@@ -430,6 +440,8 @@ def test_relaxed_replay(counter: Path) -> None:
     assert marks(out, "ev") == [[late, late_tid], [early, early_tid], [late, late_tid]]
     assert marks(out, "cnt") == [[counter_at(evs, late)], [counter_at(evs, early)], [counter_at(evs, late)]]
     assert "relaxed replay" in out
+    out = gdb_batch(counter, f"det goto {late}", "det last-write counter", opts=("--relaxed",))
+    assert "det: det last-write: going back needs an ordered replay (start gdb without --relaxed)" in out, out
 
 
 def test_bad_input(counter: Path, tmp_path: Path) -> None:
@@ -446,7 +458,7 @@ def test_bad_input(counter: Path, tmp_path: Path) -> None:
                     "det step-thread 7", "det break-event thread", "det until any", "det timeline 5 1",
                     "det frobnicate", EV)
     for msg in ("det: det goto: event 99999999 is not in the recording", "det: det goto: 'banana' is not a number",
-                "det: det next: N must be at least 1", "det: det back: only 0 events before event 0",
+                "det: det next: N must be at least 1", "det: det back: already at the first event (event 0)",
                 "det: det step-thread: no thread T7", "det: det until: `any` needs an object",
                 "det: det timeline: TO is before FROM", "det: unknown command 'det frobnicate'"):
         assert msg in out, (msg, out)
