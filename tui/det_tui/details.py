@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from det.trace import Event, kind_name
 
-from .model import DESCRIPTION, TraceModel, class_of, disassembly, source_around
+from .model import DESCRIPTION, SourceView, TraceModel, class_of, disassembly, source_around
 from .timeline import CLASS_STYLE
 
 
@@ -49,8 +49,7 @@ def event_fields(m: TraceModel, e: Event, note: str | None = None) -> Table:
     return t
 
 
-def source_panel(m: TraceModel, e: Event) -> RenderableType:
-    sv = source_around(m.location(e), m.meta.get("cwd"))
+def source_panel(sv: SourceView) -> RenderableType:
     if sv.message:
         return Text(sv.message, style="italic grey62")
     from rich.syntax import Syntax  # pygments: imported when the first source is shown
@@ -80,6 +79,7 @@ class Details(VerticalScroll):
         super().__init__(id=id)
         self.model = model
         self.body = Static("", id="details-body")
+        self.source: SourceView | None = None     # what the pane shows of the source
 
     def compose(self):  # noqa: ANN201 - Textual's protocol
         yield self.body
@@ -92,6 +92,7 @@ class Details(VerticalScroll):
         parts: list[RenderableType] = [event_fields(self.model, e, note)]
         if extra is not None:
             parts += [Text(""), extra]
-        parts += [Text(""), Text("Source", style="bold underline"), source_panel(self.model, e),
+        self.source = source_around(self.model.location(e), self.model.meta.get("cwd"))
+        parts += [Text(""), Text("Source", style="bold underline"), source_panel(self.source),
                   Text(""), Text("Code", style="bold underline"), disassembly_panel(self.model, e)]
         self.body.update(Group(*parts))
