@@ -138,7 +138,7 @@ class ErrorScreen(Screen[None]):
             st = os.stat(self.path)
         except OSError as e:
             return f"what is there: nothing ({e.strerror})"
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(st.st_mtime))
         try:
             with open(self.path, "rb") as f:
                 head = f.read(16)
