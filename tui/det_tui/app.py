@@ -38,8 +38,9 @@ class DetTui(App[None]):
         self.models: list = []
         self.session = None   # the live gdb session, if any
 
-    def on_mount(self) -> None:
-        self.push_screen(self.first_screen())
+    def get_default_screen(self) -> Screen:
+        """The mode's screen is the app's first (no blank screen to switch from)."""
+        return self.first_screen()
 
     def first_screen(self) -> Screen:
         from .model import TraceModel

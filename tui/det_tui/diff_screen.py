@@ -98,7 +98,7 @@ class DiffScreen(Screen[None]):
         with Horizontal(id="diff-events"):
             yield EventList(self.a, id="events-a")
             yield EventList(self.b, id="events-b")
-            yield OptionList(Option("comparing the two traces (det.diff)...", disabled=True), id="diff-items")
+        yield OptionList(Option("comparing the two traces (det.diff)...", disabled=True), id="diff-items")
         with Horizontal(id="bisect-bar"):
             yield ProgressBar(id="bisect-progress", show_eta=False)
             yield Label("", id="bisect-step")

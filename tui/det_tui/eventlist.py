@@ -30,6 +30,7 @@ from .model import TraceModel, class_of
 from .timeline import CLASS_STYLE
 
 PAGE = 128
+COMPACT_BELOW = 80
 PAGES_KEPT = 64
 DIM = Style(color="grey50")
 CURSOR = Style(bgcolor="grey30", bold=True)
@@ -180,6 +181,16 @@ class EventList(ScrollView, can_focus=True):
         m = self.model
         kind = e.name + (f"={m.result(e)}" if e.result else "")
         style = CLASS_STYLE[class_of(e.kind)]
+        if self.size.width < COMPACT_BELOW:
+            # Narrow (two lists side by side): no index, shorter names, the file and line only.
+            loc = m.location(e)
+            return [
+                Segment(f"{e.seq:>{self._width_seq}} ", DIM),
+                Segment(f"T{e.tid:<3}", Style(bold=True)),
+                Segment(f"{kind:<16.16} ", style),
+                Segment(f"{m.object_label(e.obj):<14.14} "),
+                Segment(loc.short() if loc else "", DIM),
+            ]
         return [
             Segment(f"{e.seq:>{self._width_seq}} ", DIM),
             Segment(f"T{e.tid:<3}", Style(bold=True)),

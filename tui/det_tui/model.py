@@ -21,6 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -424,10 +425,11 @@ def _lanes_from(path: Path, lo: int) -> str:
 
 @dataclass
 class SourceView:
-    path: str | None
+    path: str | None                 # the file read (absolute)
     line: int | None
     lines: list[tuple[int, str]]     # (number, text) around the line
     message: str                     # why there is none, or ""
+    name: str = ""                   # the file as the debug info names it
 
 
 def source_around(loc: Location | None, cwd: str | None, context: int = 5) -> SourceView:
@@ -443,14 +445,12 @@ def source_around(loc: Location | None, cwd: str | None, context: int = 5) -> So
     except OSError as e:
         return SourceView(loc.file, loc.line, [], f"source file {loc.file} is not here ({e.strerror})")
     lo, hi = max(1, loc.line - context), min(len(text), loc.line + context)
-    return SourceView(path, loc.line, [(n, text[n - 1]) for n in range(lo, hi + 1)], "")
+    return SourceView(path, loc.line, [(n, text[n - 1]) for n in range(lo, hi + 1)], "", loc.file)
 
 
 def elf_reader(modules: list[tuple[str, int]]) -> Callable[[int, int], bytes]:
     """A read_memory for det_gdb_disas that reads code from the recording's
     ELF files (their PT_LOAD segments), not from a running program."""
-    from elftools.elf.elffile import ELFFile
-
     mods = sorted((base, path) for path, base in modules if path and os.path.exists(path))
 
     def read(addr: int, length: int) -> bytes:
@@ -459,15 +459,24 @@ def elf_reader(modules: list[tuple[str, int]]) -> Callable[[int, int], bytes]:
             raise ValueError(f"no module holds {addr:#x}")
         base, path = mods[i]
         off = addr - base
-        with open(path, "rb") as f:
-            for seg in ELFFile(f).iter_segments():
-                if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= off < seg["p_vaddr"] + seg["p_filesz"]:
-                    n = min(length, seg["p_vaddr"] + seg["p_filesz"] - off)
-                    f.seek(seg["p_offset"] + off - seg["p_vaddr"])
-                    return f.read(n)
+        for vaddr, size, file_off in _load_segments(path):
+            if vaddr <= off < vaddr + size:
+                with open(path, "rb") as f:
+                    f.seek(file_off + off - vaddr)
+                    return f.read(min(length, vaddr + size - off))
         raise ValueError(f"{os.path.basename(path)} has no code at {addr:#x}")
 
     return read
+
+
+@lru_cache(maxsize=32)
+def _load_segments(path: str) -> list[tuple[int, int, int]]:
+    """(vaddr, size in the file, file offset) of an ELF file's PT_LOAD segments."""
+    from elftools.elf.elffile import ELFFile
+
+    with open(path, "rb") as f:
+        return [(seg["p_vaddr"], seg["p_filesz"], seg["p_offset"]) for seg in ELFFile(f).iter_segments()
+                if seg["p_type"] == "PT_LOAD"]
 
 
 def disassembly(addr: int, modules: list[tuple[str, int]], call_site: bool, who: str) -> list[str]:

@@ -127,7 +127,8 @@ class TraceScreen(Screen[None]):
         self.events.focus()
         self.load_lanes()
         if m.count:
-            self.show_details(m.seq_of(0))
+            # After the first paint: the details read source and code (addr2line, the ELF file).
+            self.call_after_refresh(self.show_details, m.seq_of(0))
 
     def _mark_problem(self) -> None:
         """Each blocked thread's last event carries what it was blocked in."""
