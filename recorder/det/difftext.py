@@ -70,14 +70,18 @@ def event_line(e: EventRef) -> str:
 
 
 def outcome_text(s: TraceSummary) -> str:
-    o = s.outcome
+    return outcome_words(s.outcome)
+
+
+def outcome_words(o: dict[str, Any] | None) -> str:
+    """A trace's outcome row in two words: `exit 1`, `signal 6`, `timeout`, `incomplete`."""
     if o is None:
         return "incomplete"
     if o["status"] == "exited":
         return f"exit {o['exit_code']}"
     if o["status"] == "signaled":
         return f"signal {o['signal']}"
-    return o["status"]
+    return str(o["status"])
 
 
 def plural(n: int, word: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -76,6 +77,13 @@ class GotoScreen(ModalScreen[int | None]):
             self.query_one("#goto-error", Label).update(f"a number from {self.first} to {self.last}")
             return
         self.dismiss(int(text))
+
+
+def ask_event(screen: Screen, first: int, last: int, then: Callable[[int], None]) -> None:
+    """The go-to dialog; then(seq) when the user gave an event number."""
+    if last < first:
+        return
+    screen.app.push_screen(GotoScreen(first, last), lambda seq: then(seq) if seq is not None else None)
 
 
 class FilterScreen(ModalScreen[tuple[str, str, str, str] | None]):

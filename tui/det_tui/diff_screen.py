@@ -32,7 +32,7 @@ from det.diff import DiffResult, EventRef, compare
 from det.difftext import obj, outcome_text, plural, result_text, where
 from det.errors import DetError
 
-from .dialogs import GotoScreen, HelpScreen
+from .dialogs import HelpScreen, ask_event
 from .eventlist import EventList
 from .model import TraceModel
 from .timeline import Timeline
@@ -307,15 +307,12 @@ class DiffScreen(Screen[None]):
 
     def action_goto(self) -> None:
         m = self.a
-        if not m.count:
-            return
 
-        def done(seq: int | None) -> None:
-            if seq is not None:
-                pos = m.rank_of(seq)
-                self.jump(pos, pos)
+        def done(seq: int) -> None:
+            pos = m.rank_of(seq)
+            self.jump(pos, pos)
 
-        self.app.push_screen(GotoScreen(m.seq0, m.last_seq), done)
+        ask_event(self, m.seq0, m.last_seq, done)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())

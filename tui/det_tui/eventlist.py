@@ -19,13 +19,13 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from det.trace import Event
 
+from .messages import FromWidget
 from .model import TraceModel, class_of
 from .timeline import CLASS_STYLE
 
@@ -53,23 +53,19 @@ class EventList(ScrollView, can_focus=True):
 
     cursor: reactive[int] = reactive(0, always_update=True)
 
-    class Highlighted(Message):
+    class Highlighted(FromWidget):
+        """The cursor is on another event (seq; None: the list is empty)."""
+
         def __init__(self, sender: EventList, seq: int | None) -> None:
-            self.sender, self.seq = sender, seq
-            super().__init__()
+            super().__init__(sender)
+            self.seq = seq
 
-        @property
-        def control(self) -> EventList:
-            return self.sender
+    class Chosen(FromWidget):
+        """Enter on an event."""
 
-    class Chosen(Message):
         def __init__(self, sender: EventList, seq: int) -> None:
-            self.sender, self.seq = sender, seq
-            super().__init__()
-
-        @property
-        def control(self) -> EventList:
-            return self.sender
+            super().__init__(sender)
+            self.seq = seq
 
     def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)

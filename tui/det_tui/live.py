@@ -33,7 +33,7 @@ from textual.binding import Binding
 
 from det.errors import DetError
 
-from .dialogs import GotoScreen
+from .dialogs import ask_event
 from .model import TraceModel
 from .trace_screen import TraceScreen
 
@@ -328,13 +328,7 @@ class LiveScreen(TraceScreen):
         self._run(f"det step-thread {e.tid}" if e is not None else "det step-thread")
 
     def action_live_goto(self) -> None:
-        m = self.model
-
-        def done(seq: int | None) -> None:
-            if seq is not None:
-                self._run(f"det goto {seq}")
-
-        self.app.push_screen(GotoScreen(m.seq0, m.last_seq), done)
+        ask_event(self, self.model.seq0, self.model.last_seq, lambda seq: self._run(f"det goto {seq}"))
 
     def on_unmount(self) -> None:
         if self.session is not None:

@@ -23,11 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from det import events as ev
 from det.analysis import Waiter, block_report
-from det.difftext import result_text
+from det.difftext import outcome_words, result_text
 from det.symbols import DataSymbols, Location, Symbolizer, variable_name
 from det.trace import LANE_KINDS, Event, Trace, kind_name, objkind_name
 
@@ -140,16 +139,6 @@ class Header:
     notes: list[str] = field(default_factory=list)
 
 
-def outcome_text(o: dict[str, Any] | None) -> str:
-    if o is None:
-        return "incomplete"
-    if o["status"] == "exited":
-        return f"exit {o['exit_code']}"
-    if o["status"] == "signaled":
-        return f"killed by signal {o['signal']}"
-    return str(o["status"])
-
-
 class TraceModel:
     """One open trace, as dettui shows it."""
 
@@ -200,7 +189,7 @@ class TraceModel:
             notes.append(f"{self.path.name} is incomplete: the recording did not finish (detrec was killed?); "
                          "what it holds up to its last saved events is shown")
         return Header(
-            program=shlex.join(argv) if argv else str(m.get("binary") or "?"), outcome=outcome_text(o),
+            program=shlex.join(argv) if argv else str(m.get("binary") or "?"), outcome=outcome_words(o),
             mode=str(m.get("mode") or "?"), threads=len(self.threads), processes=max(1, len(self.processes)),
             events=self.count, duration=dur, complete=self.complete, message=(o or {}).get("message") or "",
             notes=notes)

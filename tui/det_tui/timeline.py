@@ -20,13 +20,13 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from det.trace import LANE_KINDS
 
+from .messages import FromWidget
 from .model import CLASS_RANK, CLASSES, WAIT_BEGINS, TraceModel, glyph_of
 
 CLASS_STYLE = {
@@ -75,16 +75,12 @@ class Timeline(ScrollView, can_focus=True):
 
     cursor: reactive[int] = reactive(0, always_update=True)
 
-    class Selected(Message):
+    class Selected(FromWidget):
         """The user picked an event on the timeline."""
 
         def __init__(self, sender: Timeline, rank: int) -> None:
-            self.sender, self.rank = sender, rank
-            super().__init__()
-
-        @property
-        def control(self) -> Timeline:
-            return self.sender
+            super().__init__(sender)
+            self.rank = rank
 
     def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)

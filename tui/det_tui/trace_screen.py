@@ -23,7 +23,7 @@ from textual.widgets import Footer, Header, Input, Static
 from det.errors import DetError
 
 from .details import Details
-from .dialogs import FilterScreen, GotoScreen, HelpScreen
+from .dialogs import FilterScreen, HelpScreen, ask_event
 from .eventlist import EventList
 from .model import Filter, TraceModel
 from .timeline import Timeline
@@ -195,16 +195,13 @@ class TraceScreen(Screen[None]):
 
     def action_goto(self) -> None:
         m = self.model
-        if not m.count:
-            return
 
-        def done(seq: int | None) -> None:
-            if seq is not None:
-                self.select(seq)
-                self.timeline.zoom_to(m.rank_of(seq))
-                self.events.focus()
+        def done(seq: int) -> None:
+            self.select(seq)
+            self.timeline.zoom_to(m.rank_of(seq))
+            self.events.focus()
 
-        self.app.push_screen(GotoScreen(m.seq0, m.last_seq), done)
+        ask_event(self, m.seq0, m.last_seq, done)
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)
