@@ -445,3 +445,19 @@ def test_missing_source_is_said_in_the_details(tmp_path: Path) -> None:
         assert sv is not None and sv.message.startswith("source file") and "gone.c is not here" in sv.message
 
     drive([str(trace)], body)
+
+
+def test_command_palette_runs_the_screens_actions(recorded: Path) -> None:
+    async def body(app: DetTui, pilot: Pilot) -> None:
+        s = app.screen
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"Filter")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, FilterScreen), type(app.screen).__name__
+        await pilot.press("escape")
+        assert app.screen is s
+
+    drive([recorded], body)
