@@ -51,7 +51,7 @@ class EventList(ScrollView, can_focus=True):
         Binding("enter", "choose", "Zoom timeline"),
     ]
 
-    cursor: reactive[int] = reactive(0, always_update=True)
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)   # watch_cursor refreshes what changed
 
     class Highlighted(FromWidget):
         """The cursor is on another event (seq; None: the list is empty)."""
@@ -145,9 +145,14 @@ class EventList(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         if new < top:
             self.scroll_to(y=new, animate=False)
+            self.refresh()
         elif new >= top + h:
             self.scroll_to(y=new - h + 1, animate=False)
-        self.refresh()
+            self.refresh()
+        else:
+            # Within the page: only the two rows whose highlight changed.
+            self.refresh_line(old)
+            self.refresh_line(new)
         self.post_message(self.Highlighted(self, self.current_seq()))
 
     def action_move(self, step: int) -> None:

@@ -73,7 +73,7 @@ class Timeline(ScrollView, can_focus=True):
         Binding("0", "whole", "Whole run"),
     ]
 
-    cursor: reactive[int] = reactive(0, always_update=True)
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)   # watch_cursor refreshes
 
     class Selected(FromWidget):
         """The user picked an event on the timeline."""
@@ -92,6 +92,7 @@ class Timeline(ScrollView, can_focus=True):
         self.fitted = True        # showing the whole run: keep it so when the size changes
         self._cache_key: tuple | None = None
         self._title = ""
+        self._cursor_shown: tuple[int, int, int, int] | None = None
         self._grid_key: tuple | None = None
         self._grid_cells: dict[int, list[tuple[str, Style | None]]] = {}
         self._rows: list[Strip] = []
@@ -150,7 +151,13 @@ class Timeline(ScrollView, can_focus=True):
     def watch_cursor(self) -> None:
         self._ensure_visible()
         self._update_title()
-        self.refresh()
+        # Zoomed out, most moves stay in the same column and thread: nothing to redraw.
+        s = self.model.lanes_s
+        tid = ord(s[self.cursor]) // LANE_KINDS if s is not None and 0 <= self.cursor < len(s) else -1
+        shown = (self.start, self.per, (self.cursor - self.start) // self.per, tid)
+        if shown != self._cursor_shown:
+            self._cursor_shown = shown
+            self.refresh()
 
     def _update_title(self) -> None:
         title = self.title
