@@ -31,6 +31,7 @@ from .timeline import CLASS_STYLE
 
 PAGE = 128
 COMPACT_BELOW = 80
+WIDE_FROM = 100
 PAGES_KEPT = 64
 DIM = Style(color="grey50")
 CURSOR = Style(bgcolor="grey30", bold=True)
@@ -192,13 +193,16 @@ class EventList(ScrollView, can_focus=True):
                 Segment(f"{m.object_label(e.obj):<14.14} "),
                 Segment(loc.short() if loc else "", DIM),
             ]
+        loc = m.location(e)
+        # The function after the line only when there is room for it.
+        where = m.where(e) if self.size.width >= WIDE_FROM or loc is None else loc.short()
         return [
             Segment(f"{e.seq:>{self._width_seq}} ", DIM),
             Segment(f"T{e.tid:<3}", Style(bold=True)),
             Segment(f" #{e.idx:<6} ", DIM),
             Segment(f"{kind:<18.18} ", style),
             Segment(f"{m.object_label(e.obj):<18.18} "),
-            Segment(m.where(e), DIM),
+            Segment(where, DIM),
         ]
 
     def render_line(self, y: int) -> Strip:

@@ -219,8 +219,10 @@ def session_pids(sid: int) -> list[int]:
     return out
 
 
-def backtraces(threads: list[ThreadState], current: int | None) -> RenderableType:
-    parts: list[RenderableType] = [Text("Threads (gdb)", style="bold underline")]
+def backtraces(threads: list[ThreadState], current: int | None, event: int | None) -> RenderableType:
+    """Every thread's backtrace as gdb has it now (at `event`), the one about to run marked."""
+    where = f"at event {event}" if event is not None else "now"
+    parts: list[RenderableType] = [Text(f"Threads in gdb, {where}", style="bold underline")]
     for t in threads:
         mark = "▶ " if current is not None and t.name == f"T{current}" else "  "
         parts.append(Text(f"{mark}{t.name} [gdb {t.gdb_id}]", style="bold" if mark.strip() else ""))
@@ -298,7 +300,8 @@ class LiveScreen(TraceScreen):
             return
         e = self.model.event(seq)
         pos = self.session.position if self.session is not None else None
-        extra = backtraces(self.threads_state, pos.thread if pos else None) if self.threads_state else None
+        extra = backtraces(self.threads_state, pos.thread if pos else None, pos.event if pos else None) \
+            if self.threads_state else None
         self.details.show(e, self.events.notes.get(seq), extra)
 
     def _run(self, command: str) -> None:
