@@ -461,3 +461,27 @@ def test_command_palette_runs_the_screens_actions(recorded: Path) -> None:
         assert app.screen is s
 
     drive([recorded], body)
+
+
+def test_live_says_why_gdb_could_not_start(tmp_path: Path) -> None:
+    exe = tmp_path / "counter"
+    exe.write_bytes(program("gdb_counter").read_bytes())
+    exe.chmod(0o755)
+    trace = tmp_path / "c.db"
+    r = detrec("-q", "-o", trace, "--", exe)
+    assert r.returncode == 0, r.stderr.decode()
+    exe.unlink()          # detreplay refuses a trace whose program is gone
+
+    async def go() -> None:
+        app = DetTui([str(trace)], live=True)
+        async with app.run_test(size=SIZE) as pilot:
+            s = app.screen
+            for _ in range(600):
+                if not s.busy:
+                    break
+                await pilot.pause(0.1)
+            assert s.session is None
+            assert "detreplay --gdb" in s.sub_title and str(exe) in s.sub_title, s.sub_title
+            assert s.events.rows == query(trace, "SELECT count(*) FROM events")[0][0], "the trace is still shown"
+
+    asyncio.run(go())

@@ -23,6 +23,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from det.errors import DetError
 from det.trace import Event
 
 from .messages import FromWidget
@@ -73,6 +74,7 @@ class EventList(ScrollView, can_focus=True):
         self.model = model
         self.seqs: array | None = None          # the filtered list, None: every event
         self.notes: dict[int, str] = {}          # seq -> why it is marked (a deadlock, a divergence)
+        self.error: str | None = None             # why rows could not be read
         self._pages: OrderedDict[int, list[Event]] = OrderedDict()
         self._width_seq = max(5, len(str(max(0, model.last_seq))))
         self.virtual_size = Size(0, self.rows)
@@ -121,10 +123,17 @@ class EventList(ScrollView, can_focus=True):
         page = self._pages.get(p)
         if page is None:
             lo, hi = p * PAGE, min(self.rows, (p + 1) * PAGE)
-            if self.seqs is None:
-                page = self.model.events(lo, hi)
-            else:
-                page = self.model.tr.events_at(self.seqs[lo:hi])
+            try:
+                if self.seqs is None:
+                    page = self.model.events(lo, hi)
+                else:
+                    page = self.model.tr.events_at(self.seqs[lo:hi])
+            except DetError as e:
+                # The file went bad under us (truncated while shown): say it, draw nothing there.
+                if self.error is None:
+                    self.error = str(e)
+                    self.notify(self.error, severity="error", timeout=30)
+                return []
             self._pages[p] = page
             if len(self._pages) > PAGES_KEPT:
                 self._pages.popitem(last=False)

@@ -298,7 +298,11 @@ class LiveScreen(TraceScreen):
     def show_details(self, seq: int | None) -> None:
         if seq is None:
             return
-        e = self.model.event(seq)
+        try:
+            e = self.model.event(seq)
+        except DetError as err:
+            self.details.update(Text(str(err), style="bold red"))
+            return
         pos = self.session.position if self.session is not None else None
         extra = backtraces(self.threads_state, pos.thread if pos else None, pos.event if pos else None) \
             if self.threads_state else None

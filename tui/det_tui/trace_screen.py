@@ -177,7 +177,11 @@ class TraceScreen(Screen[None]):
     def show_details(self, seq: int | None) -> None:
         if seq is None:
             return
-        e = self.model.event(seq)
+        try:
+            e = self.model.event(seq)
+        except DetError as err:
+            self.details.update(Text(str(err), style="bold red"))
+            return
         self.details.show(e, self.events.notes.get(seq))
 
     def select(self, seq: int) -> None:
