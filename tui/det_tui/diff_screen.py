@@ -112,8 +112,9 @@ class DiffScreen(Screen[None]):
             self.query_one(f"#events-{side}", EventList).border_title = f"{side.upper()}  {m.path.name}"
         self.query_one("#diff-items", OptionList).border_title = "Differences"
         self.query_one("#events-b", EventList).focus()
-        self.load_lanes()
-        self.run_compare()
+        # After the first paint: the comparison is Python-heavy and would hold the screen back.
+        self.call_after_refresh(self.run_compare)
+        self.call_after_refresh(self.load_lanes)
 
     @work(thread=True, group="lanes")
     def load_lanes(self) -> None:
