@@ -473,9 +473,9 @@ def disassembly(addr: int, modules: list[tuple[str, int]], call_site: bool, who:
     (one implementation for gdb and dettui), reading the ELF files."""
     import sys
 
-    from det.native import REPO_DIR
+    from det.paths import GDB_EXT_DIR
 
-    ext = str(REPO_DIR / "gdb-ext")
+    ext = str(GDB_EXT_DIR)
     if ext not in sys.path:
         sys.path.append(ext)
     import det_gdb_disas
