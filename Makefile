@@ -53,7 +53,8 @@ DESTDIR ?=
 SYS_PY  ?= python3
 INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
                  $(foreach f,$(wildcard gdb-ext/*.py),share/det/gdb-ext=$(f))
-PY_SRC  := $(wildcard recorder/det/*.py replayer/det_replay/*.py) setup.cfg
+PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
+             tui/det_tui/*.tcss) setup.cfg
 
 .PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall
 

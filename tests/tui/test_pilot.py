@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import time
@@ -301,6 +302,39 @@ def test_diff_view_bisects_on_request(tmp_path: Path) -> None:
         assert "critical pair" in str(s.items[0].text)
 
     drive([ok, fail], body)
+
+    # Quitting in the middle of a bisection stops the replay under way.
+    async def quit_early(app: DetTui, pilot: Pilot) -> None:
+        await pilot.press("b")
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if detreplay_children():
+                break
+        assert detreplay_children(), "the bisection runs detreplay"
+        await pilot.press("q")
+
+    drive([ok, fail], quit_early)
+    end = time.monotonic() + 10
+    while detreplay_children() and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not detreplay_children(), "a replay outlived dettui"
+
+
+def detreplay_children() -> list[int]:
+    """Processes this test started (directly) that run detreplay, zombies aside."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if fields[0] != "Z" and int(fields[1]) == os.getpid() and b"detreplay" in cmd:
+            out.append(int(name))
+    return out
 
 
 # ---------------------------------------------------------------- live

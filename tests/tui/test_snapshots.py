@@ -12,10 +12,19 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from tuitraces import SIZE, bank, bank_swapped, deadlock, in_tmp  # noqa: F401 - fixtures
 
 from det.tui.app import DetTui
+
+
+@pytest.fixture(autouse=True)
+def plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pictures do not depend on the caller's colour wishes (NO_COLOR) or Textual's own settings."""
+    for name in list(os.environ):
+        if name == "NO_COLOR" or (name.startswith("TEXTUAL") and not name.startswith("TEXTUAL_SNAPSHOT")):
+            monkeypatch.delenv(name)
 
 
 async def loaded(pilot: Pilot) -> None:
