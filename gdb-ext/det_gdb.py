@@ -605,16 +605,23 @@ class Session:
             return
         thread = gdb.selected_thread()
         stops: list[gdb.Breakpoint] = []
-        block = callee.block()
-        while block is not None and block.function is None:
-            block = block.superblock
-        if block is not None:
-            for insn in callee.architecture().disassemble(block.start, block.end - 1):
-                if insn["asm"].split()[0] in ("ret", "retq") or insn["asm"].startswith(("repz ret", "bnd ret")):
-                    b = gdb.Breakpoint(f"*{insn['addr']:#x}", internal=True, temporary=True)
-                    b.thread = thread.num
-                    b.silent = True
-                    stops.append(b)
+        try:
+            block = callee.block()
+            while block is not None and block.function is None:
+                block = block.superblock
+            insns = callee.architecture().disassemble(block.start, block.end - 1) if block is not None else []
+        except RuntimeError:
+            # An entry stub (recorder/stack.c, no debug information): it
+            # returns to the program with the first `ret` after its call.
+            insns = callee.architecture().disassemble(callee.pc(), count=64)
+            insns = insns[:next((i + 1 for i, n in enumerate(insns) if n["asm"].split()[0] in ("ret", "retq")),
+                                len(insns))]
+        for insn in insns:
+            if insn["asm"].split()[0] in ("ret", "retq") or insn["asm"].startswith(("repz ret", "bnd ret")):
+                b = gdb.Breakpoint(f"*{insn['addr']:#x}", internal=True, temporary=True)
+                b.thread = thread.num
+                b.silent = True
+                stops.append(b)
         # A tail call returns straight to the program: catch that too.
         fb = gdb.FinishBreakpoint(callee, internal=True)
         fb.silent = True

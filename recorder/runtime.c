@@ -267,6 +267,7 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	if (num >= h->max_threads)
 		det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)", num,
 			  h->max_threads);
+	det_stack_attach(num); /* (stack.c: det's work runs off the program's stack) */
 	t->num = num;
 	t->slot = det_shm_slot(h, num);
 	t->idx = 0;

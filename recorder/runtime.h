@@ -385,7 +385,26 @@ static inline void det_unblock(struct det_op *op)
 		det_rec_unblock(op->t);
 }
 
-#define DET_RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+/* --- det's stack (stack.c) --- */
+struct det_stack {
+	uintptr_t lo, hi;  /* this thread's det stack, or 0 */
+	uintptr_t sp;      /* where the next entry from the program's stack puts its frames */
+	uintptr_t prog_sp; /* the program's stack pointer at the current entry, or 0 */
+	uintptr_t ra;      /* the program's return address at the current entry, or 0 */
+};
+extern DET_HIDDEN __thread struct det_stack det_stk __attribute__((tls_model("initial-exec")));
+/* An entry point's implementation (its stub, named in entries.def, is the
+ * exported symbol). */
+#define DET_IMPL __attribute__((visibility("hidden")))
+DET_HIDDEN void det_stack_attach(uint32_t num);
+DET_HIDDEN void *det_stack_new(uint32_t num);
+DET_HIDDEN uint32_t det_stack_adopt(void *base);
+DET_HIDDEN void det_stack_free(void *base);
+DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);
+
+/* Where the program called det: the return address its call pushed, which
+ * the entry stub keeps (the implementation's own is the stub's). */
+#define DET_RA() (det_stk.ra ? (uint64_t)det_stk.ra : (uint64_t)(uintptr_t)__builtin_return_address(0))
 
 /* A call that may block: marked for deadlock reports, and in strict mode
  * the thread gives up its turn meanwhile. errno survives. */

@@ -53,15 +53,34 @@ static int is_fault(int sig, const siginfo_t *info)
 	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP);
 }
 
-/* Run the program's handler as the kernel would have. */
+struct handler_call {
+	struct sigaction *a;
+	int sig;
+	siginfo_t *info;
+	void *uc;
+};
+
+static void *run_handler(void *p)
+{
+	struct handler_call *c = p;
+	if (c->a->sa_flags & SA_SIGINFO)
+		c->a->sa_sigaction(c->sig, c->info, c->uc);
+	else
+		c->a->sa_handler(c->sig);
+	return NULL;
+}
+
+/* Run the program's handler as the kernel would have, on the program's
+ * stack when det delivers it from its own (stack.c). */
 static void call_program(int sig, siginfo_t *info, void *uc)
 {
 	struct sigaction *a = &prog_act[sig];
+	struct handler_call c = {a, sig, info, uc};
 	if (a->sa_flags & SA_SIGINFO) {
 		if (a->sa_sigaction)
-			a->sa_sigaction(sig, info, uc);
+			det_call_on_program_stack(run_handler, &c);
 	} else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
-		a->sa_handler(sig);
+		det_call_on_program_stack(run_handler, &c);
 	}
 	if (a->sa_flags & SA_RESETHAND) {
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -265,7 +284,7 @@ void det_replay_signals_now(struct det_thread *t)
 	t->depth = 1;
 }
 
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	det_init();
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP || !det_mode)
@@ -326,13 +345,13 @@ static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
 	return -1;
 }
 
-EXPORT int sigsuspend(const sigset_t *mask)
+DET_IMPL int det_impl_sigsuspend(const sigset_t *mask)
 {
 	det_init();
 	return det_sigsuspend(mask, DET_RA());
 }
 
-EXPORT int pause(void)
+DET_IMPL int det_impl_pause(void)
 {
 	det_init();
 	sigset_t cur;
@@ -340,7 +359,7 @@ EXPORT int pause(void)
 	return det_sigsuspend(&cur, DET_RA());
 }
 
-EXPORT sighandler_t signal(int sig, sighandler_t handler)
+DET_IMPL sighandler_t det_impl_signal(int sig, sighandler_t handler)
 {
 	struct sigaction act = {.sa_handler = handler, .sa_flags = SA_RESTART}, old;
 	sigemptyset(&act.sa_mask);
@@ -351,7 +370,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
 
 /* Signals a thread sends itself arrive before the call returns, in both
  * modes: deliver them at once instead of from the schedule. */
-EXPORT int raise(int sig)
+DET_IMPL int det_impl_raise(int sig)
 {
 	det_init();
 	struct det_thread *t = &det_tls;
@@ -362,7 +381,7 @@ EXPORT int raise(int sig)
 	return r;
 }
 
-EXPORT int pthread_kill(pthread_t th, int sig)
+DET_IMPL int det_impl_pthread_kill(pthread_t th, int sig)
 {
 	det_init();
 	struct det_thread *t = &det_tls;

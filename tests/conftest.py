@@ -99,3 +99,16 @@ def query(trace: Path, sql: str, args: tuple = ()) -> list[tuple]:
         return db.execute(sql, args).fetchall()
     finally:
         db.close()
+
+
+def reseal(trace: Path) -> None:
+    """A test that edits a trace on purpose (to make an unusual but valid
+    one) seals it again, as det's own writers do: det.validate refuses a
+    trace whose content no longer matches its checksum."""
+    from det.validate import seal
+
+    db = sqlite3.connect(trace)
+    try:
+        seal(db)
+    finally:
+        db.close()

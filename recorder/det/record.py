@@ -31,11 +31,23 @@ from pathlib import Path
 from . import __version__, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
-from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
+from .launch import (
+    FED_KINDS,
+    Program,
+    StdinFeed,
+    describe_status,
+    output_source,
+    read_own_stdin,
+    read_own_terminal,
+    resolve_program,
+    shell_status,
+    stdin_source,
+)
 from .native import DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES, Recorder, libdet_path
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
+from .validate import remember
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
@@ -80,6 +92,7 @@ class RunTimeout:
 class Options:
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
     stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
+    outputs: tuple[dict | None, dict | None] = (None, None)  # output_source() of stdout and stderr
     timeout: float | None = None
     auto_timeout: RunTimeout | None = None    # --until-fail/--runs without --timeout
     max_threads: int = 4096
@@ -183,6 +196,8 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "kernel": platform.release(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
+            "stdout": opts.outputs[0],
+            "stderr": opts.outputs[1],
             "strict_quantum": opts.quantum if opts.strict else None,
             "chaos_seed": opts.seed or None,
             "chaos": ("pct" if opts.strict else "delays") if opts.seed else None,
@@ -196,10 +211,13 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         rec.drain_open(writer.path)
         stdin: StdinFeed | int | None = None
         spool = None
-        if opts.stdin and opts.stdin["kind"] == "pipe":
+        if opts.stdin and opts.stdin["kind"] in FED_KINDS:
             rec.add_flags(DET_F_STDIN_FED)
             spool = tempfile.TemporaryFile()
-            stdin = StdinFeed(iter(opts.stdin_bytes) if opts.stdin_bytes is not None else read_own_stdin(), spool)
+            pty = opts.stdin["kind"] == "pty"
+            chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
+                      else read_own_terminal() if pty else read_own_stdin())
+            stdin = StdinFeed(chunks, spool, pty)
         drain_error: list[str | None] = [None]
 
         def drain() -> None:
@@ -207,7 +225,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
         drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
         t0 = time.monotonic()
-        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
@@ -312,6 +330,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         message = f"{message}; {note}" if message else note
         outcome["message"] = message
     path = writer.finish(outcome, threads, modules, blocked, spool, processes)
+    remember(path)  # det wrote it: opening it need not check every event again
     if spool is not None:
         spool.close()
     report: list[str] = []
@@ -341,6 +360,7 @@ def _set_message(path: Path, message: str) -> None:
     with db:
         db.execute("UPDATE outcome SET message = ?", (message,))
     db.close()
+    remember(path)
 
 
 def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
@@ -591,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
-    p.add_argument("program", help="the program to record").complete = "command"
+    p.add_argument("program", nargs="?", help="the program to record").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return p
 
@@ -599,11 +619,13 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = build_parser()
     ns = p.parse_args(argv)
+    if ns.program is None:
+        p.error("name the program to record: detrec [options] [--] PROGRAM [ARGS...]")
     if ns.until_fail is not None and ns.until_fail < 1:
         p.error("--until-fail needs a positive number of runs")
     if ns.jobs < 1:
         p.error("-j needs a positive number")
-    if ns.timeout is not None and ns.timeout <= 0:
+    if ns.timeout is not None and not 0 < ns.timeout < float("inf"):
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
@@ -634,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
-                       strict=ns.strict, quantum=ns.quantum)
+                       outputs=(output_source(1), output_source(2)), strict=ns.strict, quantum=ns.quantum)
         if ns.chaos:
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:

@@ -17,13 +17,15 @@ from pathlib import Path
 from det import __version__, tracedir
 from det.analysis import Waiter, block_report
 from det.errors import DetError
-from det.launch import Program, StdinFeed, describe_status, shell_status
+from det.launch import FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, objkind_name
 
 EXIT_DIVERGED = EXIT_STOPPED
+EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
+UNFINISHED = "detrec was killed before it wrote the outcome"
 
 REASONS = {1: "kind", 2: "object", 3: "result", 4: "extra", 5: "thread"}
 
@@ -86,7 +88,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         rec = tr.outcome()
         total = tr.event_count()
         if rec is None:
-            say(f"warning: {trace_path} is incomplete; replaying the {total} events it has")
+            say(f"warning: {trace_path} is incomplete: {UNFINISHED}; replaying the {total} events it has")
         strict = m.get("mode") == "strict"
         rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict)
         if strict and relaxed:
@@ -102,7 +104,8 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
          sym: Symbolizer, stall: float | None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
-    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep))
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep),
+                   (m.get("stdout"), m.get("stderr")))
     prog.region = rep
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
@@ -181,12 +184,15 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             if info["sha256"] != rec[f"{name}_sha256"]:
                 problems.append(f"{name} differs ({info['bytes']} bytes, recorded {rec[f'{name}_bytes']})")
     else:
-        status_txt = describe_status(rc)
-        exit_status = shell_status(rc)
+        # No outcome to compare with: say how the recording ended, and never
+        # exit 0 as if a complete recording had been matched.
         if ended_early == "end":
-            lines.insert(0, f"replayed all {done} events of the incomplete recording; every thread then waited "
-                            "where the recording stopped")
-            return ReplayResult(0, done, True, lines)
+            lines.insert(0, f"replayed all {done} events of the recording, which did not finish ({UNFINISHED}); "
+                            "every thread then waited where the recording stopped")
+        else:
+            lines.insert(0, f"replayed {done} of the {total} events of the recording, which did not finish "
+                            f"({UNFINISHED}); the replay then ended: {describe_status(rc)}")
+        return ReplayResult(EXIT_INCOMPLETE, done, False, lines)
     if ended_early == "end":
         waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
                    for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
@@ -205,9 +211,9 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
 def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
     """The program's stdin as it was recorded (see det.launch.stdin_source)."""
     src = tr.meta.get("stdin") or {"kind": "tty"}
-    if src["kind"] == "pipe":
+    if src["kind"] in FED_KINDS:
         rep.add_flags(DET_F_STDIN_FED)
-        return StdinFeed(tr.stdin_chunks(), None)
+        return StdinFeed(tr.stdin_chunks(), None, pty=src["kind"] == "pty")
     if src["kind"] == "file":
         path = src["path"]
         if not os.path.exists(path) or sha256_file(path) != src["sha256"]:
@@ -279,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = argv[:argv.index("--")] if "--" in argv else argv
     p = build_parser()
     ns = p.parse_args(argv)
+    if ns.stall is not None and not ns.stall > 0:
+        p.error("--stall needs a positive number of seconds")
     try:
         if ns.trace:
             ns.trace = str(tracedir.resolve(ns.trace))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREPLAY, ROOT, detrec, detreplay, program, sample_bin
+from conftest import DETREPLAY, ROOT, detrec, detreplay, program, reseal, sample_bin
 
 MUTEX_LOCK, MUTEX_UNLOCK, THREAD_EXIT = 10, 14, 3
 
@@ -373,6 +373,7 @@ def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
     db.execute("UPDATE meta SET value = ? WHERE key = 'env'", (json.dumps(env),))
     db.commit()
     db.close()
+    reseal(bad)
     evs = events(counter)
     sixth = [e[0] for e in evs if e[1] == 1 and e[2] == MUTEX_LOCK][5]
     line = source_line("pthread_mutex_lock(m)")
