@@ -72,6 +72,17 @@ pid_t det_pid_to_real(pid_t pid)
 	return pid;
 }
 
+/* Is pid one of the program's processes (in this run)? */
+int det_pid_is_program(pid_t pid)
+{
+	if (!det_hdr || pid <= 0)
+		return 0;
+	for (uint32_t i = 0; i < nprocs(); i++)
+		if (atomic_load(&proc_at(i)->pid) == pid)
+			return 1;
+	return 0;
+}
+
 pid_t det_pid_to_rec(pid_t pid)
 {
 	if (!det_hdr || det_mode != DET_MODE_REPLAY || pid <= 0)

@@ -187,6 +187,7 @@ DET_HIDDEN int det_process_attach(void);
 /* The pid a program-visible pid stands for in this run (replay), and back. */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
 DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
 /* The top process: remember the stdin pipe det feeds (inputs.c). */

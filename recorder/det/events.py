@@ -87,6 +87,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('PROC_SPAWN', 65, 'THREAD', 'CREATE', "posix_spawn or posix_spawnp; aux = the child's first thread; result = the child's pid, or -error"),
     EventKind('PROC_EXEC', 66, 'NONE', 'OTHER', 'an exec call, logged before it runs; the thread goes on in the new image; result = 0, or -errno if it failed; data = path and arguments'),
     EventKind('SIGSUSPEND', 68, 'NONE', 'INPUT', 'sigsuspend or pause returned (-EINTR): a signal came, recorded as the SIGNAL events next; aux = 1 if one was already waiting, so the thread did not sleep'),
+    EventKind('SIGWAIT', 69, 'NONE', 'OTHER', 'sigwait, sigwaitinfo or sigtimedwait took a signal (ordered, like the kill that sent it); result = the signal, or -errno; data = its siginfo (code, pid, uid, value) and whether the program sent it'),
     EventKind('PROC_WAIT', 67, 'NONE', 'INPUT', 'wait, waitpid, wait3, wait4 or waitid returned; aux = options; result = the pid, 0 or -errno; data = status and rusage, or the siginfo'),
     EventKind('CLOCK_GETTIME', 100, 'NONE', 'INPUT', 'clock_gettime (or timespec_get); aux = clock id; result = ns, or -errno'),
     EventKind('GETTIMEOFDAY', 101, 'NONE', 'INPUT', 'gettimeofday; result = microseconds since the epoch, or -errno'),
@@ -170,6 +171,7 @@ PROC_FORK = 64
 PROC_SPAWN = 65
 PROC_EXEC = 66
 SIGSUSPEND = 68
+SIGWAIT = 69
 PROC_WAIT = 67
 CLOCK_GETTIME = 100
 GETTIMEOFDAY = 101
