@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from det import events as ev
-from det.analysis import Waiter, block_report, holders
+from det.analysis import Waiter, block_report, holders, race_hint
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name
 
@@ -427,10 +427,13 @@ class Schedule:
         got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
         reason = div.get("reason_name", "")
         if reason in ("kind", "object"):
-            return f"{at}: recorded {want}, got {got} at {loc}"
-        if reason == "result":
-            return f"{at}: {want} at {loc}: {what}"
-        return f"{at}: {what} ({got} at {loc})"
+            text = f"{at}: recorded {want}, got {got} at {loc}"
+        elif reason == "result":
+            text = f"{at}: {want} at {loc}: {what}"
+        else:
+            text = f"{at}: {what} ({got} at {loc})"
+        hint = race_hint(self.meta.get("mode"), reason, what)
+        return f"{text}; {hint}" if hint else text
 
 
 def _fit(text: str, width: int) -> str:

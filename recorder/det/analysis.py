@@ -26,6 +26,23 @@ def _role_lists() -> tuple[list[int], list[int], list[int], list[int]]:
     return acq, rel, wait, wake
 
 
+RACE_REASONS = ("kind", "object", "result", "extra", "stall", "outcome")
+
+
+def race_hint(mode: str | None, reason: str, what: str) -> str | None:
+    """What a divergence of a default (not strict) replay most likely is:
+    same program, same inputs, same schedule of events, another path taken
+    (another call, object or result, or a thread stuck) - a data race, which
+    only a strict recording fixes. None for a strict trace, or when det
+    named the cause itself (a changed file, a program that sends other bytes).
+    "outcome": every event replayed, yet the output or status differs."""
+    if mode == "strict" or reason not in RACE_REASONS or "changed since recording" in what:
+        return None
+    return ("this is most likely a data race: a thread read memory another wrote without synchronization and "
+            "took another path than when recorded, with the same schedule and inputs; record with --strict "
+            "(detrec --strict ...), which replays races exactly")
+
+
 def holders(trace: Trace, upto_seq: int | None = None) -> dict[int, dict[int, int]]:
     """obj -> {thread: times held} after the events before upto_seq."""
     acq, rel, wait, wake = _role_lists()
