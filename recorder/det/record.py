@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime
-import hashlib
 import os
 import platform
 import random
@@ -47,7 +46,7 @@ from .native import DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES, R
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
-from .trust import library_hashes
+from .trust import library_hashes, sha256_file
 from .validate import remember
 from .watchdog import Watchdog
 
@@ -136,14 +135,6 @@ class RunResult:
     @property
     def failed(self) -> bool:
         return self.exit_status != 0
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Interrupt:
