@@ -1,4 +1,5 @@
-"""What outlives detrec: nothing of the program, even when detrec is killed.
+"""What outlives detrec or detreplay: nothing of the program, even when
+they are killed.
 
     Watchdog.start(work_dir)   at detrec's start, before any thread
     watchdog.done()            when detrec ends normally

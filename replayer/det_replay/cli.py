@@ -23,6 +23,7 @@ from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, objkind_name
 from det.trust import check_libraries, check_owner
+from det.watchdog import Watchdog
 
 EXIT_DIVERGED = EXIT_STOPPED
 EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
@@ -315,9 +316,19 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         say(str(e))
         return e.status
+    if (ns.gdb or gdb_args) and not (ns.gdb or ns.goto is not None):
+        p.error("arguments after -- are gdb's: add --gdb")
+    # Before any thread: no process of the program outlives detreplay, even killed.
+    watchdog = Watchdog.start()
+    try:
+        return _replay_main(ns, gdb_args)
+    finally:
+        if watchdog is not None:
+            watchdog.done()
+
+
+def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
     if ns.gdb or ns.goto is not None or gdb_args:
-        if not (ns.gdb or ns.goto is not None):
-            p.error("arguments after -- are gdb's: add --gdb")
         from .gdb import run_gdb
 
         try:
