@@ -25,7 +25,7 @@ from array import array
 from dataclasses import dataclass
 
 from det import events as ev
-from det.analysis import Waiter, block_report, describe_divergence, holders
+from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, holders, race_hint
 from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name
@@ -397,8 +397,10 @@ class Schedule:
         return "|"
 
     def divergence_text(self, div: dict[str, int], what: str) -> str:
-        """One line, as detreplay says it."""
-        return describe_divergence(self.names, div, what)
+        """One line, as detreplay says it, with its race hint (a default-mode trace)."""
+        text = describe_divergence(self.names, div, what)
+        hint = race_hint(self.trace, self.names, DIVERGENCE_REASONS.get(div["reason"], "?"), what)
+        return f"{text}; {hint[0]}" if hint else text
 
 
 def _fit(text: str, width: int) -> str:

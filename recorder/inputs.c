@@ -194,6 +194,19 @@ static void diverge_data(struct det_op *op, const char *what)
 	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, what);
 }
 
+/* A regular file read back in replay is not what was recorded: say which. */
+static __attribute__((noreturn)) void diverge_file(struct det_op *op, int fd, const char *what)
+{
+	static __thread char msg[200];
+	char link[32], path[128];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	long n = det_sys(SYS_readlink, (long)link, (long)path, sizeof(path) - 1, 0, 0, 0);
+	path[n > 0 ? n : 0] = 0;
+	snprintf(msg, sizeof(msg), "a file read returned %s: %s changed since recording", what,
+		 n > 0 ? path : "the file");
+	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
+}
+
 /* Copy recorded bytes into an iovec array. */
 static void scatter(const struct iovec *iov, int n, const uint8_t *data, size_t len)
 {
@@ -475,20 +488,20 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */
 		ssize_t r = kind == DET_EV_FILE_READ ? rc->perform(rc) : reread_exact(rc, (size_t)res);
+		if (r != res && kind == DET_EV_FILE_READ)
+			diverge_file(&op, rc->fd, "another count");
 		if (r != res)
-			diverge_data(&op, kind == DET_EV_FILE_READ
-					  ? "a file read returned another count: the file changed since recording"
-					  : "a pipe read returned another count than recorded");
+			diverge_data(&op, "a pipe read returned another count than recorded");
 		if (res > 0) {
 			int same = kind == DET_EV_FILE_READ
 					   ? e->data_len == 8 && hash_iov(rc->iov, rc->iovcnt, (size_t)res) ==
 									 *(const uint64_t *)det_replay_data(e)
 					   : e->data_len == (uint32_t)res &&
 						     same_iov(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res);
+			if (!same && kind == DET_EV_FILE_READ)
+				diverge_file(&op, rc->fd, "other bytes");
 			if (!same)
-				diverge_data(&op, kind == DET_EV_FILE_READ
-						  ? "a file read returned other bytes: the file changed since recording"
-						  : "a pipe read returned other bytes than recorded");
+				diverge_data(&op, "a pipe read returned other bytes than recorded");
 		}
 	}
 	det_input_end(&op, res, NULL, 0);
@@ -1152,6 +1165,251 @@ DET_IMPL FILE *det_impl_fopen(const char *path, const char *mode)
 	return f;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* file metadata: an input like a read (make decides what to rebuild from
+ * mtimes); replay returns what the recording saw, without looking */
+
+struct stat_call {
+	int which;
+	int ver, fd, flags;
+	unsigned mask;
+	const char *path;
+	void *buf;
+};
+
+enum { ST_STAT, ST_LSTAT, ST_FSTAT, ST_FSTATAT, ST_XSTAT, ST_LXSTAT, ST_FXSTAT, ST_FXSTATAT, ST_STATX };
+
+static int perform_stat(struct stat_call *c)
+{
+	switch (c->which) {
+	case ST_STAT: return real.stat(c->path, c->buf);
+	case ST_LSTAT: return real.lstat(c->path, c->buf);
+	case ST_FSTAT: return real.fstat(c->fd, c->buf);
+	case ST_FSTATAT: return real.fstatat(c->fd, c->path, c->buf, c->flags);
+	case ST_XSTAT: return real.__xstat(c->ver, c->path, c->buf);
+	case ST_LXSTAT: return real.__lxstat(c->ver, c->path, c->buf);
+	case ST_FXSTAT: return real.__fxstat(c->ver, c->fd, c->buf);
+	case ST_FXSTATAT: return real.__fxstatat(c->ver, c->fd, c->path, c->buf, c->flags);
+	default: return real.statx(c->fd, c->path, c->flags, c->mask, c->buf);
+	}
+}
+
+/* aux of a metadata event: the fd, or a hash of what names the file (FNV-1a). */
+static uint32_t name_aux(int dirfd, const char *path, int extra)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)dirfd ^ ((uint32_t)extra << 16);
+	for (const char *p = path ? path : ""; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return h | 1u << 31;
+}
+
+/* The data of a metadata event: the struct the call filled (on success),
+ * then the path it named, so that a replay that names another file says
+ * which two. */
+#define STAT_PATH_MAX 200
+
+static __attribute__((noreturn)) void diverge_path(struct det_op *op, const char *call, const char *path,
+						   const char *recorded)
+{
+	static __thread char msg[200];
+	snprintf(msg, sizeof(msg), "%s(%.70s) where the recording had %s(%.70s)", call, path ? path : "", call,
+		 recorded);
+	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
+}
+
+static int det_stat(struct stat_call *c, uint32_t aux, size_t size, uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return perform_stat(c);
+	struct det_op op = {0};
+	int64_t r;
+	size_t plen = c->path ? strnlen(c->path, STAT_PATH_MAX) : 0;
+	if (!det_input_begin(&op, t, DET_EV_STAT, c->path ? 0 : aux, ra)) {
+		r = perform_stat(c) == 0 ? 0 : -errno;
+		uint8_t buf[sizeof(struct statx) + STAT_PATH_MAX];
+		size_t n = r == 0 ? size : 0;
+		if (n)
+			memcpy(buf, c->buf, n);
+		memcpy(buf + n, c->path ? c->path : "", plen);
+		det_input_end(&op, r, buf, (uint32_t)(n + plen));
+	} else {
+		r = op.rec->result;
+		size_t n = r == 0 ? size : 0;
+		const char *data = det_replay_data(op.rec);
+		if (op.rec->data_len < n || op.rec->data_len - n != plen ||
+		    memcmp(data + n, c->path ? c->path : "", plen) != 0) {
+			char recorded[STAT_PATH_MAX + 1];
+			size_t rl = op.rec->data_len > n ? op.rec->data_len - n : 0;
+			memcpy(recorded, data + n, rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX);
+			recorded[rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX] = 0;
+			diverge_path(&op, "stat", c->path, recorded);
+		}
+		if (n)
+			memcpy(c->buf, data, n);
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return (int)ret_of(r);
+}
+
+#define DET_STAT(aux, size, ...)                                                                  \
+	do {                                                                                       \
+		det_init();                                                                        \
+		struct stat_call c = {__VA_ARGS__};                                                \
+		return det_stat(&c, aux, size, DET_RA());                                          \
+	} while (0)
+
+DET_IMPL int det_impl_stat(const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 0), sizeof(*st), .which = ST_STAT, .path = path, .buf = st);
+}
+
+DET_IMPL int det_impl_lstat(const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 1), sizeof(*st), .which = ST_LSTAT, .path = path, .buf = st);
+}
+
+DET_IMPL int det_impl_fstat(int fd, struct stat *st)
+{
+	DET_STAT((uint32_t)fd & 0x7fffffff, sizeof(*st), .which = ST_FSTAT, .fd = fd, .buf = st);
+}
+
+DET_IMPL int det_impl_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	DET_STAT(name_aux(dirfd, path, flags), sizeof(*st), .which = ST_FSTATAT, .fd = dirfd, .path = path,
+		 .buf = st, .flags = flags);
+}
+
+DET_IMPL int det_impl___xstat(int ver, const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 0), sizeof(*st), .which = ST_XSTAT, .ver = ver, .path = path, .buf = st);
+}
+
+DET_IMPL int det_impl___lxstat(int ver, const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 1), sizeof(*st), .which = ST_LXSTAT, .ver = ver, .path = path,
+		 .buf = st);
+}
+
+DET_IMPL int det_impl___fxstat(int ver, int fd, struct stat *st)
+{
+	DET_STAT((uint32_t)fd & 0x7fffffff, sizeof(*st), .which = ST_FXSTAT, .ver = ver, .fd = fd, .buf = st);
+}
+
+DET_IMPL int det_impl___fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	DET_STAT(name_aux(dirfd, path, flags), sizeof(*st), .which = ST_FXSTATAT, .ver = ver, .fd = dirfd,
+		 .path = path, .buf = st, .flags = flags);
+}
+
+DET_IMPL int det_impl_statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *stx)
+{
+	DET_STAT(name_aux(dirfd, path, flags), sizeof(*stx), .which = ST_STATX, .fd = dirfd, .path = path,
+		 .buf = stx, .flags = flags, .mask = mask);
+}
+
+static int64_t do_access(int dirfd, const char *path, int mode, int flags)
+{
+	int r = flags < 0 ? real.euidaccess(path, mode) : real.faccessat(dirfd, path, mode, flags);
+	return r == 0 ? 0 : -errno;
+}
+
+static int det_access(int dirfd, const char *path, int mode, int flags, uint64_t ra)
+{
+	det_init();
+	struct det_thread *t = det_enter();
+	if (!t)
+		return (int)ret_of(do_access(dirfd, path, mode, flags));
+	struct det_op op = {0};
+	int64_t r;
+	if (!det_input_begin(&op, t, DET_EV_ACCESS, name_aux(dirfd, path, mode << 8 | (flags & 0xff)), ra)) {
+		r = do_access(dirfd, path, mode, flags);
+		det_input_end(&op, r, NULL, 0);
+	} else {
+		r = op.rec->result;
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return (int)ret_of(r);
+}
+
+DET_IMPL int det_impl_access(const char *path, int mode)
+{
+	return det_access(AT_FDCWD, path, mode, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	return det_access(dirfd, path, mode, flags, DET_RA());
+}
+
+DET_IMPL int det_impl_euidaccess(const char *path, int mode)
+{
+	return det_access(AT_FDCWD, path, mode, -1, DET_RA());
+}
+
+/* ------------------------------------------------------------------ */
+/* temporary names: libc draws them from randomness det cannot see (its
+ * own internal calls); the name is recorded, and replay makes that file */
+
+static int det_mktemp(char *tmpl, int suffixlen, int flags, int dir, uint64_t ra)
+{
+	det_init();
+	struct det_thread *t = det_enter();
+	if (!t)
+		return dir ? (real.mkdtemp(tmpl) ? 0 : -1) : real.mkostemps(tmpl, suffixlen, flags);
+	size_t len = strlen(tmpl);
+	struct det_op op = {0};
+	int64_t r;
+	if (!det_input_begin(&op, t, DET_EV_TEMP_NAME, (uint32_t)len, ra)) {
+		r = dir ? (real.mkdtemp(tmpl) ? 0 : -errno) : res_of(real.mkostemps(tmpl, suffixlen, flags));
+		det_input_end(&op, r, r >= 0 ? tmpl : NULL, r >= 0 ? (uint32_t)len : 0);
+	} else {
+		r = op.rec->result;
+		if (r >= 0) {
+			if (op.rec->data_len != len)
+				diverge_data(&op, "a temporary name of another length than recorded");
+			memcpy(tmpl, det_replay_data(op.rec), len);
+			long made = dir ? det_sys(SYS_mkdir, (long)tmpl, 0700, 0, 0, 0, 0)
+					: det_sys(SYS_openat, AT_FDCWD, (long)tmpl,
+						  O_RDWR | O_CREAT | O_EXCL | (flags & ~O_ACCMODE), 0600, 0, 0);
+			if (made < 0)
+				diverge_path(&op, dir ? "mkdtemp" : "mkstemp", tmpl, "a name that was free");
+			if (!dir && move_fd((int)made, (int)r) != (int)r)
+				diverge_data(&op, "a temporary file cannot get its recorded descriptor number");
+		}
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return (int)ret_of(r);
+}
+
+DET_IMPL int det_impl_mkstemp(char *tmpl)
+{
+	return det_mktemp(tmpl, 0, 0, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_mkostemp(char *tmpl, int flags)
+{
+	return det_mktemp(tmpl, 0, flags, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_mkstemps(char *tmpl, int suffixlen)
+{
+	return det_mktemp(tmpl, suffixlen, 0, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_mkostemps(char *tmpl, int suffixlen, int flags)
+{
+	return det_mktemp(tmpl, suffixlen, flags, 0, DET_RA());
+}
+
+DET_IMPL char *det_impl_mkdtemp(char *tmpl)
+{
+	return det_mktemp(tmpl, 0, 0, 1, DET_RA()) == 0 ? tmpl : NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* readiness */

@@ -30,6 +30,7 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdarg.h>
 #include <stdint.h>

@@ -30,6 +30,9 @@ def _role_lists() -> tuple[list[int], list[int], list[int], list[int]]:
     return acq, rel, wait, wake
 
 
+RACE_REASONS = ("kind", "object", "result", "extra", "stall", "outcome")
+
+
 def holders(trace: Trace, upto_seq: int | None = None) -> dict[int, dict[int, int]]:
     """obj -> {thread: times held} after the events before upto_seq."""
     acq, rel, wait, wake = _role_lists()
@@ -178,13 +181,21 @@ def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | 
     return [text for _, _, text in sorted(out)]
 
 
-def race_hint(trace: Trace, names: ObjectNames) -> list[str]:
-    """What detreplay says when a default-mode recording does not replay."""
+def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
+    """What detreplay says when a default-mode recording does not replay in
+    a way that has the shape of a data race: same program, same inputs, same
+    schedule of events, another path taken (another call, object or result,
+    a thread stuck, or every event replayed and another outcome). Nothing for
+    a strict or logical trace (they replay races), or when det named the
+    cause itself (a changed file, a program that sends other bytes).
+    reason: one of RACE_REASONS, else nothing is said."""
+    if trace.meta.get("mode") != "record" or reason not in RACE_REASONS or "changed since recording" in what:
+        return []
     argv = shlex.join(trace.meta.get("argv") or ["PROGRAM"])
     lines = ["the recording was made in the default mode, which replays the order of det's events but not what "
-             "threads do between them: a data race there (memory written under two different locks, or none) "
-             "can take the replay another way. To replay the failure exactly, record it in strict mode: "
-             f"detrec --strict --until-fail 500 -o {trace.path.name} -- {argv}"]
+             "threads do between them: this is most likely a data race (memory written under two different locks, "
+             "or none) that took the replay another way with the same schedule and inputs. To replay the failure "
+             f"exactly, record it in strict mode: detrec --strict --until-fail 500 -o {trace.path.name} -- {argv}"]
     held = held_at_end(trace, names)
     if held:
         lines.append("when the recording ended: " + "; ".join(held))

@@ -123,6 +123,9 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('BLOCK', 126, 'NONE', 'OTHER', 'strict mode: the thread gives up its turn before a call that may block, and takes it back with its next event; aux = the kind of that call'),
     EventKind('SYSINFO', 124, 'NONE', 'INPUT', 'sysinfo; result = 0 or -errno; data = the struct sysinfo'),
     EventKind('CC_YIELD', 75, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
+    EventKind('STAT', 96, 'NONE', 'INPUT', 'stat, lstat, fstat, fstatat, statx (and their 64 and __xstat forms): file metadata steers programs like make; aux = the fd, or a hash of the path; result = 0 or -errno; data = the struct the call filled'),
+    EventKind('ACCESS', 97, 'NONE', 'INPUT', 'access, faccessat, eaccess or euidaccess; aux = a hash of the path and mode; result = 0 or -errno'),
+    EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
 )
 
@@ -213,6 +216,9 @@ FD_OPEN = 127
 BLOCK = 126
 SYSINFO = 124
 CC_YIELD = 75
+STAT = 96
+ACCESS = 97
+TEMP_NAME = 98
 WRITE = 123
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}

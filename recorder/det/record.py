@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime
-import hashlib
 import os
 import platform
 import random
@@ -56,7 +55,9 @@ from .native import (
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
+from .trust import library_hashes, sha256_file
 from .validate import remember
+from .watchdog import Watchdog
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
@@ -161,14 +162,6 @@ class RunResult:
     @property
     def failed(self) -> bool:
         return self.exit_status != 0
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Interrupt:
@@ -358,6 +351,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         "message": message,
     }
     writer.set_meta({
+        "libraries": library_hashes(modules),
         "ingest_events_per_s": round(stats.events / (stats.busy_ns / 1e9)) if stats.busy_ns else 0,
         "preemptions": preemptions,
     })
@@ -456,6 +450,7 @@ SUBCOMMANDS = {
     "info": ("info", "main", "build_parser"),
     "ls": ("tracedir", "ls_main", "ls_parser"),
     "rm": ("tracedir", "rm_main", "rm_parser"),
+    "scrub": ("share", "main", "build_parser"),
 }
 
 
@@ -526,6 +521,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     pass_path = pass_output(out)
     work = runs_dir(out)
     work.mkdir(exist_ok=True)
+    for stale in work.glob("run*"):  # left by a detrec that was killed (check_outputs allowed only these)
+        stale.unlink(missing_ok=True)
     stop = threading.Event()
     lock = threading.Lock()
     state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0, "cc_points": 0}
@@ -627,7 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
         usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
         epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
-               "trace directory and `detrec rm TRACE` removes them. To record a program named like a command, "
+               "trace directory and `detrec rm TRACE` removes them; `detrec scrub TRACE -o OUT` copies a trace "
+               "to share, its environment's values blanked. To record a program named like a command, "
                "write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, "
                "else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: the program's (128+N for signal N), "
                "124 when --timeout stopped it, 125 when det stopped it, 2 for bad usage.",
@@ -726,25 +724,36 @@ def main(argv: list[str] | None = None) -> int:
             # same schedule, so each run explores with its own PCT seed
             opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
-        if ns.until_fail:
-            if opts.stdin["kind"] == "pipe":  # every run reads the same input
-                opts.stdin_bytes = list(read_own_stdin())
-            status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
-            return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
-        res = record_run(exe, prog_argv, out, opts)
-        print_result(res, ns.quiet)
-        kept(res.path, ns, res.exit_status)
-        if opts.seed and not ns.quiet:
-            mode = " --logical" if opts.logical else " --chaos --strict" if opts.strict else " --chaos"
-            span = f" --pct-range {ns.pct_range}" if ns.pct_range else ""
-            say(f"seed {opts.seed}: `detrec{mode} --seed {opts.seed}{span}` repeats this schedule")
-        return res.exit_status
+        # Before any thread: whatever ends detrec, no process of the program outlives it.
+        watchdog = Watchdog.start(runs_dir(out) if ns.until_fail else None)
+        try:
+            return _record(ns, exe, prog_argv, out, opts)
+        finally:
+            if watchdog is not None:
+                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+
+
+def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options) -> int:
+    """The recording itself, once the options and outputs are known."""
+    if ns.until_fail:
+        if opts.stdin["kind"] == "pipe":  # every run reads the same input
+            opts.stdin_bytes = list(read_own_stdin())
+        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+        return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
+    res = record_run(exe, prog_argv, out, opts)
+    print_result(res, ns.quiet)
+    kept(res.path, ns, res.exit_status)
+    if opts.seed and not ns.quiet:
+        mode = " --logical" if opts.logical else " --chaos --strict" if opts.strict else " --chaos"
+        span = f" --pct-range {ns.pct_range}" if ns.pct_range else ""
+        say(f"seed {opts.seed}: `detrec{mode} --seed {opts.seed}{span}` repeats this schedule")
+    return res.exit_status
 
 
 if __name__ == "__main__":

@@ -291,7 +291,7 @@ def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iter
     return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
 
 
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries"}
 
 
 def _open_validated(path: Path) -> sqlite3.Connection:

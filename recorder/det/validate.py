@@ -78,7 +78,9 @@ META_TYPES: dict[str, Callable[[Any], bool]] = {
 META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "det_version": lambda v: isinstance(v, str),
     "libdet_sha256": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
-    "libraries": lambda v: isinstance(v, str),
+    "libraries": lambda v: isinstance(v, list) and all(
+        isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], str)
+        and HEX64.fullmatch(x[1]) is not None for x in v),
     "start_time": lambda v: isinstance(v, str),
     "start_unix_ns": lambda v: isinstance(v, int),
     "host": lambda v: isinstance(v, str),
@@ -97,7 +99,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
 }
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries"}
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 

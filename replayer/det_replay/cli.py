@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from det import __version__, tracedir
-from det.analysis import Waiter, block_report, describe_divergence, race_hint
+from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, race_hint
 from det.errors import DetError
 from det.launch import FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
@@ -23,6 +23,8 @@ from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
+from det.trust import check_libraries, check_owner
+from det.watchdog import Watchdog
 
 EXIT_DIVERGED = EXIT_STOPPED
 EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
@@ -41,23 +43,27 @@ def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
-def check_binary(tr: Trace, force: bool) -> str:
+def check_binary(tr: Trace, force: bool, trust: bool = False) -> str:
+    """Everything a replay runs, checked before it runs: whose trace it is
+    (det.trust), the binary and every library it loaded, the directory."""
     m = tr.meta
+    check_owner(tr.path, m, trust)
     exe = m.get("binary")
     if not exe or not os.path.exists(exe):
         raise DetError(f"{exe}: the recorded program is gone", status=2)
     if not force and sha256_file(exe) != m.get("binary_sha256"):
         raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
                        status=2)
+    check_libraries(m, force)
     if not os.path.isdir(m.get("cwd", "")):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
     return exe
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None) -> ReplayResult:
+           stall: float | None = None, trust: bool = False) -> ReplayResult:
     with Trace(trace_path) as tr:
-        exe = check_binary(tr, force)
+        exe = check_binary(tr, force, trust)
         m = tr.meta
         rec = tr.outcome()
         total = tr.event_count()
@@ -155,19 +161,19 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     lines: list[str] = []
     div = rep.divergence()
     failure = rep.failed()
+    # A default-mode recording that does not replay like a data race would:
+    # race_hint says so, what to do, and who held which lock at the end.
     names = ObjectNames(tr, sym)
-    # A default-mode recording that does not replay: most likely a data race
-    # between events; say so, what to do, and who held which lock at the end.
-    hint = race_hint(tr, names) if m.get("mode") != "strict" else []
     if div is not None:
         lines.append(describe_divergence(names, div[0], div[1]))
+        hint = race_hint(tr, names, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1])
         return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")
         return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
 
     # Compare with the recording.
     problems = []
@@ -203,7 +209,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
@@ -270,7 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     tracedir.trace_argument(p, "trace", nargs="?", metavar="TRACE", help="the trace (default: the latest recorded)")
     p.add_argument("--relaxed", action="store_true",
                    help="enforce only the order on each object (threads run more in parallel)")
-    p.add_argument("--force", action="store_true", help="replay even if the program changed since recording")
+    p.add_argument("--force", action="store_true",
+                   help="replay even if the program or a library it loaded changed since recording")
+    p.add_argument("--trust", action="store_true",
+                   help="replay a trace another user owns (a trace names a program to run; by default only "
+                        "your own are run; DET_TRUST=1 does the same)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
@@ -301,25 +311,36 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         say(str(e))
         return e.status
+    if (ns.gdb or gdb_args) and not (ns.gdb or ns.goto is not None):
+        p.error("arguments after -- are gdb's: add --gdb")
+    # Before any thread: no process of the program outlives detreplay, even killed.
+    watchdog = Watchdog.start()
+    try:
+        return _replay_main(ns, gdb_args)
+    finally:
+        if watchdog is not None:
+            watchdog.done()
+
+
+def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
     if ns.gdb or ns.goto is not None or gdb_args:
-        if not (ns.gdb or ns.goto is not None):
-            p.error("arguments after -- are gdb's: add --gdb")
         from .gdb import run_gdb
 
         try:
-            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args)
+            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
+                           trust=ns.trust)
         except DetError as e:
             say(str(e))
             return e.status
     try:
-        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall)
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust)
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
-    if not ns.quiet or res.diverged:
+    if not ns.quiet or res.diverged or not res.matched:
         for line in res.lines:
             say(line)
     return res.exit_status

@@ -57,14 +57,14 @@ def check_goto(tr: Trace, goto: int | None) -> None:
 
 
 def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: int | None = None,
-            gdb_args: list[str] | None = None) -> int:
+            gdb_args: list[str] | None = None, trust: bool = False) -> int:
     """Start gdb on the replaying program; returns gdb's exit status."""
     from .cli import check_binary  # the same checks as a replay without gdb
 
     gdb = find_gdb()
     path = Path(trace_path).resolve()
     with Trace(path) as tr:
-        exe = check_binary(tr, force)
+        exe = check_binary(tr, force, trust)
         check_goto(tr, goto)
         meta = tr.meta
         complete = tr.complete

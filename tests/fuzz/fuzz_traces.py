@@ -226,6 +226,7 @@ class ToolRun:
     out: str
     err: str
     traceback: str = ""
+    seconds: float = 0.0
 
 
 class _Stream(io.TextIOWrapper):
@@ -241,6 +242,7 @@ def call(tool: str, fn, *args) -> ToolRun:
     out, err = _Stream(), _Stream()
     tb = ""
     status = 0
+    t0 = time.monotonic()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             status = fn(*args)
@@ -249,7 +251,7 @@ def call(tool: str, fn, *args) -> ToolRun:
         except Exception:
             tb = traceback.format_exc()
             status = -1
-    r = ToolRun(tool, status if isinstance(status, int) else 0, out.text(), err.text(), tb)
+    r = ToolRun(tool, status if isinstance(status, int) else 0, out.text(), err.text(), tb, time.monotonic() - t0)
     if "Traceback (most recent call last)" in r.err + r.out and not r.traceback:
         r.traceback = r.err
     return r
@@ -327,6 +329,7 @@ class Summary:
     changed: int = 0
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    tool_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def _in_child(fn, timeout: float):
@@ -368,14 +371,38 @@ def _in_child(fn, timeout: float):
         return None, f"crash: the tools' process ended with wait status {status:#x} and no answer"
 
 
-def one(args: tuple[list[Path], int, int, Path, bool]) -> tuple[int, int, bool, bool, list[Finding]]:
-    """Mutation i: (tool runs, refusals by detreplay, replayed, changed, findings)."""
+def _warm() -> None:
+    """Pool initializer: import what the tools import, once per worker, so
+    each mutation's forked child starts with it (imports are most of the
+    cost of a refused trace)."""
+    import det_gdb_model  # noqa: F401
+
+    import det.detdiff  # noqa: F401
+    import det.info  # noqa: F401
+    import det.replay.cli  # noqa: F401
+    import det.replay.gdb  # noqa: F401
+    from det.native import lib
+
+    lib()
+
+
+_ENFORCED: dict[Path, object] = {}
+
+
+def _enforced_base(base: Path) -> object:
+    if base not in _ENFORCED:
+        _ENFORCED[base] = enforced(base)
+    return _ENFORCED[base]
+
+
+def one(args: tuple[list[Path], int, int, Path, bool]) -> tuple[int, int, bool, bool, list[Finding], dict]:
+    """Mutation i: (tool runs, refusals by detreplay, replayed, changed, findings, seconds per tool)."""
     bases, seed, i, work, with_gdb = args
     base = bases[i % len(bases)]
     path = work / f"m{i}-{base.name}"
     findings: list[Finding] = []
     what = mutate(base, path, seed, i)
-    changed = enforced(path) != enforced(base)
+    changed = enforced(path) != _enforced_base(base)
 
     def run_tools() -> list[ToolRun]:
         runs = tools(base, path)
@@ -399,7 +426,8 @@ def one(args: tuple[list[Path], int, int, Path, bool]) -> tuple[int, int, bool, 
     if changed and diff is not None and diff.status == 0:
         findings.append(Finding(i, base.name, what, "detdiff says identical", diff.out[-500:]))
     refused = replay is not None and replay.status == 2
-    return len(runs), int(refused), replay is not None and not refused, changed, findings
+    return (len(runs), int(refused), replay is not None and not refused, changed, findings,
+            {r.tool: r.seconds for r in runs})
 
 
 def run(mutations: int, seed: int, jobs: int, gdb_every: int = 0, start: int = 0, quiet: bool = False) -> Summary:
@@ -411,8 +439,10 @@ def run(mutations: int, seed: int, jobs: int, gdb_every: int = 0, start: int = 0
         s = Summary()
         todo = [(bases, seed, i, work, bool(gdb_every) and i % gdb_every == 0) for i in range(start, start + mutations)]
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(jobs, maxtasksperchild=200) as pool:
-            for n, (runs, refused, replayed, changed, found) in enumerate(pool.imap_unordered(one, todo, 4)):
+        with ctx.Pool(jobs, initializer=_warm, maxtasksperchild=200) as pool:
+            for n, (runs, refused, replayed, changed, found, secs) in enumerate(pool.imap_unordered(one, todo, 4)):
+                for tool, t in secs.items():
+                    s.tool_seconds[tool] = s.tool_seconds.get(tool, 0.0) + t
                 s.mutations += 1
                 s.tool_runs += runs
                 s.refused += refused
@@ -429,7 +459,8 @@ def run(mutations: int, seed: int, jobs: int, gdb_every: int = 0, start: int = 0
 def report(s: Summary, seed: int) -> str:
     lines = [f"fuzz: seed {seed}: {s.mutations} mutations, {s.tool_runs} tool runs in {s.seconds:.0f} s; "
              f"{s.changed} changed what replay enforces; detreplay refused {s.refused}, replayed {s.replayed}; "
-             f"{len(s.findings)} findings"]
+             f"{len(s.findings)} findings; seconds per tool: "
+             + ", ".join(f"{k} {v:.0f}" for k, v in sorted(s.tool_seconds.items()))]
     for f in sorted(s.findings, key=lambda f: f.number)[:30]:
         lines.append(f"  #{f.number} ({f.base}: {f.mutation}): {f.problem}\n    " + f.detail.replace("\n", "\n    "))
     return "\n".join(lines)

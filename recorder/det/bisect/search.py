@@ -18,6 +18,7 @@ from typing import Any
 from ..diff import Comparison, DiffError, EventRef
 from ..outpath import check_output_dir
 from ..trace import Trace
+from ..trust import check_owner
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
 from .model import SCHEDULING, Ev, Model
 from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step
@@ -65,7 +66,7 @@ def _check(pass_tr: Trace, fail_tr: Trace) -> int:
 def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLike[str], *, force: bool = False,
                   keep: str | os.PathLike[str] | None = None, stall: float | None = None,
                   command: list[str] | None = None, progress: Progress | None = None,
-                  cancel: threading.Event | None = None) -> BisectResult:
+                  cancel: threading.Event | None = None, trust: bool = False) -> BisectResult:
     """Bisect between a passing and a failing strict trace of one program.
 
     force: traces whose arguments differ (as detdiff --force). keep: a
@@ -83,6 +84,8 @@ def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLik
         raise BisectError(f"{pass_path}: no such trace; record a passing run with "
                           f"`detrec --strict -o {pass_path} -- PROGRAM ARGS...`")
     with Trace(pass_path) as pt, Trace(fail_path) as ft:
+        for tr in (pt, ft):  # the hybrids are copies (ours): their source decides whom they run as
+            check_owner(tr.path, tr.meta, trust)
         fail_status = _check(pt, ft)
         try:
             c = Comparison(pt, ft, force=force)
