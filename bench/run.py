@@ -264,7 +264,9 @@ def main() -> int:
         results.append({"what": "until-fail runs per second", **uf})
         print(f"  {sample.name} 50: native {uf['native_runs_per_s']:.1f} runs/s, detrec --until-fail "
               f"{uf['until_fail_runs_per_s']:.1f} runs/s ({uf['ratio']:.2f} of native; target >= 0.5)", flush=True)
+    subprocess.run([sys.executable, "bench/llvm.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
+    subprocess.run([sys.executable, "bench/tui.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/gdb_goto.py", f"--runs={ns.runs}", f"--iters={250000 // scale}"])
     subprocess.run([sys.executable, "bench/gdb_reverse.py", f"--runs={min(ns.runs, 3)}", f"--iters={250000 // scale}"])
     if ns.json:

@@ -66,6 +66,10 @@ static void wake(struct det_slot *s)
 /* Make a thread runnable (it competes for the token). Done by the holder. */
 void det_strict_runnable(uint32_t num)
 {
+	if (det_logical) {
+		det_logical_runnable(&det_tls, num);
+		return;
+	}
 	struct det_slot *s = det_shm_slot(det_hdr, num);
 	uint32_t no = 0;
 	if (atomic_compare_exchange_strong(&s->strict_wants, &no, 1))
@@ -157,9 +161,18 @@ void det_strict_process_ending(void)
 	atomic_store(&process_ending, 1);
 }
 
+int det_strict_ending(void)
+{
+	return atomic_load(&process_ending);
+}
+
 /* Wait until the token is ours (the thread is runnable, or about to be). */
 static void wait_token(struct det_thread *t)
 {
+	if (det_logical) {
+		det_logical_wait_turn(t);
+		return;
+	}
 	struct det_shm_header *h = det_hdr;
 	struct det_slot *me = t->slot;
 	uint32_t last_owner = 0;
@@ -204,6 +217,10 @@ void det_strict_acquire(struct det_thread *t)
 {
 	if (t->holding)
 		return;
+	if (det_logical) {
+		det_logical_acquire(t);
+		return;
+	}
 	det_strict_runnable(t->num);
 	wait_token(t);
 }
@@ -211,6 +228,10 @@ void det_strict_acquire(struct det_thread *t)
 /* Give the token up: to the next runnable thread, or free it. */
 void det_strict_release(struct det_thread *t)
 {
+	if (det_logical) {
+		det_logical_release(t);
+		return;
+	}
 	if (!t->holding)
 		return;
 	t->holding = 0;
@@ -255,6 +276,10 @@ static int32_t priority(uint32_t num)
 
 void det_strict_start(struct det_thread *t)
 {
+	if (det_logical) {
+		det_logical_start(t);
+		return;
+	}
 	t->rng = (det_hdr->chaos_seed ^ (0x9E3779B97F4A7C15ull * (t->num + 1))) | 1;
 	if (det_hdr->chaos_seed && t->num == 0)
 		atomic_store(&t->slot->prio, priority(0));
@@ -264,8 +289,22 @@ void det_strict_start(struct det_thread *t)
 /* After each event of the holder: offer the token when the quantum is used
  * up (or, under chaos, when the generator says so), or when the thread
  * yields. */
+/* PCT: a change point passed at this step: the running thread drops below
+ * all. */
+static void pct_passed(struct det_thread *t, uint64_t step)
+{
+	struct det_shm_header *h = det_hdr;
+	uint32_t k = atomic_load(&h->pct_next);
+	if (k < h->pct_changes && step >= h->pct_change[k] && atomic_compare_exchange_strong(&h->pct_next, &k, k + 1))
+		atomic_store(&t->slot->prio, -(int32_t)(k + 1));
+}
+
 void det_strict_after_event(struct det_thread *t, int yielding)
 {
+	if (det_logical) {
+		det_logical_after_event(t);
+		return;
+	}
 	if (!t->holding) {
 		/* past its exit event (a key destructor): such a thread runs
 		 * without a turn, since its joiner may hold one while it waits */
@@ -281,17 +320,36 @@ void det_strict_after_event(struct det_thread *t, int yielding)
 		return;
 	}
 	if (h->chaos_seed) {
-		/* a change point passed: the running thread drops below all */
-		uint32_t k = atomic_load(&h->pct_next);
-		if (k < h->pct_changes && (atomic_load(&h->clock) & DET_SEQ_MASK) >= h->pct_change[k] &&
-		    atomic_compare_exchange_strong(&h->pct_next, &k, k + 1))
-			atomic_store(&t->slot->prio, -(int32_t)(k + 1));
+		/* change points count events, or det-cc memory points */
+		if (!(h->flags & DET_F_CC_POINTS))
+			pct_passed(t, atomic_load(&h->clock) & DET_SEQ_MASK);
 		if (!pick(t, &next) || atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
 			return;
 	} else {
 		if (--t->quantum > 0 || !pick(t, &next))
 			return;
 	}
+	yield_to(t, next);
+}
+
+/* det-cc: at the end of a tick quantum the holder offers the token, as at
+ * a quantum of events (a thread spinning in instrumented code yields here,
+ * not to the watchdog); at a memory point under PCT it yields only when a
+ * change point made another runnable thread's priority higher. */
+void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why))
+{
+	struct det_shm_header *h = det_hdr;
+	uint32_t next;
+	if (!t->holding)
+		return;
+	if (why == DET_CC_POINT) {
+		pct_passed(t, atomic_fetch_add(&h->cc_points, 1) + 1);
+		if (!pick(t, &next) || atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
+			return;
+	} else if (!pick(t, &next)) {
+		return;
+	}
+	log(t, why);
 	yield_to(t, next);
 }
 
@@ -429,6 +487,7 @@ void det_strict_barrier_init(const void *b, unsigned count)
 /* Returns PTHREAD_BARRIER_SERIAL_THREAD for the last arrival, else 0. */
 int det_strict_barrier_wait(struct det_thread *t, const void *b)
 {
+	det_strict_acquire(t); /* logical time: the arrival's turn is over */
 	for (int i = 0; i < 256; i++) {
 		if (atomic_load(&barriers[i].addr) != (uint64_t)(uintptr_t)b)
 			continue;

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime
-import hashlib
 import json
 import os
 import platform
@@ -34,8 +33,21 @@ from typing import IO
 from . import __version__, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
-from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
+from .launch import (
+    FED_KINDS,
+    Program,
+    StdinFeed,
+    describe_status,
+    output_source,
+    read_own_stdin,
+    read_own_terminal,
+    resolve_program,
+    shell_status,
+    stdin_source,
+)
 from .native import (
+    DET_F_CC_POINTS,
+    DET_F_LOGICAL,
     DET_F_STDIN_FED,
     DET_F_STRICT,
     PROC_STATES,
@@ -48,9 +60,14 @@ from .native import (
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
+from .trust import library_hashes, sha256_file
+from .validate import remember
+from .watchdog import Watchdog
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
+
+PCT_POINTS = 1000  # change points fall within this many det-cc memory points, unless a run counted them
 
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 48  # per thread
 
@@ -92,6 +109,7 @@ class RunTimeout:
 class Options:
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
     stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
+    outputs: tuple[dict | None, dict | None] = (None, None)  # output_source() of stdout and stderr
     timeout: float | None = None
     auto_timeout: RunTimeout | None = None    # --until-fail/--runs without --timeout
     max_threads: int = 4096
@@ -100,20 +118,35 @@ class Options:
     objects: int = 1 << 20
     forward: bool = True
     strict: bool = False
+    logical: bool = False      # threads take turns by logical clock (Kendo): deterministic without a trace
     quantum: int = 64          # strict: events per turn
     watchdog_ms: int = 1000    # strict: a turn with no event this long is preempted
     seed: int = 0              # chaos: nonzero seeds the schedule
-    pct_events: int = 2000     # chaos + strict: change points fall within this many events
+    pct_events: int = 2000     # chaos + strict: change points fall within this many events...
+    pct_points: int = 0        # ...or det-cc memory points (program built with --sched-points=memory); 0: see
+    #                            until_fail (a first run counts them), else PCT_POINTS
     pct_changes: int = 3
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
 
     def for_seed(self, seed: int) -> Options:
         return replace(self, seed=seed)
 
-    def change_points(self) -> list[int]:
-        """PCT change points, drawn from the seed alone."""
+    def change_points(self, points: bool = False) -> list[int]:
+        """PCT change points, drawn from the seed alone: over events, or over
+        det-cc memory points."""
         rng = random.Random(self.seed)
-        return sorted(rng.randint(1, self.pct_events) for _ in range(self.pct_changes))
+        span = (self.pct_points or PCT_POINTS) if points else self.pct_events
+        return sorted(rng.randint(1, span) for _ in range(self.pct_changes))
+
+
+def det_cc_memory_points(exe: str) -> bool:
+    """Was the program built with `det-cc --sched-points=memory`? (The pass
+    leaves a symbol saying so.)"""
+    try:
+        with open(exe, "rb") as f:
+            return b"det_cc_built_memory" in f.read()
+    except OSError:
+        return False
 
 
 @dataclass
@@ -130,18 +163,11 @@ class RunResult:
     report: list[str] = field(default_factory=list)
     seed: int = 0
     write_s: float = 0.0    # time spent writing the trace after the program ended
+    cc_points: int = 0      # det-cc memory points passed (counted under PCT)
 
     @property
     def failed(self) -> bool:
         return self.exit_status != 0
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Interrupt:
@@ -192,6 +218,7 @@ class Captured:
     stdout_tail: bytes
     stderr_tail: bytes
     seed: int = 0
+    cc_points: int = 0
 
     @property
     def failed(self) -> bool:
@@ -236,23 +263,37 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             "kernel": platform.release(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
+            "stdout": opts.outputs[0],
+            "stderr": opts.outputs[1],
             "strict_quantum": opts.quantum if opts.strict else None,
+            "logical": opts.logical or None,
             "chaos_seed": opts.seed or None,
             "chaos": ("pct" if opts.strict else "delays") if opts.seed else None,
         }
-        writer.set_meta(meta)
-        if opts.strict:
+        if opts.logical:
+            # strict mode's emulated waits, with turns by logical clock
+            rec.add_flags(DET_F_STRICT | DET_F_LOGICAL)
+            meta["mode"] = "logical"
+        elif opts.strict:
             rec.add_flags(DET_F_STRICT)
         rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
-        if opts.seed and opts.strict:
-            rec.change_points(opts.change_points())
+        if opts.seed and opts.strict and not opts.logical:
+            points = det_cc_memory_points(exe)
+            if points:
+                rec.add_flags(DET_F_CC_POINTS)
+                meta.update({"pct_over": "memory points", "pct_range": opts.pct_points or PCT_POINTS})
+            rec.change_points(opts.change_points(points))
+        writer.set_meta(meta)
         rec.capture_open(writer.log, json.dumps(meta))
         stdin: StdinFeed | int | None = None
         spool = None
-        if opts.stdin and opts.stdin["kind"] == "pipe":
+        if opts.stdin and opts.stdin["kind"] in FED_KINDS:
             rec.add_flags(DET_F_STDIN_FED)
             spool = tempfile.TemporaryFile()
-            stdin = StdinFeed(iter(opts.stdin_bytes) if opts.stdin_bytes is not None else read_own_stdin(), spool)
+            pty = opts.stdin["kind"] == "pty"
+            chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
+                      else read_own_terminal() if pty else read_own_stdin())
+            stdin = StdinFeed(chunks, spool, pty)
         capture_error: list[str | None] = [None]
 
         def capture() -> None:
@@ -260,7 +301,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
 
         capturer = threading.Thread(target=capture, name="det-capture", daemon=True)
         t0 = time.monotonic()
-        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
@@ -318,6 +359,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         cap = rec.stats()
         attached = bool(rec.attached())
         preemptions = rec.preemptions()
+        cc_points = rec.cc_points()
     except BaseException:
         writer.log.unlink(missing_ok=True)
         raise
@@ -360,7 +402,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     writer.set_meta({"preemptions": preemptions, "capture_bytes": cap.bytes,
                      "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
-                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed)
+                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points)
 
 
 def finish_run(c: Captured) -> RunResult:
@@ -374,11 +416,13 @@ def finish_run(c: Captured) -> RunResult:
     c.outcome["events"] = st.events
     convert_s = time.monotonic() - t0
     c.writer.set_meta({
+        "libraries": library_hashes(c.writer.modules()),
         "ingest_events_per_s": round(st.events / convert_s) if convert_s > 0 else 0,
         "convert_s": round(convert_s, 4),
         "forced": st.forced,
     })
     path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool)
+    remember(path)  # det wrote it: opening it need not check every event again
     c.writer.log.unlink(missing_ok=True)
     if c.spool is not None:
         c.spool.close()
@@ -401,7 +445,7 @@ def finish_run(c: Captured) -> RunResult:
             status=EXIT_STOPPED,
         )
     res = RunResult(path, c.status, c.returncode, c.exit_status, message, st.events, c.duration,
-                    c.stdout_tail, c.stderr_tail, report, c.seed)
+                    c.stdout_tail, c.stderr_tail, report, c.seed, cc_points=c.cc_points)
     res.write_s = write_s
     return res
 
@@ -413,6 +457,7 @@ def _set_message(path: Path, message: str) -> None:
     with db:
         db.execute("UPDATE outcome SET message = ?", (message,))
     db.close()
+    remember(path)
 
 
 def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
@@ -442,6 +487,7 @@ SUBCOMMANDS = {
     "ls": ("tracedir", "ls_main", "ls_parser"),
     "rm": ("tracedir", "rm_main", "rm_parser"),
     "salvage": ("salvage", "main", "build_parser"),
+    "scrub": ("share", "main", "build_parser"),
 }
 
 
@@ -537,9 +583,11 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     pass_path = pass_output(out)
     work = runs_dir(out)
     work.mkdir(exist_ok=True)
+    for stale in work.glob("run*"):  # left by a detrec that was killed (check_outputs allowed only these)
+        stale.unlink(missing_ok=True)
     stop = threading.Event()
     lock = threading.Lock()
-    state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0}
+    state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0, "cc_points": 0}
     if opts.timeout is None:
         opts.auto_timeout = RunTimeout()
     t0 = time.monotonic()
@@ -563,6 +611,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         run_opts = opts.for_seed(opts.seed + i) if opts.seed else opts
         cap = capture_run(exe, argv, work / f"run{i}.db", run_opts, stop)
         cap.seed = run_opts.seed
+        state["cc_points"] = cap.cc_points
         # only the runs kept are converted into traces: the failure, and
         # the last passing run; the others' logs go unread
         with lock:
@@ -588,9 +637,16 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             progress()
 
     kept: dict[str, RunResult] = {}
+    first = 0
+    if opts.strict and opts.seed and not opts.logical and not opts.pct_points and det_cc_memory_points(exe):
+        # PCT needs the length of a run: the first run counts the program's
+        # memory points, and the change points of the others fall among them
+        one(0)
+        first = 1
+        opts.pct_points = max(int(state.get("cc_points") or 0), 1)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(one, i) for i in range(runs)]
+            futures = [pool.submit(one, i) for i in range(first, runs)]
             for f in futures:
                 f.result()
         runs_s = time.monotonic() - t0
@@ -631,8 +687,9 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             say("  | " + line)
         say(f"replay it with: detreplay {out}")
         if res.seed:
-            mode = " --strict" if opts.strict else ""
-            say(f"record it again with: detrec --chaos{mode} --seed {res.seed} -o {out} -- "
+            mode = " --logical" if opts.logical else " --strict" if opts.strict else ""
+            span = f" --pct-range {opts.pct_points}" if opts.pct_points and det_cc_memory_points(exe) else ""
+            say(f"record it again with: detrec --chaos{mode} --seed {res.seed}{span} -o {out} -- "
                 + " ".join(shlex.quote(a) for a in argv))
         return res.exit_status
     if INTERRUPT.signal is not None:
@@ -673,14 +730,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one thread at a time, switching only at events: replays exactly even with data races")
     p.add_argument("--quantum", type=int, default=64, metavar="N",
                    help="--strict: events a thread runs before it offers its turn (default 64)")
+    p.add_argument("--logical", action="store_true",
+                   help="logical time: threads run in parallel and synchronize in an order fixed by logical clocks "
+                        "(deterministic for the same input; --seed picks another order)")
     p.add_argument("--chaos", action="store_true",
                    help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
     p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
+    p.add_argument("--pct-range", type=int, metavar="N",
+                   help="--chaos --strict on a program built with det-cc --sched-points=memory: PCT's change points "
+                        "fall within its first N memory points (default: as many as the first run passed)")
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
-    p.add_argument("program", help="the program to record").complete = "command"
+    p.add_argument("program", nargs="?", help="the program to record").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return p
 
@@ -688,14 +751,22 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = build_parser()
     ns = p.parse_args(argv)
+    if ns.program is None:
+        p.error("name the program to record: detrec [options] [--] PROGRAM [ARGS...]")
     if ns.until_fail is not None and ns.until_fail < 1:
         p.error("--until-fail needs a positive number of runs")
     if ns.jobs < 1:
         p.error("-j needs a positive number")
-    if ns.timeout is not None and ns.timeout <= 0:
+    if ns.timeout is not None and not 0 < ns.timeout < float("inf"):
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
+    if ns.logical and ns.strict:
+        p.error("--logical and --strict are two different schedulers: pick one")
+    if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
+        p.error("--logical takes --seed S (another deterministic order), not --chaos alone")
+    if ns.pct_range is not None and ns.pct_range < 1:
+        p.error("--pct-range needs a positive number of memory points")
     if ns.quantum < 1:
         p.error("--quantum needs a positive number of events")
     if ns.seed is not None:
@@ -723,34 +794,48 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
-                       strict=ns.strict, quantum=ns.quantum)
+                       outputs=(output_source(1), output_source(2)),
+                       strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
+                       pct_points=ns.pct_range or 0)
         if ns.chaos:
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
                 ns.until_fail = ns.runs
-        elif ns.strict and ns.until_fail:
+        elif ns.strict and ns.until_fail and not ns.logical:
             # strict scheduling is deterministic: reruns would all take the
             # same schedule, so each run explores with its own PCT seed
             opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
-        if ns.until_fail:
-            if opts.stdin["kind"] == "pipe":  # every run reads the same input
-                opts.stdin_bytes = list(read_own_stdin())
-            status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
-            return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
-        res = record_run(exe, prog_argv, out, opts)
-        print_result(res, ns.quiet)
-        kept(res.path, ns, res.exit_status)
-        if opts.seed and not ns.quiet:
-            say(f"chaos seed {opts.seed}: `detrec --chaos{' --strict' if opts.strict else ''} --seed {opts.seed}` "
-                "repeats this schedule")
-        return res.exit_status
+        # Before any thread: whatever ends detrec, no process of the program outlives it.
+        watchdog = Watchdog.start(runs_dir(out) if ns.until_fail else None)
+        try:
+            return _record(ns, exe, prog_argv, out, opts)
+        finally:
+            if watchdog is not None:
+                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+
+
+def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options) -> int:
+    """The recording itself, once the options and outputs are known."""
+    if ns.until_fail:
+        if opts.stdin["kind"] == "pipe":  # every run reads the same input
+            opts.stdin_bytes = list(read_own_stdin())
+        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
+        return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
+    res = record_run(exe, prog_argv, out, opts)
+    print_result(res, ns.quiet)
+    kept(res.path, ns, res.exit_status)
+    if opts.seed and not ns.quiet:
+        mode = " --logical" if opts.logical else " --chaos --strict" if opts.strict else " --chaos"
+        span = f" --pct-range {ns.pct_range}" if ns.pct_range else ""
+        say(f"seed {opts.seed}: `detrec{mode} --seed {opts.seed}{span}` repeats this schedule")
+    return res.exit_status
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from . import events as ev
 from . import schema
 from .errors import DetError
 from .outpath import check_trace_output
+from .validate import seal, validate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INCOMPLETE = ".incomplete"
@@ -68,6 +69,11 @@ class Trace:
         self.path = Path(path)
         self.db = _open_validated(self.path)
         self._meta: dict[str, Any] | None = None
+        try:
+            validate(self)
+        except DetError as e:
+            self.db.close()
+            raise TraceError(f"{self.path}: {e}") from None
 
     def close(self) -> None:
         self.db.close()
@@ -81,7 +87,7 @@ class Trace:
     def q(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
             return self.db.execute(sql, args).fetchall()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
 
     def q1(self, sql: str, args: tuple = ()) -> Any:
@@ -157,7 +163,7 @@ class Trace:
                 else:
                     idx[t], ts[t] = self._position(t, seq)
                 yield Event(seq, t, idx[t], kind, obj, result, aux, site, ts[t])
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
 
     def _position(self, tid: int, seq: int) -> tuple[int, int]:
@@ -172,6 +178,18 @@ class Trace:
         dts = self.q("SELECT dts FROM event_rows WHERE seq >= ? AND seq <= ? AND tid = ? ORDER BY seq",
                      (win * schema.MARK_WINDOW, seq, tid))
         return i + len(dts) - 1, t + sum(d for (d,) in dts[1:])
+
+    def event_rows(self) -> Iterator[tuple[int, int, int, int, int, int, int, int]]:
+        """(seq, tid, idx, kind, obj, result, aux, dts) of every event, in seq
+        order, from the tables (idx counted here): for passes over a whole
+        trace (validation), without an Event per row."""
+        cur = self.db.execute(schema.EVENT_ROWS + " ORDER BY e.seq")
+        count: dict[int, int] = {}
+        while rows := cur.fetchmany(4096):
+            for seq, tid, kind, obj, result, aux, _site, dts in rows:
+                i = count.get(tid, 0)
+                count[tid] = i + 1
+                yield seq, tid, i, kind, obj, result, aux, dts
 
     def event(self, seq: int) -> Event | None:
         rows = self.q(schema.EVENT_ROWS + " WHERE e.seq = ?", (seq,))
@@ -205,9 +223,23 @@ class Trace:
         return [(p, b) for p, b in self.q("SELECT path, base FROM modules ORDER BY base")]
 
     def stdin_chunks(self) -> Iterator[bytes]:
-        """What the program read on stdin, when it was a pipe."""
-        for (b,) in self.q("SELECT bytes FROM stdin ORDER BY chunk"):
-            yield b
+        """What the program read on stdin, when det fed it (a pipe, a
+        terminal), chunk by chunk, through a connection of its own: the
+        thread that feeds the program may outlive this Trace's."""
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            last = -1
+            while True:
+                row = db.execute("SELECT chunk, bytes FROM stdin WHERE chunk > ? ORDER BY chunk LIMIT 1",
+                                 (last,)).fetchone()
+                if row is None:
+                    return
+                last = row[0]
+                yield row[1]
+        except sqlite3.Error as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+        finally:
+            db.close()
 
     def blocked(self) -> list[tuple[int, int, int, int]]:
         return self.q("SELECT tid, kind, obj, ra FROM blocked ORDER BY tid")
@@ -317,7 +349,7 @@ def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iter
     return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
 
 
-JSON_META = {"argv", "env", "stdin"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries"}
 
 
 def _open_validated(path: Path) -> sqlite3.Connection:
@@ -366,7 +398,7 @@ def _open_validated(path: Path) -> sqlite3.Connection:
                 f"this det reads version {schema.FORMAT_VERSION}"
             )
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:
         if db is not None:
             db.close()
         raise TraceError(f"{path}: the trace is damaged ({e})") from None
@@ -430,6 +462,14 @@ class TraceWriter:
         finally:
             db.close()
 
+    def modules(self) -> list[tuple[str, int]]:
+        """The modules the converted run loaded, the program first."""
+        db = self._db()
+        try:
+            return [(p, b) for p, b in db.execute("SELECT path, base FROM modules ORDER BY rowid")]
+        finally:
+            db.close()
+
     def finish(
         self,
         outcome: dict[str, Any],
@@ -453,6 +493,7 @@ class TraceWriter:
                 db.execute(
                     f"INSERT INTO outcome({cols}) VALUES ({', '.join('?' * len(outcome))})", tuple(outcome.values())
                 )
+            seal(db)
         finally:
             db.close()
         os.replace(self.path, self.final)
