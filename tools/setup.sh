@@ -13,6 +13,8 @@ need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
   "man:man-db" "bash:bash"
+  # make check-kmod: Debian's kernel booted in qemu with a busybox guest
+  "qemu-system-x86_64:qemu-system-x86" "busybox:busybox-static" "python3.11:python3.11" "dpkg-deb:dpkg"
 )
 # header -> Debian package
 headers=("/usr/include/sqlite3.h:libsqlite3-dev")

@@ -106,6 +106,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
         "det_sup_replay_thread": (I, [P, U32, U32, U32]),
+        "det_sup_turns_name": (C, [U32]),
+        "det_sup_turns": (I, [P, C]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -230,8 +232,17 @@ class Recorder(Region):
         return st
 
 
+def turns_backends() -> list[str]:
+    """Replay's enforcement backends, the default first (include/det/turns.def)."""
+    out = []
+    while (name := lib().det_sup_turns_name(len(out))) is not None:
+        out.append(name.decode())
+    return out
+
+
 class Replayer(Region):
-    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False) -> None:
+    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False,
+                 backend: str = "futex") -> None:
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         h = lib().det_sup_replay_new(
@@ -253,6 +264,10 @@ class Replayer(Region):
         except (sqlite3.Error, DetError) as e:
             self.close()
             raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
+        if lib().det_sup_turns(self.h, backend.encode()) != 0:
+            err = lib().det_sup_error(self.h).decode()
+            self.close()
+            raise DetError(err, status=2)
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)

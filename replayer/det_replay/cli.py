@@ -18,7 +18,7 @@ from det import __version__, tracedir
 from det.analysis import Waiter, block_report
 from det.errors import DetError
 from det.launch import Program, StdinFeed, describe_status, shell_status
-from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
+from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer, turns_backends
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, objkind_name
@@ -35,6 +35,7 @@ class ReplayResult:
     matched: bool
     lines: list[str] = field(default_factory=list)  # what detreplay says
     diverged: bool = False
+    run_s: float = 0.0  # the program's run time, from its start to its end
 
 
 def say(msg: str) -> None:
@@ -79,7 +80,7 @@ def describe_divergence(tr: Trace, div: dict[str, int], what: str, sym: Symboliz
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None) -> ReplayResult:
+           stall: float | None = None, backend: str = "futex") -> ReplayResult:
     with Trace(trace_path) as tr:
         exe = check_binary(tr, force)
         m = tr.meta
@@ -88,7 +89,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         if rec is None:
             say(f"warning: {trace_path} is incomplete; replaying the {total} events it has")
         strict = m.get("mode") == "strict"
-        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict)
+        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict, backend)
         if strict and relaxed:
             say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
@@ -148,6 +149,11 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             return rep.divergence() is not None or rep.failed() is not None or now - progress["at"] > stall_limit
 
         prog.wait_others(give_up)
+    run_s = (prog.ended or time.monotonic()) - prog.started
+
+    def result(*args, **kw) -> ReplayResult:
+        return ReplayResult(*args, run_s=run_s, **kw)
+
     out_info, err_info = prog.outputs()
     done = rep.events_done()
     lines: list[str] = []
@@ -155,13 +161,13 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     failure = rep.failed()
     if div is not None:
         lines.append(describe_divergence(tr, div[0], div[1], sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return result(EXIT_DIVERGED, done, False, lines, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")
-        return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
+        return result(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return result(EXIT_DIVERGED, done, False, lines, diverged=True)
 
     # Compare with the recording.
     problems = []
@@ -186,7 +192,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         if ended_early == "end":
             lines.insert(0, f"replayed all {done} events of the incomplete recording; every thread then waited "
                             "where the recording stopped")
-            return ReplayResult(0, done, True, lines)
+            return result(0, done, True, lines)
     if ended_early == "end":
         waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
                    for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
@@ -194,12 +200,12 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return result(EXIT_DIVERGED, done, False, lines, diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
     lines.insert(0, f"replayed {count}; outcome matches the recording: {status_txt}")
-    return ReplayResult(exit_status, done, True, lines)
+    return result(exit_status, done, True, lines)
 
 
 def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
@@ -262,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--relaxed", action="store_true",
                    help="enforce only the order on each object (threads run more in parallel)")
     p.add_argument("--force", action="store_true", help="replay even if the program changed since recording")
+    p.add_argument("--backend", default="futex", metavar="NAME",
+                   help="how threads wait for their turns: futex (default) or kmod (det's kernel module, "
+                        "/dev/detsched: docs/kmod.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
@@ -289,9 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         say(str(e))
         return e.status
+    try:
+        backends = turns_backends()
+    except DetError as e:
+        say(str(e))
+        return e.status
+    if ns.backend not in backends:
+        p.error(f"--backend: no backend named {ns.backend!r} (there are: {', '.join(backends)})")
     if ns.gdb or ns.goto is not None or gdb_args:
         if not (ns.gdb or ns.goto is not None):
             p.error("arguments after -- are gdb's: add --gdb")
+        if ns.backend != "futex":
+            p.error(f"--gdb replays with the futex backend only (not {ns.backend})")
         from .gdb import run_gdb
 
         try:
@@ -300,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             say(str(e))
             return e.status
     try:
-        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall)
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, backend=ns.backend)
     except DetError as e:
         say(str(e))
         return e.status
