@@ -118,7 +118,8 @@ bench: all
 # The module is built out of tree in build/kmod against the headers that
 # kmod/harness/kernel.sh unpacks into build/kernel (nothing is installed),
 # or against KDIR (a real machine: make -B kmod KDIR=/lib/modules/$(uname -r)/build).
-KMOD_GUEST_BIN := build/kmod-guest/bin/fuzz build/kmod-guest/bin/killtest build/kmod-guest/bin/handoff
+KMOD_GUEST_BIN := build/kmod-guest/bin/fuzz build/kmod-guest/bin/killtest build/kmod-guest/bin/handoff \
+                  build/kmod-guest/bin/slowpoke
 kmod: build/kmod/detsched.ko
 build/kmod/detsched.ko: kmod/detsched.c kmod/Kbuild include/det/detsched.h kmod/harness/kernel.sh
 	@mkdir -p build/kmod

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -90,6 +91,36 @@ out:
 	free(counts);
 	free(ev);
 	return rc;
+}
+
+/* kmod: the module's own view of the threads that wait (STATE), as text. */
+static int kmod_describe(struct det_sup *s, char *out, uint32_t len)
+{
+	uint32_t n = s->hdr->threads_recorded, at = 0;
+	struct detsched_thread_state *ts = calloc(n ? n : 1, sizeof(*ts));
+	struct detsched_state st = {.cap = n, .threads = (uint64_t)(uintptr_t)ts};
+
+	if (!ts || ioctl(s->turns_fd, DETSCHED_IOC_STATE, &st) != 0) {
+		free(ts);
+		return -1;
+	}
+	at = (uint32_t)snprintf(out, len, "%s%s:", DETSCHED_DEVICE, st.flags & DETSCHED_STATE_DEAD ? " (dead)" : "");
+	for (uint32_t i = 0; i < n && at < len; i++)
+		if (ts[i].waiting)
+			at += (uint32_t)snprintf(out + at, len - at, " T%u waits in the kernel for its event %llu;", i,
+						 (unsigned long long)ts[i].waiting_for);
+	if (at < len && out[at - 1] == ':')
+		snprintf(out + at, len - at, " no thread waits in the kernel");
+	free(ts);
+	return 0;
+}
+
+SUP_EXPORT int det_sup_turns_describe(struct det_sup *s, char *out, uint32_t len)
+{
+	if (!len)
+		return -1;
+	out[0] = 0;
+	return s->turns_fd >= 0 ? kmod_describe(s, out, len) : 0;
 }
 
 /* What a backend needs from the supervisor before the program starts. */

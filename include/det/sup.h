@@ -129,5 +129,8 @@ int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc
  * starts. */
 const char *det_sup_turns_name(uint32_t i);
 int det_sup_turns(struct det_sup *s, const char *name);
+/* What the backend itself says about the threads that wait (kmod: the
+ * module's STATE), as one line; "" when it has nothing to add. */
+int det_sup_turns_describe(struct det_sup *s, char *out, uint32_t len);
 
 #endif /* DET_SUP_H */

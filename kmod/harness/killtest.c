@@ -5,7 +5,8 @@
  *     killtest
  *
  * Rules of this file:
- *  - Two scenes, each with real processes and SIGKILL:
+ *  - Two scenes, each with real processes and SIGKILL (and, in the second,
+ *    RESET refused while another process's threads wait):
  *    1. the owner of a schedule is killed while threads of another process
  *       wait in it: they must wake at once with EOWNERDEAD;
  *    2. a process that owns a schedule is killed while its own threads
@@ -197,6 +198,8 @@ static void waiter_killed(int before)
 	if (fd < 0 || ioctl(fd, DETSCHED_IOC_ATTACH, &a))
 		fail("ATTACH");
 	until_waiting(fd);
+	if (ioctl(fd, DETSCHED_IOC_RESET) == 0 || errno != EBUSY)
+		fail("RESET went through while threads of another process waited");
 	double killed = now();
 	int st;
 

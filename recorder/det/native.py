@@ -108,6 +108,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_replay_thread": (I, [P, U32, U32, U32]),
         "det_sup_turns_name": (C, [U32]),
         "det_sup_turns": (I, [P, C]),
+        "det_sup_turns_describe": (I, [P, C, U32]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -271,6 +272,13 @@ class Replayer(Region):
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
+
+    def turns_state(self) -> str:
+        """The enforcement backend's own view of who waits ("" if it has none)."""
+        buf = ctypes.create_string_buffer(1024)
+        if lib().det_sup_turns_describe(self.h, buf, 1024) != 0:
+            return ""
+        return buf.value.decode(errors="replace")
 
     def set_processes(self, processes: list[tuple[int, int, int | None]],
                       threads: list[tuple[int, int, str | None]]) -> None:

@@ -135,6 +135,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         if quiet_for > stall_limit:
             ended_early = "stall"
             stalled = rep.threads()
+            backend_view = rep.turns_state()
             prog.kill()
             rc = prog.wait()
             break
@@ -167,6 +168,8 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         return result(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
+        if backend_view:
+            lines.append(backend_view)
         return result(EXIT_DIVERGED, done, False, lines, diverged=True)
 
     # Compare with the recording.
