@@ -49,8 +49,10 @@ int sup_fail(struct det_sup *s, const char *fmt, ...)
 struct det_sup *sup_alloc(void)
 {
 	struct det_sup *s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->fd = -1;
+		s->turns_fd = -1;
+	}
 	return s;
 }
 
@@ -149,6 +151,8 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 		munmap(s->hdr, s->size);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->turns_fd >= 0)
+		close(s->turns_fd); /* kmod: the schedule dies with its owner */
 	free(s->thread_idx);
 	free(s->busy_seq);
 	free(s->busy_since);

@@ -54,6 +54,7 @@ struct det_sup {
 	struct det_drain_stats stats;
 	struct pending *pending; /* per thread */
 	uint64_t data_off;       /* replay: where recorded input data starts */
+	int turns_fd;            /* replay: the enforcement backend's descriptor (kmod: owns the schedule), -1: none */
 };
 
 /* Pipes the program may make (inodes remembered; a fuller table only

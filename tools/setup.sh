@@ -14,6 +14,8 @@ need=(
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
   "man:man-db" "bash:bash"
   "cmake:cmake" "autoconf:autoconf" "automake:automake"
+  # make check-kmod: Debian's kernel booted in qemu with a busybox guest
+  "qemu-system-x86_64:qemu-system-x86" "busybox:busybox-static" "python3.11:python3.11" "dpkg-deb:dpkg"
 )
 # file -> Debian package. det-cc (llvm/) builds its pass plugin against
 # LLVM 22, the newest LLVM Debian 12 packages (bookworm-security carries

@@ -124,4 +124,15 @@ uint64_t det_sup_events_done(struct det_sup *s);
 int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status);
 int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc);
 
+/* Replay's enforcement backends (include/det/turns.def): the name of
+ * number i, or NULL past the last; det_sup_turns makes the region use the
+ * backend `name` (kmod: loads the schedule into /dev/detsched, owned by s
+ * until det_sup_free). Call after the region is built, before the program
+ * starts. */
+const char *det_sup_turns_name(uint32_t i);
+int det_sup_turns(struct det_sup *s, const char *name);
+/* What the backend itself says about the threads that wait (kmod: the
+ * module's STATE), as one line; "" when it has nothing to add. */
+int det_sup_turns_describe(struct det_sup *s, char *out, uint32_t len);
+
 #endif /* DET_SUP_H */

@@ -12,6 +12,7 @@ import ctypes
 import fcntl
 import hashlib
 import os
+import select
 import shutil
 import signal
 import stat
@@ -315,6 +316,12 @@ class Program:
         if isinstance(stdin, StdinFeed):
             stdin.start()
         self.stdin = stdin if isinstance(stdin, StdinFeed) else None
+        self.started = time.monotonic()
+        self.ended: float | None = None  # when wait() first saw it end
+        try:
+            self._pidfd: int | None = os.pidfd_open(self.proc.pid)
+        except OSError:
+            self._pidfd = None
         self.region: Any = None  # set by the caller: the program's other processes are listed there
         self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
         self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
@@ -324,10 +331,20 @@ class Program:
         return self.proc.pid
 
     def wait(self, timeout: float | None = None) -> int | None:
+        """Its status once it ended (seen at once, through a pidfd), or None
+        after timeout seconds."""
+        if self._pidfd is not None and self.proc.returncode is None:
+            if not select.select([self._pidfd], [], [], timeout)[0]:
+                return None
+            os.close(self._pidfd)
+            self._pidfd = None
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        if self.ended is None:
+            self.ended = time.monotonic()
+        return rc
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the program, and the other processes it started, if any."""

@@ -110,6 +110,9 @@ def lib() -> ctypes.CDLL:
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
         "det_sup_replay_thread": (I, [P, U32, U32, U32]),
+        "det_sup_turns_name": (C, [U32]),
+        "det_sup_turns": (I, [P, C]),
+        "det_sup_turns_describe": (I, [P, C, U32]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -238,8 +241,17 @@ class Recorder(Region):
         return st
 
 
+def turns_backends() -> list[str]:
+    """Replay's enforcement backends, the default first (include/det/turns.def)."""
+    out = []
+    while (name := lib().det_sup_turns_name(len(out))) is not None:
+        out.append(name.decode())
+    return out
+
+
 class Replayer(Region):
-    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False) -> None:
+    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False,
+                 backend: str = "futex") -> None:
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         h = lib().det_sup_replay_new(
@@ -261,9 +273,20 @@ class Replayer(Region):
         except (sqlite3.Error, DetError) as e:
             self.close()
             raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
+        if lib().det_sup_turns(self.h, backend.encode()) != 0:
+            err = lib().det_sup_error(self.h).decode()
+            self.close()
+            raise DetError(err, status=2)
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
+
+    def turns_state(self) -> str:
+        """The enforcement backend's own view of who waits ("" if it has none)."""
+        buf = ctypes.create_string_buffer(1024)
+        if lib().det_sup_turns_describe(self.h, buf, 1024) != 0:
+            return ""
+        return buf.value.decode(errors="replace")
 
     def set_processes(self, processes: list[tuple[int, int, int | None]],
                       threads: list[tuple[int, int, str | None]]) -> None:

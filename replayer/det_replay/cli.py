@@ -19,7 +19,7 @@ from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_dive
 from det.errors import DetError
 from det.launch import FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
-from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
+from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer, turns_backends
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
@@ -37,6 +37,7 @@ class ReplayResult:
     matched: bool
     lines: list[str] = field(default_factory=list)  # what detreplay says
     diverged: bool = False
+    run_s: float = 0.0  # the program's run time, from its start to its end
 
 
 def say(msg: str) -> None:
@@ -61,7 +62,7 @@ def check_binary(tr: Trace, force: bool, trust: bool = False) -> str:
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None, trust: bool = False) -> ReplayResult:
+           stall: float | None = None, trust: bool = False, backend: str = "futex") -> ReplayResult:
     with Trace(trace_path) as tr:
         exe = check_binary(tr, force, trust)
         m = tr.meta
@@ -70,7 +71,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         if rec is None:
             say(f"warning: {trace_path} is incomplete: {UNFINISHED}; replaying the {total} events it has")
         strict = m.get("mode") == "strict"
-        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict)
+        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict, backend)
         if strict and relaxed:
             say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
@@ -142,6 +143,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         if quiet_for > limit:
             ended_early = "stall"
             stalled = rep.threads()
+            backend_view = rep.turns_state()
             prog.kill()
             rc = prog.wait()
             break
@@ -156,6 +158,11 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             return rep.divergence() is not None or rep.failed() is not None or now - progress["at"] > stall_limit
 
         prog.wait_others(give_up)
+    run_s = (prog.ended or time.monotonic()) - prog.started
+
+    def result(*args, **kw) -> ReplayResult:
+        return ReplayResult(*args, run_s=run_s, **kw)
+
     out_info, err_info = prog.outputs()
     done = rep.events_done()
     lines: list[str] = []
@@ -167,13 +174,15 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     if div is not None:
         lines.append(describe_divergence(names, div[0], div[1]))
         hint = race_hint(tr, names, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1])
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
+        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")
-        return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
+        return result(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
+        if backend_view:
+            lines.append(backend_view)
+        return result(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
 
     # Compare with the recording.
     problems = []
@@ -201,7 +210,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         else:
             lines.insert(0, f"replayed {done} of the {total} events of the recording, which did not finish "
                             f"({UNFINISHED}); the replay then ended: {describe_status(rc)}")
-        return ReplayResult(EXIT_INCOMPLETE, done, False, lines)
+        return result(EXIT_INCOMPLETE, done, False, lines)
     if ended_early == "end":
         waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
                    for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
@@ -209,12 +218,12 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
+        return result(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
     lines.insert(0, f"replayed {count}; outcome matches the recording: {status_txt}")
-    return ReplayResult(exit_status, done, True, lines)
+    return result(exit_status, done, True, lines)
 
 
 def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
@@ -281,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true",
                    help="replay a trace another user owns (a trace names a program to run; by default only "
                         "your own are run; DET_TRUST=1 does the same)")
+    p.add_argument("--backend", default="futex", metavar="NAME",
+                   help="how threads wait for their turns: futex (default) or kmod (det's kernel module, "
+                        "/dev/detsched: docs/kmod.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
@@ -311,8 +323,17 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         say(str(e))
         return e.status
+    try:
+        backends = turns_backends()
+    except DetError as e:
+        say(str(e))
+        return e.status
+    if ns.backend not in backends:
+        p.error(f"--backend: no backend named {ns.backend!r} (there are: {', '.join(backends)})")
     if (ns.gdb or gdb_args) and not (ns.gdb or ns.goto is not None):
         p.error("arguments after -- are gdb's: add --gdb")
+    if (ns.gdb or ns.goto is not None) and ns.backend != "futex":
+        p.error(f"--gdb replays with the futex backend only (not {ns.backend})")
     # Before any thread: no process of the program outlives detreplay, even killed.
     watchdog = Watchdog.start()
     try:
@@ -333,7 +354,8 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
             say(str(e))
             return e.status
     try:
-        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust)
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust,
+                     backend=ns.backend)
     except DetError as e:
         say(str(e))
         return e.status
