@@ -648,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
             if opts.stdin["kind"] == "pipe":  # every run reads the same input
                 opts.stdin_bytes = list(read_own_stdin())
             status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
-            return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
+            return kept(out if out.exists() else pass_output(out), ns, status)
         res = record_run(exe, prog_argv, out, opts)
         print_result(res, ns.quiet)
         kept(res.path, ns, res.exit_status)
