@@ -48,6 +48,8 @@ static void *det_thread_main(void *arg)
 	struct det_thread *t = &det_tls;
 
 	det_thread_attach(t, num);
+	if (det_mode == DET_MODE_RECORD)
+		det_note_modules(); /* a thread often starts after the dlopen of the code it runs */
 	t->depth = 1;
 	struct det_op op = {.id = s->obj};
 	det_acquire_begin(&op, t, DET_EV_THREAD_START, NULL, DET_OBJ_THREAD, (uint64_t)(uintptr_t)fn);

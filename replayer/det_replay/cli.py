@@ -8,6 +8,7 @@ output goes where it went when recorded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -22,6 +23,8 @@ from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, objkind_name
+
+from .view import PackedView, host_differences, is_packed, open_view
 
 EXIT_DIVERGED = EXIT_STOPPED
 
@@ -41,15 +44,18 @@ def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
-def check_binary(tr: Trace, force: bool) -> str:
+def check_binary(tr: Trace, force: bool, view: PackedView | None = None) -> str:
     m = tr.meta
     exe = m.get("binary")
-    if not exe or not os.path.exists(exe):
-        raise DetError(f"{exe}: the recorded program is gone", status=2)
-    if not force and sha256_file(exe) != m.get("binary_sha256"):
+    here = (lambda p: view.host_path(p)) if view is not None else (lambda p: p)
+    if not exe or not os.path.exists(here(exe)):
+        hint = ("the trace carries it: replay without --host-files" if is_packed(tr)
+                else "`detrec pack` on the recording machine carries it with the trace")
+        raise DetError(f"{exe}: the recorded program is gone; {hint}", status=2)
+    if not force and sha256_file(here(exe)) != m.get("binary_sha256"):
         raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
                        status=2)
-    if not os.path.isdir(m.get("cwd", "")):
+    if not os.path.isdir(here(m.get("cwd", ""))):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
     return exe
 
@@ -79,9 +85,15 @@ def describe_divergence(tr: Trace, div: dict[str, int], what: str, sym: Symboliz
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None) -> ReplayResult:
-    with Trace(trace_path) as tr:
-        exe = check_binary(tr, force)
+           stall: float | None = None, host_files: bool = False, quiet: bool = False) -> ReplayResult:
+    with Trace(trace_path) as tr, contextlib.ExitStack() as cleanup:
+        view = open_view(tr, host_files)
+        if view is not None:
+            cleanup.callback(view.close)
+        exe = check_binary(tr, force, view)
+        if not quiet:
+            for line in host_differences(tr, view):
+                say(line)
         m = tr.meta
         rec = tr.outcome()
         total = tr.event_count()
@@ -93,16 +105,18 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
             say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
         try:
-            return _run(tr, rep, exe, m, rec, total, forward, sym, stall)
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, view)
         finally:
             rep.close()
 
 
 def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
-         sym: Symbolizer, stall: float | None) -> ReplayResult:
+         sym: Symbolizer, stall: float | None, view: PackedView | None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
-    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep))
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep, view),
+                   root=view.root if view is not None else None,
+                   shm_pid=view.shm_holder(rep.fd) if view is not None else None)
     prog.region = rep
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
@@ -202,14 +216,14 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     return ReplayResult(exit_status, done, True, lines)
 
 
-def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
+def replay_stdin(tr: Trace, rep: Replayer, view: PackedView | None = None) -> StdinFeed | int | None:
     """The program's stdin as it was recorded (see det.launch.stdin_source)."""
     src = tr.meta.get("stdin") or {"kind": "tty"}
     if src["kind"] == "pipe":
         rep.add_flags(DET_F_STDIN_FED)
         return StdinFeed(tr.stdin_chunks(), None)
     if src["kind"] == "file":
-        path = src["path"]
+        path = view.host_path(src["path"]) if view is not None else src["path"]
         if not os.path.exists(path) or sha256_file(path) != src["sha256"]:
             raise DetError(f"{path}: the file the program read as stdin is gone or changed since recording",
                            status=2)
@@ -262,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--relaxed", action="store_true",
                    help="enforce only the order on each object (threads run more in parallel)")
     p.add_argument("--force", action="store_true", help="replay even if the program changed since recording")
+    p.add_argument("--host-files", action="store_true",
+                   help="a packed trace: use this machine's files, not the ones packed in the trace")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
@@ -295,12 +311,14 @@ def main(argv: list[str] | None = None) -> int:
         from .gdb import run_gdb
 
         try:
-            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args)
+            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
+                           host_files=ns.host_files)
         except DetError as e:
             say(str(e))
             return e.status
     try:
-        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall)
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, host_files=ns.host_files,
+                     quiet=ns.quiet)
     except DetError as e:
         say(str(e))
         return e.status
