@@ -5,6 +5,8 @@
 #   make test     everything CI runs (checks + all tests)
 #   make bench    det-vs-native ratios (medians of several runs)
 #   make stress   slow statistical runs
+#   make package  the Debian package (build/deb/), lintian-checked
+#   make package-check  build it, install it in a fresh Debian (debootstrap), use it, purge it
 #   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
 #                 and the Python package in lib/det/, the gdb extension in share/det/,
 #                 man pages and bash completion (generated from the parsers); make uninstall
@@ -15,7 +17,8 @@
 CC      ?= gcc
 CXX     ?= g++
 WARN    := -Wall -Wextra -Werror
-CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude
+# EXTRA_CFLAGS / EXTRA_LDFLAGS: a distribution's own (debian/rules passes dpkg-buildflags)
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude $(EXTRA_CFLAGS)
 VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
@@ -43,7 +46,8 @@ INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
                  $(foreach f,$(wildcard gdb-ext/*.py),share/det/gdb-ext=$(f))
 PY_SRC  := $(wildcard recorder/det/*.py replayer/det_replay/*.py) setup.cfg
 
-.PHONY: all setup native samples benches testprogs demo test check bench stress clean dist install uninstall
+.PHONY: all setup native samples benches testprogs demo test check bench stress clean dist install uninstall \
+	package package-check
 
 all: $(SETUP) native samples benches testprogs dist
 
@@ -55,11 +59,11 @@ native: build/libdet.so build/libdetsup.so
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -o $@ $(SUP_SRC) -lsqlite3
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
 dist: native build/.cli-docs
@@ -109,6 +113,14 @@ test: all check
 
 bench: all
 	$(PY) bench/run.py
+
+package:
+	tools/setup.sh --package
+	tools/package.sh
+
+package-check: all
+	tools/setup.sh --package
+	$(PY) -m pytest -q -s tests/package -m package
 
 stress: all
 	$(PY) -m pytest -q tests/stress -m stress

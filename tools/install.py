@@ -103,7 +103,8 @@ def pairs(items: list[str]) -> list[tuple[str, Path]]:
 
 
 def plan(prefix: Path, stage_dir: Path | None, files: list[str]) -> list[tuple[Path, Path | str, int]]:
-    """(destination, source file or text, mode) for everything installed."""
+    """(destination, source file or text, mode) for everything installed.
+    Generated sources (in GENERATED) may be missing: gen_cli_docs said why."""
     out: list[tuple[Path, Path | str, int]] = []
     if stage_dir is not None:
         for f in sorted(stage_dir.rglob("*.py")):
@@ -131,6 +132,9 @@ def install(ns: argparse.Namespace) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(src, Path):
             if not src.exists():
+                if src.is_relative_to(GENERATED / "man") or src.is_relative_to(GENERATED / "completion"):
+                    print(f"install.py: {src.relative_to(ROOT)} was not generated; not installed", file=sys.stderr)
+                    continue
                 sys.exit(f"install.py: {src} is missing: run `make` first")
             shutil.copyfile(src, target)
         else:

@@ -2,6 +2,10 @@
 # tools/setup.sh - install what det needs on a Debian machine, then create
 # .venv with det and its Python tools. Idempotent; make runs it once.
 #
+#   tools/setup.sh             what building and `make test` need
+#   tools/setup.sh --package   also what `make package-check` needs (Debian
+#                              packaging tools, debootstrap); no .venv
+#
 # Rules: Debian packages are installed only when running as root (apt-get);
 # otherwise each missing tool is named with the package that provides it,
 # and the script fails.
@@ -12,8 +16,13 @@ cd "$(dirname "$0")/.."
 need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
-  "man:man-db" "bash:bash"
+  "man:man-db" "bash:bash" "setpriv:util-linux"
 )
+package=0
+if [ "${1:-}" = --package ]; then
+  package=1
+  need+=("dpkg-buildpackage:dpkg-dev" "dh:debhelper" "dh_python3:dh-python" "lintian:lintian" "debootstrap:debootstrap")
+fi
 # header -> Debian package
 headers=("/usr/include/sqlite3.h:libsqlite3-dev")
 
@@ -45,6 +54,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+
+[ "$package" = 1 ] && exit 0
 
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
