@@ -242,7 +242,7 @@ def pack_trace(path: Path, quiet: bool = False) -> PackReport:
     try:
         with db:
             db.execute("DELETE FROM packed")
-            db.execute("DELETE FROM blobs")
+            repacked = db.execute("DELETE FROM blobs").rowcount > 0
             stored = 0
             seen: set[str] = set()
             for e in sorted(plan.entries.values(), key=lambda e: e.path):
@@ -257,7 +257,8 @@ def pack_trace(path: Path, quiet: bool = False) -> PackReport:
                     db.execute("INSERT INTO blobs(sha256, chunk, codec, size, bytes) VALUES (?,?,?,?,?)",
                                (e.sha256, i, codec, size, data))
                     stored += len(data)
-        db.execute("VACUUM")
+        if repacked:
+            db.execute("VACUUM")  # give back what the previous pack took
     except sqlite3.Error as e:
         raise DetError(f"{path}: cannot write the pack ({e})") from None
     finally:

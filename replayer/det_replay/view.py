@@ -138,6 +138,7 @@ class PackedView:
         self.root = ""
         self.mounts = 0
         self.userns = False
+        self.unseen: list[str] = []  # host entries the program cannot see in the view
         self.holder: tuple[int, int] | None = None  # (pid, pipe fd)
 
     def build(self) -> None:
@@ -161,7 +162,12 @@ class PackedView:
 
     def _mirror(self, host: str | None, view: str, node: dict, vpath: str) -> None:
         if host is not None:
-            for name in sorted(os.listdir(host)):
+            try:
+                names = sorted(os.listdir(host))
+            except OSError as e:  # (a directory this user may not list: the program sees only the packed files)
+                self.unseen.append(f"{host} ({e.strerror})")
+                names = []
+            for name in names:
                 if name not in node:
                     self._bind(os.path.join(host, name), os.path.join(view, name))
         for name, sub in node.items():
@@ -185,16 +191,20 @@ class PackedView:
                     os.utime(there, ns=(e.mtime_ns, e.mtime_ns))
 
     def _bind(self, src: str, dst: str) -> None:
-        st = os.lstat(src)
-        if stat.S_ISLNK(st.st_mode):
-            os.symlink(os.readlink(src), dst)
-            return
-        if stat.S_ISDIR(st.st_mode):
-            os.mkdir(dst)
-        else:
-            os.close(os.open(dst, os.O_CREAT | os.O_WRONLY, 0o600))
-        _mount(src, dst, None, MS_BIND | MS_REC)
-        self.mounts += 1
+        """Show the host's src at dst; what cannot be shown is noted, not fatal."""
+        try:
+            st = os.lstat(src)
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(src), dst)
+                return
+            if stat.S_ISDIR(st.st_mode):
+                os.mkdir(dst)
+            else:
+                os.close(os.open(dst, os.O_CREAT | os.O_WRONLY, 0o600))
+            _mount(src, dst, None, MS_BIND | MS_REC)
+            self.mounts += 1
+        except OSError as e:
+            self.unseen.append(f"{src} ({e.strerror})")
 
     def shm_holder(self, shm_fd: int) -> int | None:
         """The pid the program should open det's shared memory through, when
@@ -263,6 +273,8 @@ def host_differences(tr: Trace, view: PackedView | None) -> list[str]:
     and the program's files that are gone or differ (the ones not packed)."""
     lines = [f"note: {d}" for d in machine.differences(tr.meta)
              if "lacks features" in d or tr.meta.get("host") not in (None, os.uname().nodename)]
+    if view is not None and view.unseen:
+        lines.append(f"note: the replay cannot show the program these files of this machine: {_few(view.unseen)}")
     has_files = tr.q1("SELECT count(*) FROM sqlite_master WHERE name = 'files'")
     rows = tr.q("SELECT path, how, size, mtime_ns FROM files WHERE cut = 0") if has_files else []
     gone, changed = [], []

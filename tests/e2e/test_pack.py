@@ -166,6 +166,8 @@ def test_trace_sizes_are_reported_by_pack(tmp_path: Path) -> None:
     assert (f"packed {files[0]} files ({files[1]} distinct, {files[2] / 1e6:.1f} MB)" in r.stderr.decode()), r.stderr
     assert f"they take {stored / 1e6:.1f} MB in the trace" in r.stderr.decode()
     assert stored < files[2]
+    info = detrec("info", trace).stdout.decode()
+    assert f"packed:     {files[0]} files, {files[2] / 1e6:.1f} MB, stored in {stored / 1e6:.1f} MB" in info
     assert outcome(trace)["status"] == "exited"
     assert hashlib.sha256((work / "main").read_bytes()).hexdigest() == \
         query(trace, "SELECT sha256 FROM packed WHERE path = ?", (str(work / "main"),))[0][0]
