@@ -47,9 +47,12 @@ static void *det_thread_main(void *arg)
 	void *fn_arg = (void *)(uintptr_t)s->start_arg;
 	struct det_thread *t = &det_tls;
 
-	det_thread_attach(t, num);
+	/* A thread often starts after the dlopen of the code it runs. Before it
+	 * attaches: in strict mode it then holds no turn while it waits for the
+	 * loader's lock (which a dlopen making events may hold). */
 	if (det_mode == DET_MODE_RECORD)
-		det_note_modules(); /* a thread often starts after the dlopen of the code it runs */
+		det_note_modules();
+	det_thread_attach(t, num);
 	t->depth = 1;
 	struct det_op op = {.id = s->obj};
 	det_acquire_begin(&op, t, DET_EV_THREAD_START, NULL, DET_OBJ_THREAD, (uint64_t)(uintptr_t)fn);
