@@ -110,6 +110,11 @@ def plan(prefix: Path, stage_dir: Path | None, files: list[str]) -> list[tuple[P
         for f in sorted(stage_dir.rglob("*.py")):
             out.append((prefix / "lib/det/python" / f.relative_to(stage_dir), f, 0o644))
     for name, (module, func) in commands().items():
+        rel = Path(*module.split("."))
+        if stage_dir is not None and not (stage_dir / rel.with_suffix(".py")).exists() \
+                and not (stage_dir / rel / "__init__.py").exists():
+            print(f"install.py: {name}: its module {module} does not exist yet; not installed", file=sys.stderr)
+            continue
         out.append((prefix / "bin" / name, COMMAND.format(python=PYTHON, name=name, module=module, func=func),
                     0o755))
         # generated from the command's parser (tools/gen_cli_docs.py)

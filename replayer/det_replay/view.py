@@ -71,44 +71,42 @@ def is_packed(tr: Trace) -> bool:
 
 
 def enter_namespaces() -> bool:
-    """A mount namespace of this process's own (and a user namespace, not as
-    root: returns whether it made one)."""
+    """A mount namespace of this process's own, whose mounts never show up
+    outside it; with a user namespace when not root (returns whether it is
+    one this process is not root in)."""
     uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNS if uid == 0 else CLONE_NEWUSER | CLONE_NEWNS
-    if _libc.unshare(flags) != 0:
-        e = ctypes.get_errno()
-        need = "a mount namespace" if uid == 0 else "unprivileged user and mount namespaces"
-        hint = "" if uid == 0 else (" (kernel.unprivileged_userns_clone or user.max_user_namespaces may forbid "
-                                    "them; or run detreplay as root)")
-        raise DetError(f"a packed trace replays in a private mount namespace, and this system refused {need}: "
-                       f"{os.strerror(e)}{hint}; --host-files replays with this machine's files instead", status=2)
-    if uid != 0:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
+    if uid == 0:
+        _unshare(CLONE_NEWNS, "a mount namespace")
+        try:
+            _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        except OSError as e:
+            # EINVAL: a chroot whose root is not a mount point. The mount that
+            # holds it may be shared with the outside, and from here its
+            # propagation can be neither seen nor changed (nor can a user
+            # namespace be made in a chroot, which would make it a slave).
+            why = ("this process's root is not a mount point (a chroot?), so what a packed trace mounts could show "
+                   "up outside it: make the root a mount point (mount --bind ROOT ROOT) before chroot'ing"
+                   if e.errno == errno.EINVAL else f"cannot make this process's mounts private ({e})")
+            raise DetError(f"{why}; or use --host-files", status=2) from None
+        return False
+    _unshare(CLONE_NEWUSER | CLONE_NEWNS, "unprivileged user and mount namespaces")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
     except OSError as e:
-        # In a chroot whose root is not a mount point, the propagation of the
-        # mount holding it cannot be changed from here: go on only if nothing
-        # mounted here could show up outside (the mount is not shared).
-        if e.errno != errno.EINVAL or _root_mount_shared():
-            raise DetError("cannot make this process's mounts private (this root is not a mount point and its "
-                           "mount is shared): a packed trace would mount outside; bind-mount the root onto itself "
-                           "and make it private (mount --make-rprivate), or use --host-files", status=2) from None
-    return uid != 0
+        raise DetError(f"cannot make this process's mounts private ({e}); or use --host-files", status=2) from None
+    return True
 
 
-def _root_mount_shared() -> bool:
-    """Is the mount that holds this process's root a shared one (/proc/self/mountinfo)?"""
-    shared = True
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) > 6 and fields[4] == "/":
-                optional = fields[6:fields.index("-")] if "-" in fields else []
-                shared = any(o.startswith("shared:") for o in optional)
-    return shared
+def _unshare(flags: int, what: str) -> None:
+    if _libc.unshare(flags) != 0:
+        e = ctypes.get_errno()
+        hint = "" if os.getuid() == 0 else (" (kernel.unprivileged_userns_clone or user.max_user_namespaces may "
+                                            "forbid them, and Linux does in a chroot; or run detreplay as root)")
+        raise DetError(f"a packed trace replays in a private mount namespace, and this system refused {what}: "
+                       f"{os.strerror(e)}{hint}; --host-files replays with this machine's files instead", status=2)
 
 
 def _drop_capabilities() -> None:

@@ -71,8 +71,9 @@ def chroot(tmp_path_factory) -> Path:
 
 
 def in_chroot(root: Path, script: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run a shell script in the chroot, with /proc and /dev, in a mount namespace of its own."""
-    setup = f"mount -t proc proc {root}/proc && mount --rbind /dev {root}/dev && "
+    """Run a shell script in the chroot, with /proc and /dev, in a mount namespace of its own;
+    its root is a mount point, as in a container (a packed replay needs that, as root)."""
+    setup = f"mount --bind {root} {root} && mount -t proc proc {root}/proc && mount --rbind /dev {root}/dev && "
     return run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                 setup + f"exec chroot {root} /bin/sh -ec '{script}'"], timeout=timeout,
                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"})
