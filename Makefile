@@ -5,6 +5,8 @@
 #   make test     everything CI runs (checks + all tests)
 #   make bench    det-vs-native ratios (medians of several runs)
 #   make stress   slow statistical runs
+#   make package  the Debian package (build/deb/), lintian-checked
+#   make package-check  build it, install it in a fresh Debian (debootstrap), use it, purge it
 #   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
 #                 and the Python package in lib/det/, the gdb extension in share/det/,
 #                 man pages and bash completion (generated from the parsers); make uninstall
@@ -19,7 +21,8 @@
 CC      ?= gcc
 CXX     ?= g++
 WARN    := -Wall -Wextra -Werror
-CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude
+# EXTRA_CFLAGS / EXTRA_LDFLAGS: a distribution's own (debian/rules passes dpkg-buildflags)
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude $(EXTRA_CFLAGS)
 VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
@@ -60,7 +63,8 @@ PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_re
              tui/det_tui/*.tcss) setup.cfg
 
 .PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall \
-        kmod check-kmod bench-kmod
+        kmod check-kmod bench-kmod \
+	package package-check
 
 all: $(SETUP) native samples benches testprogs dist
 
@@ -78,11 +82,11 @@ $(DETPASS): llvm/DetPass.cpp include/det/events.def include/det/events.h
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -o $@ $(SUP_SRC) -lsqlite3
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
 dist: native build/.cli-docs
@@ -162,6 +166,14 @@ check-kmod: all kmod $(KMOD_GUEST_BIN)
 
 bench-kmod: all kmod $(KMOD_GUEST_BIN)
 	$(PY) kmod/harness/run.py bench
+
+package:
+	tools/setup.sh --package
+	tools/package.sh
+
+package-check: all
+	tools/setup.sh --package
+	$(PY) -m pytest -q -s tests/package -m package
 
 stress: all
 	$(PY) -m pytest -q tests/stress -m stress

@@ -60,6 +60,7 @@ struct det_sup {
 /* Pipes the program may make (inodes remembered; a fuller table only
  * makes later pipes count as outside ones, recorded rather than re-read). */
 #define SUP_PIPES 8192
+#define SUP_FILES 4096 /* files a recording lists for `detrec pack` */
 
 /* Sizes that decide the region's layout. */
 struct sup_layout {

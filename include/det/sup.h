@@ -102,6 +102,11 @@ int det_sup_proc(struct det_sup *s, uint32_t idx, struct det_proc_info *out);
 
 /* The program's loaded objects: 1 and (base, path) for module i, 0 past the end. */
 int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, uint32_t len);
+/* File i the program read or loaded (include/det/shm.h struct det_file): its
+ * DET_FILE_* kind with (path, size, mtime), 0 for an entry never finished,
+ * -1 past the end; det_sup_files_lost: files beyond the table's capacity. */
+int det_sup_file(struct det_sup *s, uint32_t i, char *path, uint32_t len, int64_t *size, int64_t *mtime_ns);
+uint32_t det_sup_files_lost(struct det_sup *s);
 
 /* --- replay --- */
 /*

@@ -59,6 +59,10 @@ class ProcInfo(ctypes.Structure):
     ]
 
 
+# struct det_file.how (include/det/shm.h)
+FILE_HOW = {1: "opened", 2: "loaded", 3: "exec"}
+DET_FILE_CUT = 0x100
+
 # enum det_proc_state
 PROC_STATES = {0: "free", 1: "reserved", 2: "running", 3: "exec", 4: "gone"}
 
@@ -99,6 +103,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_failed": (I, [P, C, U32]),
         "det_sup_divergence": (I, [P, ctypes.POINTER(U64 * 10), C, U32]),
         "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
+        "det_sup_file": (I, [P, U32, C, U32, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
+        "det_sup_files_lost": (U32, [P]),
         "det_sup_replay_new": (P, [C, C, C, C, C, C, U32, C, U32]),
         "det_sup_events_done": (U64, [P]),
         "det_sup_add_flags": (None, [P, U32]),
@@ -196,6 +202,20 @@ class Region:
             out.append((os.fsdecode(buf.value), base.value))
             i += 1
         return out
+
+    def files(self) -> tuple[list[dict[str, object]], int]:
+        """The files the program read, loaded or exec'd (include/det/shm.h
+        struct det_file), and how many more the table had no room for."""
+        out = []
+        size, mtime = ctypes.c_int64(), ctypes.c_int64()
+        buf = ctypes.create_string_buffer(512)
+        i = 0
+        while (how := lib().det_sup_file(self.h, i, buf, 512, ctypes.byref(size), ctypes.byref(mtime))) >= 0:
+            if how:
+                out.append({"path": os.fsdecode(buf.value), "how": FILE_HOW.get(how & 0xff, "?"),
+                            "size": size.value, "mtime_ns": mtime.value, "cut": int(bool(how & DET_FILE_CUT))})
+            i += 1
+        return out, lib().det_sup_files_lost(self.h)
 
     def divergence(self) -> tuple[dict[str, int], str] | None:
         arr = (ctypes.c_uint64 * 10)()

@@ -8,6 +8,7 @@ output goes where it went when recorded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -25,6 +26,8 @@ from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
 from det.trust import check_libraries, check_owner
 from det.watchdog import Watchdog
+
+from .view import PackedView, host_differences, is_packed, open_view
 
 EXIT_DIVERGED = EXIT_STOPPED
 EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
@@ -44,27 +47,38 @@ def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
-def check_binary(tr: Trace, force: bool, trust: bool = False) -> str:
+def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView | None = None) -> str:
     """Everything a replay runs, checked before it runs: whose trace it is
-    (det.trust), the binary and every library it loaded, the directory."""
+    (det.trust), the binary and every library it loaded, the directory; in
+    a packed trace's view when there is one."""
     m = tr.meta
     check_owner(tr.path, m, trust)
     exe = m.get("binary")
-    if not exe or not os.path.exists(exe):
-        raise DetError(f"{exe}: the recorded program is gone", status=2)
-    if not force and sha256_file(exe) != m.get("binary_sha256"):
+    here = (lambda p: view.host_path(p)) if view is not None else (lambda p: p)
+    if not exe or not os.path.exists(here(exe)):
+        hint = ("the trace carries it: replay without --host-files" if is_packed(tr)
+                else "`detrec pack` on the recording machine carries it with the trace")
+        raise DetError(f"{exe}: the recorded program is gone; {hint}", status=2)
+    if not force and sha256_file(here(exe)) != m.get("binary_sha256"):
         raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
                        status=2)
-    check_libraries(m, force)
-    if not os.path.isdir(m.get("cwd", "")):
+    check_libraries(m, force, here)
+    if not os.path.isdir(here(m.get("cwd", ""))):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
     return exe
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None, trust: bool = False, backend: str = "futex") -> ReplayResult:
-    with Trace(trace_path) as tr:
-        exe = check_binary(tr, force, trust)
+           stall: float | None = None, trust: bool = False, backend: str = "futex", host_files: bool = False,
+           quiet: bool = False) -> ReplayResult:
+    with Trace(trace_path) as tr, contextlib.ExitStack() as cleanup:
+        view = open_view(tr, host_files)
+        if view is not None:
+            cleanup.callback(view.close)
+        exe = check_binary(tr, force, trust, view)
+        if not quiet:
+            for line in host_differences(tr, view):
+                say(line)
         m = tr.meta
         rec = tr.outcome()
         total = tr.event_count()
@@ -77,7 +91,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         sym = Symbolizer(tr.modules())
         try:
             gaps = recorded_gaps(tr) if stall is not None and not (relaxed and not strict) else None
-            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, gaps)
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, view, gaps)
         finally:
             rep.close()
 
@@ -104,11 +118,13 @@ def recorded_gaps(tr: Trace) -> list[float]:
 
 
 def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
-         sym: Symbolizer, stall: float | None, gaps: list[float] | None = None) -> ReplayResult:
+         sym: Symbolizer, stall: float | None, view: PackedView | None,
+         gaps: list[float] | None = None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
-    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep),
-                   (m.get("stdout"), m.get("stderr")))
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep, view),
+                   (m.get("stdout"), m.get("stderr")), root=view.root if view is not None else None,
+                   shm_pid=view.shm_holder(rep.fd) if view is not None else None)
     prog.region = rep
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
@@ -226,14 +242,14 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     return result(exit_status, done, True, lines)
 
 
-def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
+def replay_stdin(tr: Trace, rep: Replayer, view: PackedView | None = None) -> StdinFeed | int | None:
     """The program's stdin as it was recorded (see det.launch.stdin_source)."""
     src = tr.meta.get("stdin") or {"kind": "tty"}
     if src["kind"] in FED_KINDS:
         rep.add_flags(DET_F_STDIN_FED)
         return StdinFeed(tr.stdin_chunks(), None, pty=src["kind"] == "pty")
     if src["kind"] == "file":
-        path = src["path"]
+        path = view.host_path(src["path"]) if view is not None else src["path"]
         if not os.path.exists(path) or sha256_file(path) != src["sha256"]:
             raise DetError(f"{path}: the file the program read as stdin is gone or changed since recording",
                            status=2)
@@ -293,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="futex", metavar="NAME",
                    help="how threads wait for their turns: futex (default) or kmod (det's kernel module, "
                         "/dev/detsched: docs/kmod.md)")
+    p.add_argument("--host-files", action="store_true",
+                   help="a packed trace: use this machine's files, not the ones packed in the trace")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
@@ -349,13 +367,13 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
 
         try:
             return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
-                           trust=ns.trust)
+                           trust=ns.trust, host_files=ns.host_files)
         except DetError as e:
             say(str(e))
             return e.status
     try:
         res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust,
-                     backend=ns.backend)
+                     backend=ns.backend, host_files=ns.host_files, quiet=ns.quiet)
     except DetError as e:
         say(str(e))
         return e.status
