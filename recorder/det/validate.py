@@ -96,6 +96,10 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),
+    "machine": lambda v: isinstance(v, str),
+    "cpu_model": lambda v: isinstance(v, str),
+    "cpu_flags": lambda v: isinstance(v, str),
+    "files_lost": lambda v: isinstance(v, int) and v >= 0,
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
 }
