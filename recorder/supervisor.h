@@ -39,11 +39,13 @@ struct det_sup {
 
 	uint64_t data_off;       /* replay: where recorded input data starts */
 	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */
+	int turns_fd;            /* replay: the enforcement backend's descriptor (kmod: owns the schedule), -1: none */
 };
 
 /* Pipes the program may make (inodes remembered; a fuller table only
  * makes later pipes count as outside ones, recorded rather than re-read). */
 #define SUP_PIPES 8192
+#define SUP_FILES 4096 /* files a recording lists for `detrec pack` */
 
 /* Sizes that decide the region's layout. */
 struct sup_layout {
@@ -57,5 +59,10 @@ SUP_HIDDEN int sup_fail(struct det_sup *s, const char *fmt, ...) __attribute__((
 SUP_HIDDEN uint64_t sup_mono_ns(void);
 SUP_HIDDEN uint32_t sup_pow2(uint64_t n, uint32_t min);
 SUP_HIDDEN void sup_feed_free(struct det_sup *s);
+/* Replay: every event's prerequisites (entry e's dep_thread, dep_idx) in
+ * one pass over the trace, for a backend that loads them all at once. */
+SUP_HIDDEN int sup_schedule_deps(struct det_sup *s,
+				 void (*dep)(void *arg, uint32_t thread, uint64_t idx, const struct det_sched *e),
+				 void *arg);
 
 #endif /* DET_SUPERVISOR_H */

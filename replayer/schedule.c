@@ -61,6 +61,46 @@ struct call {
 	uint32_t kind, obj, aux;
 };
 
+/* What the next event waits for: the last event in the order so far
+ * (ordered), the last on each object (relaxed). */
+struct order {
+	struct last_event prev;      /* ordered */
+	struct last_event *last_obj; /* relaxed, per object */
+	int64_t max_obj;
+};
+
+/* Event idx of thread t (kind, obj, aux of entry e) in the order: its
+ * prerequisites on other threads go to dep[0..1] (thread 0: none), and it
+ * becomes the last event of what it orders. */
+static void order_next(struct order *o, uint32_t flags, const struct det_sched *e, uint32_t t, uint64_t idx,
+		       struct last_event dep[2])
+{
+	memset(dep, 0, 2 * sizeof(*dep));
+	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT))
+		return;
+	struct last_event me = {t + 1, 0, idx};
+	if (flags & DET_F_RELAXED) {
+		dep[0] = o->last_obj[e->obj];
+		o->last_obj[e->obj] = me;
+		if (aux_is_object(e->kind) && e->aux > 0 && e->aux <= o->max_obj && e->aux != e->obj) {
+			dep[1] = o->last_obj[e->aux];
+			o->last_obj[e->aux] = me;
+		}
+	} else {
+		dep[0] = o->prev;
+		o->prev = me;
+	}
+	for (int i = 0; i < 2; i++)
+		if (dep[i].thread == t + 1)
+			dep[i].thread = 0; /* program order needs no edge */
+}
+
+static void order_reset(struct order *o)
+{
+	memset(&o->prev, 0, sizeof(o->prev));
+	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));
+}
+
 struct feeder {
 	sqlite3 *db;
 	sqlite3_stmt *ev, *data;
@@ -71,8 +111,7 @@ struct feeder {
 	int64_t max_obj;
 	uint32_t nthreads;
 	uint64_t *fed;            /* per thread: entries written */
-	struct last_event prev;   /* ordered */
-	struct last_event *last_obj; /* relaxed, per object */
+	struct order order;
 	uint64_t seen, total;
 	uint64_t data_at, data_end;
 	uint32_t gen;             /* the run the windows are for */
@@ -117,9 +156,10 @@ static void add_wake(struct det_sched *e, uint32_t thread)
 	abort();
 }
 
-static void add_dep(struct det_sup *s, struct det_sched *e, int slot, struct last_event *prev, uint32_t thread)
+static void add_dep(struct det_sup *s, struct det_sched *e, int slot, const struct last_event *prev,
+		    uint32_t thread)
 {
-	if (!prev->thread || prev->thread == thread + 1)
+	if (!prev->thread)
 		return;
 	e->dep_thread[slot] = prev->thread;
 	e->dep_idx[slot] = (uint32_t)prev->idx;
@@ -145,8 +185,7 @@ static void feed_rewind(struct det_sup *s, uint32_t gen)
 	sqlite3_reset(f->data);
 	f->drc = sqlite3_step(f->data);
 	memset(f->fed, 0, f->nthreads * sizeof(*f->fed));
-	memset(&f->prev, 0, sizeof(f->prev));
-	memset(f->last_obj, 0, ((size_t)f->max_obj + 1) * sizeof(*f->last_obj));
+	order_reset(&f->order);
 	f->seen = 0;
 	f->data_at = s->data_off;
 	f->gen = gen;
@@ -224,19 +263,10 @@ static int feed_some(struct det_sup *s)
 			f->data_at += (uint64_t)n;
 			f->drc = sqlite3_step(f->data);
 		}
-		if (!det_kind_unordered(e->kind) || (h->flags & DET_F_STRICT)) {
-			if (h->flags & DET_F_RELAXED) {
-				add_dep(s, e, 0, &f->last_obj[e->obj], t);
-				f->last_obj[e->obj] = (struct last_event){t + 1, 0, idx};
-				if (aux_is_object(e->kind) && e->aux > 0 && e->aux <= f->max_obj && e->aux != e->obj) {
-					add_dep(s, e, 1, &f->last_obj[e->aux], t);
-					f->last_obj[e->aux] = (struct last_event){t + 1, 0, idx};
-				}
-			} else {
-				add_dep(s, e, 0, &f->prev, t);
-				f->prev = (struct last_event){t + 1, 0, idx};
-			}
-		}
+		struct last_event dep[2];
+		order_next(&f->order, h->flags, e, t, idx, dep);
+		add_dep(s, e, 0, &dep[0], t);
+		add_dep(s, e, 1, &dep[1], t);
 		f->fed[t]++;
 		f->seen++;
 		f->row = 0;
@@ -306,7 +336,7 @@ void sup_feed_free(struct det_sup *s)
 	sqlite3_close(f->db);
 	free(f->calls);
 	free(f->fed);
-	free(f->last_obj);
+	free(f->order.last_obj);
 	free(f);
 	s->feed = NULL;
 }
@@ -459,8 +489,9 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	f->total = total;
 	f->data_end = s->data_off + (uint64_t)data_bytes;
 	f->fed = calloc(nthreads, sizeof(*f->fed));
-	f->last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->last_obj));
-	if (!f->fed || !f->last_obj) {
+	f->order.max_obj = f->max_obj;
+	f->order.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->order.last_obj));
+	if (!f->fed || !f->order.last_obj) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
@@ -491,6 +522,61 @@ out:
 		return NULL;
 	}
 	return s;
+}
+
+/*
+ * Every event's prerequisites at once, for a backend that takes the whole
+ * schedule before the program starts (kmod): one pass of its own over the
+ * trace, by the same order_next as the feeder. dep() gets each event's
+ * dep_thread (thread + 1, 0: none) and dep_idx pairs.
+ */
+int sup_schedule_deps(struct det_sup *s, void (*dep)(void *arg, uint32_t thread, uint64_t idx,
+						      const struct det_sched *e),
+		      void *arg)
+{
+	struct feeder *f = s->feed;
+	struct det_shm_header *h = s->hdr;
+	if (!f)
+		return sup_fail(s, "no schedule to read");
+	struct order o = {.max_obj = f->max_obj};
+	uint64_t *count = calloc(f->nthreads, sizeof(*count));
+	o.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*o.last_obj));
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+	if (!count || !o.last_obj) {
+		sup_fail(s, "out of memory");
+		goto out;
+	}
+	if (query(s, f->db, sqlite3_sql(f->ev), &st))
+		goto out;
+	int r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t num = sqlite3_column_int64(st, 1), call = sqlite3_column_int64(st, 2);
+		if (num < 0 || (uint64_t)num >= f->nthreads || call <= 0 || (uint64_t)call >= f->ncalls ||
+		    !f->calls[call].kind || count[num] >= det_shm_slot(h, (uint32_t)num)->sched_count) {
+			sup_fail(s, "event %lld of the trace is damaged", (long long)sqlite3_column_int64(st, 0));
+			goto out;
+		}
+		struct call *k = &f->calls[call];
+		struct det_sched e = {.obj = k->obj, .aux = k->aux, .kind = (uint16_t)k->kind};
+		struct last_event d[2];
+		order_next(&o, h->flags, &e, (uint32_t)num, count[num], d);
+		for (int i = 0; i < 2; i++) {
+			e.dep_thread[i] = d[i].thread;
+			e.dep_idx[i] = (uint32_t)d[i].idx;
+		}
+		dep(arg, (uint32_t)num, count[num]++, &e);
+	}
+	if (r != SQLITE_DONE) {
+		sup_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(f->db));
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	free(count);
+	free(o.last_obj);
+	return rc;
 }
 
 SUP_EXPORT uint64_t det_sup_events_done(struct det_sup *s)

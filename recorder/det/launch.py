@@ -95,22 +95,27 @@ def check_elf(path: str, name: str) -> None:
         )
 
 
-def program_env(base: dict[str, str], shm_fd: int) -> dict[str, str]:
-    """The program's environment: `base` in its order, then det's variables."""
+def program_env(base: dict[str, str], shm_fd: int, shm_pid: int | None = None) -> dict[str, str]:
+    """The program's environment: `base` in its order, then det's variables.
+    The program opens det's shared memory as /proc/SHM_PID/fd/SHM_FD (this
+    process, unless another holds the region for it)."""
     env = dict(base)
     lib = str(libdet_path())
     prior = env.pop("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (":" + prior if prior else "")
     # This process's pid and descriptor, reopened by every process of the
     # program through /proc (fixed width: the same stack size in every mode).
-    env[SHM_ENV] = f"{os.getpid():07d}:{shm_fd:06d}"
+    env[SHM_ENV] = f"{shm_pid or os.getpid():07d}:{shm_fd:06d}"
     return env
 
 
-def _preexec() -> None:
+def _preexec(root: str | None = None, cwd: str | None = None) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.personality(ADDR_NO_RANDOMIZE)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if root is not None:  # a packed trace's view (det.replay.view)
+        os.chroot(root)
+        os.chdir(cwd or "/")
 
 
 def output_source(fd: int) -> dict[str, object]:
@@ -284,13 +289,14 @@ def read_own_stdin():
 class Program:
     """A running program under det. `stdin` is None (inherit), an fd to
     give it (closed here), or a StdinFeed; `outputs` are output_source()
-    of its stdout and stderr (None: a pipe)."""
+    of its stdout and stderr (None: a pipe). With `root`, the program runs
+    chroot'ed there, and exe and cwd are paths in that root."""
 
     def __init__(
         self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
         stdin: StdinFeed | int | None = None, outputs: tuple[dict | None, dict | None] = (None, None),
+        root: str | None = None, shm_pid: int | None = None,
     ) -> None:
-        self._pidfd: int | None = None
         out_r, out_w, _ = output_pair(outputs[0])
         err_r, err_w, _ = output_pair(outputs[1])
         stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
@@ -298,12 +304,12 @@ class Program:
             self.proc = subprocess.Popen(
                 argv,
                 executable=exe,
-                env=program_env(env, shm_fd),
-                cwd=cwd,
+                env=program_env(env, shm_fd, shm_pid),
+                cwd=cwd if root is None else None,
                 stdin=stdin_fd,
                 stdout=out_w,
                 stderr=err_w,
-                preexec_fn=_preexec,
+                preexec_fn=_preexec if root is None else lambda: _preexec(root, cwd),
             )
         except FileNotFoundError:
             raise DetError(f"{cwd}: working directory is gone", status=2) from None
@@ -317,6 +323,12 @@ class Program:
         if isinstance(stdin, StdinFeed):
             stdin.start()
         self.stdin = stdin if isinstance(stdin, StdinFeed) else None
+        self.started = time.monotonic()
+        self.ended: float | None = None  # when wait() first saw it end
+        try:
+            self._pidfd: int | None = os.pidfd_open(self.proc.pid)
+        except OSError:
+            self._pidfd = None
         self.region: Any = None  # set by the caller: the program's other processes are listed there
         self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
         self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
@@ -326,27 +338,20 @@ class Program:
         return self.proc.pid
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """The exit status, or None if it still runs after `timeout` s. Waits
-        on a pidfd, so a short program is seen to end at once (Popen's own
-        timed wait polls with growing sleeps)."""
-        if timeout is not None and self.proc.returncode is None:
-            if self._pidfd is None:
-                try:
-                    self._pidfd = os.pidfd_open(self.proc.pid)
-                except OSError:
-                    self._pidfd = -1
-            if self._pidfd >= 0:
-                if not select.select([self._pidfd], [], [], timeout)[0]:
-                    return None
-                rc = self.proc.poll()
-                if rc is not None:
-                    os.close(self._pidfd)
-                    self._pidfd = -1
-                return rc
+        """Its status once it ended (seen at once, through a pidfd), or None
+        after timeout seconds."""
+        if self._pidfd is not None and self.proc.returncode is None:
+            if not select.select([self._pidfd], [], [], timeout)[0]:
+                return None
+            os.close(self._pidfd)
+            self._pidfd = None
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        if self.ended is None:
+            self.ended = time.monotonic()
+        return rc
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the program, and the other processes it started, if any."""

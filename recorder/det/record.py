@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from . import __version__, schema, tracedir
+from . import __version__, machine, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import (
@@ -219,6 +219,7 @@ class Captured:
     stderr_tail: bytes
     seed: int = 0
     cc_points: int = 0
+    files: list[dict] = field(default_factory=list)  # what the program read or loaded (detrec pack)
 
     @property
     def failed(self) -> bool:
@@ -261,6 +262,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             "start_unix_ns": time.time_ns(),
             "host": platform.node(),
             "kernel": platform.release(),
+            **machine.describe(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
             "stdout": opts.outputs[0],
@@ -358,6 +360,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         end_states = _end_states(rec)
         cap = rec.stats()
         attached = bool(rec.attached())
+        files, files_lost = rec.files()
         preemptions = rec.preemptions()
         cc_points = rec.cc_points()
     except BaseException:
@@ -399,10 +402,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         "events": 0,  # known once the log is converted
         "message": message,
     }
-    writer.set_meta({"preemptions": preemptions, "capture_bytes": cap.bytes,
+    writer.set_meta({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
                      "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
-                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points)
+                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points, files)
 
 
 def finish_run(c: Captured) -> RunResult:
@@ -414,6 +417,7 @@ def finish_run(c: Captured) -> RunResult:
         raise DetError(f"cannot write the trace: {e}; the capture log stays in {c.writer.log} "
                        f"(detrec salvage {c.writer.log})", status=1) from None
     c.outcome["events"] = st.events
+    c.writer.set_files(c.files)
     convert_s = time.monotonic() - t0
     c.writer.set_meta({
         "libraries": library_hashes(c.writer.modules()),
@@ -488,6 +492,7 @@ SUBCOMMANDS = {
     "rm": ("tracedir", "rm_main", "rm_parser"),
     "salvage": ("salvage", "main", "build_parser"),
     "scrub": ("share", "main", "build_parser"),
+    "pack": ("pack", "main", "build_parser"),
 }
 
 
@@ -508,9 +513,13 @@ def subcommand_parser(name: str) -> argparse.ArgumentParser:
 
 
 def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
-    """After a recording: make the trace kept the latest."""
+    """After a recording: make the trace kept the latest, and pack it if asked."""
     if path.exists():
         tracedir.note_latest(path)
+        if ns.pack:
+            from .pack import pack_trace
+
+            pack_trace(path, quiet=ns.quiet)
     return status
 
 
@@ -706,17 +715,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
         epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
                "trace directory and `detrec rm TRACE` removes them; `detrec salvage LOG` turns the capture log "
-               "of a killed detrec into a trace (info, detreplay and detdiff do that by themselves). To record a "
-               "program named like a command, write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, "
-               "else $XDG_DATA_HOME/det/traces, else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: "
-               "the program's (128+N for signal N), 124 when --timeout stopped it, 125 when det stopped it, 2 "
-               "for bad usage.",
+               "of a killed detrec into a trace (info, detreplay and detdiff do that by themselves); `detrec pack "
+               "TRACE` puts into the trace the program, its libraries and the files it read, so that it replays on "
+               "another machine; `detrec scrub TRACE -o OUT` copies a trace to share, its environment's values "
+               "blanked. To record a program named like a command, write `detrec -- info`. Without -o, traces go "
+               "to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, else ~/.local/share/det/traces, as PROGRAM-N.db. "
+               "Exit status: the program's (128+N for signal N), 124 when --timeout stopped it, 125 when det "
+               "stopped it, 2 for bad usage.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     p.add_argument("-o", "--output", metavar="TRACE",
-                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there "
-                        "is replaced, any other existing file, directory, device or link is refused"
-                   ).complete = "file"
+                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there is "
+                        "replaced, any other existing file, directory, device or link is refused").complete = "file"
+    p.add_argument("--pack", action="store_true",
+                   help="then pack the trace kept (see `detrec pack`), so it replays on another machine")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",

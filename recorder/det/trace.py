@@ -462,6 +462,16 @@ class TraceWriter:
         finally:
             db.close()
 
+    def set_files(self, files: list[dict[str, Any]]) -> None:
+        """What the program read, loaded or exec'd (native.Recorder.files)."""
+        db = self._db()
+        try:
+            with db:
+                db.executemany("INSERT INTO files(path, how, size, mtime_ns, cut) VALUES (?,?,?,?,?)",
+                               [(f["path"], f["how"], f["size"], f["mtime_ns"], f["cut"]) for f in files])
+        finally:
+            db.close()
+
     def modules(self) -> list[tuple[str, int]]:
         """The modules the converted run loaded, the program first."""
         db = self._db()

@@ -11,7 +11,7 @@ Rules of this file:
     outcome, threads, processes, objects, and the events' seq, tid, idx,
     kind, obj, result and aux), read through Trace, so that a change of how
     events are stored touches little here. The expected tables and columns
-    come from schema.SCHEMA. The tables the events are stored in (format 3:
+    come from schema.SCHEMA. The tables the events are stored in (format 4:
     event_rows, calls, marks) are checked as tables too: types, references,
     and the marks against the events they index.
   - Cheap checks (identity, schema, meta, outcome, the small tables) run at
@@ -100,6 +100,10 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),
+    "machine": lambda v: isinstance(v, str),
+    "cpu_model": lambda v: isinstance(v, str),
+    "cpu_flags": lambda v: isinstance(v, str),
+    "files_lost": lambda v: isinstance(v, int) and v >= 0,
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
 }

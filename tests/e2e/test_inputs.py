@@ -124,9 +124,9 @@ def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"ready\n"
     pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("sigwaiter"))]))
-    for _ in range(5):
+    for i in range(1, 6):  # one at a time: two pending SIGUSR1s would be one
         os.kill(pid, signal.SIGUSR1)
-        time.sleep(0.02)
+        assert p.stdout.readline() == f"got {i}\n".encode()
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err.decode()
     assert out.startswith(f"waiter ({mode}): 5 SIGUSR1".encode()), out

@@ -2,15 +2,15 @@
  * tests/programs/sigwaiter.c - signals taken synchronously by a dedicated
  * thread, as pbzip2 does: every thread blocks SIGUSR1 and SIGUSR2, a waiter
  * thread takes them with sigwait, sigwaitinfo, sigtimedwait or a signalfd
- * (argv[1]), counts the SIGUSR1s (sent from outside, e.g. by a test), and
- * ends on the SIGUSR2 that main sends the process when its work is done
- * and it has seen USR1S SIGUSR1s counted (so a fast run still waits for
- * the test's signals).
+ * (argv[1]), counts the SIGUSR1s (sent from outside, e.g. by a test; "got N"
+ * after each, so that the sender can wait for it: two standard signals
+ * pending at once are one), and ends on the SIGUSR2 that main sends the
+ * process when its work is done and EXPECT SIGUSR1s were taken.
  *
- * Output: "waiter (MODE): N SIGUSR1 (from pids P...), then SIGUSR2 from
- * itself; counter C". Rules: a replay prints the recording's line, though
- * the outside SIGUSR1s are not sent again.
- * Usage: sigwaiter sigwait|sigwaitinfo|sigtimedwait|signalfd [ITERS [USR1S]]
+ * Output: "got 1" ... "got N", then "waiter (MODE): N SIGUSR1 (from pids
+ * P...), then SIGUSR2 from itself; counter C". Rules: a replay prints the
+ * recording's lines, though the outside SIGUSR1s are not sent again.
+ * Usage: sigwaiter sigwait|sigwaitinfo|sigtimedwait|signalfd [ITERS [EXPECT]]
  */
 #include <pthread.h>
 #include <signal.h>
@@ -67,11 +67,14 @@ static void *waiter(void *arg)
 		int sig = take();
 		if (sig == SIGUSR2)
 			return NULL;
-		if (sig != SIGUSR1)
+		if (sig == SIGUSR1) {
+			pthread_mutex_lock(&m);
+			int n = ++usr1;
+			pthread_mutex_unlock(&m);
+			printf("got %d\n", n);
+			fflush(stdout);
+		} else
 			return (void *)1;
-		pthread_mutex_lock(&m);
-		usr1++;
-		pthread_mutex_unlock(&m);
 	}
 }
 
@@ -79,7 +82,7 @@ int main(int argc, char **argv)
 {
 	mode = argc > 1 ? argv[1] : "sigwait";
 	long iters = argc > 2 ? atol(argv[2]) : 100000;
-	int want = argc > 3 ? atoi(argv[3]) : 0;
+	int expect = argc > 3 ? atoi(argv[3]) : 0;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
@@ -95,11 +98,11 @@ int main(int argc, char **argv)
 		if (i % 1000 == 0)
 			usleep(200);
 	}
-	for (;;) {
+	for (;;) { /* the sender's signals are all taken before the end */
 		pthread_mutex_lock(&m);
-		int seen = usr1;
+		int n = usr1;
 		pthread_mutex_unlock(&m);
-		if (seen >= want)
+		if (n >= expect)
 			break;
 		usleep(1000);
 	}
