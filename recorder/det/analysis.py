@@ -69,13 +69,6 @@ class BlockReport:
     summary: str          # one line
 
 
-def first_site_of(trace: Trace, obj: int) -> int | None:
-    """Return address of the first event on obj: where it first appears."""
-    row = trace.q(f"SELECT s.address FROM {schema.EVENTS_PLAIN} e JOIN sites s ON s.site = e.site WHERE e.obj = ? "
-                  "ORDER BY e.seq LIMIT 1", (obj,))
-    return row[0][0] if row else None
-
-
 def block_report(trace: Trace, waiters: list[Waiter], sym: Symbolizer, upto_seq: int | None = None,
                  names: ObjectNames | None = None) -> BlockReport:
     """Explain blocked threads: what each holds and waits for, and the cycle."""
@@ -175,8 +168,8 @@ def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | 
     out = []
     for obj, ts in sorted(holders(trace).items()):
         for tid in sorted(ts):
-            ra = trace.q1("SELECT s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.tid = ? AND "
-                          "e.obj = ? ORDER BY e.seq DESC LIMIT 1", (tid, obj))
+            ra = trace.q1(f"SELECT s.address FROM {schema.EVENTS_PLAIN} e JOIN sites s ON s.site = e.site "
+                          "WHERE e.tid = ? AND e.obj = ? ORDER BY e.seq DESC LIMIT 1", (tid, obj))
             at = f", taken at {names.sym.one(ra).long()}" if ra else ""
             out.append((tid, obj, f"T{tid} holds {label(obj)}{at}"))
     return [text for _, _, text in sorted(out)]

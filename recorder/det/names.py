@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import events as ev
+from . import schema
 from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, objkind_name
 
@@ -83,8 +84,8 @@ class ObjectNames:
     def first_use(self, obj: int) -> str | None:
         """`x.c:31`: where the program first used the object."""
         if obj not in self._sites:
-            ra = self.trace.q1("SELECT s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.obj = ? "
-                               "ORDER BY e.seq LIMIT 1", (obj,))
+            ra = self.trace.q1(f"SELECT s.address FROM {schema.EVENTS_PLAIN} e JOIN sites s ON s.site = e.site "
+                               "WHERE e.obj = ? ORDER BY e.seq LIMIT 1", (obj,))
             self._sites[obj] = self.sym.one(ra).short() if ra and self.symbolize else None
         return self._sites[obj]
 

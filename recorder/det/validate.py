@@ -142,6 +142,9 @@ def _columns() -> dict[str, list[str]]:
 
 
 COLUMNS = _columns()
+# The views (their SQL as det writes it, spaces folded): sqlite3 users read
+# events through one, so it must be det's.
+VIEWS = {name: " ".join(sql.split()) for sql, name in re.findall(r"(CREATE VIEW (\w+) AS.*?);\n", schema.SCHEMA, re.S)}
 
 
 # ---------------------------------------------------------------- the entry point
@@ -160,6 +163,7 @@ def validate(tr: Trace) -> None:
         ident = file_identity(tr.path)
         if os.environ.get("DET_VALIDATE") != "full" and ident is not None and ident in _cache_read():
             return
+        _pages(tr)
         _events(tr, threads, processes, objects, outcome)
         _data(tr)
         if outcome is not None:
@@ -187,6 +191,11 @@ def _schema(tr: Trace) -> None:
         missing = [c for c in cols if c not in have]
         if missing:
             raise TraceDamage(f"the trace is damaged (table {table} has no column {missing[0]})")
+    for name, sql in VIEWS.items():
+        row = tr.db.execute("SELECT CAST(sql AS BLOB) FROM sqlite_master WHERE type = 'view' AND name = ?",
+                            (name,)).fetchone()
+        if row is None or not isinstance(row[0], bytes) or " ".join(row[0].decode(errors="replace").split()) != sql:
+            raise TraceDamage(f"the trace is damaged (its {name} view is not det's)")
 
 
 def _meta(tr: Trace) -> dict[str, Any]:
@@ -529,6 +538,14 @@ def _events(tr: Trace, threads: dict[int, dict], processes: dict[int, dict], obj
             raise TraceDamage(f"process P{n}: its creating event {p['create_seq']} is not in the trace")
 
 
+def _pages(tr: Trace) -> None:
+    """SQLite's own check of the file's pages: a damaged b-tree can read as
+    fewer rows to one query and as an error to another."""
+    row = tr.db.execute("PRAGMA quick_check(1)").fetchone()
+    if row is None or row[0] != "ok":
+        raise TraceDamage(f"the trace is damaged (SQLite's check: {_show(row[0] if row else None)})")
+
+
 def _event_tables(tr: Trace) -> None:
     """The tables the events are stored in (event_rows, calls, marks): every
     value a number, every call and site referred to there."""
@@ -646,9 +663,15 @@ def content_sum(db: sqlite3.Connection) -> str:
     h = hashlib.sha256()
 
     def blob_sum(sql: str) -> list[Any]:
+        # each row's checksums start from its key (and type), so bytes moved
+        # to another row change the sum
+        def row(k: Any, b: Any) -> int:
+            key = f"{k}:{type(b).__name__}:".encode()
+            data = b if isinstance(b, bytes) else str(b).encode()
+            return zlib.crc32(data, zlib.crc32(key)) + (zlib.adler32(data, zlib.adler32(key)) << 32)
+
         rows = db.execute(sql).fetchall()
-        return [len(rows), sum(k * 1000003 + zlib.crc32(b if isinstance(b, bytes) else str(b).encode())
-                               + (zlib.adler32(b) << 32 if isinstance(b, bytes) else 0) for k, b in rows)]
+        return [len(rows), sum(row(k, b) for k, b in rows)]
 
     meta = {k: v for k, v in db.execute("SELECT key, value FROM meta") if k in SEALED_META}
     out = db.execute(f"SELECT {', '.join(SEALED_OUTCOME)} FROM outcome").fetchall()

@@ -112,7 +112,9 @@ def recorded_gaps(tr: Trace) -> list[float]:
     gaps: list[float] = []
     last: dict[int, int] = {}
     prev = 0
-    for tid, ts in tr.q("SELECT tid, ts FROM events ORDER BY seq"):
+    clock: dict[int, int] = {}  # each thread's ts, from its events' deltas
+    for tid, dts in tr.q("SELECT tid, dts FROM event_rows ORDER BY seq"):
+        ts = clock[tid] = clock.get(tid, 0) + dts
         gaps.append(max(0, ts - last.get(tid, prev)) / 1e9)
         last[tid] = prev = ts
     return gaps
