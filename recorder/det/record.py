@@ -569,7 +569,7 @@ def hung_capture(c: Captured) -> bool:
 def _cycle_of(c: Captured, waiters: list[Waiter]) -> bool:
     """Do the waiters wait in a cycle? (a copy of the empty trace is filled
     from the log for that; the log stays for the trace proper)."""
-    probe = c.writer.path.with_name(c.writer.path.name + ".probe")
+    probe = c.writer.path.with_name("probe-" + c.writer.path.name)  # (still NAME.incomplete: no outcome)
     shutil.copy(c.writer.path, probe)
     try:
         convert(c.writer.log, probe)
