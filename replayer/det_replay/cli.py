@@ -236,7 +236,9 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return result(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
+        # a race's shape: every event replayed, yet another end (not a program killed half way)
+        hint = race_hint(tr, names, "outcome") if done >= total else []
+        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
