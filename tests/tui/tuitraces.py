@@ -54,8 +54,9 @@ def write_trace(path: Path, events: list[tuple[int, int, int, int, int]], thread
                     "events": idx.get(t, 0), "end_state": "blocked" if any(b[0] == t for b in blocked) else "exited"}
                    for t in range(threads)]
     # a program det stopped (timeout) ended by its SIGKILL, as in a real trace
-    outcome = {"status": status, "exit_code": exit_code, "signal": 9 if exit_code is None else None, "stdout_bytes": 0, "stdout_sha256": EMPTY_SHA256,
-               "stdout_tail": b"", "stderr_bytes": 0, "stderr_sha256": EMPTY_SHA256, "stderr_tail": b"",
+    outcome = {"status": status, "exit_code": exit_code, "signal": 9 if exit_code is None else None,
+               "stdout_bytes": 0, "stdout_sha256": EMPTY_SHA256, "stdout_tail": b"",
+               "stderr_bytes": 0, "stderr_sha256": EMPTY_SHA256, "stderr_tail": b"",
                "duration_ns": 1000 * len(events), "events": len(events), "message": message}
     return w.finish(outcome, thread_rows, [], list(blocked))
 
