@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
 import sqlite3
 import subprocess
@@ -24,36 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DETREC = ROOT / ".venv" / "bin" / "detrec"
-
-THREADS_PY = (
-    "import threading, random, hashlib, time\n"
-    "lock = threading.Lock()\n"
-    "order = []\n"
-    "def work(i):\n"
-    "    h = hashlib.sha256()\n"
-    "    for k in range(5000):\n"
-    "        with lock:\n"
-    "            order.append(i)\n"
-    "        h.update(str(random.random()).encode())\n"
-    "    print(i, h.hexdigest()[:16], time.monotonic() > 0, flush=True)\n"
-    "ts = [threading.Thread(target=work, args=(i,)) for i in range(3)]\n"
-    "for t in ts: t.start()\n"
-    "for t in ts: t.join()\n"
-    "print('order', hashlib.sha256(repr(order).encode()).hexdigest()[:16])\n"
-)
+sys.path.insert(0, str(ROOT / "tests"))
+from real_inputs import write_big_text, write_threads_py  # noqa: E402 - after its path
 
 
 def inputs(d: Path) -> None:
-    rng = random.Random(7)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
-             for _ in range(5000)]
-    with open(d / "big.txt", "w") as f:  # 50 MB of compressible text, as the tests use
-        n = 0
-        while n < 50_000_000:
-            line = " ".join(rng.choice(words) for _ in range(12)) + "\n"
-            f.write(line)
-            n += len(line)
-    (d / "threads.py").write_text(THREADS_PY)
+    write_big_text(d / "big.txt")  # as the tests use
+    write_threads_py(d / "threads.py")
 
 
 def measure(name: str, cmd: list[str], work: Path, out: Path) -> dict[str, object]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import hashlib
 import os
 import select
@@ -118,12 +119,26 @@ def _preexec(root: str | None = None, cwd: str | None = None) -> None:
         os.chdir(cwd or "/")
 
 
+@functools.cache
+def ptys_available() -> bool:
+    """Whether this machine gives out ptys (a minimal system may have no
+    /dev/ptmx or devpts): without them a terminal is passed through (stdin)
+    or becomes a pipe (outputs), as before det had ptys."""
+    try:
+        a, b = os.openpty()
+    except OSError:
+        return False
+    os.close(a)
+    os.close(b)
+    return True
+
+
 def output_source(fd: int) -> dict[str, object]:
     """What detrec's output stream fd is, and so what the program's is: a
     terminal stays a terminal (a pty det reads, of the terminal's size at
     the start); anything else is a pipe. Recorded in meta, so that replay
     gives the program the same kind of stream whatever detreplay's is."""
-    if not os.isatty(fd):
+    if not os.isatty(fd) or not ptys_available():
         return {"kind": "pipe"}
     try:
         rows, cols = struct.unpack("hhhh", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
@@ -137,7 +152,7 @@ def output_pair(source: dict[str, object] | None) -> tuple[int, int, bool]:
     A pty's output processing is off, so what det reads (hashes, and
     forwards to the real terminal, which translates newlines itself) is
     exactly what the program wrote; the same settings in every run."""
-    if not source or source.get("kind") != "tty":
+    if not source or source.get("kind") != "tty" or not ptys_available():
         r, w = os.pipe()
         return r, w, False
     master, slave = os.openpty()
@@ -200,7 +215,7 @@ def stdin_source() -> dict[str, object]:
     except OSError:
         return {"kind": "none"}
     if os.isatty(0):
-        return {"kind": "pty"}
+        return {"kind": "pty"} if ptys_available() else {"kind": "tty"}
     if stat.S_ISREG(st.st_mode):
         path = os.readlink("/proc/self/fd/0")
         h = hashlib.sha256()
@@ -223,7 +238,7 @@ class StdinFeed:
     away what the program has not read yet."""
 
     def __init__(self, chunks, spool: IO[bytes] | None, pty: bool = False) -> None:
-        self.pty = pty
+        self.pty = pty = pty and ptys_available()
         if pty:
             self.w, self.r = os.openpty()
             attrs = termios.tcgetattr(self.r)

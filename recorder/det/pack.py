@@ -35,6 +35,7 @@ from pathlib import Path
 from . import __version__, tracedir
 from .errors import DetError
 from .trace import Trace
+from .trust import sha256_file
 
 CHUNK = 16 << 20
 MACHINE_STATE = ("/proc/", "/sys/", "/dev/", "/run/")
@@ -91,14 +92,6 @@ def walk(path: str, root: str = "") -> tuple[list[tuple[str, str]], str]:
     return links, done
 
 
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _is_det_runtime(path: str, meta: dict) -> bool:
     """det's own preloaded library: the replaying det brings its own."""
     if os.path.basename(path) != "libdet.so":
@@ -106,7 +99,7 @@ def _is_det_runtime(path: str, meta: dict) -> bool:
     if os.path.exists(os.path.join(os.path.dirname(path), "libdetsup.so")):
         return True
     try:
-        return sha256_of(path) == meta.get("libdet_sha256")
+        return sha256_file(path) == meta.get("libdet_sha256")
     except OSError:
         return False
 
@@ -183,7 +176,7 @@ def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, e
         _add_link(plan, link, target)
     if real in plan.entries:
         return
-    digest = sha256_of(real)
+    digest = sha256_file(real)
     if sha is not None and digest != sha:
         if path == exe:
             raise DetError(f"{path} changed since it was recorded (its sha256 differs): cannot pack it")
@@ -251,7 +244,7 @@ def pack_trace(path: Path, quiet: bool = False) -> PackReport:
                 if e.type != "file" or e.sha256 in seen:
                     continue
                 seen.add(e.sha256)
-                if sha256_of(e.path) != e.sha256:
+                if sha256_file(e.path) != e.sha256:
                     raise DetError(f"{e.path} changed while it was being packed")
                 for i, (codec, size, data) in enumerate(_chunks(e.path)):
                     db.execute("INSERT INTO blobs(sha256, chunk, codec, size, bytes) VALUES (?,?,?,?,?)",

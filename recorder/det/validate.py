@@ -131,13 +131,16 @@ def _int(v: Any) -> bool:
     return type(v) is int
 
 
+TABLE_CONSTRAINTS = ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT")
+
+
 def _columns() -> dict[str, list[str]]:
     """Each table of the schema and its columns, read from schema.SCHEMA."""
     out: dict[str, list[str]] = {}
     for name, body in re.findall(r"CREATE TABLE (\w+) \((.*?)\n\)(?: WITHOUT ROWID)?;", schema.SCHEMA, re.S):
         lines = [ln.strip() for ln in body.strip().splitlines()]
         out[name] = [ln.split()[0] for ln in lines
-                     if ln and not ln.startswith(("--", "PRIMARY KEY", "UNIQUE", "FOREIGN KEY", "CHECK"))]
+                     if ln and not ln.startswith("--") and ln.split()[0] not in TABLE_CONSTRAINTS]
     return out
 
 
@@ -182,8 +185,19 @@ def validate(tr: Trace) -> None:
         raise TraceDamage(f"the trace is damaged ({type(e).__name__}: {e})") from None
 
 
+# Tables read by key (through their index) as well as whole: a damaged index
+# would make the two readings differ, so they are checked with it (small).
+INDEXED_TABLES = ("meta", "packed", "marks")  # (marks: by window and thread, and by thread and idx)
+
+
 def _schema(tr: Trace) -> None:
     tables = {r[0] for r in tr.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in INDEXED_TABLES:
+        if table in tables:
+            problems = [r[0] for r in tr.db.execute(f"PRAGMA integrity_check({table})")]
+            if problems != ["ok"]:
+                what = problems[0].replace("*** in database main ***", "").strip().splitlines()[0]
+                raise TraceDamage(f"the trace is damaged (table {table}: {what})")
     for table, cols in COLUMNS.items():
         if table not in tables:
             raise TraceDamage(f"the trace is damaged (no {table} table)")

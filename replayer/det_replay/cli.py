@@ -48,10 +48,12 @@ def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
-def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView | None = None) -> str:
+def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView | None = None,
+                 quiet: bool = False) -> str:
     """Everything a replay runs, checked before it runs: whose trace it is
-    (det.trust), the binary and every library it loaded, the directory; in
-    a packed trace's view when there is one."""
+    (det.trust), the binary, the directory, then (after saying what this
+    machine lacks, unless quiet) every library it loaded; in a packed
+    trace's view when there is one."""
     m = tr.meta
     check_owner(tr.path, m, trust)
     exe = m.get("binary")
@@ -63,9 +65,12 @@ def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView |
     if not force and sha256_file(here(exe)) != m.get("binary_sha256"):
         raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
                        status=2)
-    check_libraries(m, force, here)
     if not os.path.isdir(here(m.get("cwd", ""))):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
+    if not quiet:  # what is gone or changed here, before a refusal names one of them
+        for line in host_differences(tr, view):
+            say(line)
+    check_libraries(m, force, here)
     return exe
 
 
@@ -76,10 +81,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         view = open_view(tr, host_files)
         if view is not None:
             cleanup.callback(view.close)
-        exe = check_binary(tr, force, trust, view)
-        if not quiet:
-            for line in host_differences(tr, view):
-                say(line)
+        exe = check_binary(tr, force, trust, view, quiet)
         m = tr.meta
         rec = tr.outcome()
         total = tr.event_count()
@@ -237,7 +239,9 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return result(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
+        # a race's shape: every event replayed, yet another end (not a program killed half way)
+        hint = race_hint(tr, names, "outcome") if done >= total else []
+        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"

@@ -8,7 +8,9 @@ opened by a relative path from the test's directory.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from det import schema
 from det.trace import TraceWriter
 
 SIZE = (140, 40)
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()  # the outputs: none
 
 
 def write_trace(path: Path, events: list[tuple[int, int, int, int, int]], threads: int,
@@ -31,28 +34,41 @@ def write_trace(path: Path, events: list[tuple[int, int, int, int, int]], thread
     condition variables from 100 on."""
     w = TraceWriter(path)
     w.set_meta({"format_version": schema.FORMAT_VERSION, "det_version": "test", "mode": mode,
-                "argv": ["/demo/bank", "3"], "env": [], "cwd": "/demo", "binary": "/demo/bank",
-                "binary_sha256": "0" * 64, "start_time": "2026-01-01T00:00:00+00:00"})
+                "argv": ["/demo/bank", "3"], "env": {}, "cwd": "/demo", "binary": "/demo/bank",
+                "binary_sha256": "0" * 64, "stdin": {"kind": "pipe"}, "start_time": "2026-01-01T00:00:00+00:00"})
     idx: dict[int, int] = {}
     objs: set[int] = set()
+    calls: dict[tuple[int, int, int], int] = {}
     rows = []
+    last: dict[int, int] = {}
     for seq, (tid, kind, obj, result, aux) in enumerate(events):
-        i = idx.get(tid, 0)
-        idx[tid] = i + 1
-        rows.append((seq, tid, i, kind, obj, result, aux, 0, 1000 * seq))
+        idx[tid] = idx.get(tid, 0) + 1
+        call = calls.setdefault((kind, obj, aux), len(calls) + 1)
+        rows.append((seq, tid, call, result, 1000 * seq - last.get(tid, 0)))  # ts = 1000 * seq
+        last[tid] = 1000 * seq
         objs.add(obj)
-    with w.db:
-        w.db.executemany(schema.EVENT_INSERT_PREFIX + schema.EVENT_INSERT_ROW, rows)
-        for o in sorted(objs - {0}):
+    created = {aux: seq for seq, (_, kind, _, _, aux) in enumerate(events) if kind == ev.THREAD_CREATE}
+    db = sqlite3.connect(w.path)
+    with db:  # the stored tables (events is a view over them)
+        db.executemany("INSERT INTO calls(call, kind, obj, aux, site) VALUES (?,?,?,?,0)",
+                       [(c, *k) for k, c in calls.items()])
+        db.executemany("INSERT INTO event_rows(seq, tid, call, result, dts) VALUES (?,?,?,?,?)", rows)
+        for o in sorted((objs | set(range(1, threads + 1))) - {0}):
             kind = 1 if o <= threads else (3 if o >= 100 else 2)
-            w.db.execute(schema.OBJECT_INSERT, (o, kind, 0x4000 + 64 * o, 0))
-    thread_rows = [{"tid": t, "parent": -1 if t == 0 else 0, "ktid": 100 + t, "create_seq": -1, "obj": t + 1,
-                    "events": idx.get(t, 0), "end_state": "blocked" if any(b[0] == t for b in blocked) else "exited"}
-                   for t in range(threads)]
-    outcome = {"status": status, "exit_code": exit_code, "signal": None, "stdout_bytes": 0, "stdout_sha256": "",
-               "stdout_tail": b"", "stderr_bytes": 0, "stderr_sha256": "", "stderr_tail": b"",
+            db.execute("INSERT INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,0)",
+                       (o, kind, 0x4000 + 64 * o))
+        db.executemany("INSERT INTO threads(tid, parent, ktid, create_seq, obj, events) VALUES (?,?,?,?,?,?)",
+                       [(t, -1 if t == 0 else 0, 100 + t, created.get(t, -1), t + 1, idx.get(t, 0))
+                        for t in range(threads)])
+    db.executescript(schema.REBUILD_MARKS)
+    db.close()
+    end_states = {t: "blocked" if any(b[0] == t for b in blocked) else "exited" for t in range(threads)}
+    # a program det stopped (timeout) ended by its SIGKILL, as in a real trace
+    outcome = {"status": status, "exit_code": exit_code, "signal": 9 if exit_code is None else None,
+               "stdout_bytes": 0, "stdout_sha256": EMPTY_SHA256, "stdout_tail": b"",
+               "stderr_bytes": 0, "stderr_sha256": EMPTY_SHA256, "stderr_tail": b"",
                "duration_ns": 1000 * len(events), "events": len(events), "message": message}
-    return w.finish(outcome, thread_rows, [], list(blocked))
+    return w.finish(outcome, end_states, list(blocked))
 
 
 def bank_events(rounds: int, swap: bool = False) -> list[tuple[int, int, int, int, int]]:
