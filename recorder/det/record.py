@@ -478,7 +478,9 @@ def _end_states(rec: Recorder) -> dict[int, str]:
     gone = {i for i, p in enumerate(rec.processes()) if i and PROC_STATES.get(p.state) == "gone"}
     for t in rec.threads():
         state = "exiting" if int(t.proc) in gone else THREAD_STATES.get(t.state, "?")
-        end = {"exiting": "exited", "free": "exited"}.get(state, "blocked" if t.blocked_kind else state)
+        # (a thread created but not started yet when the program ended was running det's start)
+        end = {"exiting": "exited", "free": "exited", "starting": "running"}.get(
+            state, "blocked" if t.blocked_kind else state)
         if end == "running" and t.yielded:
             end = "waiting"  # strict: for its turn, after its last event
         states[int(t.num)] = end

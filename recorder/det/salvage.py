@@ -1,8 +1,8 @@
 """Traces whose detrec was killed: NAME.incomplete and its capture log
 NAME.incomplete.log become a readable (incomplete) trace.
 
-Rules: `detrec salvage LOG` does it explicitly; `detrec info`, `detreplay`
-and `detdiff` do it by themselves when they are given a trace whose capture
+Rules: `detrec salvage LOG` does it explicitly; `detrec info`, `detreplay`,
+`detdiff` and dettui do it by themselves when they are given a trace whose capture
 log is still beside it (or the log itself, or a NAME whose NAME.incomplete
 was left). The trace is rebuilt from the log alone (its META chunk holds the
 meta table), so a conversion cut short is simply made again; the log is

@@ -28,6 +28,7 @@ from det import events as ev
 from det.analysis import Waiter, block_report
 from det.difftext import outcome_words, result_text
 from det.names import ObjectNames
+from det.salvage import ensure_trace
 from det.symbols import Location, Symbolizer
 from det.trace import LANE_KINDS, Event, Trace, kind_name
 
@@ -144,8 +145,9 @@ class TraceModel:
     """One open trace, as dettui shows it."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self.tr = Trace(path)
+        # a trace whose detrec was killed: its capture log becomes the trace first
+        self.path = ensure_trace(path, quiet=True)
+        self.tr = Trace(self.path)
         tr = self.tr
         self.meta = tr.meta
         self.outcome = tr.outcome()
