@@ -243,7 +243,12 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 			data_at += (uint64_t)n;
 			drc = sqlite3_step(dst);
 		}
-		if (unordered((uint16_t)kind) && !(flags & DET_F_STRICT)) {
+		/* (an ordered replay keeps a pipe read in its place: it consumes
+		 * what another process wrote, and what the reader does next, like
+		 * closing its end, must not overtake the writer; a reader running
+		 * ahead made a pipeline's writer die of SIGPIPE early) */
+		if (unordered((uint16_t)kind) && !(flags & DET_F_STRICT) &&
+		    !(kind == DET_EV_PIPE_READ && !(flags & DET_F_RELAXED))) {
 			seen++;
 			continue;
 		}
