@@ -478,7 +478,7 @@ def _end_states(rec: Recorder) -> dict[int, str]:
     gone = {i for i, p in enumerate(rec.processes()) if i and PROC_STATES.get(p.state) == "gone"}
     for t in rec.threads():
         state = "exiting" if int(t.proc) in gone else THREAD_STATES.get(t.state, "?")
-        # (a thread created but not started yet when the program ended was running det's start)
+        # (a thread killed before its first step, "starting", had not ended: running)
         end = {"exiting": "exited", "free": "exited", "starting": "running"}.get(
             state, "blocked" if t.blocked_kind else state)
         if end == "running" and t.yielded:

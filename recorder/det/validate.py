@@ -169,6 +169,7 @@ def validate(tr: Trace) -> None:
         _pages(tr)
         _events(tr, threads, processes, objects, outcome)
         _data(tr)
+        _files(tr)
         if outcome is not None:
             want = meta.get("content_sum")
             if want is None:
@@ -636,6 +637,30 @@ def _data(tr: Trace) -> None:
                         "LIMIT 1").fetchone()
     if bad is not None:
         raise TraceDamage(f"stdin chunk {_show(bad[0])} is damaged")
+
+
+# Rows of the tables of what the program read and what a pack holds (their
+# contents are checked by hash when unpacked): each names what is wrong.
+FILE_TABLES = {
+    "files": ("path", "typeof(path) = 'text' AND substr(path, 1, 1) = '/' AND instr(path, char(0)) = 0 "
+              "AND how IN ('opened', 'loaded', 'exec') AND typeof(size) = 'integer' AND size >= 0 "
+              "AND typeof(mtime_ns) = 'integer' AND cut IN (0, 1)"),
+    "packed": ("path", "typeof(path) = 'text' AND substr(path, 1, 1) = '/' AND instr(path, char(0)) = 0 "
+               "AND type IN ('file', 'symlink', 'dir') AND typeof(mode) = 'integer' AND mode BETWEEN 0 AND 4095 "
+               "AND typeof(mtime_ns) = 'integer' AND typeof(size) = 'integer' AND size >= 0 "
+               "AND (type != 'file' OR (typeof(sha256) = 'text' AND length(sha256) = 64)) "
+               "AND (type != 'symlink' OR (typeof(target) = 'text' AND instr(target, char(0)) = 0))"),
+    "blobs": ("sha256", "typeof(sha256) = 'text' AND length(sha256) = 64 AND typeof(chunk) = 'integer' "
+              "AND chunk >= 0 AND codec IN ('zlib', 'raw') AND typeof(size) = 'integer' AND size >= 0 "
+              "AND typeof(bytes) = 'blob'"),
+}
+
+
+def _files(tr: Trace) -> None:
+    for table, (key, ok) in FILE_TABLES.items():
+        bad = tr.db.execute(f"SELECT {key} FROM {table} WHERE NOT coalesce({ok}, 0) LIMIT 1").fetchone()
+        if bad is not None:
+            raise TraceDamage(f"table {table} has a damaged row ({key} {_show(bad[0])})")
 
 
 # ---------------------------------------------------------------- the content checksum
