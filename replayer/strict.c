@@ -21,11 +21,26 @@
  *    token; when they return depends on timing, and is recorded.
  *  - A holder that makes no event for watchdog_ms while others wait loses
  *    the token: the preemption is recorded (PREEMPT) as a point replay
- *    cannot make exact.
- *  - Chaos (PCT, after Burckhardt et al.): every thread gets a random
- *    priority from the run's seed; the highest-priority runnable thread
- *    holds the token; at a few change points (event numbers drawn by detrec
- *    from the same seed) the running thread drops below everyone.
+ *    cannot make exact. It is the only decision taken from the wall clock;
+ *    det-cc's ticks (DET_POINT_TICK) give such code points decided by
+ *    counting instead.
+ *  - Whether the holder goes on or hands the token over is decided in one
+ *    function, decide(), at every scheduling point (det_strict_after_event):
+ *    plain strict mode runs a quantum of events round robin; chaos is PCT.
+ *  - Chaos is PCT as published (Burckhardt et al., ASPLOS 2010): every
+ *    thread gets a random priority (from the seed and its number); at every
+ *    event the highest-priority runnable thread runs; when the event count
+ *    passes one of the d-1 change points (drawn by detrec from the seed,
+ *    uniformly over the expected number of events) the thread running drops
+ *    below every thread. (The paper gives point i priority d-i; dropping
+ *    each below the last instead orders them by time, which keeps the
+ *    paper's schedule whenever its points fall in time order, and adds the
+ *    other orders: docs/DESIGN.md.)
+ *  - No starvation, decided from events only: a holder that polls (a
+ *    sched_yield, a failed trylock, an empty poll, EAGAIN: see
+ *    det_strict_point_of), or that has run strict_spin_steps steps in a row
+ *    while others wait, sinks below every thread (pct_floor) and hands the
+ *    token on, so that whoever it waits for runs.
  */
 #include "runtime.h"
 
@@ -86,7 +101,7 @@ static void hand_to(uint32_t num)
 }
 
 /* The runnable thread to run next, other than t: round robin after t, or
- * the highest priority one under chaos. */
+ * the highest priority one under chaos (ties: the lower number). */
 static int pick(struct det_thread *t, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
@@ -119,13 +134,27 @@ static int pick(struct det_thread *t, uint32_t *out)
 	return 0;
 }
 
-/* Preempt a holder that has made no event for too long. */
+/* Under chaos: the thread goes below every thread, each new one below the
+ * last: at a PCT change point, and when it polls for others (so whoever it
+ * waits for runs before it). */
+static void sink(struct det_slot *s)
+{
+	int32_t floor = atomic_load(&det_hdr->pct_floor);
+	while (floor > INT32_MIN + 1 && !atomic_compare_exchange_weak(&det_hdr->pct_floor, &floor, floor - 1))
+		;
+	atomic_store(&s->prio, floor > INT32_MIN + 1 ? floor - 1 : floor);
+}
+
+/* Preempt a holder that has made no event for too long (wall clock: the
+ * one decision that is not taken from events). */
 static void preempt(struct det_thread *t, uint32_t victim)
 {
 	uint32_t expected = victim + 1;
 	if (!atomic_compare_exchange_strong(&det_hdr->strict_owner, &expected, t->num + 1))
 		return;
 	atomic_fetch_add(&det_hdr->preemptions, 1);
+	if (det_hdr->chaos_seed) /* a spinner: it waits for the others */
+		sink(det_shm_slot(det_hdr, victim));
 	t->holding = 1;
 	struct det_op op = {.t = t, .kind = DET_EV_PREEMPT, .aux = victim};
 	op.obj = det_shm_slot(det_hdr, victim)->obj;
@@ -198,6 +227,7 @@ static void wait_token(struct det_thread *t)
 	not_runnable(me);
 	t->holding = 1;
 	t->quantum = (int32_t)h->strict_quantum;
+	t->run_steps = 0;
 }
 
 void det_strict_acquire(struct det_thread *t)
@@ -243,14 +273,16 @@ static void yield_to(struct det_thread *t, uint32_t next)
 	atomic_store(&t->slot->strict_yielded, 0);
 }
 
-/* A thread's PCT priority: from the seed and its number only. */
+/* A thread's initial PCT priority: from the seed and its number only, so
+ * a thread created at any time gets a random one; positive, above every
+ * priority a change point or a sinker gets (<= 0). */
 static int32_t priority(uint32_t num)
 {
 	uint64_t x = det_hdr->chaos_seed ^ (0xD1B54A32D192ED03ull * (num + 1));
 	x ^= x >> 31;
 	x *= 0x9E3779B97F4A7C15ull;
 	x ^= x >> 29;
-	return (int32_t)(x % 1000000);
+	return (int32_t)(1 + x % (1u << 30));
 }
 
 void det_strict_start(struct det_thread *t)
@@ -261,10 +293,105 @@ void det_strict_start(struct det_thread *t)
 	det_strict_acquire(t);
 }
 
-/* After each event of the holder: offer the token when the quantum is used
- * up (or, under chaos, when the generator says so), or when the thread
- * yields. */
-void det_strict_after_event(struct det_thread *t, int yielding)
+/* Is the event just done a sign that its thread polls for others? Then
+ * running it on can only starve them. (Not sleeps: a sleeper gives its turn
+ * up while it sleeps.) */
+enum det_point det_strict_point_of(uint16_t kind, int64_t result)
+{
+	switch (kind) {
+	case DET_EV_SCHED_YIELD:
+		return DET_POINT_YIELD;
+	case DET_EV_MUTEX_TRYLOCK:
+	case DET_EV_MUTEX_TIMEDLOCK:
+	case DET_EV_MUTEX_CLOCKLOCK:
+	case DET_EV_RWLOCK_TRYRDLOCK:
+	case DET_EV_RWLOCK_TIMEDRDLOCK:
+	case DET_EV_RWLOCK_CLOCKRDLOCK:
+	case DET_EV_RWLOCK_TRYWRLOCK:
+	case DET_EV_RWLOCK_TIMEDWRLOCK:
+	case DET_EV_RWLOCK_CLOCKWRLOCK:
+	case DET_EV_SEM_TRYWAIT:
+	case DET_EV_SEM_TIMEDWAIT:
+	case DET_EV_SEM_CLOCKWAIT:
+	case DET_EV_SPIN_TRYLOCK:
+	case DET_EV_FILE_LOCK:
+	case DET_EV_THREAD_TRYJOIN:
+	case DET_EV_THREAD_TIMEDJOIN:
+		return result ? DET_POINT_SPIN : DET_POINT_EVENT; /* it failed (busy, timed out) */
+	case DET_EV_COND_WAKE:
+		return result == ETIMEDOUT ? DET_POINT_SPIN : DET_POINT_EVENT;
+	case DET_EV_POLL:
+	case DET_EV_SELECT:
+	case DET_EV_EPOLL_WAIT:
+		return result == 0 ? DET_POINT_SPIN : DET_POINT_EVENT; /* nothing ready */
+	case DET_EV_READ:
+	case DET_EV_PIPE_READ:
+	case DET_EV_RECV:
+	case DET_EV_ACCEPT:
+	case DET_EV_WRITE:
+		return result == -EAGAIN ? DET_POINT_SPIN : DET_POINT_EVENT;
+	default:
+		return DET_POINT_EVENT;
+	}
+}
+
+/* Chaos: a change point that PCT's step count (`step`: events so far; with
+ * det-cc's memory points, those) has passed since the last look drops the
+ * running thread below every thread (see decide()). */
+static void pct_change_points(struct det_thread *t, uint64_t now)
+{
+	struct det_shm_header *h = det_hdr;
+	for (uint32_t i = 0; i < h->pct_changes; i++) {
+		uint32_t fired = atomic_load(&h->pct_fired);
+		if (fired & (1u << i) || now < h->pct_change[i])
+			continue;
+		if (atomic_compare_exchange_strong(&h->pct_fired, &fired, fired | (1u << i)))
+			sink(t->slot);
+	}
+}
+
+/*
+ * The scheduler's one decision: the holder t is at a scheduling point (why);
+ * returns 1, with *next, when it hands the token to *next now.
+ *  - plain strict: a quantum of events, then round robin; sched_yield at once;
+ *  - chaos (PCT): the highest-priority runnable thread runs; a thread that
+ *    polls, or has run strict_spin_steps steps in a row while others wait,
+ *    sinks below all first (no starvation, decided from events alone).
+ * A det-cc tick counts as a step; a second tick with no event since the
+ * first says the thread spins without events, and it sinks too.
+ */
+static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
+{
+	struct det_shm_header *h = det_hdr;
+	if (why == DET_POINT_TICK) {
+		int idle = t->idx == t->tick_idx;
+		t->tick_idx = t->idx;
+		why = idle ? DET_POINT_SPIN : DET_POINT_EVENT;
+	}
+	if (!h->chaos_seed) {
+		if (why == DET_POINT_YIELD)
+			return pick(t, next);
+		return --t->quantum <= 0 && pick(t, next);
+	}
+	pct_change_points(t, atomic_load(&h->clock) & DET_SEQ_MASK);
+	int polls = why != DET_POINT_EVENT;
+	if (!atomic_load(&h->strict_wanting))
+		t->run_steps = 0;
+	else if (h->strict_spin_steps && ++t->run_steps >= h->strict_spin_steps)
+		polls = 1;
+	if (!pick(t, next))
+		return 0;
+	if (polls) {
+		sink(t->slot);
+		t->run_steps = 0;
+		return 1;
+	}
+	return atomic_load(&det_shm_slot(h, *next)->prio) > atomic_load(&t->slot->prio);
+}
+
+/* After each event of the holder (or det-cc's tick): hand the token on if
+ * decide() says so; t stays runnable and waits to get it back. */
+void det_strict_after_event(struct det_thread *t, enum det_point why)
 {
 	if (!t->holding) {
 		/* past its exit event (a key destructor): such a thread runs
@@ -273,30 +400,14 @@ void det_strict_after_event(struct det_thread *t, int yielding)
 			det_strict_acquire(t);
 		return;
 	}
-	struct det_shm_header *h = det_hdr;
 	uint32_t next;
-	if (yielding) {
-		if (pick(t, &next))
-			yield_to(t, next);
-		return;
-	}
-	if (h->chaos_seed) {
-		/* a change point passed: the running thread drops below all */
-		uint32_t k = atomic_load(&h->pct_next);
-		if (k < h->pct_changes && (atomic_load(&h->clock) & DET_SEQ_MASK) >= h->pct_change[k] &&
-		    atomic_compare_exchange_strong(&h->pct_next, &k, k + 1))
-			atomic_store(&t->slot->prio, -(int32_t)(k + 1));
-		if (!pick(t, &next) || atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
-			return;
-	} else {
-		if (--t->quantum > 0 || !pick(t, &next))
-			return;
-	}
-	yield_to(t, next);
+	if (decide(t, why, &next))
+		yield_to(t, next);
 }
 
 /* A contended lock (or a thread to join): stop here, not runnable, until
- * whoever holds obj releases it; the caller then tries again. */
+ * whoever holds obj releases it; the caller then tries again. Meanwhile the
+ * thread is marked blocked in it, for detrec's deadlock report. */
 void det_strict_wait_for(struct det_op *op, const void *obj)
 {
 	struct det_slot *s = op->t->slot;
@@ -334,7 +445,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 		det_strict_acquire(t);
 	me->strict_ticket = atomic_fetch_add(&h->strict_tickets, 1);
 	atomic_store(&me->strict_timedout, 0);
-	atomic_store(&me->strict_cond, det_obj_key(obj));
+	atomic_store(&me->strict_cond, det_obj_shared_key(obj));
 	det_strict_release(t);
 	for (;;) {
 		uint32_t w = atomic_load(&me->strict_wake);
@@ -345,7 +456,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 			det_sys(SYS_clock_gettime, clock, (long)&now, 0, 0, 0, 0);
 			int64_t left = (abstime->tv_sec - now.tv_sec) * 1000000000ll + (abstime->tv_nsec - now.tv_nsec);
 			if (left <= 0) {
-				uint64_t mine = det_obj_key(obj);
+				uint64_t mine = det_obj_shared_key(obj);
 				if (atomic_compare_exchange_strong(&me->strict_cond, &mine, 0)) {
 					atomic_store(&me->strict_timedout, 1);
 					det_strict_runnable(t->num);
@@ -367,7 +478,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 int det_strict_signal(const void *obj, int all)
 {
 	struct det_shm_header *h = det_hdr;
-	uint64_t key = det_obj_key(obj);
+	uint64_t key = det_obj_shared_key(obj);
 	uint32_t n = nthreads();
 	int woke = 0;
 	for (;;) {

@@ -287,9 +287,11 @@ struct det_shm_header {
 	uint64_t chaos_seed;                 /* nonzero: seeded random scheduling (chaos) */
 	DET_ATOMIC(uint32_t) preemptions;    /* watchdog preemptions: points not reproducible */
 	uint32_t chaos_delay_us;             /* parallel chaos: the longest delay at an event */
-	uint32_t pct_changes;                /* chaos in strict mode: priority change points... */
-	DET_ATOMIC(uint32_t) pct_next;       /* ...the next one to pass */
-	uint64_t pct_change[8];              /* ...at these event numbers */
+	uint32_t pct_changes;                /* chaos in strict mode (PCT): d-1 priority change points... */
+	DET_ATOMIC(uint32_t) pct_fired;      /* ...a bit for each one passed */
+	uint64_t pct_change[8];              /* ...at these event numbers, drawn independently (unsorted) */
+	DET_ATOMIC(int32_t) pct_floor;       /* the lowest priority given so far: a spinner goes below it */
+	uint32_t strict_spin_steps;          /* chaos: steps a thread runs while others wait before it sinks */
 	DET_ATOMIC(uint64_t) strict_tickets; /* next waiter ticket */
 
 	/* processes, and the pipes made inside the program (by inode, so a
