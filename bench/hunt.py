@@ -241,7 +241,7 @@ def main() -> int:
 
     rows: list[Row] = []
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="det-hunt-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="det-bench-hunt-") as tmp:
         for name, suite, argv, hang, src in todo:
             print(f"hunt: {suite}/{name} ...", file=sys.stderr, flush=True)
             work = Path(tmp) / f"{suite}-{name}"

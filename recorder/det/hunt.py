@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from .errors import DetError
 from .launch import read_own_stdin, resolve_program, stdin_source
+from .outpath import check_output_dir
 from .record import INTERRUPT, PCT_K, Options, RunResult, hung_run, record_run, sha256_file
 from .trace import Trace
 
@@ -419,7 +420,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="Run a program under many chaos schedules (seeds S, S+1, ...); report failures by kind and "
                     "keep the first failing trace of each kind with a passing run next to it.",
     )
-    p.add_argument("-o", "--output", metavar="DIR", help="where kept traces go (default: PROGRAM.hunt)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="where kept traces go (default: PROGRAM.hunt); a directory holding anything but det traces "
+                        "and a hunt's summary is refused")
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS, metavar="N", help=f"runs (default {DEFAULT_RUNS})")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="runs at once on this machine")
     p.add_argument("--seed", type=int, metavar="S", help="first seed (default: a random one)")
@@ -464,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else Path(f"{os.path.basename(ns.program)}.hunt")
-        out.mkdir(parents=True, exist_ok=True)
+        check_output_dir(out, "hunt's traces", ("summary.json",))  # before any run
+        out.mkdir(exist_ok=True)
         opts = Options(timeout=ns.timeout, forward=False, stdin=stdin_source(), strict=ns.strict,
                        seed=ns.seed or random.randrange(1, 2**31), pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K,
                        env=dict(os.environ), cwd=os.getcwd())

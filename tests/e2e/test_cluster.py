@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from conftest import BIN, detreplay, outcome, program, run
 
 DASK = BIN / "dask"

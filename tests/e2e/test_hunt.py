@@ -171,3 +171,27 @@ def test_dethunt_bad_usage_is_one_line(tmp_path: Path) -> None:
         assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr.decode()
     r = dethunt("-o", tmp_path / "h", tmp_path / "no-such-program")
     assert r.returncode != 0 and len(r.stderr.decode().strip().splitlines()) == 1, r.stderr.decode()
+
+
+def test_dethunt_refuses_a_directory_that_is_not_its_own(tmp_path: Path) -> None:
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    r = dethunt("--runs", "1", "-o", other, program("first_last"))
+    assert r.returncode == 2 and b"notes.txt" in r.stderr and b"Traceback" not in r.stderr, r.stderr.decode()
+    assert (other / "notes.txt").read_text() == "keep me"
+    f = tmp_path / "afile"
+    f.write_text("x")
+    r = dethunt("--runs", "1", "-o", f, program("first_last"))
+    assert r.returncode == 2 and b"not a directory" in r.stderr, r.stderr.decode()
+
+
+@pytest.mark.parametrize("args,kind", [(["crash", "segv"], "signal SIGSEGV"), (["crash", "fpe"], "signal SIGFPE"),
+                                       (["spinner"], "timeout")])
+def test_failure_kinds_signal_and_timeout(tmp_path: Path, args: list[str], kind: str) -> None:
+    # a thread dies of a fault; two threads lock and unlock for ever (no
+    # deadlock: a timeout). No run passes: the hunt looks for a passing
+    # partner for 20 more runs, then says there is none.
+    s, err = hunt(tmp_path, "k", "--runs", "2", "--seed", "1", "--timeout", "1", program(args[0]), *args[1:])
+    assert list(s["kinds"]) == [kind], err
+    assert s["failed"] == s["runs"] == 22 and "no passing run found" in err, err
