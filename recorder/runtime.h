@@ -77,6 +77,7 @@ struct det_thread {
 	uint32_t holding;  /* strict: holds the run token */
 	int32_t quantum;   /* strict: events left before it offers the token */
 	uint32_t run_steps; /* strict chaos: steps run in a row while others waited */
+	uint32_t polls;     /* strict chaos: polls in a row (each defers it twice as long) */
 	uint64_t tick_idx; /* strict: t->idx at its last tick (det-cc's quantum end) */
 	uint64_t rng;      /* chaos: this thread's generator */
 	struct {

@@ -28,19 +28,18 @@
  *    function, decide(), at every scheduling point (det_strict_after_event):
  *    plain strict mode runs a quantum of events round robin; chaos is PCT.
  *  - Chaos is PCT as published (Burckhardt et al., ASPLOS 2010): every
- *    thread gets a random priority (from the seed and its number); at every
- *    event the highest-priority runnable thread runs; when the event count
- *    passes one of the d-1 change points (drawn by detrec from the seed,
- *    uniformly over the expected number of events) the thread running drops
- *    below every thread. (The paper gives point i priority d-i; dropping
- *    each below the last instead orders them by time, which keeps the
- *    paper's schedule whenever its points fall in time order, and adds the
- *    other orders: docs/DESIGN.md.)
- *  - No starvation, decided from events only: a holder that polls (a
- *    sched_yield, a failed trylock, an empty poll, EAGAIN: see
- *    det_strict_point_of), or that has run strict_spin_steps steps in a row
- *    while others wait, sinks below every thread (pct_floor) and hands the
- *    token on, so that whoever it waits for runs.
+ *    thread gets a random priority above d-1 (from the seed and its
+ *    number); at every event the highest-priority runnable thread runs;
+ *    when the event count passes change point i (of d-1, drawn by detrec
+ *    from the seed, uniformly over the expected number of events) the
+ *    thread running drops to priority d-1-i.
+ *  - No starvation, decided from events only, without touching priorities:
+ *    a holder that polls (a sched_yield, a failed trylock, an empty poll,
+ *    EAGAIN: see det_strict_point_of) defers: runnable threads that do not
+ *    defer go first, until the others have made 2, 4, 8... events (doubling
+ *    with each poll in a row); one that has run strict_spin_steps steps in
+ *    a row while others wait defers for as many. So whoever a poller waits
+ *    for runs, and the poller competes again by its priority after.
  */
 #include "runtime.h"
 
@@ -100,8 +99,17 @@ static void hand_to(uint32_t num)
 	wake(det_shm_slot(det_hdr, num));
 }
 
+/* Under chaos: until when the thread defers to others (0: it does not);
+ * of two that defer, the one that stops first goes first. */
+static uint64_t deferred_until(struct det_slot *s)
+{
+	uint64_t until = atomic_load(&s->strict_defer);
+	return until > (atomic_load(&det_hdr->clock) & DET_SEQ_MASK) ? until : 0;
+}
+
 /* The runnable thread to run next, other than t: round robin after t, or
- * the highest priority one under chaos (ties: the lower number). */
+ * under chaos the highest priority one among those that do not defer (or
+ * that stop deferring first), ties to the lower number. */
 static int pick(struct det_thread *t, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
@@ -111,13 +119,16 @@ static int pick(struct det_thread *t, uint32_t *out)
 	if (h->chaos_seed) {
 		int found = 0;
 		int32_t best = INT32_MIN;
+		uint64_t best_until = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct det_slot *s = det_shm_slot(h, i);
 			if (i == t->num || !atomic_load(&s->strict_wants))
 				continue;
 			int32_t p = atomic_load(&s->prio);
-			if (!found || p > best) {
+			uint64_t until = deferred_until(s);
+			if (!found || until < best_until || (until == best_until && p > best)) {
 				best = p;
+				best_until = until;
 				*out = i;
 				found = 1;
 			}
@@ -134,16 +145,13 @@ static int pick(struct det_thread *t, uint32_t *out)
 	return 0;
 }
 
-/* Under chaos: the thread goes below every thread, each new one below the
- * last: at a PCT change point, and when it polls for others (so whoever it
- * waits for runs before it). */
-static void sink(struct det_slot *s)
+/* Under chaos: the thread polls for others; they go first until they
+ * have made `events` more events (or none of them can run). */
+static void defer(struct det_slot *s, uint64_t events)
 {
-	int32_t floor = atomic_load(&det_hdr->pct_floor);
-	while (floor > INT32_MIN + 1 && !atomic_compare_exchange_weak(&det_hdr->pct_floor, &floor, floor - 1))
-		;
-	atomic_store(&s->prio, floor > INT32_MIN + 1 ? floor - 1 : floor);
+	atomic_store(&s->strict_defer, (atomic_load(&det_hdr->clock) & DET_SEQ_MASK) + events);
 }
+
 
 /* Preempt a holder that has made no event for too long (wall clock: the
  * one decision that is not taken from events). */
@@ -154,7 +162,7 @@ static void preempt(struct det_thread *t, uint32_t victim)
 		return;
 	atomic_fetch_add(&det_hdr->preemptions, 1);
 	if (det_hdr->chaos_seed) /* a spinner: it waits for the others */
-		sink(det_shm_slot(det_hdr, victim));
+		defer(det_shm_slot(det_hdr, victim), 1u << 16);
 	t->holding = 1;
 	struct det_op op = {.t = t, .kind = DET_EV_PREEMPT, .aux = victim};
 	op.obj = det_shm_slot(det_hdr, victim)->obj;
@@ -274,15 +282,15 @@ static void yield_to(struct det_thread *t, uint32_t next)
 }
 
 /* A thread's initial PCT priority: from the seed and its number only, so
- * a thread created at any time gets a random one; positive, above every
- * priority a change point or a sinker gets (<= 0). */
+ * a thread created at any time gets a random one; above d-1, the change
+ * points' priorities. */
 static int32_t priority(uint32_t num)
 {
 	uint64_t x = det_hdr->chaos_seed ^ (0xD1B54A32D192ED03ull * (num + 1));
 	x ^= x >> 31;
 	x *= 0x9E3779B97F4A7C15ull;
 	x ^= x >> 29;
-	return (int32_t)(1 + x % (1u << 30));
+	return (int32_t)(det_hdr->pct_changes + 1 + x % (1u << 30));
 }
 
 void det_strict_start(struct det_thread *t)
@@ -335,9 +343,10 @@ enum det_point det_strict_point_of(uint16_t kind, int64_t result)
 	}
 }
 
-/* Chaos: a change point that PCT's step count (`step`: events so far; with
+/* Chaos: change point i that PCT's step count (`now`: events so far; with
  * det-cc's memory points, those) has passed since the last look drops the
- * running thread below every thread (see decide()). */
+ * running thread's priority to d-1-i (as in the paper: by the point's
+ * index, not by when it fired). */
 static void pct_change_points(struct det_thread *t, uint64_t now)
 {
 	struct det_shm_header *h = det_hdr;
@@ -346,7 +355,7 @@ static void pct_change_points(struct det_thread *t, uint64_t now)
 		if (fired & (1u << i) || now < h->pct_change[i])
 			continue;
 		if (atomic_compare_exchange_strong(&h->pct_fired, &fired, fired | (1u << i)))
-			sink(t->slot);
+			atomic_store(&t->slot->prio, (int32_t)(h->pct_changes - i));
 	}
 }
 
@@ -354,11 +363,12 @@ static void pct_change_points(struct det_thread *t, uint64_t now)
  * The scheduler's one decision: the holder t is at a scheduling point (why);
  * returns 1, with *next, when it hands the token to *next now.
  *  - plain strict: a quantum of events, then round robin; sched_yield at once;
- *  - chaos (PCT): the highest-priority runnable thread runs; a thread that
- *    polls, or has run strict_spin_steps steps in a row while others wait,
- *    sinks below all first (no starvation, decided from events alone).
+ *  - chaos (PCT): the highest-priority runnable thread runs, except that a
+ *    thread that polls, or has run strict_spin_steps steps in a row while
+ *    others wait, defers to the others for a while (no starvation, decided
+ *    from events alone; priorities stay PCT's).
  * A det-cc tick counts as a step; a second tick with no event since the
- * first says the thread spins without events, and it sinks too.
+ * first says the thread spins without events: a poll.
  */
 static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
 {
@@ -374,18 +384,24 @@ static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
 		return --t->quantum <= 0 && pick(t, next);
 	}
 	pct_change_points(t, atomic_load(&h->clock) & DET_SEQ_MASK);
-	int polls = why != DET_POINT_EVENT;
-	if (!atomic_load(&h->strict_wanting))
-		t->run_steps = 0;
-	else if (h->strict_spin_steps && ++t->run_steps >= h->strict_spin_steps)
-		polls = 1;
+	if (why != DET_POINT_EVENT) {
+		if (t->polls < 16)
+			t->polls++;
+		defer(t->slot, 1ull << t->polls);
+	} else {
+		t->polls = 0;
+		if (!atomic_load(&h->strict_wanting)) {
+			t->run_steps = 0;
+		} else if (h->strict_spin_steps && ++t->run_steps >= h->strict_spin_steps) {
+			defer(t->slot, t->run_steps); /* the others get as many */
+			t->run_steps = 0;
+		}
+	}
 	if (!pick(t, next))
 		return 0;
-	if (polls) {
-		sink(t->slot);
-		t->run_steps = 0;
-		return 1;
-	}
+	uint64_t mine = deferred_until(t->slot), theirs = deferred_until(det_shm_slot(h, *next));
+	if (mine != theirs)
+		return mine > theirs;
 	return atomic_load(&det_shm_slot(h, *next)->prio) > atomic_load(&t->slot->prio);
 }
 

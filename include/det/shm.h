@@ -129,7 +129,8 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) strict_yielded; /* strict: handed the token on after an event and waits to
 					      * get it back (replay: did so when the recording ended) */
 	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
-	uint8_t pad1b[16];
+	DET_ATOMIC(uint64_t) strict_defer; /* chaos: it polled; others go first until this event number */
+	uint8_t pad1b[8];
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	DET_ATOMIC(uint64_t) last_seq;  /* seq + 1 of the last published event */
@@ -290,8 +291,7 @@ struct det_shm_header {
 	uint32_t pct_changes;                /* chaos in strict mode (PCT): d-1 priority change points... */
 	DET_ATOMIC(uint32_t) pct_fired;      /* ...a bit for each one passed */
 	uint64_t pct_change[8];              /* ...at these event numbers, drawn independently (unsorted) */
-	DET_ATOMIC(int32_t) pct_floor;       /* the lowest priority given so far: a spinner goes below it */
-	uint32_t strict_spin_steps;          /* chaos: steps a thread runs while others wait before it sinks */
+	uint32_t strict_spin_steps;          /* chaos: steps a thread runs while others wait before it defers */
 	DET_ATOMIC(uint64_t) strict_tickets; /* next waiter ticket */
 
 	/* processes, and the pipes made inside the program (by inode, so a

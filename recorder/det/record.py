@@ -93,7 +93,7 @@ class Options:
     seed: int = 0              # chaos: nonzero seeds the schedule
     pct_depth: int = 3         # chaos + strict: PCT's bug depth d (d-1 priority change points)
     pct_k: int = PCT_K         # chaos + strict: the expected number of events k (change points fall in 1..k)
-    spin_steps: int = 10000    # chaos + strict: steps a thread runs in a row while others wait, then sinks
+    spin_steps: int = 10000    # chaos + strict: steps a thread runs in a row while others wait, then defers
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
     env: dict[str, str] | None = None  # the program's environment (None: detrec's own)
     cwd: str | None = None     # its working directory (None: detrec's own)

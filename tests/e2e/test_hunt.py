@@ -77,7 +77,7 @@ def test_k_is_learned_from_the_runs_before(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["yield", "trylock", "poll", "read", "lockpoll"])
 def test_spinning_thread_never_starves_the_one_it_waits_for(tmp_path: Path, mode: str) -> None:
     """main polls for a flag the second thread sets after work of its own;
-    whenever the setter's priority is lower, only main sinking below it lets
+    whenever the setter's priority is lower, only main deferring to it lets
     the run end. 100 seeds: 100 runs end by themselves, none by the watchdog
     (which would say so), none by the timeout."""
     s, err = hunt(tmp_path, mode, "--strict", "--runs", "100", "-j", "2", "--seed", "1", "--timeout", "30",
@@ -89,7 +89,7 @@ def test_spinning_thread_never_starves_the_one_it_waits_for(tmp_path: Path, mode
 
 
 def test_pct_recordings_replay_exactly(tmp_path: Path) -> None:
-    """Runs with change points and spinners sinking replay exactly: the
+    """Runs with change points and pollers deferring replay exactly: the
     recorded schedule is what replay follows."""
     cases = [(sample_bin("racy_counter"), ["2000"]), (program("spin_poll"), ["lockpoll"]),
              (program("spin_poll"), ["trylock"]), (program("split_increment"), [])]
@@ -186,12 +186,13 @@ def test_dethunt_refuses_a_directory_that_is_not_its_own(tmp_path: Path) -> None
     assert r.returncode == 2 and b"not a directory" in r.stderr, r.stderr.decode()
 
 
-@pytest.mark.parametrize("args,kind", [(["crash", "segv"], "signal SIGSEGV"), (["crash", "fpe"], "signal SIGFPE"),
-                                       (["spinner"], "timeout")])
-def test_failure_kinds_signal_and_timeout(tmp_path: Path, args: list[str], kind: str) -> None:
+@pytest.mark.parametrize("args,kind,timeout", [(["crash", "segv"], "signal SIGSEGV", "30"),
+                                               (["crash", "fpe"], "signal SIGFPE", "30"),
+                                               (["spinner"], "timeout", "1")])
+def test_failure_kinds_signal_and_timeout(tmp_path: Path, args: list[str], kind: str, timeout: str) -> None:
     # a thread dies of a fault; two threads lock and unlock for ever (no
     # deadlock: a timeout). No run passes: the hunt looks for a passing
     # partner for 20 more runs, then says there is none.
-    s, err = hunt(tmp_path, "k", "--runs", "2", "--seed", "1", "--timeout", "1", program(args[0]), *args[1:])
+    s, err = hunt(tmp_path, "k", "--runs", "2", "--seed", "1", "--timeout", timeout, program(args[0]), *args[1:])
     assert list(s["kinds"]) == [kind], err
     assert s["failed"] == s["runs"] == 22 and "no passing run found" in err, err

@@ -6,7 +6,7 @@
  *   read      read() of an empty non-blocking pipe the setter writes to
  *   lockpoll  lock, read the flag, unlock (events, none of which fails)
  * Under strict chaos the setter often has the lower priority: the poller
- * must sink below it, or the run never ends. Prints how many times main
+ * must defer to it, or the run never ends. Prints how many times main
  * polled (0: the setter was done first), then "flag seen".
  *
  * Usage: spin_poll MODE [WORK]
