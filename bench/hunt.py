@@ -113,7 +113,7 @@ def native(argv: list[str], hang: bool, runs: int, cap: float) -> Cell:
     return Cell(None, runs, False, time.monotonic() - t0)
 
 
-_FOUND = re.compile(r"failure after (\d+) run")
+_FOUND = re.compile(r"(?:failure|hung run) after (\d+) run")
 _NONE = re.compile(r"no failure in (\d+) run")
 _STOPPED = re.compile(r"interrupted after (\d+) run")
 

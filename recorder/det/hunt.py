@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from . import __version__
 from .errors import DetError
 from .launch import read_own_stdin, resolve_program, stdin_source
 from .outpath import check_output_dir
@@ -414,15 +415,18 @@ def write_summary(rep: HuntReport, spec: RunSpec, path: Path) -> None:
 
 # --- the dethunt command ---------------------------------------------------
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dethunt",
         description="Run a program under many chaos schedules (seeds S, S+1, ...); report failures by kind and "
                     "keep the first failing trace of each kind with a passing run next to it.",
+        epilog="Exit status: 0 when no run failed, 1 when some did, 130 when interrupted, 2 for bad usage. "
+               "docs/hunting.md has sessions.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="where kept traces go (default: PROGRAM.hunt); a directory holding anything but det traces "
-                        "and a hunt's summary is refused")
+                        "and a hunt's summary is refused").complete = "dir"
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS, metavar="N", help=f"runs (default {DEFAULT_RUNS})")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="runs at once on this machine")
     p.add_argument("--seed", type=int, metavar="S", help="first seed (default: a random one)")
@@ -436,10 +440,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--stop-at-first", action="store_true", help="start no run after the first failure")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on a Dask cluster: its scheduler's address (tcp://HOST:PORT)")
-    p.add_argument("--cluster-file", metavar="FILE", help="run on a Dask cluster: its scheduler file")
+    p.add_argument("--cluster-file", metavar="FILE",
+                   help="run on a Dask cluster: its scheduler file").complete = "file"
     p.add_argument("-q", "--quiet", action="store_true", help="only the summary")
-    p.add_argument("program", help="the program to run")
+    p.add_argument("program", help="the program to run").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
     ns = p.parse_args(argv)
     if ns.runs < 1 or ns.jobs < 1:
         p.error("--runs and -j need positive numbers")
