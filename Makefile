@@ -8,6 +8,7 @@
 #   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
 #                 and the Python package in lib/det/, the gdb extension in share/det/,
 #                 man pages and bash completion (generated from the parsers); make uninstall
+#   make fuzz     100000 damaged traces through every tool (make test runs 1000)
 #
 # Rules: every target works from a fresh clone on Debian 12; tools/setup.sh
 # installs what is missing (as root) or says what to install.
@@ -20,14 +21,25 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c replayer/enforce.c replayer/strict.c $(wildcard replayer/turns_*.c)
-RUNTIME_HDR := recorder/runtime.h recorder/real.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
+RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
 SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
 SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def
+
+# det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
+LLVM_CONFIG := llvm-config-22
+LLVM_BIN    := /usr/lib/llvm-22/bin
+DETPASS     := build/DetPass.so
+DETCC       := llvm/det-cc
 
 SAMPLES_C   := $(wildcard samples/*.c)
 SAMPLES_CXX := $(wildcard samples/*.cpp)
 SAMPLE_BINS := $(patsubst samples/%.c,samples/bin/%,$(SAMPLES_C)) $(patsubst samples/%.cpp,samples/bin/%,$(SAMPLES_CXX))
+# Samples built with det-cc (their header says so): lock-free code whose
+# atomics must be events; the window bugs also with memory points (NAME.mem)
+CC_SAMPLES  := atomic_spinlock spsc_queue seqlock dcl_bug check_then_act_flag lost_update
+WINDOW_BUGS := dcl_bug check_then_act_flag lost_update
+SAMPLE_BINS += $(patsubst %,samples/bin/%.mem,$(WINDOW_BUGS))
 TESTPROG_C  := $(wildcard tests/programs/*.c)
 TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bin/hello_static
 BENCH_C     := $(wildcard bench/*.c)
@@ -41,9 +53,10 @@ DESTDIR ?=
 SYS_PY  ?= python3
 INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
                  $(foreach f,$(wildcard gdb-ext/*.py),share/det/gdb-ext=$(f))
-PY_SRC  := $(wildcard recorder/det/*.py replayer/det_replay/*.py) setup.cfg
+PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
+             tui/det_tui/*.tcss) setup.cfg
 
-.PHONY: all setup native samples benches testprogs demo test check bench stress clean dist install uninstall
+.PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall
 
 all: $(SETUP) native samples benches testprogs dist
 
@@ -51,7 +64,13 @@ setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
 	tools/setup.sh
 
-native: build/libdet.so build/libdetsup.so
+native: build/libdet.so build/libdetsup.so $(DETPASS)
+
+# -isystem: LLVM's headers do not pass -Wextra -Werror
+$(DETPASS): llvm/DetPass.cpp include/det/events.def include/det/events.h
+	@mkdir -p build
+	$(LLVM_BIN)/clang++ $(shell $(LLVM_CONFIG) --cxxflags | sed 's|-I\([^ ]*\)|-isystem \1|') -Iinclude \
+		-O2 $(WARN) -fPIC -shared -o $@ $<
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
@@ -79,7 +98,15 @@ uninstall:
 samples: $(SAMPLE_BINS)
 samples/bin/%: samples/%.c samples/sample.h
 	@mkdir -p samples/bin
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread $(SAMPLE_LDFLAGS) -o $@ $<
+# bound at start-up: lazy binding's first caller is a race of its own (see the sample's header)
+samples/bin/uninit_local: SAMPLE_LDFLAGS := -Wl,-z,now
+$(patsubst %,samples/bin/%,$(CC_SAMPLES)): samples/bin/%: samples/%.c samples/sample.h $(DETPASS) $(DETCC)
+	@mkdir -p samples/bin
+	$(DETCC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
+samples/bin/%.mem: samples/%.c samples/sample.h $(DETPASS) $(DETCC)
+	@mkdir -p samples/bin
+	$(DETCC) --sched-points=memory -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $<
 samples/bin/%: samples/%.cpp samples/sample.h
 	@mkdir -p samples/bin
 	$(CXX) -std=c++17 -O2 -g $(WARN) -pthread -o $@ $<
@@ -112,6 +139,9 @@ bench: all
 
 stress: all
 	$(PY) -m pytest -q tests/stress -m stress
+
+fuzz: all
+	$(PY) tests/fuzz/fuzz_traces.py --mutations 100000 --gdb-every 1000
 
 clean:
 	rm -rf build samples/bin bench/bin tests/bin

@@ -76,6 +76,16 @@ def gdb_times(cmd: list[str], script: str, tmp: Path,
     return times, [int(x) for x in re.findall(r"^@at (\d+)$", out, re.M)]
 
 
+def record_counter(tmp: Path, iters: int) -> tuple[Path, list[int]]:
+    """Record mutex_counter ITERS into tmp; the trace and its event seqs in order."""
+    trace = tmp / "counter.db"
+    wall([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(PROG), str(iters)])
+    db = sqlite3.connect(trace)
+    seqs = [s for (s,) in db.execute("SELECT seq FROM events ORDER BY seq")]
+    db.close()
+    return trace, seqs
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
@@ -86,11 +96,8 @@ def main() -> int:
     med = statistics.median
     with tempfile.TemporaryDirectory(prefix="det-bench-gdb-") as d:
         tmp = Path(d)
-        trace = tmp / "counter.db"
-        wall([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(PROG), str(ns.iters)])
-        db = sqlite3.connect(trace)
-        events = db.execute("SELECT count(*) FROM events").fetchone()[0]
-        db.close()
+        trace, seqs = record_counter(tmp, ns.iters)
+        events = len(seqs)
         far, near = min(100000, events - 1), min(50000, events // 2)
         native = med([wall([str(PROG), str(ns.iters)]) for _ in range(ns.runs)])
         replay = med([wall([str(BIN / "detreplay"), "-q", str(trace)]) for _ in range(ns.runs)])

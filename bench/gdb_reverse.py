@@ -3,8 +3,8 @@
 
 Records bench/bin/mutex_counter 250000 (2 threads, ~1M events), starts
 `detreplay --gdb` at event AT (90% of the trace) and times, inside gdb:
-  - `det goto AT` from event 0 (a restart and a replay to AT): one
-    re-execution, the unit every reverse command pays per run;
+  - `det goto AT` from 1000 events later (backward: a restart and a replay
+    to AT): one re-execution, the unit every reverse command pays per run;
   - `det last-write counter` (written by every iteration: found in the
     first, nearest window);
   - `det last-write iters` (written once, by main before any thread:
@@ -23,17 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".venv" / "bin"
-PROG = ROOT / "bench" / "bin" / "mutex_counter"
+from gdb_goto import BIN, PROG, ROOT, record_counter, wall  # bench/ is the script's directory
 
 TIMER = """
 import time, gdb
@@ -50,7 +46,7 @@ import re
 gdb.execute("watch counter", to_string=True)
 gdb.execute("disable 1", to_string=True)
 for i in range(RUNS):
-    timed("goto", "det goto AT", before="det goto 0")
+    timed("goto", "det goto AT", before="det goto AT_PLUS")
     timed("lastwrite_hot", "det last-write counter")
     timed("lastwrite_once", "det last-write iters")
     gdb.execute("enable 1", to_string=True)
@@ -58,15 +54,6 @@ for i in range(RUNS):
     gdb.execute("disable 1", to_string=True)
     timed("reverse_step", "det reverse-step")
 """
-
-
-def wall(cmd: list[str]) -> float:
-    a = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True)
-    b = time.monotonic()
-    if r.returncode != 0:
-        sys.exit(f"bench: {' '.join(cmd)} failed ({r.returncode}): {r.stderr.decode()[-500:]}")
-    return b - a
 
 
 def main() -> int:
@@ -79,16 +66,13 @@ def main() -> int:
     med = statistics.median
     with tempfile.TemporaryDirectory(prefix="det-bench-reverse-") as d:
         tmp = Path(d)
-        trace = tmp / "counter.db"
-        wall([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(PROG), str(ns.iters)])
-        db = sqlite3.connect(trace)
-        events = db.execute("SELECT count(*) FROM events").fetchone()[0]
-        seqs = [s for (s,) in db.execute("SELECT seq FROM events ORDER BY seq")]
-        db.close()
+        trace, seqs = record_counter(tmp, ns.iters)
+        events = len(seqs)
         at = seqs[int(len(seqs) * 0.9)]
         native = med([wall([str(PROG), str(ns.iters)]) for _ in range(ns.runs)])
         gdb = [str(BIN / "detreplay"), "--gdb", "-g", str(at), str(trace), "--", "-nx", "-batch"]
-        timer = TIMER.replace("RUNS", str(ns.runs)).replace("AT", str(at))
+        plus = seqs[min(len(seqs) - 1, int(len(seqs) * 0.9) + 1000)]
+        timer = TIMER.replace("RUNS", str(ns.runs)).replace("AT_PLUS", str(plus)).replace("AT", str(at))
         script = tmp / "timer.py"
         script.write_text(timer)
         r = subprocess.run([*gdb, "-ex", f"source {script}"], capture_output=True, text=True, timeout=3600)
@@ -108,7 +92,7 @@ def main() -> int:
           f"medians of {ns.runs}")
     print(f"  native run: {native:.3f} s (whole program)")
     unit = med(times["goto"])
-    print(f"  one re-execution (det goto {at} after a restart): {unit:.3f} s")
+    print(f"  one re-execution (det goto {at} backward: a restart and a replay to it): {unit:.3f} s")
     for k, label in (("lastwrite_hot", "det last-write counter (written every iteration)"),
                      ("lastwrite_once", "det last-write iters (written once, at the start)"),
                      ("reverse_continue", "det reverse-continue to `watch counter`"),

@@ -164,7 +164,9 @@ def main() -> int:
             print(f"# {what} ({ns.runs} runs each)", flush=True)
             report(bench_program(name, args, ns.runs, tmp, record_opts=("--strict",)), what)
         print("# target: strict record <= 3x")
+    subprocess.run([sys.executable, "bench/llvm.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
+    subprocess.run([sys.executable, "bench/tui.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/gdb_goto.py", f"--runs={ns.runs}", f"--iters={250000 // scale}"])
     subprocess.run([sys.executable, "bench/gdb_reverse.py", f"--runs={min(ns.runs, 3)}", f"--iters={250000 // scale}"])
     if ns.json:

@@ -198,9 +198,15 @@ class Session:
             s = base[i]
             state = names.get(int(s["state"]), "?")
             lwp = int(s["ktid"])
+            blocked_obj = int(s["blocked_obj"])
+            if not blocked_obj and int(s["blocked_kind"]) and int(s["blocked_addr"]):
+                # parked before another thread bound the object (libdet
+                # looks again only every 20 ms): the trace knows it
+                found = self.model.objects_at(int(s["blocked_addr"]))
+                blocked_obj = found[-1][0] if found else 0
             t = m.LiveThread(num=i, state=state, done=int(s["done"]), count=int(s["sched_count"]),
                              at_turnstile=bool(int(s["at_turnstile"])), blocked_kind=int(s["blocked_kind"]),
-                             blocked_obj=int(s["blocked_obj"]), blocked_ra=int(s["blocked_ra"]))
+                             blocked_obj=blocked_obj, blocked_ra=int(s["blocked_ra"]))
             if state != "free" and lwp in gdb_threads:
                 self.lwp_to_num[lwp] = i
                 t.lwp = lwp
@@ -347,11 +353,8 @@ class Session:
 
     def on_diverged(self) -> bool:
         d = gdb.parse_and_eval("det_hdr->div")
-        reasons = {int(f.enumval): f.name.lower().removeprefix("det_div_")
-                   for f in gdb.lookup_type("enum det_divergence_reason").fields()}
         div = {k: int(d[k]) for k in ("thread", "idx", "seq", "reason", "want_kind", "want_obj", "got_kind",
                                       "got_obj", "got_addr", "ra")}
-        div["reason_name"] = reasons.get(div["reason"], "?")
         what = d["what"].string(length=-1).split("\0", 1)[0]
         self.divergence = self.model.divergence_text(div, what)
         self.hit = Hit("diverged", div["seq"] if div["seq"] != UINT64_MAX else self.model.end, div["thread"])
@@ -605,16 +608,23 @@ class Session:
             return
         thread = gdb.selected_thread()
         stops: list[gdb.Breakpoint] = []
-        block = callee.block()
-        while block is not None and block.function is None:
-            block = block.superblock
-        if block is not None:
-            for insn in callee.architecture().disassemble(block.start, block.end - 1):
-                if insn["asm"].split()[0] in ("ret", "retq") or insn["asm"].startswith(("repz ret", "bnd ret")):
-                    b = gdb.Breakpoint(f"*{insn['addr']:#x}", internal=True, temporary=True)
-                    b.thread = thread.num
-                    b.silent = True
-                    stops.append(b)
+        try:
+            block = callee.block()
+            while block is not None and block.function is None:
+                block = block.superblock
+            insns = callee.architecture().disassemble(block.start, block.end - 1) if block is not None else []
+        except RuntimeError:
+            # An entry stub (recorder/stack.c, no debug information): it
+            # returns to the program with the first `ret` after its call.
+            insns = callee.architecture().disassemble(callee.pc(), count=64)
+            insns = insns[:next((i + 1 for i, n in enumerate(insns) if n["asm"].split()[0] in ("ret", "retq")),
+                                len(insns))]
+        for insn in insns:
+            if insn["asm"].split()[0] in ("ret", "retq") or insn["asm"].startswith(("repz ret", "bnd ret")):
+                b = gdb.Breakpoint(f"*{insn['addr']:#x}", internal=True, temporary=True)
+                b.thread = thread.num
+                b.silent = True
+                stops.append(b)
         # A tail call returns straight to the program: catch that too.
         fb = gdb.FinishBreakpoint(callee, internal=True)
         fb.silent = True
@@ -751,15 +761,86 @@ def where(f: gdb.Frame | None) -> str:
     return name
 
 
-def symbol_at(addr: int) -> str:
-    """The program's name for a data address (`b`, `accounts+48`), or ""."""
+MAX_POINTEE = 4096   # a pointer at most this far below an object may point to the struct holding it
+MAX_SCANNED = 1 << 20  # bytes of the program's static data read to find pointers
+
+
+def pointer_expression(addr: int, kind: str) -> str | None:
+    """The expression that reaches an object with no symbol (on the heap)
+    from the program's static data, one pointer away: `q->lock`, `*p`,
+    `pools[1]->locks[2]`; None if no static pointer leads to it."""
+    s = SESSION
+    if s is None or not s.alive():
+        return None
+    names = s.model.names
+    exe = s.cfg.get("binary", "")
     try:
-        out = gdb.execute(f"info symbol {addr:#x}", to_string=True).strip()
+        base = names.sym.bases[names.sym.paths.index(exe)]
+    except ValueError:
+        return None
+    ds = names.data_symbols(exe)
+    inf = gdb.selected_inferior()
+    best: tuple[int, str, int] | None = None
+    scanned = 0
+    for start, end, name in zip(ds.starts, ds.ends, ds.names, strict=True):
+        size = end - start
+        if size < 8 or scanned + size > MAX_SCANNED:
+            continue
+        try:
+            mem = bytes(inf.read_memory(base + start, size))
+        except (gdb.error, gdb.MemoryError):
+            continue
+        scanned += size
+        for off in range(0, size - 7, 8):
+            p = int.from_bytes(mem[off:off + 8], "little")
+            if p <= addr < p + MAX_POINTEE and (best is None or addr - p < best[0]):
+                best = (addr - p, name, off)
+    if best is None:
+        return None
+    delta, name, off = best
+    try:
+        holder = gdb.parse_and_eval(name)
+        ptr = lvalue_path(holder.type, off, name)
+        if ptr is None:
+            return None
+        target = gdb.parse_and_eval(ptr).type.strip_typedefs()
+        if target.code != gdb.TYPE_CODE_PTR:
+            return None
+        pointee = target.target()
+        if delta == 0 and pointee.strip_typedefs().code != gdb.TYPE_CODE_STRUCT:
+            return f"*{ptr}"
+        inner = lvalue_path(pointee, delta, "")
     except gdb.error:
-        return ""
-    if not out or out.startswith("No symbol"):
-        return ""
-    return out.split(" in section ")[0].replace(" + ", "+")
+        return None
+    if inner is None:
+        return f"*{ptr}" if delta == 0 else f"(char *){ptr}+{delta}"
+    if not inner:
+        return f"*{ptr}"
+    return f"{ptr}->{inner[1:]}" if inner.startswith(".") else f"(*{ptr}){inner}"
+
+
+def lvalue_path(t: gdb.Type, off: int, prefix: str) -> str | None:
+    """The C expression for the object at byte `off` inside an object of type
+    t named prefix (`pool.jobs[2]`), down to a pthread type or a scalar."""
+    t = t.strip_typedefs()
+    if off == 0 and (t.code not in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_ARRAY)
+                     or (t.name or "").startswith(("pthread_", "__pthread"))):
+        return prefix
+    if t.code == gdb.TYPE_CODE_ARRAY:
+        elem = t.target()
+        n = elem.sizeof
+        if n <= 0:
+            return None
+        return lvalue_path(elem, off % n, f"{prefix}[{off // n}]")
+    if t.code == gdb.TYPE_CODE_STRUCT:
+        for f in t.fields():
+            if f.bitpos is None or f.name is None:
+                continue
+            fo = f.bitpos // 8
+            if fo <= off < fo + max(f.type.sizeof, 1):
+                return lvalue_path(f.type, off - fo, f"{prefix}.{f.name}")
+        return None
+    return prefix if off == 0 else None
 
 
 def session() -> Session:
@@ -880,6 +961,7 @@ det back [N]           go back N events (1)
 det until KIND [OBJ]   run until the next event of KIND (on object OBJ)
 det break-event ...    stop before events of a kind, on an object, by a thread
 det timeline [FROM [TO]]  the events around the current one, one column per thread
+det thread T           select thread T (T2) in its frame of the program's code
 det threads            gdb's thread numbers next to det's T0, T1, ...
 det disas [T]          disassembly around thread T's code (capstone, pyelftools)
 det last-write EXPR    go back to the last write that changed EXPR (by re-execution)
@@ -933,8 +1015,9 @@ Usage: det status"""
             print(ln)
 
 
-def thread_where(th: gdb.InferiorThread) -> str:
-    """The program-code frame of another thread, without changing the user's selection for long."""
+@contextmanager
+def on_thread(th: gdb.InferiorThread) -> Iterator[None]:
+    """Run a block with th selected; the user's thread and frame come back after."""
     cur = gdb.selected_thread()
     try:
         frame = gdb.selected_frame()
@@ -942,13 +1025,20 @@ def thread_where(th: gdb.InferiorThread) -> str:
         frame = None
     try:
         th.switch()
-        return where(user_frame())
-    except gdb.error:
-        return ""
+        yield
     finally:
         cur.switch()
         if frame is not None and frame.is_valid():
             frame.select()
+
+
+def thread_where(th: gdb.InferiorThread) -> str:
+    """The program-code frame of another thread."""
+    try:
+        with on_thread(th):
+            return where(user_frame())
+    except gdb.error:
+        return ""
 
 
 class DetWhen(gdb.Command):
@@ -991,7 +1081,9 @@ Your breakpoints and break-events stop it earlier, as gdb's `next` would."""
         if i >= m.total:
             raise gdb.GdbError("det: det next: already at the end of the recording")
         if i + n > m.total:
-            raise gdb.GdbError(f"det: det next: only {m.total - i} events left (`det goto end` goes to the end)")
+            # clamped to the recording, as every range is
+            print(f"det: det next: only {m.total - i} events left; going to the end")
+            n = m.total - i
         target = m.seq_at(i + n)
         s.goto(target, honor=True, what=m.label(target))
 
@@ -1013,8 +1105,11 @@ Usage: det back [N]"""
         if not s.alive() or s.pos is None:
             raise gdb.GdbError("det: det back: the program is not running; use `det goto N`")
         i = m.index_of(s.pos.seq)
+        if i == 0:
+            raise gdb.GdbError(f"det: det back: already at the first event ({m.label(s.pos.seq)})")
         if i - n < 0:
-            raise gdb.GdbError(f"det: det back: only {i} events before {m.label(s.pos.seq)}")
+            print(f"det: det back: only {i} events before {m.label(s.pos.seq)}; going to the first")
+            n = i
         s.goto(m.seq_at(i - n))
 
 
@@ -1216,6 +1311,30 @@ ended; `=>` marks the current event. Default: 10 events either side."""
             print(ln)
 
 
+class DetThread(gdb.Command):
+    """Select thread T by its T-name, in its innermost frame of the program's code.
+
+Usage: det thread T      (T: 2 or T2; gdb's own `thread N` takes gdb's numbers)"""
+
+    def __init__(self) -> None:
+        super().__init__("det thread", gdb.COMMAND_STACK)
+
+    def invoke(self, arg: str, from_tty: bool) -> None:
+        s = running()
+        if not arg.strip():
+            raise gdb.GdbError("det: det thread: which thread? (det thread T2)")
+        num = parse_thread(s, arg, "det thread")
+        th = s.gdb_thread(num)
+        if th is None:
+            raise gdb.GdbError(f"det: det thread: T{num} is not running")
+        th.switch()
+        f = user_frame()
+        if f is not None:
+            f.select()
+        print(f"det: T{num} is in {where(f) or '?'}")
+        print(gdb.execute("frame", to_string=True).rstrip("\n"))
+
+
 class DetThreads(gdb.Command):
     """gdb's thread numbers next to det's thread numbers, with each thread's state.
 
@@ -1276,20 +1395,10 @@ Needs the Python packages capstone and pyelftools in gdb's Python
         th = s.gdb_thread(num) if num is not None else gdb.selected_thread()
         if th is None:
             raise gdb.GdbError(f"det: det disas: T{num} is not running")
-        cur = gdb.selected_thread()
-        try:
-            frame = gdb.selected_frame()
-        except gdb.error:
-            frame = None
-        try:
-            th.switch()
+        with on_thread(th):
             f = user_frame() or gdb.newest_frame()
             pc = f.pc()
             call_site = f != gdb.newest_frame()
-        finally:
-            cur.switch()
-            if frame is not None and frame.is_valid():
-                frame.select()
         modules = s.model.trace.modules()
         for ln in det_gdb_disas.disassemble(pc, modules, gdb.selected_inferior().read_memory, call_site,
                                             f"T{num}" if num is not None else "this thread"):
@@ -1392,7 +1501,7 @@ def start(config_path: str) -> None:
     except Exception as e:  # noqa: BLE001 - det.errors.DetError and sqlite/OS errors: one line, no traceback
         raise gdb.GdbError(f"det: {e}") from None
     SESSION = s
-    s.model.namer = symbol_at
+    s.model.names.live = pointer_expression
     wrapper = " ".join(shlex.quote(a) for a in cfg["exec_wrapper"])
     for cmd in ("set startup-with-shell on", f"set exec-wrapper {wrapper}", "set breakpoint pending on",
                 f"file {gdb_quote(cfg['binary'])}"):
@@ -1409,7 +1518,7 @@ def start(config_path: str) -> None:
     gdb.events.stop.connect(_stop_handler)
     gdb.events.exited.connect(_exit_handler)
     for cls in (DetPrefix, DetStatus, DetWhen, DetNext, DetBack, DetGoto, DetStepThread, DetUntil, DetBreakEvent,
-                DetTimeline, DetThreads, DetDisas):
+                DetTimeline, DetThread, DetThreads, DetDisas):
         cls()
     import det_gdb_reverse
 

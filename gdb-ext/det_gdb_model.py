@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from det import events as ev
-from det.analysis import Waiter, block_report, holders
+from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, holders, race_hint
+from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name
 
@@ -93,9 +93,9 @@ class Schedule:
         self._events: dict[int, Event] = {}
         self.thread_by_obj = {t["obj"]: tid for tid, t in self.threads.items()}
         self.blocked = {tid: (kind, obj) for tid, kind, obj, _ra in tr.blocked()}
-        # The program's name for an object's address (det_gdb.py asks gdb).
-        self.namer: Callable[[int], str] | None = None
-        self._names: dict[int, str] = {}
+        # det's one naming scheme (det.names); det_gdb.py sets names.live
+        # to find the pointer expression that reaches a heap object.
+        self.names = ObjectNames(tr, self.sym)
 
     def close(self) -> None:
         self.trace.close()
@@ -153,19 +153,8 @@ class Schedule:
 
     # --- names -----------------------------------------------------------
     def obj_name(self, obj: int) -> str:
-        """`mutex 4 (a)`: kind, number, and the program's name for it if it has one;
-        a thread object is named by its thread (`T1`)."""
-        if not obj:
-            return ""
-        kind, addr = self.objects.get(obj, (0, 0))
-        if objkind_name(kind) == "thread":
-            tid = self.thread_by_obj.get(obj)
-            if tid is not None:
-                return f"T{tid}"
-        name = objkind_name(kind)
-        if obj not in self._names:
-            self._names[obj] = self.namer(addr) if self.namer is not None and addr else ""
-        return f"{name} {obj} ({self._names[obj]})" if self._names[obj] else f"{name} {obj}"
+        """`mutex 4 (a)`, `T1`: det.names' label ("" for no object)."""
+        return self.names.label(obj)
 
     def short(self, e: Event) -> str:
         """A timeline cell: `lock mutex4`, `create T2`, `join T1`."""
@@ -318,7 +307,7 @@ class Schedule:
         waiters = [Waiter(t.num, t.blocked_kind, t.blocked_obj, t.blocked_ra)
                    for t in live if t.ended_blocked]
         if waiters and pos >= self.end and self.ended_blocked():
-            rep = block_report(self.trace, waiters, self.sym, None)
+            rep = block_report(self.trace, waiters, self.sym, None, self.names)
             lines.append(self.cycle_text(rep.summary, rep.cycle, waiters, held))
         return lines
 
@@ -408,29 +397,10 @@ class Schedule:
         return "|"
 
     def divergence_text(self, div: dict[str, int], what: str) -> str:
-        """One line, as detreplay says it (det.replay.cli.describe_divergence)."""
-        def obj(o: int, addr: int = 0) -> str:
-            if o:
-                return self.obj_name(o)
-            if not addr:
-                return "no object"
-            name = self.namer(addr) if self.namer is not None else ""
-            return f"an object at {addr:#x} ({name})" if name else f"an object at {addr:#x}"
-
-        loc = self.ra_where(div["ra"])
-        t = div["thread"]
-        if div["seq"] == 2**64 - 1:
-            at = f"after T{t}'s last recorded event"
-        else:
-            at = f"divergence at event {div['seq']} (T{t})"
-        want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
-        got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
-        reason = div.get("reason_name", "")
-        if reason in ("kind", "object"):
-            return f"{at}: recorded {want}, got {got} at {loc}"
-        if reason == "result":
-            return f"{at}: {want} at {loc}: {what}"
-        return f"{at}: {what} ({got} at {loc})"
+        """One line, as detreplay says it, with its race hint (a default-mode trace)."""
+        text = describe_divergence(self.names, div, what)
+        hint = race_hint(self.trace, self.names, DIVERGENCE_REASONS.get(div["reason"], "?"), what)
+        return f"{text}; {hint[0]}" if hint else text
 
 
 def _fit(text: str, width: int) -> str:

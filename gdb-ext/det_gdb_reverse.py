@@ -181,26 +181,41 @@ def mark_here(s: D.Session, cmd: str) -> Mark:
     th = s.gdb_thread(num)
     if th is None:
         raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
-    cur = gdb.selected_thread()
-    try:
-        sel = gdb.selected_frame()
-    except gdb.error:
-        sel = None
-    try:
-        th.switch()
+    with D.on_thread(th):
         f = gdb.newest_frame()
         regs = tuple(int(f.read_register(r)) for r in REGS)
         top = bytes(gdb.selected_inferior().read_memory(regs[1], TOP))
         uf = D.user_frame()
         here = D.where(uf) if uf is not None else f"{f.pc():#x}"
-    finally:
-        cur.switch()
-        if sel is not None and sel.is_valid():
-            sel.select()
     done = int(s._slots()[num]["done"])
     sig = s.signalled[1] if s.signalled is not None and s.signalled[0] == num else None
     return Mark(pos.seq, False, thread=num, done=done, pc=regs[0], regs=regs, top=top, signal=sig,
                 what=f"T{num} in {here}" + (f" ({sig})" if sig else ""))
+
+
+def begin(cmd: str, arg: str, takes_arg: bool = False) -> tuple[D.Session, Mark]:
+    """The session and where the user is, for a reverse command."""
+    s = D.running()
+    if s.relaxed:
+        # its windows and marks are positions in the recorded total order
+        raise gdb.GdbError(f"det: {cmd}: going back needs an ordered replay (start gdb without --relaxed)")
+    if arg.strip() and not takes_arg:
+        raise gdb.GdbError(f"det: {cmd}: takes no arguments")
+    if not arg.strip() and takes_arg:
+        raise gdb.GdbError(f"det: {cmd}: which expression? ({cmd} EXPR)")
+    return s, mark_here(s, cmd)
+
+
+def value_log(spec: str) -> Callable[[int, int], dict]:
+    """A watchpoint logger's accept(): the old and the new value at each hit."""
+    state = {"value": str(gdb.parse_and_eval(spec))}
+
+    def accept(num: int, done: int) -> dict:
+        new = str(gdb.parse_and_eval(spec))
+        old, state["value"] = state["value"], new
+        return {"old": old, "new": new}
+
+    return accept
 
 
 def mark_base_index(s: D.Session, mark: Mark) -> int:
@@ -374,23 +389,13 @@ not stop the re-executions."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         cmd = "det last-write"
-        s = D.running()
+        s, mark = begin(cmd, arg, takes_arg=True)
         expr = arg.strip()
-        if not expr:
-            raise gdb.GdbError(f"det: {cmd}: which expression? (det last-write EXPR)")
-        mark = mark_here(s, cmd)
         spec, now = watch_spec(expr, cmd)
         now_text = str(now)
 
         def loggers(run: Run) -> list[gdb.Breakpoint]:
-            state = {"value": str(gdb.parse_and_eval(spec))}
-
-            def accept(num: int, done: int) -> dict | None:
-                new = str(gdb.parse_and_eval(spec))
-                old, state["value"] = state["value"], new
-                return {"old": old, "new": new}
-
-            return [hardware_watch(Logger, run, 0, spec, accept, gdb.WP_WRITE, cmd, expr)]
+            return [hardware_watch(Logger, run, 0, spec, value_log(spec), gdb.WP_WRITE, cmd, expr)]
 
         hit, start, fig = search(s, cmd, mark, loggers)
         if hit is None:
@@ -481,10 +486,7 @@ last of their hits. Ignore counts are not applied."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         cmd = "det reverse-continue"
-        s = D.running()
-        if arg.strip():
-            raise gdb.GdbError(f"det: {cmd}: takes no arguments")
-        mark = mark_here(s, cmd)
+        s, mark = begin(cmd, arg)
         stops = user_stops(cmd)
         if not stops:
             raise gdb.GdbError(f"det: {cmd}: no enabled breakpoint or watchpoint to go back to")
@@ -499,14 +501,7 @@ last of their hits. Ignore counts are not applied."""
 
                     out.append(Logger(run, i, spec, accept))
                 else:
-                    state = {"value": str(gdb.parse_and_eval(spec))}
-
-                    def accept(num: int, done: int, spec: str = spec, state: dict = state) -> dict | None:
-                        new = str(gdb.parse_and_eval(spec))
-                        old, state["value"] = state["value"], new
-                        return {"old": old, "new": new}
-
-                    out.append(hardware_watch(Logger, run, i, spec, accept, wp, cmd, b.expression))
+                    out.append(hardware_watch(Logger, run, i, spec, value_log(spec), wp, cmd, b.expression))
             return out
 
         hit, start, fig = search(s, cmd, mark, loggers)
@@ -561,10 +556,7 @@ Usage: det reverse-step"""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         cmd = "det reverse-step"
-        s = D.running()
-        if arg.strip():
-            raise gdb.GdbError(f"det: {cmd}: takes no arguments")
-        mark = mark_here(s, cmd)
+        s, mark = begin(cmd, arg)
         num = mark.thread if mark.thread is not None else s.det_num()
         if num is None:
             raise gdb.GdbError(f"det: {cmd}: no det thread selected")

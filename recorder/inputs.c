@@ -88,12 +88,14 @@ static int known_pipe(const struct stat *st)
 	return 0;
 }
 
-/* The pipe det fills with the recorded stdin is read for real in replay,
- * by whichever of the program's processes reads it. */
+/* The pipe (or, for a terminal, the pty) det fills with the recorded stdin
+ * is read for real in replay, by whichever of the program's processes
+ * reads it. */
 void det_note_stdin(void)
 {
 	struct stat st;
-	if ((det_hdr->flags & DET_F_STDIN_FED) && fstat(0, &st) == 0 && S_ISFIFO(st.st_mode))
+	if ((det_hdr->flags & DET_F_STDIN_FED) && fstat(0, &st) == 0 &&
+	    (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
 		remember_pipe(0);
 }
 
@@ -111,7 +113,7 @@ static enum fd_class fd_class(int fd)
 		c = FDC_FILE;
 	else if (S_ISDIR(st.st_mode))
 		c = FDC_OTHER;
-	else if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && known_pipe(&st))
+	else if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) && known_pipe(&st))
 		c = FDC_INTERNAL;
 	else if (S_ISSOCK(st.st_mode))
 		c = FDC_SOCKET;
@@ -192,6 +194,19 @@ static void diverge_data(struct det_op *op, const char *what)
 	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, what);
 }
 
+/* A regular file read back in replay is not what was recorded: say which. */
+static __attribute__((noreturn)) void diverge_file(struct det_op *op, int fd, const char *what)
+{
+	static __thread char msg[200];
+	char link[32], path[128];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	long n = det_sys(SYS_readlink, (long)link, (long)path, sizeof(path) - 1, 0, 0, 0);
+	path[n > 0 ? n : 0] = 0;
+	snprintf(msg, sizeof(msg), "a file read returned %s: %s changed since recording", what,
+		 n > 0 ? path : "the file");
+	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
+}
+
 /* Copy recorded bytes into an iovec array. */
 static void scatter(const struct iovec *iov, int n, const uint8_t *data, size_t len)
 {
@@ -242,7 +257,7 @@ static void ts_of(int64_t ns, struct timespec *ts)
 	ts->tv_nsec = ns % 1000000000;
 }
 
-EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
+DET_IMPL int det_impl_clock_gettime(clockid_t clk, struct timespec *ts)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -267,7 +282,7 @@ EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
 	return 0;
 }
 
-EXPORT int timespec_get(struct timespec *ts, int base)
+DET_IMPL int det_impl_timespec_get(struct timespec *ts, int base)
 {
 	det_init();
 	if (base != TIME_UTC)
@@ -278,7 +293,7 @@ EXPORT int timespec_get(struct timespec *ts, int base)
 /* glibc declares tv nonnull, yet callers pass NULL and the vDSO accepts it. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
-EXPORT int gettimeofday(struct timeval *tv, void *tz)
+DET_IMPL int det_impl_gettimeofday(struct timeval *tv, void *tz)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -307,7 +322,7 @@ EXPORT int gettimeofday(struct timeval *tv, void *tz)
 }
 #pragma GCC diagnostic pop
 
-EXPORT time_t time(time_t *out)
+DET_IMPL time_t det_impl_time(time_t *out)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -325,7 +340,7 @@ EXPORT time_t time(time_t *out)
 	return (time_t)res;
 }
 
-EXPORT clock_t clock(void)
+DET_IMPL clock_t det_impl_clock(void)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -361,7 +376,7 @@ static ssize_t det_getrandom(struct det_thread *t, void *buf, size_t n, unsigned
 	return ret_of(res);
 }
 
-EXPORT ssize_t getrandom(void *buf, size_t n, unsigned int flags)
+DET_IMPL ssize_t det_impl_getrandom(void *buf, size_t n, unsigned int flags)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -373,7 +388,7 @@ EXPORT ssize_t getrandom(void *buf, size_t n, unsigned int flags)
 	return r;
 }
 
-EXPORT int getentropy(void *buf, size_t n)
+DET_IMPL int det_impl_getentropy(void *buf, size_t n)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -473,20 +488,20 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */
 		ssize_t r = kind == DET_EV_FILE_READ ? rc->perform(rc) : reread_exact(rc, (size_t)res);
+		if (r != res && kind == DET_EV_FILE_READ)
+			diverge_file(&op, rc->fd, "another count");
 		if (r != res)
-			diverge_data(&op, kind == DET_EV_FILE_READ
-					  ? "a file read returned another count: the file changed since recording"
-					  : "a pipe read returned another count than recorded");
+			diverge_data(&op, "a pipe read returned another count than recorded");
 		if (res > 0) {
 			int same = kind == DET_EV_FILE_READ
 					   ? e->data_len == 8 && hash_iov(rc->iov, rc->iovcnt, (size_t)res) ==
 									 *(const uint64_t *)det_replay_data(e)
 					   : e->data_len == (uint32_t)res &&
 						     same_iov(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res);
+			if (!same && kind == DET_EV_FILE_READ)
+				diverge_file(&op, rc->fd, "other bytes");
 			if (!same)
-				diverge_data(&op, kind == DET_EV_FILE_READ
-						  ? "a file read returned other bytes: the file changed since recording"
-						  : "a pipe read returned other bytes than recorded");
+				diverge_data(&op, "a pipe read returned other bytes than recorded");
 		}
 	}
 	det_input_end(&op, res, NULL, 0);
@@ -505,21 +520,21 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 		return r;                                                                          \
 	} while (0)
 
-EXPORT ssize_t read(int fd, void *buf, size_t n)
+DET_IMPL ssize_t det_impl_read(int fd, void *buf, size_t n)
 {
 	struct iovec iov = {buf, n};
 	struct read_call rc = {fd, &iov, 1, n, perform_read, 0, 0};
 	DET_READ_CALL(rc, real.read(fd, buf, n));
 }
 
-EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+DET_IMPL ssize_t det_impl___read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		abort(); /* what glibc's fortify check does */
 	return read(fd, buf, n);
 }
 
-EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+DET_IMPL ssize_t det_impl_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	size_t want = 0;
 	for (int i = 0; i < iovcnt; i++)
@@ -528,26 +543,23 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	DET_READ_CALL(rc, real.readv(fd, iov, iovcnt));
 }
 
-EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+DET_IMPL ssize_t det_impl_pread(int fd, void *buf, size_t n, off_t off)
 {
 	struct iovec iov = {buf, n};
 	struct read_call rc = {fd, &iov, 1, n, perform_pread, off, 0};
 	DET_READ_CALL(rc, real.pread(fd, buf, n, off));
 }
 
-EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) __attribute__((alias("pread")));
 
-EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+DET_IMPL ssize_t det_impl___pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
 	if (n > buflen)
 		abort();
 	return pread(fd, buf, n, off);
 }
 
-EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-	__attribute__((alias("__pread_chk")));
 
-EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
+DET_IMPL ssize_t det_impl_preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
 	size_t want = 0;
 	for (int i = 0; i < iovcnt; i++)
@@ -556,7 +568,6 @@ EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
 	DET_READ_CALL(rc, real.preadv(fd, iov, iovcnt, off));
 }
 
-EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t off) __attribute__((alias("preadv")));
 
 /* ------------------------------------------------------------------ */
 /* sockets */
@@ -624,12 +635,12 @@ static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int fl
 		return r;                                                                          \
 	} while (0)
 
-EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+DET_IMPL ssize_t det_impl_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	DET_RECV_CALL(fd, (*msg), flags, real.recvmsg(fd, msg, flags));
 }
 
-EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
+DET_IMPL ssize_t det_impl_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
 {
 	struct iovec iov = {buf, n};
 	struct msghdr msg = {addr, addr && alen ? *alen : 0, &iov, 1, NULL, 0, 0};
@@ -645,21 +656,21 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr 
 	return r;
 }
 
-EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+DET_IMPL ssize_t det_impl_recv(int fd, void *buf, size_t n, int flags)
 {
 	struct iovec iov = {buf, n};
 	struct msghdr msg = {NULL, 0, &iov, 1, NULL, 0, 0};
 	DET_RECV_CALL(fd, msg, flags, real.recv(fd, buf, n, flags));
 }
 
-EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+DET_IMPL ssize_t det_impl___recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
 	if (n > buflen)
 		abort();
 	return recv(fd, buf, n, flags);
 }
 
-EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+DET_IMPL ssize_t det_impl___recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
 			      socklen_t *alen)
 {
 	if (n > buflen)
@@ -805,32 +816,32 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		return r;                                                                          \
 	} while (0)
 
-EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen)
+DET_IMPL ssize_t det_impl_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen)
 {
 	struct iovec iov = {(void *)buf, n};
 	struct send_args a = {fd, buf, n, flags, to, tolen, NULL, NULL, 0};
 	DET_SEND_CALL(fd, &iov, 1, do_sendto, a, real.sendto(fd, buf, n, flags, to, tolen), 0);
 }
 
-EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+DET_IMPL ssize_t det_impl_send(int fd, const void *buf, size_t n, int flags)
 {
 	return sendto(fd, buf, n, flags, NULL, 0);
 }
 
-EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+DET_IMPL ssize_t det_impl_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct send_args a = {fd, NULL, 0, flags, NULL, 0, msg, NULL, 0};
 	DET_SEND_CALL(fd, msg->msg_iov, (int)msg->msg_iovlen, do_sendmsg, a, real.sendmsg(fd, msg, flags), 0);
 }
 
-EXPORT ssize_t write(int fd, const void *buf, size_t n)
+DET_IMPL ssize_t det_impl_write(int fd, const void *buf, size_t n)
 {
 	struct iovec iov = {(void *)buf, n};
 	struct send_args a = {fd, buf, n, 0, NULL, 0, NULL, NULL, 0};
 	DET_SEND_CALL(fd, &iov, 1, do_write, a, real.write(fd, buf, n), 1);
 }
 
-EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+DET_IMPL ssize_t det_impl_writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct send_args a = {fd, NULL, 0, 0, NULL, 0, NULL, iov, iovcnt};
 	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt), 1);
@@ -934,14 +945,14 @@ static void split_pair(int64_t res, int fds[2])
 	fds[1] = (int)(res >> 32);
 }
 
-EXPORT int socket(int domain, int type, int protocol)
+DET_IMPL int det_impl_socket(int domain, int type, int protocol)
 {
 	det_init();
 	struct fd_args a = {domain, type, protocol, NULL, NULL, 0, 0};
 	return (int)ret_of(fd_event((uint32_t)-1, DET_RA(), do_socket, &a, 0, FDC_SOCKET));
 }
 
-EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
+DET_IMPL int det_impl_socketpair(int domain, int type, int protocol, int sv[2])
 {
 	det_init();
 	struct fd_args a = {domain, type, protocol, sv, NULL, 0, 0};
@@ -952,7 +963,7 @@ EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 	return 0;
 }
 
-EXPORT int pipe2(int fds[2], int flags)
+DET_IMPL int det_impl_pipe2(int fds[2], int flags)
 {
 	det_init();
 	struct fd_args a = {0, 0, 0, fds, NULL, flags, 0};
@@ -963,7 +974,7 @@ EXPORT int pipe2(int fds[2], int flags)
 	return 0;
 }
 
-EXPORT int pipe(int fds[2])
+DET_IMPL int det_impl_pipe(int fds[2])
 {
 	det_init();
 	struct fd_args a = {0, 0, 0, fds, NULL, 0, 0};
@@ -990,31 +1001,28 @@ static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint6
 		va_end(ap);                                                                        \
 	}
 
-EXPORT int open(const char *path, int flags, ...)
+DET_IMPL int det_impl_open(const char *path, int flags, ...)
 {
 	det_init();
 	OPEN_MODE(flags, flags);
 	return det_openat(AT_FDCWD, path, flags, mode, DET_RA());
 }
 
-EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
-EXPORT int openat(int dirfd, const char *path, int flags, ...)
+DET_IMPL int det_impl_openat(int dirfd, const char *path, int flags, ...)
 {
 	det_init();
 	OPEN_MODE(flags, flags);
 	return det_openat(dirfd, path, flags, mode, DET_RA());
 }
 
-EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
 
-EXPORT int __open_2(const char *path, int flags)
+DET_IMPL int det_impl___open_2(const char *path, int flags)
 {
 	det_init();
 	return det_openat(AT_FDCWD, path, flags, 0, DET_RA());
 }
 
-EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
 
 /* Replay: put a stand-in at the recorded fd number (one end of a
  * socketpair), so the program can poll, read, write and close it. */
@@ -1077,17 +1085,17 @@ static int det_accept(int fd, struct sockaddr *addr, socklen_t *alen, int flags,
 	return (int)ret_of(res);
 }
 
-EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+DET_IMPL int det_impl_accept(int fd, struct sockaddr *addr, socklen_t *alen)
 {
 	return det_accept(fd, addr, alen, 0, 0, DET_RA());
 }
 
-EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+DET_IMPL int det_impl_accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
 	return det_accept(fd, addr, alen, flags, 1, DET_RA());
 }
 
-EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
+DET_IMPL int det_impl_connect(int fd, const struct sockaddr *addr, socklen_t alen)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1107,14 +1115,14 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
 /* ------------------------------------------------------------------ */
 /* file descriptors: keep the class table right when numbers are reused */
 
-EXPORT int close(int fd)
+DET_IMPL int det_impl_close(int fd)
 {
 	det_init();
 	fd_set_class(fd, FDC_UNKNOWN);
 	return real.close(fd);
 }
 
-EXPORT int dup(int fd)
+DET_IMPL int det_impl_dup(int fd)
 {
 	det_init();
 	struct fd_args a = {fd, 0, 0, NULL, NULL, 0, 0};
@@ -1122,7 +1130,7 @@ EXPORT int dup(int fd)
 	return (int)ret_of(fd_event((uint32_t)fd, DET_RA(), do_dup, &a, 0, c));
 }
 
-EXPORT int dup2(int fd, int to)
+DET_IMPL int det_impl_dup2(int fd, int to)
 {
 	det_init();
 	int r = real.dup2(fd, to);
@@ -1131,7 +1139,7 @@ EXPORT int dup2(int fd, int to)
 	return r;
 }
 
-EXPORT int dup3(int fd, int to, int flags)
+DET_IMPL int det_impl_dup3(int fd, int to, int flags)
 {
 	det_init();
 	int r = real.dup3(fd, to, flags);
@@ -1140,7 +1148,7 @@ EXPORT int dup3(int fd, int to, int flags)
 	return r;
 }
 
-EXPORT int fclose(FILE *f)
+DET_IMPL int det_impl_fclose(FILE *f)
 {
 	det_init();
 	if (f)
@@ -1148,7 +1156,7 @@ EXPORT int fclose(FILE *f)
 	return real.fclose(f);
 }
 
-EXPORT FILE *fopen(const char *path, const char *mode)
+DET_IMPL FILE *det_impl_fopen(const char *path, const char *mode)
 {
 	det_init();
 	FILE *f = real.fopen(path, mode);
@@ -1157,7 +1165,251 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 	return f;
 }
 
-EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
+
+/* ------------------------------------------------------------------ */
+/* file metadata: an input like a read (make decides what to rebuild from
+ * mtimes); replay returns what the recording saw, without looking */
+
+struct stat_call {
+	int which;
+	int ver, fd, flags;
+	unsigned mask;
+	const char *path;
+	void *buf;
+};
+
+enum { ST_STAT, ST_LSTAT, ST_FSTAT, ST_FSTATAT, ST_XSTAT, ST_LXSTAT, ST_FXSTAT, ST_FXSTATAT, ST_STATX };
+
+static int perform_stat(struct stat_call *c)
+{
+	switch (c->which) {
+	case ST_STAT: return real.stat(c->path, c->buf);
+	case ST_LSTAT: return real.lstat(c->path, c->buf);
+	case ST_FSTAT: return real.fstat(c->fd, c->buf);
+	case ST_FSTATAT: return real.fstatat(c->fd, c->path, c->buf, c->flags);
+	case ST_XSTAT: return real.__xstat(c->ver, c->path, c->buf);
+	case ST_LXSTAT: return real.__lxstat(c->ver, c->path, c->buf);
+	case ST_FXSTAT: return real.__fxstat(c->ver, c->fd, c->buf);
+	case ST_FXSTATAT: return real.__fxstatat(c->ver, c->fd, c->path, c->buf, c->flags);
+	default: return real.statx(c->fd, c->path, c->flags, c->mask, c->buf);
+	}
+}
+
+/* aux of a metadata event: the fd, or a hash of what names the file (FNV-1a). */
+static uint32_t name_aux(int dirfd, const char *path, int extra)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)dirfd ^ ((uint32_t)extra << 16);
+	for (const char *p = path ? path : ""; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return h | 1u << 31;
+}
+
+/* The data of a metadata event: the struct the call filled (on success),
+ * then the path it named, so that a replay that names another file says
+ * which two. */
+#define STAT_PATH_MAX 200
+
+static __attribute__((noreturn)) void diverge_path(struct det_op *op, const char *call, const char *path,
+						   const char *recorded)
+{
+	static __thread char msg[200];
+	snprintf(msg, sizeof(msg), "%s(%.70s) where the recording had %s(%.70s)", call, path ? path : "", call,
+		 recorded);
+	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
+}
+
+static int det_stat(struct stat_call *c, uint32_t aux, size_t size, uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return perform_stat(c);
+	struct det_op op = {0};
+	int64_t r;
+	size_t plen = c->path ? strnlen(c->path, STAT_PATH_MAX) : 0;
+	if (!det_input_begin(&op, t, DET_EV_STAT, c->path ? 0 : aux, ra)) {
+		r = perform_stat(c) == 0 ? 0 : -errno;
+		uint8_t buf[sizeof(struct statx) + STAT_PATH_MAX];
+		size_t n = r == 0 ? size : 0;
+		if (n)
+			memcpy(buf, c->buf, n);
+		memcpy(buf + n, c->path ? c->path : "", plen);
+		det_input_end(&op, r, buf, (uint32_t)(n + plen));
+	} else {
+		r = op.rec->result;
+		size_t n = r == 0 ? size : 0;
+		const char *data = det_replay_data(op.rec);
+		if (op.rec->data_len < n || op.rec->data_len - n != plen ||
+		    memcmp(data + n, c->path ? c->path : "", plen) != 0) {
+			char recorded[STAT_PATH_MAX + 1];
+			size_t rl = op.rec->data_len > n ? op.rec->data_len - n : 0;
+			memcpy(recorded, data + n, rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX);
+			recorded[rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX] = 0;
+			diverge_path(&op, "stat", c->path, recorded);
+		}
+		if (n)
+			memcpy(c->buf, data, n);
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return (int)ret_of(r);
+}
+
+#define DET_STAT(aux, size, ...)                                                                  \
+	do {                                                                                       \
+		det_init();                                                                        \
+		struct stat_call c = {__VA_ARGS__};                                                \
+		return det_stat(&c, aux, size, DET_RA());                                          \
+	} while (0)
+
+DET_IMPL int det_impl_stat(const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 0), sizeof(*st), .which = ST_STAT, .path = path, .buf = st);
+}
+
+DET_IMPL int det_impl_lstat(const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 1), sizeof(*st), .which = ST_LSTAT, .path = path, .buf = st);
+}
+
+DET_IMPL int det_impl_fstat(int fd, struct stat *st)
+{
+	DET_STAT((uint32_t)fd & 0x7fffffff, sizeof(*st), .which = ST_FSTAT, .fd = fd, .buf = st);
+}
+
+DET_IMPL int det_impl_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	DET_STAT(name_aux(dirfd, path, flags), sizeof(*st), .which = ST_FSTATAT, .fd = dirfd, .path = path,
+		 .buf = st, .flags = flags);
+}
+
+DET_IMPL int det_impl___xstat(int ver, const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 0), sizeof(*st), .which = ST_XSTAT, .ver = ver, .path = path, .buf = st);
+}
+
+DET_IMPL int det_impl___lxstat(int ver, const char *path, struct stat *st)
+{
+	DET_STAT(name_aux(AT_FDCWD, path, 1), sizeof(*st), .which = ST_LXSTAT, .ver = ver, .path = path,
+		 .buf = st);
+}
+
+DET_IMPL int det_impl___fxstat(int ver, int fd, struct stat *st)
+{
+	DET_STAT((uint32_t)fd & 0x7fffffff, sizeof(*st), .which = ST_FXSTAT, .ver = ver, .fd = fd, .buf = st);
+}
+
+DET_IMPL int det_impl___fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	DET_STAT(name_aux(dirfd, path, flags), sizeof(*st), .which = ST_FXSTATAT, .ver = ver, .fd = dirfd,
+		 .path = path, .buf = st, .flags = flags);
+}
+
+DET_IMPL int det_impl_statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *stx)
+{
+	DET_STAT(name_aux(dirfd, path, flags), sizeof(*stx), .which = ST_STATX, .fd = dirfd, .path = path,
+		 .buf = stx, .flags = flags, .mask = mask);
+}
+
+static int64_t do_access(int dirfd, const char *path, int mode, int flags)
+{
+	int r = flags < 0 ? real.euidaccess(path, mode) : real.faccessat(dirfd, path, mode, flags);
+	return r == 0 ? 0 : -errno;
+}
+
+static int det_access(int dirfd, const char *path, int mode, int flags, uint64_t ra)
+{
+	det_init();
+	struct det_thread *t = det_enter();
+	if (!t)
+		return (int)ret_of(do_access(dirfd, path, mode, flags));
+	struct det_op op = {0};
+	int64_t r;
+	if (!det_input_begin(&op, t, DET_EV_ACCESS, name_aux(dirfd, path, mode << 8 | (flags & 0xff)), ra)) {
+		r = do_access(dirfd, path, mode, flags);
+		det_input_end(&op, r, NULL, 0);
+	} else {
+		r = op.rec->result;
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return (int)ret_of(r);
+}
+
+DET_IMPL int det_impl_access(const char *path, int mode)
+{
+	return det_access(AT_FDCWD, path, mode, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	return det_access(dirfd, path, mode, flags, DET_RA());
+}
+
+DET_IMPL int det_impl_euidaccess(const char *path, int mode)
+{
+	return det_access(AT_FDCWD, path, mode, -1, DET_RA());
+}
+
+/* ------------------------------------------------------------------ */
+/* temporary names: libc draws them from randomness det cannot see (its
+ * own internal calls); the name is recorded, and replay makes that file */
+
+static int det_mktemp(char *tmpl, int suffixlen, int flags, int dir, uint64_t ra)
+{
+	det_init();
+	struct det_thread *t = det_enter();
+	if (!t)
+		return dir ? (real.mkdtemp(tmpl) ? 0 : -1) : real.mkostemps(tmpl, suffixlen, flags);
+	size_t len = strlen(tmpl);
+	struct det_op op = {0};
+	int64_t r;
+	if (!det_input_begin(&op, t, DET_EV_TEMP_NAME, (uint32_t)len, ra)) {
+		r = dir ? (real.mkdtemp(tmpl) ? 0 : -errno) : res_of(real.mkostemps(tmpl, suffixlen, flags));
+		det_input_end(&op, r, r >= 0 ? tmpl : NULL, r >= 0 ? (uint32_t)len : 0);
+	} else {
+		r = op.rec->result;
+		if (r >= 0) {
+			if (op.rec->data_len != len)
+				diverge_data(&op, "a temporary name of another length than recorded");
+			memcpy(tmpl, det_replay_data(op.rec), len);
+			long made = dir ? det_sys(SYS_mkdir, (long)tmpl, 0700, 0, 0, 0, 0)
+					: det_sys(SYS_openat, AT_FDCWD, (long)tmpl,
+						  O_RDWR | O_CREAT | O_EXCL | (flags & ~O_ACCMODE), 0600, 0, 0);
+			if (made < 0)
+				diverge_path(&op, dir ? "mkdtemp" : "mkstemp", tmpl, "a name that was free");
+			if (!dir && move_fd((int)made, (int)r) != (int)r)
+				diverge_data(&op, "a temporary file cannot get its recorded descriptor number");
+		}
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return (int)ret_of(r);
+}
+
+DET_IMPL int det_impl_mkstemp(char *tmpl)
+{
+	return det_mktemp(tmpl, 0, 0, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_mkostemp(char *tmpl, int flags)
+{
+	return det_mktemp(tmpl, 0, flags, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_mkstemps(char *tmpl, int suffixlen)
+{
+	return det_mktemp(tmpl, suffixlen, 0, 0, DET_RA());
+}
+
+DET_IMPL int det_impl_mkostemps(char *tmpl, int suffixlen, int flags)
+{
+	return det_mktemp(tmpl, suffixlen, flags, 0, DET_RA());
+}
+
+DET_IMPL char *det_impl_mkdtemp(char *tmpl)
+{
+	return det_mktemp(tmpl, 0, 0, 1, DET_RA()) == 0 ? tmpl : NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* readiness */
@@ -1189,18 +1441,18 @@ static int det_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeou
 	return (int)ret_of(res);
 }
 
-EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask)
+DET_IMPL int det_impl_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask)
 {
 	return det_ppoll(fds, n, timeout, mask, DET_RA());
 }
 
-EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+DET_IMPL int det_impl_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
 	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
 }
 
-EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
+DET_IMPL int det_impl___poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
 {
 	if (fdslen / sizeof(*fds) < n)
 		abort();
@@ -1208,7 +1460,7 @@ EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdsle
 	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
 }
 
-EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
+DET_IMPL int det_impl_pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1241,7 +1493,7 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 	return (int)ret_of(res);
 }
 
-EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+DET_IMPL int det_impl_select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
 	struct timespec ts, *tsp = NULL;
 	if (tv) {
@@ -1255,7 +1507,7 @@ EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 	return res;
 }
 
-EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+DET_IMPL int det_impl_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1278,7 +1530,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, c
 	return (int)ret_of(res);
 }
 
-EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+DET_IMPL int det_impl_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	return epoll_pwait(epfd, ev, max, timeout, NULL);
 }
@@ -1347,21 +1599,21 @@ static int64_t do_yield(uint32_t a)
 	return real.sched_yield() ? -(int64_t)errno : 0;
 }
 
-EXPORT pid_t getpid(void)
+DET_IMPL pid_t det_impl_getpid(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_GETPID, 0, get_pid, DET_RA(), &passed);
 	return passed ? real.getpid() : (pid_t)r;
 }
 
-EXPORT pid_t getppid(void)
+DET_IMPL pid_t det_impl_getppid(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_GETPPID, 0, get_ppid, DET_RA(), &passed);
 	return passed ? real.getppid() : (pid_t)r;
 }
 
-EXPORT pid_t gettid(void)
+DET_IMPL pid_t det_impl_gettid(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_GETTID, 0, get_tid, DET_RA(), &passed);
@@ -1370,7 +1622,7 @@ EXPORT pid_t gettid(void)
 
 /* Every name: most are constants, but some (free memory, processors
  * online) change from run to run and steer programs (sort's buffer size). */
-EXPORT long sysconf(int name)
+DET_IMPL long det_impl_sysconf(int name)
 {
 	det_init();
 	int passed;
@@ -1378,35 +1630,35 @@ EXPORT long sysconf(int name)
 	return passed ? real.sysconf(name) : (long)r;
 }
 
-EXPORT int get_nprocs(void)
+DET_IMPL int det_impl_get_nprocs(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_SYSCONF, NAME_NPROCS, get_nprocs_of, DET_RA(), &passed);
 	return passed ? real.get_nprocs() : (int)r;
 }
 
-EXPORT int get_nprocs_conf(void)
+DET_IMPL int det_impl_get_nprocs_conf(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_SYSCONF, NAME_NPROCS_CONF, get_nprocs_of, DET_RA(), &passed);
 	return passed ? real.get_nprocs_conf() : (int)r;
 }
 
-EXPORT long get_phys_pages(void)
+DET_IMPL long det_impl_get_phys_pages(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_SYSCONF, NAME_PHYS_PAGES, get_nprocs_of, DET_RA(), &passed);
 	return passed ? real.get_phys_pages() : (long)r;
 }
 
-EXPORT long get_avphys_pages(void)
+DET_IMPL long det_impl_get_avphys_pages(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_SYSCONF, NAME_AVPHYS_PAGES, get_nprocs_of, DET_RA(), &passed);
 	return passed ? real.get_avphys_pages() : (long)r;
 }
 
-EXPORT int sysinfo(struct sysinfo *info)
+DET_IMPL int det_impl_sysinfo(struct sysinfo *info)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1426,7 +1678,7 @@ EXPORT int sysinfo(struct sysinfo *info)
 	return (int)ret_of(res);
 }
 
-EXPORT int sched_yield(void)
+DET_IMPL int det_impl_sched_yield(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_SCHED_YIELD, 0, do_yield, DET_RA(), &passed);
@@ -1479,7 +1731,7 @@ static int do_clock_nanosleep(void *p)
 	return r ? -r : 0; /* clock_nanosleep returns the error number */
 }
 
-EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+DET_IMPL int det_impl_nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	struct sleep_args a = {0, 0, req, rem};
 	int passed;
@@ -1489,7 +1741,7 @@ EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 	return (int)ret_of(r);
 }
 
-EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+DET_IMPL int det_impl_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
 	struct sleep_args a = {clock, flags, req, rem};
 	int passed;
@@ -1499,13 +1751,13 @@ EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *re
 	return -r;
 }
 
-EXPORT int usleep(useconds_t us)
+DET_IMPL int det_impl_usleep(useconds_t us)
 {
 	struct timespec req = {us / 1000000, (long)(us % 1000000) * 1000};
 	return nanosleep(&req, NULL);
 }
 
-EXPORT unsigned int sleep(unsigned int s)
+DET_IMPL unsigned int det_impl_sleep(unsigned int s)
 {
 	struct timespec req = {s, 0}, rem = {0, 0};
 	if (nanosleep(&req, &rem) == 0)

@@ -39,31 +39,50 @@ static void det_exit_event(struct det_thread *t, uint64_t ra)
 	det_thread_exit(t);
 }
 
-static void *det_thread_main(void *arg)
+/* A created thread's first and last det work, on its det stack (stack.c). */
+struct det_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+DET_HIDDEN struct det_start det_thread_begin(uint32_t num);
+DET_HIDDEN void det_thread_end(void *(*fn)(void *));
+
+DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
 {
-	uint32_t num = (uint32_t)(uintptr_t)arg;
 	struct det_slot *s = det_shm_slot(det_hdr, num);
-	void *(*fn)(void *) = (void *(*)(void *))(uintptr_t)s->start_routine;
-	void *fn_arg = (void *)(uintptr_t)s->start_arg;
+	struct det_start st = {(void *(*)(void *))(uintptr_t)s->start_routine, (void *)(uintptr_t)s->start_arg};
 	struct det_thread *t = &det_tls;
 
 	det_thread_attach(t, num);
 	t->depth = 1;
 	struct det_op op = {.id = s->obj};
-	det_acquire_begin(&op, t, DET_EV_THREAD_START, NULL, DET_OBJ_THREAD, (uint64_t)(uintptr_t)fn);
+	det_acquire_begin(&op, t, DET_EV_THREAD_START, NULL, DET_OBJ_THREAD, (uint64_t)(uintptr_t)st.fn);
 	det_acquire_end(&op, 0);
 	det_leave(t);
+	return st;
+}
 
-	void *ret = fn(fn_arg);
-
-	if (det_enter() == t) {
+DET_IMPL void det_impl_det_thread_end(void *(*fn)(void *))
+{
+	struct det_thread *t = det_enter();
+	if (t == &det_tls) {
 		det_exit_event(t, (uint64_t)(uintptr_t)fn);
 		det_leave(t);
 	}
+}
+
+/* The thread's start: everything that depends on det's mode happens on the
+ * det stack, so the program's start routine finds the same stack here. */
+static void *det_thread_main(void *arg)
+{
+	struct det_start st = det_thread_begin(det_stack_adopt(arg));
+	void *ret = st.fn(st.arg);
+	det_thread_end(st.fn);
 	return ret;
 }
 
-EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -95,7 +114,10 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	cs->start_arg = (uint64_t)(uintptr_t)arg;
 	cs->obj = op.obj;
 	atomic_store(&cs->state, DET_TS_STARTING);
-	int r = real.pthread_create(th, attr, det_thread_main, (void *)(uintptr_t)child);
+	void *stack = det_stack_new(child); /* (here: det's mappings in the same order in every run) */
+	int r = real.pthread_create(th, attr, det_thread_main, stack);
+	if (r != 0)
+		det_stack_free(stack);
 	if (r == 0)
 		det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD);
 	det_release_end(&op, r);
@@ -176,7 +198,7 @@ static int join_clock(void *p)
 	return real.pthread_clockjoin_np(a->th, a->ret, a->clock, a->abstime);
 }
 
-EXPORT int pthread_join(pthread_t th, void **ret)
+DET_IMPL int det_impl_pthread_join(pthread_t th, void **ret)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -185,7 +207,7 @@ EXPORT int pthread_join(pthread_t th, void **ret)
 	return det_join(t, DET_EV_THREAD_JOIN, th, ret, join_plain, &a, DET_RA());
 }
 
-EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
+DET_IMPL int det_impl_pthread_tryjoin_np(pthread_t th, void **ret)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -194,7 +216,7 @@ EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
 	return det_join(t, DET_EV_THREAD_TRYJOIN, th, ret, join_try, &a, DET_RA());
 }
 
-EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -203,7 +225,7 @@ EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec 
 	return det_join(t, DET_EV_THREAD_TIMEDJOIN, th, ret, join_timed, &a, DET_RA());
 }
 
-EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock, const struct timespec *abstime)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -212,7 +234,7 @@ EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock, const
 	return det_join(t, DET_EV_THREAD_TIMEDJOIN, th, ret, join_clock, &a, DET_RA());
 }
 
-EXPORT int pthread_detach(pthread_t th)
+DET_IMPL int det_impl_pthread_detach(pthread_t th)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -225,7 +247,7 @@ EXPORT int pthread_detach(pthread_t th)
 	return r;
 }
 
-EXPORT void pthread_exit(void *ret)
+DET_IMPL void det_impl_pthread_exit(void *ret)
 {
 	struct det_thread *t = det_enter();
 	if (t) {
@@ -326,24 +348,24 @@ static int held_by_me(struct det_thread *t, enum det_objkind kind, const void *o
 		return call;                                                      \
 	} while (0)
 
-EXPORT int pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
+DET_IMPL int det_impl_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
 	det_init();
 	DET_INIT(m, real.pthread_mutex_init(m, a));
 }
 
-EXPORT int pthread_mutex_destroy(pthread_mutex_t *m)
+DET_IMPL int det_impl_pthread_mutex_destroy(pthread_mutex_t *m)
 {
 	DET_DESTROY(DET_EV_MUTEX_DESTROY, DET_OBJ_MUTEX, m, real.pthread_mutex_destroy(m));
 }
 
-EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+DET_IMPL int det_impl_pthread_mutex_lock(pthread_mutex_t *m)
 {
 	DET_LOCK_LIKE(DET_EV_MUTEX_LOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
 		      real.pthread_mutex_lock(m), 1);
 }
 
-EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+DET_IMPL int det_impl_pthread_mutex_trylock(pthread_mutex_t *m)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -359,19 +381,19 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 	return r;
 }
 
-EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_MUTEX_TIMEDLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
 		      real.pthread_mutex_timedlock(m, abstime), 1);
 }
 
-EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_MUTEX_CLOCKLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
 		      real.pthread_mutex_clocklock(m, clock, abstime), 1);
 }
 
-EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+DET_IMPL int det_impl_pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	DET_RELEASE_LIKE(DET_EV_MUTEX_UNLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_unlock(m));
 }
@@ -436,18 +458,18 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	return r;
 }
 
-EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
+DET_IMPL int det_impl_pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *a)
 {
 	det_init();
 	DET_INIT(c, real.pthread_cond_init(c, a));
 }
 
-EXPORT int pthread_cond_destroy(pthread_cond_t *c)
+DET_IMPL int det_impl_pthread_cond_destroy(pthread_cond_t *c)
 {
 	DET_DESTROY(DET_EV_COND_DESTROY, DET_OBJ_COND, c, real.pthread_cond_destroy(c));
 }
 
-EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+DET_IMPL int det_impl_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -457,7 +479,7 @@ EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 	return r;
 }
 
-EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -467,7 +489,7 @@ EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const s
 	return r;
 }
 
-EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+DET_IMPL int det_impl_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
 				  const struct timespec *abstime)
 {
 	struct det_thread *t = det_enter();
@@ -495,12 +517,12 @@ static int det_cond_signal(pthread_cond_t *c, int all, uint64_t ra)
 	return r;
 }
 
-EXPORT int pthread_cond_signal(pthread_cond_t *c)
+DET_IMPL int det_impl_pthread_cond_signal(pthread_cond_t *c)
 {
 	return det_cond_signal(c, 0, DET_RA());
 }
 
-EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+DET_IMPL int det_impl_pthread_cond_broadcast(pthread_cond_t *c)
 {
 	return det_cond_signal(c, 1, DET_RA());
 }
@@ -508,66 +530,66 @@ EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 /* ------------------------------------------------------------------ */
 /* rwlocks */
 
-EXPORT int pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
+DET_IMPL int det_impl_pthread_rwlock_init(pthread_rwlock_t *l, const pthread_rwlockattr_t *a)
 {
 	det_init();
 	DET_INIT(l, real.pthread_rwlock_init(l, a));
 }
 
-EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *l)
+DET_IMPL int det_impl_pthread_rwlock_destroy(pthread_rwlock_t *l)
 {
 	DET_DESTROY(DET_EV_RWLOCK_DESTROY, DET_OBJ_RWLOCK, l, real.pthread_rwlock_destroy(l));
 }
 
-EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+DET_IMPL int det_impl_pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_RDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
 		      real.pthread_rwlock_rdlock(l), 1);
 }
 
-EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+DET_IMPL int det_impl_pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
 		      EBUSY, 0);
 }
 
-EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
 		      real.pthread_rwlock_timedrdlock(l, abstime), 1);
 }
 
-EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
 		      real.pthread_rwlock_clockrdlock(l, clock, abstime), 1);
 }
 
-EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+DET_IMPL int det_impl_pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_WRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
 		      real.pthread_rwlock_wrlock(l), 1);
 }
 
-EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+DET_IMPL int det_impl_pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
 		      EBUSY, 0);
 }
 
-EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
 		      real.pthread_rwlock_timedwrlock(l, abstime), 1);
 }
 
-EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+DET_IMPL int det_impl_pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
 	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
 		      real.pthread_rwlock_clockwrlock(l, clock, abstime), 1);
 }
 
-EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+DET_IMPL int det_impl_pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
 	DET_RELEASE_LIKE(DET_EV_RWLOCK_UNLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_unlock(l));
 }
@@ -576,7 +598,7 @@ EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 /* barriers: arrival and departure are separate events; replay emulates the
  * wait, since every arrival of a round precedes its departures */
 
-EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a, unsigned count)
+DET_IMPL int det_impl_pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a, unsigned count)
 {
 	det_init();
 	if (det_strict)
@@ -584,12 +606,12 @@ EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_
 	DET_INIT(b, real.pthread_barrier_init(b, a, count));
 }
 
-EXPORT int pthread_barrier_destroy(pthread_barrier_t *b)
+DET_IMPL int det_impl_pthread_barrier_destroy(pthread_barrier_t *b)
 {
 	DET_DESTROY(DET_EV_BARRIER_DESTROY, DET_OBJ_BARRIER, b, real.pthread_barrier_destroy(b));
 }
 
-EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -645,38 +667,38 @@ EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 		return r;                                                         \
 	} while (0)
 
-EXPORT int sem_init(sem_t *s, int pshared, unsigned value)
+DET_IMPL int det_impl_sem_init(sem_t *s, int pshared, unsigned value)
 {
 	det_init();
 	DET_INIT(s, real.sem_init(s, pshared, value));
 }
 
-EXPORT int sem_destroy(sem_t *s)
+DET_IMPL int det_impl_sem_destroy(sem_t *s)
 {
 	DET_DESTROY(DET_EV_SEM_DESTROY, DET_OBJ_SEM, s, real.sem_destroy(s));
 }
 
-EXPORT int sem_wait(sem_t *s)
+DET_IMPL int det_impl_sem_wait(sem_t *s)
 {
 	DET_SEM_WAIT(DET_EV_SEM_WAIT, s, real.sem_trywait(s), real.sem_wait(s), 1);
 }
 
-EXPORT int sem_trywait(sem_t *s)
+DET_IMPL int det_impl_sem_trywait(sem_t *s)
 {
 	DET_SEM_WAIT(DET_EV_SEM_TRYWAIT, s, real.sem_trywait(s), -1, 0);
 }
 
-EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+DET_IMPL int det_impl_sem_timedwait(sem_t *s, const struct timespec *abstime)
 {
 	DET_SEM_WAIT(DET_EV_SEM_TIMEDWAIT, s, real.sem_trywait(s), real.sem_timedwait(s, abstime), 1);
 }
 
-EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
+DET_IMPL int det_impl_sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
 	DET_SEM_WAIT(DET_EV_SEM_CLOCKWAIT, s, real.sem_trywait(s), real.sem_clockwait(s, clock, abstime), 1);
 }
 
-EXPORT int sem_post(sem_t *s)
+DET_IMPL int det_impl_sem_post(sem_t *s)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -696,29 +718,29 @@ EXPORT int sem_post(sem_t *s)
 /* ------------------------------------------------------------------ */
 /* spinlocks */
 
-EXPORT int pthread_spin_init(pthread_spinlock_t *l, int pshared)
+DET_IMPL int det_impl_pthread_spin_init(pthread_spinlock_t *l, int pshared)
 {
 	det_init();
 	DET_INIT((void *)l, real.pthread_spin_init(l, pshared));
 }
 
-EXPORT int pthread_spin_destroy(pthread_spinlock_t *l)
+DET_IMPL int det_impl_pthread_spin_destroy(pthread_spinlock_t *l)
 {
 	DET_DESTROY(DET_EV_SPIN_DESTROY, DET_OBJ_SPIN, (void *)l, real.pthread_spin_destroy(l));
 }
 
-EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+DET_IMPL int det_impl_pthread_spin_lock(pthread_spinlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_SPIN_LOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l),
 		      real.pthread_spin_lock(l), 1);
 }
 
-EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
+DET_IMPL int det_impl_pthread_spin_trylock(pthread_spinlock_t *l)
 {
 	DET_LOCK_LIKE(DET_EV_SPIN_TRYLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_trylock(l), EBUSY, 0);
 }
 
-EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
+DET_IMPL int det_impl_pthread_spin_unlock(pthread_spinlock_t *l)
 {
 	DET_RELEASE_LIKE(DET_EV_SPIN_UNLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_unlock(l));
 }
@@ -732,6 +754,13 @@ EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
 static __thread void (*once_routine)(void) __attribute__((tls_model("initial-exec")));
 static __thread pthread_once_t *once_control __attribute__((tls_model("initial-exec")));
 static __thread uint64_t once_ra __attribute__((tls_model("initial-exec")));
+
+/* A routine of the program, called on the program's stack (stack.c). */
+static void *run_routine(void *fn)
+{
+	((void (*)(void))(uintptr_t)fn)();
+	return NULL;
+}
 
 static void once_event(struct det_thread *t, uint16_t kind, pthread_once_t *o, int ran, uint64_t ra)
 {
@@ -748,7 +777,7 @@ static void once_trampoline(void)
 	t->depth = 1;
 	once_event(t, DET_EV_ONCE_INIT, once_control, 0, once_ra);
 	t->depth = 0;
-	once_routine();
+	det_call_on_program_stack(run_routine, (void *)(uintptr_t)once_routine);
 	t->once_ran = 1;
 	t->depth = 1;
 	once_event(t, DET_EV_ONCE, once_control, 1, once_ra);
@@ -759,7 +788,7 @@ static void once_nothing(void)
 {
 }
 
-EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
+DET_IMPL int det_impl_pthread_once(pthread_once_t *o, void (*fn)(void))
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -770,7 +799,7 @@ EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void))
 		if (runs) {
 			once_event(t, DET_EV_ONCE_INIT, o, 0, ra);
 			det_leave(t);
-			fn();
+			det_call_on_program_stack(run_routine, (void *)(uintptr_t)fn);
 			t->depth = 1;
 			real.pthread_once(o, once_nothing); /* mark it done */
 		}
@@ -858,92 +887,104 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 		return stdio_end(&op, f, call);                                   \
 	} while (0)
 
-EXPORT int vprintf(const char *fmt, va_list ap)
+DET_IMPL int det_impl_vprintf(const char *fmt, va_list ap)
 {
 	DET_STDIO(stdout, real.vprintf(fmt, ap));
 }
 
-EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
+DET_IMPL int det_impl_vfprintf(FILE *f, const char *fmt, va_list ap)
 {
 	DET_STDIO(f, real.vfprintf(f, fmt, ap));
 }
 
-EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
+DET_IMPL int det_impl___vprintf_chk(int flag, const char *fmt, va_list ap)
 {
 	DET_STDIO(stdout, real.__vprintf_chk(flag, fmt, ap));
 }
 
-EXPORT int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+DET_IMPL int det_impl___vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
 {
 	DET_STDIO(f, real.__vfprintf_chk(f, flag, fmt, ap));
 }
 
-/* The variadic entry points must compute their return address themselves. */
-#define DET_STDIO_VA(f, vcall, last)                                                \
-	do {                                                                      \
-		va_list ap;                                                       \
-		va_start(ap, last);                                               \
-		struct det_thread *t = det_enter();                               \
-		int r;                                                            \
-		if (!t) {                                                         \
-			r = vcall;                                                \
-		} else {                                                          \
-			struct det_op op = {0};                                   \
-			stdio_begin(&op, t, f, DET_RA());                         \
-			r = stdio_end(&op, f, vcall);                             \
-		}                                                                 \
-		va_end(ap);                                                       \
-		return r;                                                         \
+/* The variadic entry points are front-ends (their arguments may be on the
+ * caller's stack, which the det stack does not have): they pass a va_list
+ * and their return address to det_stdio_va, an entry on the det stack. */
+enum stdio_va { VA_PRINTF, VA_FPRINTF, VA_PRINTF_CHK, VA_FPRINTF_CHK };
+
+DET_HIDDEN int det_stdio_va(enum stdio_va which, FILE *f, int flag, const char *fmt, va_list ap, uint64_t ra);
+
+DET_IMPL int det_impl_det_stdio_va(enum stdio_va which, FILE *f, int flag, const char *fmt, va_list ap,
+				   uint64_t ra)
+{
+#define VCALL (which == VA_PRINTF ? real.vprintf(fmt, ap) : which == VA_FPRINTF ? real.vfprintf(f, fmt, ap) \
+	       : which == VA_PRINTF_CHK ? real.__vprintf_chk(flag, fmt, ap) : real.__vfprintf_chk(f, flag, fmt, ap))
+	struct det_thread *t = det_enter();
+	if (!t)
+		return VCALL;
+	struct det_op op = {0};
+	stdio_begin(&op, t, f, ra);
+	return stdio_end(&op, f, VCALL);
+#undef VCALL
+}
+
+#define DET_STDIO_VA(which, f, flag, last)                                                 \
+	do {                                                                               \
+		va_list ap;                                                                \
+		va_start(ap, last);                                                        \
+		int r = det_stdio_va(which, f, flag, last, ap, DET_RA());                  \
+		va_end(ap);                                                                \
+		return r;                                                                  \
 	} while (0)
 
 EXPORT int printf(const char *fmt, ...)
 {
-	DET_STDIO_VA(stdout, real.vprintf(fmt, ap), fmt);
+	DET_STDIO_VA(VA_PRINTF, stdout, 0, fmt);
 }
 
 EXPORT int fprintf(FILE *f, const char *fmt, ...)
 {
-	DET_STDIO_VA(f, real.vfprintf(f, fmt, ap), fmt);
+	DET_STDIO_VA(VA_FPRINTF, f, 0, fmt);
 }
 
 EXPORT int __printf_chk(int flag, const char *fmt, ...)
 {
-	DET_STDIO_VA(stdout, real.__vprintf_chk(flag, fmt, ap), fmt);
+	DET_STDIO_VA(VA_PRINTF_CHK, stdout, flag, fmt);
 }
 
 EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
 {
-	DET_STDIO_VA(f, real.__vfprintf_chk(f, flag, fmt, ap), fmt);
+	DET_STDIO_VA(VA_FPRINTF_CHK, f, flag, fmt);
 }
 
-EXPORT int puts(const char *s)
+DET_IMPL int det_impl_puts(const char *s)
 {
 	DET_STDIO(stdout, real.puts(s));
 }
 
-EXPORT int fputs(const char *s, FILE *f)
+DET_IMPL int det_impl_fputs(const char *s, FILE *f)
 {
 	DET_STDIO(f, real.fputs(s, f));
 }
 
-EXPORT int fputc(int c, FILE *f)
+DET_IMPL int det_impl_fputc(int c, FILE *f)
 {
 	DET_STDIO(f, real.fputc(c, f));
 }
 
 #undef putc
-EXPORT int putc(int c, FILE *f)
+DET_IMPL int det_impl_putc(int c, FILE *f)
 {
 	DET_STDIO(f, real.putc(c, f));
 }
 
 #undef putchar
-EXPORT int putchar(int c)
+DET_IMPL int det_impl_putchar(int c)
 {
 	DET_STDIO(stdout, real.putchar(c));
 }
 
-EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
+DET_IMPL size_t det_impl_fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -955,12 +996,12 @@ EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
 	return r;
 }
 
-EXPORT int fflush(FILE *f)
+DET_IMPL int det_impl_fflush(FILE *f)
 {
 	DET_STDIO(f, real.fflush(f));
 }
 
-EXPORT void perror(const char *s)
+DET_IMPL void det_impl_perror(const char *s)
 {
 	struct det_thread *t = det_enter();
 	if (!t) {
@@ -975,7 +1016,7 @@ EXPORT void perror(const char *s)
 	stdio_end(&op, stderr, 0);
 }
 
-EXPORT void flockfile(FILE *f)
+DET_IMPL void det_impl_flockfile(FILE *f)
 {
 	struct det_thread *t = det_enter();
 	if (!t) {
@@ -997,7 +1038,7 @@ EXPORT void flockfile(FILE *f)
 	det_leave(t);
 }
 
-EXPORT int ftrylockfile(FILE *f)
+DET_IMPL int det_impl_ftrylockfile(FILE *f)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1017,7 +1058,7 @@ EXPORT int ftrylockfile(FILE *f)
 	return r;
 }
 
-EXPORT void funlockfile(FILE *f)
+DET_IMPL void det_impl_funlockfile(FILE *f)
 {
 	struct det_thread *t = det_enter();
 	if (!t) {

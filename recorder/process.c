@@ -72,6 +72,17 @@ pid_t det_pid_to_real(pid_t pid)
 	return pid;
 }
 
+/* Is pid one of the program's processes (in this run)? */
+int det_pid_is_program(pid_t pid)
+{
+	if (!det_hdr || pid <= 0)
+		return 0;
+	for (uint32_t i = 0; i < nprocs(); i++)
+		if (atomic_load(&proc_at(i)->pid) == pid)
+			return 1;
+	return 0;
+}
+
 pid_t det_pid_to_rec(pid_t pid)
 {
 	if (!det_hdr || det_mode != DET_MODE_REPLAY || pid <= 0)
@@ -505,14 +516,14 @@ static pid_t fork_from(uint64_t ra)
 	return r;
 }
 
-EXPORT pid_t fork(void)
+DET_IMPL pid_t det_impl_fork(void)
 {
 	return fork_from(DET_RA());
 }
 
 /* A vfork child may only exec or _exit, which a forked child does as well;
  * sharing memory with the parent would share det's state too. */
-EXPORT pid_t vfork(void)
+DET_IMPL pid_t det_impl_vfork(void)
 {
 	return fork_from(DET_RA());
 }
@@ -585,32 +596,32 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 		return r;                                                                          \
 	} while (0)
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+DET_IMPL int det_impl_execve(const char *path, char *const argv[], char *const envp[])
 {
 	DET_EXEC_CALL("execve", AT_FDCWD, path, argv, envp, 0,
 		      (int)syscall(SYS_execve, path, argv, envp));
 }
 
-EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+DET_IMPL int det_impl_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	DET_EXEC_CALL("execveat", dirfd, path, argv, envp, flags,
 		      (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags));
 }
 
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+DET_IMPL int det_impl_fexecve(int fd, char *const argv[], char *const envp[])
 {
 	DET_EXEC_CALL("fexecve", fd, "", argv, envp, AT_EMPTY_PATH,
 		      (int)syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH));
 }
 
-EXPORT int execv(const char *path, char *const argv[])
+DET_IMPL int det_impl_execv(const char *path, char *const argv[])
 {
 	return execve(path, argv, environ);
 }
 
 /* execvp's search, as glibc does it: each PATH entry in turn; a file that
  * is not a binary or script the kernel knows runs under /bin/sh. */
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+DET_IMPL int det_impl_execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	if (!*file) {
 		errno = ENOENT;
@@ -682,7 +693,7 @@ script_path:
 	return -1;
 }
 
-EXPORT int execvp(const char *file, char *const argv[])
+DET_IMPL int det_impl_execvp(const char *file, char *const argv[])
 {
 	return execvpe(file, argv, environ);
 }
@@ -828,7 +839,7 @@ static int det_spawn(struct det_thread *t, pid_t *pidp, const char *file, int se
 	return 0;
 }
 
-EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+DET_IMPL int det_impl_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	struct det_thread *t = det_enter();
@@ -839,7 +850,7 @@ EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_acti
 	return r;
 }
 
-EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+DET_IMPL int det_impl_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	struct det_thread *t = det_enter();
@@ -862,7 +873,7 @@ static int attached(void)
 	return 1;
 }
 
-EXPORT int system(const char *cmd)
+DET_IMPL int det_impl_system(const char *cmd)
 {
 	if (!attached())
 		return real.system(cmd);
@@ -918,7 +929,7 @@ static void popen_give(void)
 	atomic_store(&popen_lock, 0);
 }
 
-EXPORT FILE *popen(const char *cmd, const char *mode)
+DET_IMPL FILE *det_impl_popen(const char *cmd, const char *mode)
 {
 	if (!attached())
 		return real.popen(cmd, mode);
@@ -977,7 +988,7 @@ EXPORT FILE *popen(const char *cmd, const char *mode)
 	return f;
 }
 
-EXPORT int pclose(FILE *f)
+DET_IMPL int det_impl_pclose(FILE *f)
 {
 	pid_t pid = -1;
 	popen_take();
@@ -1097,27 +1108,27 @@ static pid_t det_wait4(struct det_thread *t, pid_t pid, int *status, int options
 		return r;                                                                          \
 	} while (0)
 
-EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+DET_IMPL pid_t det_impl_wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
 	DET_WAIT_CALL(pid, status, options, ru, (pid_t)syscall(SYS_wait4, pid, status, options, ru));
 }
 
-EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+DET_IMPL pid_t det_impl_waitpid(pid_t pid, int *status, int options)
 {
 	DET_WAIT_CALL(pid, status, options, NULL, (pid_t)syscall(SYS_wait4, pid, status, options, NULL));
 }
 
-EXPORT pid_t wait(int *status)
+DET_IMPL pid_t det_impl_wait(int *status)
 {
 	DET_WAIT_CALL(-1, status, 0, NULL, (pid_t)syscall(SYS_wait4, -1, status, 0, NULL));
 }
 
-EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
+DET_IMPL pid_t det_impl_wait3(int *status, int options, struct rusage *ru)
 {
 	DET_WAIT_CALL(-1, status, options, ru, (pid_t)syscall(SYS_wait4, -1, status, options, ru));
 }
 
-EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
+DET_IMPL int det_impl_waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1157,19 +1168,19 @@ EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 /* ------------------------------------------------------------------ */
 /* pids the program hands back to the kernel */
 
-EXPORT int kill(pid_t pid, int sig)
+DET_IMPL int det_impl_kill(pid_t pid, int sig)
 {
 	det_init();
 	return real.kill(translate(pid), sig);
 }
 
-EXPORT int killpg(pid_t pgrp, int sig)
+DET_IMPL int det_impl_killpg(pid_t pgrp, int sig)
 {
 	det_init();
 	return real.kill(pgrp > 1 ? -det_pid_to_real(pgrp) : -pgrp, sig);
 }
 
-EXPORT int setpgid(pid_t pid, pid_t pgid)
+DET_IMPL int det_impl_setpgid(pid_t pid, pid_t pgid)
 {
 	det_init();
 	return (int)syscall(SYS_setpgid, translate(pid), translate(pgid));
@@ -1245,11 +1256,10 @@ __attribute__((destructor)) static void det_process_fini(void)
 	process_exit();
 }
 
-EXPORT void _exit(int status)
+DET_IMPL void det_impl__exit(int status)
 {
 	process_exit();
 	for (;;)
 		det_sys(SYS_exit_group, status, 0, 0, 0, 0, 0);
 }
 
-EXPORT void _Exit(int status) __attribute__((alias("_exit")));

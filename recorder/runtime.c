@@ -154,8 +154,10 @@ static void map_region(void)
 			  h->version, DET_SHM_VERSION);
 	det_hdr = h;
 	det_mode = (int)h->mode;
-	if (det_mode == DET_MODE_RECORD && (h->flags & DET_F_STRICT))
+	if (det_mode == DET_MODE_RECORD && (h->flags & DET_F_STRICT)) {
 		det_strict = 1;
+		det_logical = (h->flags & DET_F_LOGICAL) != 0; /* strict's waits, turns by clock */
+	}
 	else if (det_mode == DET_MODE_RECORD && h->chaos_seed)
 		det_chaos = 1;
 }
@@ -267,6 +269,7 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	if (num >= h->max_threads)
 		det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)", num,
 			  h->max_threads);
+	det_stack_attach(num); /* (stack.c: det's work runs off the program's stack) */
 	t->num = num;
 	t->slot = det_shm_slot(h, num);
 	t->idx = 0;
@@ -477,8 +480,13 @@ static __attribute__((noinline)) void ring_wait(struct det_thread *t, uint64_t n
  * waits for the supervisor while it holds an unpublished one. */
 static inline void ring_reserve(struct det_thread *t, uint64_t n)
 {
-	if (det_unlikely(t->head + n - t->tail_seen > t->ring_entries))
+	if (det_unlikely(t->head + n - t->tail_seen > t->ring_entries)) {
+		if (det_hdr->flags & DET_F_NOTRACE) { /* detrun: no one reads it */
+			t->tail_seen = t->head;
+			return;
+		}
 		ring_wait(t, n);
+	}
 }
 
 static inline struct det_rec *ring_put(struct det_thread *t)
@@ -662,6 +670,7 @@ void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 uint32_t det_rec_new_thread(struct det_op *op)
 {
 	struct det_thread *t = op->t;
+	det_logical_turn(t); /* thread numbers are taken in turn */
 	ring_reserve(t, 3); /* the object, the event, a result */
 	op->obj = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
 	emit_object(t, op->obj, DET_OBJ_THREAD, 0);
@@ -690,12 +699,20 @@ void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t r
  * which replay takes at the same call. */
 void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra)
 {
+	det_rec_sched_event(t, DET_EV_BLOCK, obj, kind, 0, ra);
+}
+
+/* A strict-mode scheduling event (BLOCK, CC_YIELD): logged under the turn,
+ * with no boundary after it (the caller hands the turn on itself). */
+void det_rec_sched_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint32_t aux, int64_t result,
+			 uint64_t ra)
+{
 	if (!t->holding)
 		det_strict_acquire(t);
-	struct det_op op = {.t = t, .kind = DET_EV_BLOCK, .obj = obj, .aux = kind, .ra = ra};
+	struct det_op op = {.t = t, .kind = kind, .obj = obj, .aux = aux, .ra = ra};
 	ring_reserve(t, 1);
 	op.seq = take_seq(t, 1) & DET_SEQ_MASK;
-	write_event(&op, 0);
+	write_event(&op, result);
 }
 
 void det_rec_unblock(struct det_thread *t)

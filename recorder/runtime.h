@@ -30,6 +30,7 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -126,12 +127,14 @@ DET_HIDDEN void det_strict_start(struct det_thread *t);
 DET_HIDDEN void det_strict_acquire(struct det_thread *t);
 DET_HIDDEN void det_strict_release(struct det_thread *t);
 DET_HIDDEN void det_strict_process_ending(void);
+DET_HIDDEN int det_strict_ending(void); /* the process has begun to end */
 /* A point where the holder may lose the token, and why it is one. */
 enum det_point {
 	DET_POINT_EVENT = 0, /* after an ordinary event */
 	DET_POINT_YIELD = 1, /* after sched_yield: the program offers its turn */
 	DET_POINT_SPIN = 2,  /* after an event that says the thread polls for others (det_strict_point_of) */
 	DET_POINT_TICK = 3,  /* det-cc's logical quantum ended: instrumented code ran on without an event */
+	DET_POINT_MEMORY = 4, /* a det-cc memory point, under PCT over memory points (DET_F_CC_POINTS) */
 };
 DET_HIDDEN enum det_point det_strict_point_of(uint16_t kind, int64_t result);
 DET_HIDDEN void det_strict_after_event(struct det_thread *t, enum det_point why);
@@ -146,6 +149,38 @@ DET_HIDDEN void det_strict_unlocked(struct det_thread *t, const void *obj);
 DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
 DET_HIDDEN int det_strict_barrier_wait(struct det_thread *t, const void *b);
 DET_HIDDEN void det_chaos_delay(struct det_thread *t);
+/* det-cc: the holder's tick quantum ended (why DET_CC_TICK) or it reached
+ * a memory point under PCT (DET_CC_POINT): it may hand its turn on (the
+ * decision of det_strict_after_event's), after log(t, why) records the
+ * switch. */
+DET_HIDDEN void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why));
+
+/* --- programs built with det-cc (recorder/atomics.c) --- */
+enum { DET_CC_TICK = 0, DET_CC_POINT = 1 };
+/* Ticks and memory points the calling thread has passed. */
+DET_HIDDEN uint64_t det_cc_count(void);
+/* Replay: the thread's next event may be a CC_YIELD; aim its budget there. */
+DET_HIDDEN void det_cc_replay_next(struct det_thread *t);
+/* Logical time: the thread's turn ended; its next memory point waits for
+ * another one. */
+DET_HIDDEN void det_cc_turn_over(void);
+
+/* --- logical time (replayer/logical.c) --- */
+DET_HIDDEN extern int det_logical; /* threads take turns by logical clock (Kendo) */
+DET_HIDDEN void det_logical_init(void);
+DET_HIDDEN void det_logical_start(struct det_thread *t);
+DET_HIDDEN void det_logical_acquire(struct det_thread *t);
+DET_HIDDEN void det_logical_release(struct det_thread *t);
+DET_HIDDEN void det_logical_after_event(struct det_thread *t);
+DET_HIDDEN void det_logical_leave(struct det_thread *t);
+DET_HIDDEN void det_logical_runnable(struct det_thread *waker, uint32_t num);
+DET_HIDDEN void det_logical_wait_turn(struct det_thread *t);
+/* det-cc: publish the clock (a tick quantum ended); give up a turn held
+ * for memory points. */
+DET_HIDDEN void det_logical_tick(struct det_thread *t);
+/* det-cc: a memory point with no turn held for points, or the end of such a
+ * turn's quantum: (re)take the turn for the access that follows. */
+DET_HIDDEN void det_logical_point(struct det_thread *t);
 
 /* --- lifecycle (runtime.c) --- */
 DET_HIDDEN void det_init(void);
@@ -181,6 +216,8 @@ DET_HIDDEN void det_signals_due(struct det_thread *t);
 static inline void det_leave(struct det_thread *t)
 {
 	t->depth = 0;
+	if (det_unlikely(det_logical) && t->holding)
+		det_logical_leave(t); /* a call into det is one turn */
 	if (det_unlikely(t->sig_due))
 		det_signals_due(t);
 }
@@ -198,6 +235,7 @@ DET_HIDDEN int det_process_attach(void);
 /* The pid a program-visible pid stands for in this run (replay), and back. */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
 DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
 /* The top process: remember the stdin pipe det feeds (inputs.c). */
@@ -259,6 +297,8 @@ DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
 DET_HIDDEN void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
 DET_HIDDEN void det_rec_unblock(struct det_thread *t);
 DET_HIDDEN void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
+DET_HIDDEN void det_rec_sched_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint32_t aux,
+				    int64_t result, uint64_t ra);
 DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
 DET_HIDDEN void det_rec_data(struct det_thread *t, const void *data, uint32_t len);
 DET_HIDDEN void det_rec_input(struct det_op *op, int64_t result, uint32_t len);
@@ -303,6 +343,14 @@ static inline void det_op_resolve(struct det_op *op, const void *addr, enum det_
 		op->aux = det_obj(op->t, op->aux_addr, (enum det_objkind)op->auxkind);
 }
 
+/* Logical time: an operation is attempted in the thread's
+ * turn, not only logged there (strict mode holds its turn all along). */
+static inline void det_logical_turn(struct det_thread *t)
+{
+	if (det_unlikely(det_logical) && !t->holding && !t->exited)
+		det_logical_acquire(t);
+}
+
 static inline void det_release_begin(struct det_op *op, struct det_thread *t, uint16_t kind,
 				     const void *addr, enum det_objkind objkind, uint64_t ra)
 {
@@ -313,6 +361,7 @@ static inline void det_release_begin(struct det_op *op, struct det_thread *t, ui
 		op->rec = det_replay_begin(op, addr, objkind);
 		return;
 	}
+	det_logical_turn(t);
 	det_op_resolve(op, addr, objkind);
 	det_rec_release_begin(op);
 }
@@ -338,6 +387,7 @@ static inline int det_acquire_begin(struct det_op *op, struct det_thread *t, uin
 		op->rec = det_replay_begin(op, addr, objkind);
 		return op->rec->result != 0;
 	}
+	det_logical_turn(t);
 	det_op_resolve(op, addr, objkind);
 	return 0;
 }
@@ -367,6 +417,7 @@ static inline int det_input_begin(struct det_op *op, struct det_thread *t, uint1
 		op->rec = det_replay_input(op);
 		return 1;
 	}
+	det_logical_turn(t);
 	return 0;
 }
 
@@ -399,7 +450,26 @@ static inline void det_unblock(struct det_op *op)
 		det_rec_unblock(op->t);
 }
 
-#define DET_RA() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+/* --- det's stack (stack.c) --- */
+struct det_stack {
+	uintptr_t lo, hi;  /* this thread's det stack, or 0 */
+	uintptr_t sp;      /* where the next entry from the program's stack puts its frames */
+	uintptr_t prog_sp; /* the program's stack pointer at the current entry, or 0 */
+	uintptr_t ra;      /* the program's return address at the current entry, or 0 */
+};
+extern DET_HIDDEN __thread struct det_stack det_stk __attribute__((tls_model("initial-exec")));
+/* An entry point's implementation (its stub, named in entries.def, is the
+ * exported symbol). */
+#define DET_IMPL __attribute__((visibility("hidden")))
+DET_HIDDEN void det_stack_attach(uint32_t num);
+DET_HIDDEN void *det_stack_new(uint32_t num);
+DET_HIDDEN uint32_t det_stack_adopt(void *base);
+DET_HIDDEN void det_stack_free(void *base);
+DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);
+
+/* Where the program called det: the return address its call pushed, which
+ * the entry stub keeps (the implementation's own is the stub's). */
+#define DET_RA() (det_stk.ra ? (uint64_t)det_stk.ra : (uint64_t)(uintptr_t)__builtin_return_address(0))
 
 /* A call that may block: marked for deadlock reports, and in strict mode
  * the thread gives up its turn meanwhile. errno survives. */

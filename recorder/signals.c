@@ -53,15 +53,34 @@ static int is_fault(int sig, const siginfo_t *info)
 	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP);
 }
 
-/* Run the program's handler as the kernel would have. */
+struct handler_call {
+	struct sigaction *a;
+	int sig;
+	siginfo_t *info;
+	void *uc;
+};
+
+static void *run_handler(void *p)
+{
+	struct handler_call *c = p;
+	if (c->a->sa_flags & SA_SIGINFO)
+		c->a->sa_sigaction(c->sig, c->info, c->uc);
+	else
+		c->a->sa_handler(c->sig);
+	return NULL;
+}
+
+/* Run the program's handler as the kernel would have, on the program's
+ * stack when det delivers it from its own (stack.c). */
 static void call_program(int sig, siginfo_t *info, void *uc)
 {
 	struct sigaction *a = &prog_act[sig];
+	struct handler_call c = {a, sig, info, uc};
 	if (a->sa_flags & SA_SIGINFO) {
 		if (a->sa_sigaction)
-			a->sa_sigaction(sig, info, uc);
+			det_call_on_program_stack(run_handler, &c);
 	} else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
-		a->sa_handler(sig);
+		det_call_on_program_stack(run_handler, &c);
 	}
 	if (a->sa_flags & SA_RESETHAND) {
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -265,7 +284,7 @@ void det_replay_signals_now(struct det_thread *t)
 	t->depth = 1;
 }
 
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	det_init();
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP || !det_mode)
@@ -326,13 +345,13 @@ static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
 	return -1;
 }
 
-EXPORT int sigsuspend(const sigset_t *mask)
+DET_IMPL int det_impl_sigsuspend(const sigset_t *mask)
 {
 	det_init();
 	return det_sigsuspend(mask, DET_RA());
 }
 
-EXPORT int pause(void)
+DET_IMPL int det_impl_pause(void)
 {
 	det_init();
 	sigset_t cur;
@@ -340,7 +359,93 @@ EXPORT int pause(void)
 	return det_sigsuspend(&cur, DET_RA());
 }
 
-EXPORT sighandler_t signal(int sig, sighandler_t handler)
+/*
+ * Taking a signal synchronously (sigwait and its kin): which signal, when,
+ * is an input, recorded with its siginfo. Replay returns it; when the
+ * program sent it itself (a kill to its own pid, as pbzip2 ends its signal
+ * thread), the real one comes in replay too, and is taken here as well, or
+ * it would stay pending and hit a thread that unblocks it later.
+ */
+struct sigwait_data {
+	int32_t code, pid, uid, from_program;
+	int64_t value;
+};
+
+static long sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	return det_sys(SYS_rt_sigtimedwait, (long)set, (long)info, (long)timeout, _NSIG / 8, 0, 0);
+}
+
+static int det_sigwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout, uint64_t ra)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	struct det_thread *t = det_enter();
+	if (!t) {
+		long r = sys_sigtimedwait(set, info ? info : &si, timeout);
+		return r < 0 ? (errno = (int)-r, -1) : (int)r;
+	}
+	struct det_op op = {0};
+	int64_t r;
+	if (!det_input_begin(&op, t, DET_EV_SIGWAIT, 0, ra)) {
+		r = BLOCKING(&op, sys_sigtimedwait(set, &si, timeout));
+		struct sigwait_data d = {si.si_code, si.si_pid, (int32_t)si.si_uid, 0,
+					 (int64_t)(intptr_t)si.si_value.sival_ptr};
+		d.from_program = r > 0 && si.si_code <= 0 && det_pid_is_program(si.si_pid);
+		det_input_end(&op, r, &d, sizeof(d));
+	} else {
+		r = op.rec->result;
+		if (r > 0 && op.rec->data_len == sizeof(struct sigwait_data)) {
+			const struct sigwait_data *d = det_replay_data(op.rec);
+			si.si_signo = (int)r;
+			si.si_code = d->code;
+			si.si_pid = d->pid;
+			si.si_uid = (uid_t)d->uid;
+			si.si_value.sival_ptr = (void *)(intptr_t)d->value;
+			if (d->from_program) {
+				sigset_t one;
+				siginfo_t real_si;
+				sigemptyset(&one);
+				sigaddset(&one, (int)r);
+				while (sys_sigtimedwait(&one, &real_si, NULL) == -EINTR)
+					;
+			}
+		}
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	if (info)
+		*info = si;
+	return (int)r;
+}
+
+DET_IMPL int det_impl_sigwait(const sigset_t *set, int *sig)
+{
+	det_init();
+	int r = det_sigwait(set, NULL, NULL, DET_RA());
+	if (r < 0)
+		return errno;
+	*sig = r;
+	return 0;
+}
+
+DET_IMPL int det_impl_sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	det_init();
+	return det_sigwait(set, info, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	det_init();
+	return det_sigwait(set, info, timeout, DET_RA());
+}
+
+DET_IMPL sighandler_t det_impl_signal(int sig, sighandler_t handler)
 {
 	struct sigaction act = {.sa_handler = handler, .sa_flags = SA_RESTART}, old;
 	sigemptyset(&act.sa_mask);
@@ -351,7 +456,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
 
 /* Signals a thread sends itself arrive before the call returns, in both
  * modes: deliver them at once instead of from the schedule. */
-EXPORT int raise(int sig)
+DET_IMPL int det_impl_raise(int sig)
 {
 	det_init();
 	struct det_thread *t = &det_tls;
@@ -362,7 +467,7 @@ EXPORT int raise(int sig)
 	return r;
 }
 
-EXPORT int pthread_kill(pthread_t th, int sig)
+DET_IMPL int det_impl_pthread_kill(pthread_t th, int sig)
 {
 	det_init();
 	struct det_thread *t = &det_tls;

@@ -340,6 +340,11 @@ SUP_EXPORT uint32_t det_sup_preemptions(struct det_sup *s)
 	return atomic_load(&s->hdr->preemptions);
 }
 
+SUP_EXPORT uint64_t det_sup_cc_points(struct det_sup *s)
+{
+	return atomic_load(&s->hdr->cc_points);
+}
+
 SUP_EXPORT void det_sup_pct(struct det_sup *s, const uint64_t *points, uint32_t n, uint32_t spin_steps)
 {
 	if (n > 8)

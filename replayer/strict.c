@@ -29,10 +29,13 @@
  *    plain strict mode runs a quantum of events round robin; chaos is PCT.
  *  - Chaos is PCT as published (Burckhardt et al., ASPLOS 2010): every
  *    thread gets a random priority above d-1 (from the seed and its
- *    number); at every event the highest-priority runnable thread runs;
- *    when the event count passes change point i (of d-1, drawn by detrec
- *    from the seed, uniformly over the expected number of events) the
- *    thread running drops to priority d-1-i.
+ *    number); at every step the highest-priority runnable thread runs;
+ *    when the step count passes change point i (of d-1, drawn by detrec
+ *    from the seed, uniformly over the expected number of steps k) the
+ *    thread running drops to priority d-1-i. Steps are events, or, for a
+ *    program built with det-cc --sched-points=memory, its memory points
+ *    (recorder/atomics.c brings each one here, DET_POINT_MEMORY): one
+ *    implementation for both.
  *  - No starvation, decided from events only, without touching priorities:
  *    a holder that polls (a sched_yield, a failed trylock, an empty poll,
  *    EAGAIN: see det_strict_point_of) defers: runnable threads that do not
@@ -80,6 +83,10 @@ static void wake(struct det_slot *s)
 /* Make a thread runnable (it competes for the token). Done by the holder. */
 void det_strict_runnable(uint32_t num)
 {
+	if (det_logical) {
+		det_logical_runnable(&det_tls, num);
+		return;
+	}
 	struct det_slot *s = det_shm_slot(det_hdr, num);
 	uint32_t no = 0;
 	if (atomic_compare_exchange_strong(&s->strict_wants, &no, 1))
@@ -194,9 +201,18 @@ void det_strict_process_ending(void)
 	atomic_store(&process_ending, 1);
 }
 
+int det_strict_ending(void)
+{
+	return atomic_load(&process_ending);
+}
+
 /* Wait until the token is ours (the thread is runnable, or about to be). */
 static void wait_token(struct det_thread *t)
 {
+	if (det_logical) {
+		det_logical_wait_turn(t);
+		return;
+	}
 	struct det_shm_header *h = det_hdr;
 	struct det_slot *me = t->slot;
 	uint32_t last_owner = 0;
@@ -242,6 +258,10 @@ void det_strict_acquire(struct det_thread *t)
 {
 	if (t->holding)
 		return;
+	if (det_logical) {
+		det_logical_acquire(t);
+		return;
+	}
 	det_strict_runnable(t->num);
 	wait_token(t);
 }
@@ -249,6 +269,10 @@ void det_strict_acquire(struct det_thread *t)
 /* Give the token up: to the next runnable thread, or free it. */
 void det_strict_release(struct det_thread *t)
 {
+	if (det_logical) {
+		det_logical_release(t);
+		return;
+	}
 	if (!t->holding)
 		return;
 	t->holding = 0;
@@ -295,6 +319,10 @@ static int32_t priority(uint32_t num)
 
 void det_strict_start(struct det_thread *t)
 {
+	if (det_logical) {
+		det_logical_start(t);
+		return;
+	}
 	t->rng = (det_hdr->chaos_seed ^ (0x9E3779B97F4A7C15ull * (t->num + 1))) | 1;
 	if (det_hdr->chaos_seed && t->num == 0)
 		atomic_store(&t->slot->prio, priority(0));
@@ -343,10 +371,9 @@ enum det_point det_strict_point_of(uint16_t kind, int64_t result)
 	}
 }
 
-/* Chaos: change point i that PCT's step count (`now`: events so far; with
- * det-cc's memory points, those) has passed since the last look drops the
- * running thread's priority to d-1-i (as in the paper: by the point's
- * index, not by when it fired). */
+/* Chaos: change point i that PCT's step count (`now`) has passed since
+ * the last look drops the running thread's priority to d-1-i (as in the
+ * paper: by the point's index, not by when it fired). */
 static void pct_change_points(struct det_thread *t, uint64_t now)
 {
 	struct det_shm_header *h = det_hdr;
@@ -359,36 +386,48 @@ static void pct_change_points(struct det_thread *t, uint64_t now)
 	}
 }
 
+/* PCT's steps so far: events, or (DET_F_CC_POINTS) det-cc's memory points,
+ * this one counted. */
+static uint64_t pct_steps(enum det_point why)
+{
+	struct det_shm_header *h = det_hdr;
+	if (!(h->flags & DET_F_CC_POINTS))
+		return atomic_load(&h->clock) & DET_SEQ_MASK;
+	if (why == DET_POINT_MEMORY)
+		return atomic_fetch_add(&h->cc_points, 1) + 1;
+	return atomic_load(&h->cc_points);
+}
+
 /*
  * The scheduler's one decision: the holder t is at a scheduling point (why);
  * returns 1, with *next, when it hands the token to *next now.
- *  - plain strict: a quantum of events, then round robin; sched_yield at once;
+ *  - plain strict: a quantum of events, then round robin; sched_yield and
+ *    the end of a det-cc tick quantum at once;
  *  - chaos (PCT): the highest-priority runnable thread runs, except that a
  *    thread that polls, or has run strict_spin_steps steps in a row while
  *    others wait, defers to the others for a while (no starvation, decided
- *    from events alone; priorities stay PCT's).
+ *    from events alone; priorities stay PCT's). PCT's steps are events, or
+ *    det-cc memory points for a program built with them (pct_steps).
  * A det-cc tick counts as a step; a second tick with no event since the
- * first says the thread spins without events: a poll.
+ * first says the thread spins without events: a poll. A memory point is a
+ * step of PCT's only (the accesses between events are no sign of polling).
  */
 static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
 {
 	struct det_shm_header *h = det_hdr;
-	if (why == DET_POINT_TICK) {
-		int idle = t->idx == t->tick_idx;
-		t->tick_idx = t->idx;
-		why = idle ? DET_POINT_SPIN : DET_POINT_EVENT;
-	}
 	if (!h->chaos_seed) {
-		if (why == DET_POINT_YIELD)
+		if (why == DET_POINT_YIELD || why == DET_POINT_TICK)
 			return pick(t, next);
 		return --t->quantum <= 0 && pick(t, next);
 	}
-	pct_change_points(t, atomic_load(&h->clock) & DET_SEQ_MASK);
-	if (why != DET_POINT_EVENT) {
+	if (why == DET_POINT_TICK)
+		why = t->idx == t->tick_idx ? DET_POINT_SPIN : DET_POINT_EVENT;
+	pct_change_points(t, pct_steps(why));
+	if (why == DET_POINT_YIELD || why == DET_POINT_SPIN) {
 		if (t->polls < 16)
 			t->polls++;
 		defer(t->slot, 1ull << t->polls);
-	} else {
+	} else if (why == DET_POINT_EVENT) {
 		t->polls = 0;
 		if (!atomic_load(&h->strict_wanting)) {
 			t->run_steps = 0;
@@ -405,10 +444,14 @@ static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
 	return atomic_load(&det_shm_slot(h, *next)->prio) > atomic_load(&t->slot->prio);
 }
 
-/* After each event of the holder (or det-cc's tick): hand the token on if
- * decide() says so; t stays runnable and waits to get it back. */
+/* After each event of the holder: hand the token on if decide() says so;
+ * t stays runnable and waits to get it back. */
 void det_strict_after_event(struct det_thread *t, enum det_point why)
 {
+	if (det_logical) {
+		det_logical_after_event(t);
+		return;
+	}
 	if (!t->holding) {
 		/* past its exit event (a key destructor): such a thread runs
 		 * without a turn, since its joiner may hold one while it waits */
@@ -418,6 +461,24 @@ void det_strict_after_event(struct det_thread *t, enum det_point why)
 	}
 	uint32_t next;
 	if (decide(t, why, &next))
+		yield_to(t, next);
+}
+
+/* det-cc: the end of a tick quantum (a thread spinning in instrumented code
+ * is switched here, not by the watchdog) or, under PCT over memory points,
+ * a memory point: decide() as at an event; a switch is recorded by log()
+ * (a CC_YIELD, where replay switches again). */
+void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why))
+{
+	uint32_t next;
+	if (!t->holding)
+		return;
+	int switched = decide(t, why == DET_CC_TICK ? DET_POINT_TICK : DET_POINT_MEMORY, &next);
+	if (switched)
+		log(t, why);
+	if (why == DET_CC_TICK)
+		t->tick_idx = t->idx; /* (after its own CC_YIELD: no event came between) */
+	if (switched)
 		yield_to(t, next);
 }
 
@@ -556,6 +617,7 @@ void det_strict_barrier_init(const void *b, unsigned count)
 /* Returns PTHREAD_BARRIER_SERIAL_THREAD for the last arrival, else 0. */
 int det_strict_barrier_wait(struct det_thread *t, const void *b)
 {
+	det_strict_acquire(t); /* logical time: the arrival's turn is over */
 	for (int i = 0; i < 256; i++) {
 		if (atomic_load(&barriers[i].addr) != (uint64_t)(uintptr_t)b)
 			continue;

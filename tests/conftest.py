@@ -59,6 +59,21 @@ def program(name: str) -> Path:
     return _require(PROGRAMS / name)
 
 
+def replay_matches(trace: Path, mode: list[str], n: int) -> None:
+    """Replay `trace` n times: each replay ends as the recording did, says
+    so, and prints the same output."""
+    rec = outcome(trace)
+    want_status = 124 if rec["status"] == "timeout" else (
+        128 + rec["signal"] if rec["signal"] is not None else rec["exit_code"])
+    for i in range(n):
+        r = detreplay(*mode, trace)
+        err = r.stderr.decode()
+        assert r.returncode == want_status, f"replay {i + 1} {mode}: exit {r.returncode}, want {want_status}\n{err}"
+        assert "outcome matches the recording" in err, f"replay {i + 1} {mode}:\n{err}"
+        if rec["status"] != "timeout":
+            assert r.stdout.endswith(rec["stdout_tail"]), f"replay {i + 1} {mode}: stdout differs"
+
+
 @dataclass
 class Sample:
     name: str
@@ -68,6 +83,7 @@ class Sample:
     bug: str | None
     hang: bool
     strict: bool = False
+    logical: list[str] | None = None  # arguments of a logical-time test run (None: not tested there)
 
     @property
     def path(self) -> Path:
@@ -78,7 +94,7 @@ def samples() -> list[Sample]:
     data = json.loads((ROOT / "samples" / "manifest.json").read_text())
     return [
         Sample(s["name"], s.get("binary", s["name"]), s["args"], s["test_args"], s["bug"], s["hang"],
-               s.get("strict", False))
+               s.get("strict", False), s.get("logical"))
         for s in data["samples"]
     ]
 
@@ -97,5 +113,18 @@ def query(trace: Path, sql: str, args: tuple = ()) -> list[tuple]:
     db = sqlite3.connect(trace)
     try:
         return db.execute(sql, args).fetchall()
+    finally:
+        db.close()
+
+
+def reseal(trace: Path) -> None:
+    """A test that edits a trace on purpose (to make an unusual but valid
+    one) seals it again, as det's own writers do: det.validate refuses a
+    trace whose content no longer matches its checksum."""
+    from det.validate import seal
+
+    db = sqlite3.connect(trace)
+    try:
+        seal(db)
     finally:
         db.close()

@@ -81,15 +81,25 @@ def commands() -> dict[str, tuple[str, str]]:
     return out
 
 
+def package_data() -> dict[str, list[str]]:
+    """Package name -> glob patterns of its files that are not Python ([options.package_data])."""
+    cfg = setup_cfg()
+    if "options.package_data" not in cfg:
+        return {}
+    return {name: pats.split() for name, pats in cfg["options.package_data"].items()}
+
+
 def stage(dest: Path) -> None:
-    """Copy the Python packages as they are laid out when installed."""
+    """Copy the Python packages (and their data files) as they are laid out when installed."""
     if dest.exists():
         shutil.rmtree(dest)
+    data = package_data()
     for name, src in packages().items():
         target = dest.joinpath(*name.split("."))
         target.mkdir(parents=True, exist_ok=True)
-        for f in sorted(src.glob("*.py")):
-            shutil.copy2(f, target / f.name)
+        for pattern in ["*.py", *data.get(name, [])]:
+            for f in sorted(src.glob(pattern)):
+                shutil.copy2(f, target / f.name)
 
 
 def pairs(items: list[str]) -> list[tuple[str, Path]]:
@@ -106,7 +116,7 @@ def plan(prefix: Path, stage_dir: Path | None, files: list[str]) -> list[tuple[P
     """(destination, source file or text, mode) for everything installed."""
     out: list[tuple[Path, Path | str, int]] = []
     if stage_dir is not None:
-        for f in sorted(stage_dir.rglob("*.py")):
+        for f in sorted(p for p in stage_dir.rglob("*") if p.is_file()):
             out.append((prefix / "lib/det/python" / f.relative_to(stage_dir), f, 0o644))
     for name, (module, func) in commands().items():
         out.append((prefix / "bin" / name, COMMAND.format(python=PYTHON, name=name, module=module, func=func),

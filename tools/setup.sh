@@ -13,9 +13,19 @@ need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
   "man:man-db" "bash:bash"
+  "cmake:cmake" "autoconf:autoconf" "automake:automake"
 )
-# header -> Debian package
-headers=("/usr/include/sqlite3.h:libsqlite3-dev")
+# file -> Debian package. det-cc (llvm/) builds its pass plugin against
+# LLVM 22, the newest LLVM Debian 12 packages (bookworm-security carries
+# 22.1; bookworm itself 13-16 and 19): a plugin loads only into the clang
+# it was built for, so clang, its headers and FileCheck (the pass's lit
+# tests) come in one version.
+headers=(
+  "/usr/include/sqlite3.h:libsqlite3-dev"
+  "/usr/lib/llvm-22/bin/clang:clang-22"
+  "/usr/lib/llvm-22/bin/llvm-config:llvm-22-dev"
+  "/usr/lib/llvm-22/bin/FileCheck:llvm-22-tools"
+)
 
 missing=()
 for pair in "${need[@]}"; do

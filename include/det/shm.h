@@ -49,6 +49,9 @@ enum det_turns_backend {
 #define DET_F_STDIN_FED 0x2  /* stdin is a pipe det fills with the recorded input */
 #define DET_F_TS_NS     0x4  /* event timestamps are ns (rdtsc is trapped), not TSC ticks */
 #define DET_F_STRICT    0x8  /* one thread runs at a time, switching only at events */
+#define DET_F_LOGICAL   0x10 /* with STRICT's waits: threads take turns by logical clock (Kendo) */
+#define DET_F_CC_POINTS 0x20 /* chaos: PCT change points count det-cc memory points, not events */
+#define DET_F_NOTRACE   0x40 /* nobody reads the rings (detrun): a full ring is simply overwritten */
 
 /* The record clock packs the next event number and the thread count, so a
  * create takes its sequence number and its child's number in one atomic add:
@@ -152,7 +155,12 @@ struct det_slot {
 	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
 	uint64_t strict_ticket;            /* the order in which waiters started waiting */
 	DET_ATOMIC(uint32_t) strict_timedout;
-	uint8_t pad5[44];
+	uint32_t pad5a;
+	DET_ATOMIC(uint64_t) lt_clock;     /* logical time: the thread's clock, as last published */
+	DET_ATOMIC(uint32_t) lt_counted;   /* logical time: it takes part in the turn order (not blocked) */
+	DET_ATOMIC(uint32_t) lt_sleeping;  /* logical time: asleep until its turn may have come... */
+	DET_ATOMIC(uint32_t) lt_wake;      /* ...on this futex word */
+	uint8_t pad5[20];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */
@@ -293,6 +301,9 @@ struct det_shm_header {
 	uint64_t pct_change[8];              /* ...at these event numbers, drawn independently (unsorted) */
 	uint32_t strict_spin_steps;          /* chaos: steps a thread runs while others wait before it defers */
 	DET_ATOMIC(uint64_t) strict_tickets; /* next waiter ticket */
+	uint32_t cc_quantum;                 /* det-cc ticks a thread runs before it offers the token */
+	DET_ATOMIC(uint32_t) lt_owner;       /* logical time: thread number + 1 in its turn; 0: none */
+	DET_ATOMIC(uint64_t) cc_points;      /* chaos: det-cc memory points passed, all threads */
 
 	/* processes, and the pipes made inside the program (by inode, so a
 	 * read end handed to an exec'd child is still known as internal) */

@@ -87,6 +87,8 @@ void det_sup_schedule(struct det_sup *s, uint32_t quantum, uint32_t watchdog_ms,
 void det_sup_pct(struct det_sup *s, const uint64_t *points, uint32_t n, uint32_t spin_steps);
 /* Watchdog preemptions in strict mode so far. */
 uint32_t det_sup_preemptions(struct det_sup *s);
+/* det-cc memory points the program passed (counted under PCT only). */
+uint64_t det_sup_cc_points(struct det_sup *s);
 uint32_t det_sup_threads(struct det_sup *s);
 int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread_info *out);
 /* The runtime's state: attached pid, failed, diverged; error text. */

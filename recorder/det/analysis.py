@@ -1,5 +1,6 @@
 """What a trace says about ownership: who holds which lock, who waits for
-whom, and the cycle of a deadlock.
+whom, and the cycle of a deadlock; and how a divergence is said (detreplay
+and det's gdb commands say it with this one function).
 
 Rules: standard library only (gdb's Python imports this module). Ownership
 comes from the event roles in events.def, never from kind names.
@@ -7,11 +8,14 @@ comes from the event roles in events.def, never from kind names.
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import events as ev
+from .names import ObjectNames
 from .symbols import Symbolizer
-from .trace import Trace, kind_name, objkind_name
+from .trace import Trace, kind_name
 
 EOWNERDEAD = 130
 # Objects a thread holds (semaphores are counted, not owned).
@@ -24,6 +28,9 @@ def _role_lists() -> tuple[list[int], list[int], list[int], list[int]]:
     wait = [e.number for e in ev.EVENTS if e.role == "WAIT" and e.objkind == "COND"]
     wake = [e.number for e in ev.EVENTS if e.role == "WAKE" and e.objkind == "COND"]
     return acq, rel, wait, wake
+
+
+RACE_REASONS = ("kind", "object", "result", "extra", "stall", "outcome")
 
 
 def holders(trace: Trace, upto_seq: int | None = None) -> dict[int, dict[int, int]]:
@@ -61,12 +68,6 @@ class BlockReport:
     summary: str          # one line
 
 
-def object_label(trace: Trace, obj: int, objects: dict[int, tuple[int, int]] | None = None) -> str:
-    objects = objects if objects is not None else trace.objects()
-    kind = objects.get(obj, (0, 0))[0]
-    return f"{objkind_name(kind)} {obj}" if obj else "no object"
-
-
 def first_site_of(trace: Trace, obj: int) -> int | None:
     """Return address of the first event on obj: where it first appears."""
     row = trace.q("SELECT s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.obj = ? "
@@ -74,10 +75,15 @@ def first_site_of(trace: Trace, obj: int) -> int | None:
     return row[0][0] if row else None
 
 
-def block_report(trace: Trace, waiters: list[Waiter], sym: Symbolizer, upto_seq: int | None = None) -> BlockReport:
+def block_report(trace: Trace, waiters: list[Waiter], sym: Symbolizer, upto_seq: int | None = None,
+                 names: ObjectNames | None = None) -> BlockReport:
     """Explain blocked threads: what each holds and waits for, and the cycle."""
     held = holders(trace, upto_seq)
-    objects = trace.objects()
+    names = names if names is not None else ObjectNames(trace, sym)
+
+    def label(obj: int) -> str:
+        return names.label(obj) or "no object"
+
     by_thread: dict[int, list[int]] = {}
     for obj, ts in held.items():
         for tid in ts:
@@ -90,9 +96,9 @@ def block_report(trace: Trace, waiters: list[Waiter], sym: Symbolizer, upto_seq:
     locs = sym.lookup(addrs) if addrs else {}
     lines = []
     for w in sorted(waiters, key=lambda w: w.tid):
-        holds = ", ".join(object_label(trace, o, objects) for o in sorted(by_thread.get(w.tid, [])))
+        holds = ", ".join(label(o) for o in sorted(by_thread.get(w.tid, [])))
         where = locs[w.ra].short() if w.ra in locs else "?"
-        what = f"{kind_name(w.kind)} on {object_label(trace, w.obj, objects)}"
+        what = kind_name(w.kind) + (f" on {label(w.obj)}" if w.obj else "")
         owners = held.get(w.obj, {})
         owner = f" (held by {', '.join(f'T{t}' for t in sorted(owners))})" if owners else ""
         lines.append(f"T{w.tid} {'holds ' + holds + ' and ' if holds else ''}waits in {what}{owner} at {where}")
@@ -101,12 +107,12 @@ def block_report(trace: Trace, waiters: list[Waiter], sym: Symbolizer, upto_seq:
         for t in cycle:
             w = waits[t]
             mine = [o for o in by_thread.get(t, []) if any(o == waits[u].obj for u in cycle if u != t)]
-            held_s = object_label(trace, mine[0], objects) if mine else "?"
-            parts.append(f"T{t} holds {held_s} and waits for {object_label(trace, w.obj, objects)}")
+            held_s = label(mine[0]) if mine else "?"
+            parts.append(f"T{t} holds {held_s} and waits for {label(w.obj)}")
         summary = "deadlock: " + "; ".join(parts)
     elif waiters:
         summary = "all threads blocked: " + "; ".join(
-            f"T{w.tid} in {kind_name(w.kind)} on {object_label(trace, w.obj, objects)}" for w in waiters
+            f"T{w.tid} in {kind_name(w.kind)}" + (f" on {label(w.obj)}" if w.obj else "") for w in waiters
         )
     else:
         summary = "no thread was blocked in a recorded operation"
@@ -130,3 +136,67 @@ def _find_cycle(edges: dict[int, list[int]]) -> list[int]:
             path.append(node)
             seen.add(node)
     return []
+
+
+DIVERGENCE_REASONS = {1: "kind", 2: "object", 3: "result", 4: "extra", 5: "thread"}
+
+
+def describe_divergence(names: ObjectNames, div: dict[str, int], what: str) -> str:
+    """One line for a replay's divergence record (det_divergence in shm.h, as a
+    dict of its fields) and the runtime's text about it."""
+
+    def obj(o: int, addr: int = 0) -> str:
+        return names.label(o) if o else names.at(addr)
+
+    loc = names.sym.one(div["ra"]).short() if div["ra"] else "?"
+    t = div["thread"]
+    if div["seq"] == 2**64 - 1:
+        at = f"after T{t}'s last recorded event"
+    else:
+        at = f"divergence at event {div['seq']} (T{t})"
+    reason = DIVERGENCE_REASONS.get(div["reason"], "?")
+    want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
+    got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
+    if reason in ("kind", "object"):
+        return f"{at}: recorded {want}, got {got} at {loc}"
+    if reason == "result":
+        return f"{at}: {want} at {loc}: {what}"
+    return f"{at}: {what} ({got} at {loc})"
+
+
+def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | None = None) -> list[str]:
+    """`T1 holds mutex 4 (lock_b), taken at x.c:20 (withdraw)` for every lock
+    a thread held when the recording ended (where the program failed: two
+    threads inside critical sections of one variable under two locks is a
+    race that a default-mode recording does not replay). label: how to name
+    an object (detdiff's numbering), else names.label."""
+    label = label or names.label
+    out = []
+    for obj, ts in sorted(holders(trace).items()):
+        for tid in sorted(ts):
+            ra = trace.q1("SELECT s.address FROM events e JOIN sites s ON s.site = e.site WHERE e.tid = ? AND "
+                          "e.obj = ? ORDER BY e.seq DESC LIMIT 1", (tid, obj))
+            at = f", taken at {names.sym.one(ra).long()}" if ra else ""
+            out.append((tid, obj, f"T{tid} holds {label(obj)}{at}"))
+    return [text for _, _, text in sorted(out)]
+
+
+def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
+    """What detreplay says when a default-mode recording does not replay in
+    a way that has the shape of a data race: same program, same inputs, same
+    schedule of events, another path taken (another call, object or result,
+    a thread stuck, or every event replayed and another outcome). Nothing for
+    a strict or logical trace (they replay races), or when det named the
+    cause itself (a changed file, a program that sends other bytes).
+    reason: one of RACE_REASONS, else nothing is said."""
+    if trace.meta.get("mode") != "record" or reason not in RACE_REASONS or "changed since recording" in what:
+        return []
+    argv = shlex.join(trace.meta.get("argv") or ["PROGRAM"])
+    lines = ["the recording was made in the default mode, which replays the order of det's events but not what "
+             "threads do between them: this is most likely a data race (memory written under two different locks, "
+             "or none) that took the replay another way with the same schedule and inputs. To replay the failure "
+             f"exactly, record it in strict mode: detrec --strict --until-fail 500 -o {trace.path.name} -- {argv}"]
+    held = held_at_end(trace, names)
+    if held:
+        lines.append("when the recording ended: " + "; ".join(held))
+    return lines

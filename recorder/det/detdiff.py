@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=10, metavar="N",
                    help="items listed per section, 0 for all (default 10); counts are always complete")
     p.add_argument("--force", action="store_true", help="compare traces whose arguments differ")
+    p.add_argument("--trust", action="store_true",
+                   help="with --bisect: replay traces another user owns (see detreplay --trust)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the text (default: on a terminal, unless NO_COLOR is set)")
     p.add_argument("--bisect", action="store_true",
@@ -94,7 +96,7 @@ def _bisect_main(ns: argparse.Namespace) -> int:
     from .bisect import bisect_traces
     from .bisect.report import render as render_bisect
 
-    return _report(ns, lambda: bisect_traces(ns.a, ns.b, force=ns.force, keep=ns.keep), render_bisect,
+    return _report(ns, lambda: bisect_traces(ns.a, ns.b, force=ns.force, keep=ns.keep, trust=ns.trust), render_bisect,
                    lambda r: EXIT_SAME if r.found and r.confirmed else EXIT_DIFFERENT, closed_pipe=EXIT_ERROR)
 
 

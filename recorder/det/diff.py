@@ -39,7 +39,9 @@ from operator import itemgetter
 from typing import Any
 
 from . import events as ev
+from .analysis import held_at_end
 from .errors import DetError
+from .names import THREAD_KIND, ObjectNames
 from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, TraceError, kind_name, objkind_name
 
@@ -52,7 +54,6 @@ ALIGN_LIMIT = 4_000_000
 ALIGN_BUDGET = 16_000_000
 # Tails longer than this together are not even looked at event by event.
 ALIGN_SCAN = 200_000
-THREAD_KIND = next(o.number for o in ev.OBJKINDS if o.name == "THREAD")
 THREAD_START = next(e.number for e in ev.EVENTS if e.name == "THREAD_START")
 THREAD_EXIT = next(e.number for e in ev.EVENTS if e.name == "THREAD_EXIT")
 BARRIER_DEPART = next(e.number for e in ev.EVENTS if e.name == "BARRIER_DEPART")
@@ -202,6 +203,7 @@ class DiffResult:
     result_count: int
     outcome: list[OutcomeDiff]
     notes: list[str] = field(default_factory=list)
+    held: dict[str, list[str]] = field(default_factory=dict)  # "a"/"b": the locks held when the run ended
 
     @property
     def identical(self) -> bool:
@@ -577,15 +579,21 @@ class Comparison:
         if obj == 0:
             return "no object"
         kind, _addr, _first = side.objects.get(obj, (0, 0, 0))
+        # det.names' scheme: a thread is its T-name; an object is its
+        # number in A, and in B where B numbered it otherwise (`mutex 5/B4`),
+        # which detrec, detreplay and gdb show for B.
         if kind == THREAD_KIND:
             tid = next((t for t, row in side.threads.items() if row["obj"] == obj), None)
             if tid is not None:
-                return f"thread T{tid}"
+                return f"T{tid}"
         if side is self.a:
-            return f"{objkind_name(kind)} {obj}"
-        if obj in self.b_obj_to_a:
-            return f"{objkind_name(kind)} {self.b_obj_to_a[obj]}"
-        return f"{objkind_name(kind)} B{obj}"
+            a_obj, b_obj = obj, self.canon_to_b.get(obj)
+        elif obj in self.b_obj_to_a:
+            a_obj, b_obj = self.b_obj_to_a[obj], obj
+        else:
+            return f"{objkind_name(kind)} B{obj}"
+        other = f"/B{b_obj}" if b_obj is not None and b_obj != a_obj else ""
+        return f"{objkind_name(kind)} {a_obj}{other}"
 
     def object_ref(self, canon: int) -> ObjectRef:
         """Describe an object by its shared id."""
@@ -705,13 +713,29 @@ def compare_traces(ta: Trace, tb: Trace, *, force: bool = False, context: int = 
     for side in (a, b):
         if not side.tr.complete:
             c.notes.append(f"{side.tr.path} is incomplete: the recording did not finish")
+    # Who held which lock when each run ended: for a failure, often the
+    # cause itself (two threads inside critical sections of one variable
+    # under two different locks), which a default-mode recording does not
+    # replay.
+    held = {name: held_at_end(side.tr, ObjectNames(side.tr, side.sym, symbolize),
+                              lambda o, side=side: _with_name(c, side, o))
+            for name, side in (("a", a), ("b", b))}
+    if outcome and b.meta.get("mode") != "strict":
+        c.notes.append(f"{b.tr.path} was recorded in the default mode, which does not fix what threads do "
+                       "between events: if its replay diverges (a data race), record the failure with "
+                       "detrec --strict --until-fail")
     c.finish()
     return DiffResult(
         a=a.summary(), b=b.summary(), schedule_identical=same_schedule and not result_pairs,
         outcome_identical=not outcome, divergence=divergence, threads=cap(threads), thread_count=len(threads),
         inversions=inversions, inversion_count=inversion_count, one_side=one_side, one_side_events=one_side_events,
-        results=results, result_count=len(result_pairs), outcome=outcome, notes=c.notes,
+        results=results, result_count=len(result_pairs), outcome=outcome, notes=c.notes, held=held,
     )
+
+
+def _with_name(c: Comparison, side: _Side, obj: int) -> str:
+    name = c.name(side, obj)
+    return f"{c.label(side, obj)} ({name})" if name else c.label(side, obj)
 
 
 def _divergence(c: Comparison, context: int) -> Divergence:

@@ -61,23 +61,27 @@ def where(e: EventRef) -> str:
 
 
 def obj(e: EventRef) -> str:
-    return f"{e.object} {e.name}" if e.name else e.object
+    return f"{e.object} ({e.name})" if e.name else e.object
 
 
 def event_line(e: EventRef) -> str:
     res = f" = {result_text(e.kind, e.result)}" if e.result else ""
-    return f"seq {e.seq:<7} T{e.tid:<3} #{e.idx:<6} {e.kind + res:<18} {obj(e):<22} {where(e)}"
+    return f"seq {e.seq:<7} T{e.tid:<3} #{e.idx:<6} {e.kind + res:<18} {obj(e):<26} {where(e)}"
 
 
 def outcome_text(s: TraceSummary) -> str:
-    o = s.outcome
+    return outcome_words(s.outcome)
+
+
+def outcome_words(o: dict[str, Any] | None) -> str:
+    """A trace's outcome row in two words: `exit 1`, `signal 6`, `timeout`, `incomplete`."""
     if o is None:
         return "incomplete"
     if o["status"] == "exited":
         return f"exit {o['exit_code']}"
     if o["status"] == "signaled":
         return f"signal {o['signal']}"
-    return o["status"]
+    return str(o["status"])
 
 
 def plural(n: int, word: str) -> str:
@@ -162,6 +166,12 @@ def render(r: DiffResult, st: Style) -> list[str]:
                     w(f"{label:<11}" + st.side(side, f"{side.upper()} {plural(v['bytes'], 'byte')}{ends}"))
             else:
                 w(f"  {d.field.replace('_', ' ')}: " + st.a(f"A {d.a}") + ", " + st.b(f"B {d.b}"))
+    if any(r.held.values()):
+        w("")
+        w(st.head("Locks held when the runs ended:"))
+        for side in ("a", "b"):
+            for text in r.held.get(side, []):
+                w("  " + st.side(side, f"{side.upper()}  {text}"))
     return out
 
 
@@ -189,8 +199,8 @@ def _divergence(d: Divergence, st: Style, w: Any) -> None:
 
 def _inversion(inv: Inversion, st: Style, w: Any) -> None:
     o = inv.object
-    name = f" {o.name}" if o.name else ""
-    loc = f" ({o.location})" if o.location else ""
+    name = f" ({o.name})" if o.name else ""
+    loc = f", first used at {o.location}" if o.location else ""
     x, y = inv.first, inv.second
     w(f"  {o.label}{name}{loc}: " + st.a(f"A: T{x.tid} then T{y.tid}") + ", "
       + st.b(f"B: T{y.tid} then T{x.tid}"))

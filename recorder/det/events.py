@@ -32,6 +32,7 @@ OBJKINDS: tuple[ObjKind, ...] = (
     ObjKind('SPIN', 7, 'pthread_spinlock_t'),
     ObjKind('ONCE', 8, 'pthread_once_t (std::call_once)'),
     ObjKind('FILE', 9, 'a stdio FILE'),
+    ObjKind('ATOMIC', 10, 'a memory location used by C11/C++ atomics or __sync/__atomic builtins (programs built with det-cc)'),
 )
 
 EVENTS: tuple[EventKind, ...] = (
@@ -83,10 +84,16 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
     EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
     EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
+    EventKind('ATOMIC_LOAD', 70, 'ATOMIC', 'OTHER', 'an atomic load; result = the value read'),
+    EventKind('ATOMIC_STORE', 71, 'ATOMIC', 'OTHER', 'an atomic store; result = the value written'),
+    EventKind('ATOMIC_RMW', 72, 'ATOMIC', 'OTHER', 'an atomic read-modify-write (exchange, fetch_add, ...); result = the old value'),
+    EventKind('ATOMIC_CMPXCHG', 73, 'ATOMIC', 'OTHER', 'an atomic compare-exchange; result = the old value; aux bit 31 = it succeeded'),
+    EventKind('ATOMIC_FENCE', 74, 'NONE', 'OTHER', 'an atomic_thread_fence (a full fence between threads)'),
     EventKind('PROC_FORK', 64, 'THREAD', 'CREATE', "fork or vfork; aux = the child's first thread; result = the child's pid, or -errno"),
     EventKind('PROC_SPAWN', 65, 'THREAD', 'CREATE', "posix_spawn or posix_spawnp; aux = the child's first thread; result = the child's pid, or -error"),
     EventKind('PROC_EXEC', 66, 'NONE', 'OTHER', 'an exec call, logged before it runs; the thread goes on in the new image; result = 0, or -errno if it failed; data = path and arguments'),
     EventKind('SIGSUSPEND', 68, 'NONE', 'INPUT', 'sigsuspend or pause returned (-EINTR): a signal came, recorded as the SIGNAL events next; aux = 1 if one was already waiting, so the thread did not sleep'),
+    EventKind('SIGWAIT', 69, 'NONE', 'OTHER', 'sigwait, sigwaitinfo or sigtimedwait took a signal (ordered, like the kill that sent it); result = the signal, or -errno; data = its siginfo (code, pid, uid, value) and whether the program sent it'),
     EventKind('PROC_WAIT', 67, 'NONE', 'INPUT', 'wait, waitpid, wait3, wait4 or waitid returned; aux = options; result = the pid, 0 or -errno; data = status and rusage, or the siginfo'),
     EventKind('CLOCK_GETTIME', 100, 'NONE', 'INPUT', 'clock_gettime (or timespec_get); aux = clock id; result = ns, or -errno'),
     EventKind('GETTIMEOFDAY', 101, 'NONE', 'INPUT', 'gettimeofday; result = microseconds since the epoch, or -errno'),
@@ -115,6 +122,10 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('FD_OPEN', 127, 'NONE', 'OTHER', 'socket, socketpair, pipe, pipe2, dup, open or openat: ordered, since threads race for the lowest free number; aux = the first fd argument, if any; result = the new fd, or -errno'),
     EventKind('BLOCK', 126, 'NONE', 'OTHER', 'strict mode: the thread gives up its turn before a call that may block, and takes it back with its next event; aux = the kind of that call'),
     EventKind('SYSINFO', 124, 'NONE', 'INPUT', 'sysinfo; result = 0 or -errno; data = the struct sysinfo'),
+    EventKind('CC_YIELD', 75, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
+    EventKind('STAT', 96, 'NONE', 'INPUT', 'stat, lstat, fstat, fstatat, statx (and their 64 and __xstat forms): file metadata steers programs like make; aux = the fd, or a hash of the path; result = 0 or -errno; data = the struct the call filled'),
+    EventKind('ACCESS', 97, 'NONE', 'INPUT', 'access, faccessat, eaccess or euidaccess; aux = a hash of the path and mode; result = 0 or -errno'),
+    EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
 )
 
@@ -166,10 +177,16 @@ ONCE_INIT = 58
 STDIO_WRITE = 60
 FILE_LOCK = 61
 FILE_UNLOCK = 62
+ATOMIC_LOAD = 70
+ATOMIC_STORE = 71
+ATOMIC_RMW = 72
+ATOMIC_CMPXCHG = 73
+ATOMIC_FENCE = 74
 PROC_FORK = 64
 PROC_SPAWN = 65
 PROC_EXEC = 66
 SIGSUSPEND = 68
+SIGWAIT = 69
 PROC_WAIT = 67
 CLOCK_GETTIME = 100
 GETTIMEOFDAY = 101
@@ -198,6 +215,10 @@ PREEMPT = 125
 FD_OPEN = 127
 BLOCK = 126
 SYSINFO = 124
+CC_YIELD = 75
+STAT = 96
+ACCESS = 97
+TEMP_NAME = 98
 WRITE = 123
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}

@@ -15,8 +15,9 @@ import sys
 from . import __version__, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
+from .names import ObjectNames
 from .symbols import Symbolizer
-from .trace import Trace, kind_name, objkind_name
+from .trace import Trace, kind_name
 
 
 def summary(tr: Trace) -> dict[str, object]:
@@ -99,14 +100,14 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
     blocked = tr.blocked()
     if blocked:
         sym = Symbolizer(tr.modules())
-        objects = tr.objects()
+        names = ObjectNames(tr, sym)
         locs = sym.lookup([b[3] for b in blocked if b[3]])
         w("blocked when stopped:")
         for tid, kind, obj, ra in blocked:
             where = locs[ra].short() if ra in locs else "?"
-            okind = objkind_name(objects.get(obj, (0, 0))[0])
-            w(f"  T{tid} in {kind_name(kind)} on {okind} {obj} at {where}")
-        rep = block_report(tr, [Waiter(*b) for b in blocked], sym)
+            on = f" on {names.label(obj)}" if obj else ""
+            w(f"  T{tid} in {kind_name(kind)}{on} at {where}")
+        rep = block_report(tr, [Waiter(*b) for b in blocked], sym, names=names)
         if rep.cycle:
             w(f"wait-for:   {rep.summary}")
 

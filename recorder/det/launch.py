@@ -9,6 +9,7 @@ with fixed widths.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import os
 import shutil
@@ -17,6 +18,7 @@ import stat
 import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -51,10 +53,19 @@ def resolve_program(name: str) -> str:
         raise DetError(f"{name}: not a regular file", status=126)
     if not os.access(path, os.X_OK):
         raise DetError(f"{name}: not executable", status=126)
-    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
-        raise DetError(f"{name}: set-user-ID programs ignore LD_PRELOAD, so det cannot record them", status=126)
+    if changes_ids(st):
+        raise DetError(f"{name}: set-user-ID or set-group-ID to another user or group, so the kernel drops "
+                       "det's LD_PRELOAD and det cannot record it", status=126)
     check_elf(path, name)
     return path
+
+
+def changes_ids(st: os.stat_result) -> bool:
+    """Would exec'ing this file change the user or group the program runs
+    as? Then the loader runs it in secure mode, ignoring LD_PRELOAD (the
+    same rule as recorder/process.c applies to the program's children)."""
+    return bool((st.st_mode & stat.S_ISUID and st.st_uid != os.geteuid())
+                or (st.st_mode & stat.S_ISGID and st.st_gid != os.getegid()))
 
 
 def check_elf(path: str, name: str) -> None:
@@ -101,8 +112,42 @@ def _preexec() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def output_source(fd: int) -> dict[str, object]:
+    """What detrec's output stream fd is, and so what the program's is: a
+    terminal stays a terminal (a pty det reads, of the terminal's size at
+    the start); anything else is a pipe. Recorded in meta, so that replay
+    gives the program the same kind of stream whatever detreplay's is."""
+    if not os.isatty(fd):
+        return {"kind": "pipe"}
+    try:
+        rows, cols = struct.unpack("hhhh", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
+    except OSError:
+        rows, cols = 24, 80
+    return {"kind": "tty", "rows": rows or 24, "cols": cols or 80}
+
+
+def output_pair(source: dict[str, object] | None) -> tuple[int, int, bool]:
+    """(read end, write end, is a pty) for one output stream of the program.
+    A pty's output processing is off, so what det reads (hashes, and
+    forwards to the real terminal, which translates newlines itself) is
+    exactly what the program wrote; the same settings in every run."""
+    if not source or source.get("kind") != "tty":
+        r, w = os.pipe()
+        return r, w, False
+    master, slave = os.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST
+    attrs[3] &= ~(termios.ECHO | termios.ECHONL)
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    size = struct.pack("hhhh", int(source.get("rows", 24)), int(source.get("cols", 80)), 0, 0)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
+    os.set_inheritable(master, False)
+    return master, slave, True
+
+
 class Capture:
-    """One output stream of the program: forwarded, counted, hashed."""
+    """One output stream of the program: forwarded, counted, hashed. A pty's
+    read end says EIO once every writer has closed it: that is its end."""
 
     def __init__(self, fd: int, sink: IO[bytes] | None) -> None:
         self.fd = fd
@@ -139,15 +184,17 @@ class Capture:
 
 def stdin_source() -> dict[str, object]:
     """What detrec's stdin is, and so how the program's stdin is recorded:
-    a terminal is passed through; a regular file is passed through and
-    identified by path and hash; anything else (a pipe) is copied into the
-    trace as the program reads it, and fed back in replay."""
+    a terminal becomes a pty (the program still sees a terminal) into which
+    detrec copies the lines the user types, kept in the trace and fed again
+    in replay; a regular file is passed through and identified by path and
+    hash; anything else (a pipe) is copied into the trace as the program
+    reads it, and fed back in replay."""
     try:
         st = os.fstat(0)
     except OSError:
         return {"kind": "none"}
     if os.isatty(0):
-        return {"kind": "tty"}
+        return {"kind": "pty"}
     if stat.S_ISREG(st.st_mode):
         path = os.readlink("/proc/self/fd/0")
         h = hashlib.sha256()
@@ -158,11 +205,27 @@ def stdin_source() -> dict[str, object]:
     return {"kind": "pipe"}
 
 
-class StdinFeed:
-    """Copies chunks into the program's stdin pipe; `spool` keeps them."""
+FED_KINDS = ("pipe", "pty")  # stdin kinds det copies into the trace and feeds in replay
+EOF_BYTE = b"\x04"  # VEOF: what a pty in canonical mode turns into an end of file for its reader
 
-    def __init__(self, chunks, spool: IO[bytes] | None) -> None:
-        self.r, self.w = os.pipe()
+
+class StdinFeed:
+    """Copies chunks into the program's stdin, a pipe or (`pty`) a pty in
+    canonical mode without echo (the user's own terminal echoes and edits
+    the line before detrec copies it); `spool` keeps what was copied. A
+    pty's writing end stays open until close(): closing it would throw
+    away what the program has not read yet."""
+
+    def __init__(self, chunks, spool: IO[bytes] | None, pty: bool = False) -> None:
+        self.pty = pty
+        if pty:
+            self.w, self.r = os.openpty()
+            attrs = termios.tcgetattr(self.r)
+            attrs[3] &= ~(termios.ECHO | termios.ECHONL)
+            termios.tcsetattr(self.r, termios.TCSANOW, attrs)
+            os.set_inheritable(self.w, False)
+        else:
+            self.r, self.w = os.pipe()
         self.chunks = chunks
         self.spool = spool
         self.thread = threading.Thread(target=self._pump, daemon=True)
@@ -177,16 +240,33 @@ class StdinFeed:
                 if self.spool is not None:
                     self.spool.write(chunk)
                 os.write(self.w, chunk) if len(chunk) < 65536 else self._write_all(chunk)
-        except (BrokenPipeError, OSError):
-            pass
+        except (OSError, DetError):
+            pass  # the program stopped reading, or the replay ended and closed the trace
         finally:
+            if not self.pty:
+                os.close(self.w)
+
+    def close(self) -> None:
+        if self.pty and self.w >= 0:
             os.close(self.w)
+            self.w = -1
 
     def _write_all(self, chunk: bytes) -> None:
         view = memoryview(chunk)
         while view:
             n = os.write(self.w, view)
             view = view[n:]
+
+
+def read_own_terminal():
+    """What the user types on detrec's terminal, line by line as the
+    terminal hands it over; an end of file (Ctrl-D) is passed on as one."""
+    while True:
+        try:
+            chunk = os.read(0, 65536)
+        except OSError:
+            return
+        yield chunk or EOF_BYTE
 
 
 def read_own_stdin():
@@ -202,14 +282,15 @@ def read_own_stdin():
 
 class Program:
     """A running program under det. `stdin` is None (inherit), an fd to
-    give it (closed here), or a StdinFeed."""
+    give it (closed here), or a StdinFeed; `outputs` are output_source()
+    of its stdout and stderr (None: a pipe)."""
 
     def __init__(
         self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
-        stdin: StdinFeed | int | None = None,
+        stdin: StdinFeed | int | None = None, outputs: tuple[dict | None, dict | None] = (None, None),
     ) -> None:
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        out_r, out_w, _ = output_pair(outputs[0])
+        err_r, err_w, _ = output_pair(outputs[1])
         stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
         try:
             self.proc = subprocess.Popen(
@@ -233,6 +314,7 @@ class Program:
                 os.close(stdin)
         if isinstance(stdin, StdinFeed):
             stdin.start()
+        self.stdin = stdin if isinstance(stdin, StdinFeed) else None
         self.region: Any = None  # set by the caller: the program's other processes are listed there
         self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
         self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
@@ -268,7 +350,10 @@ class Program:
         return False
 
     def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
-        return self.stdout.finish(), self.stderr.finish()
+        out = self.stdout.finish(), self.stderr.finish()
+        if self.stdin is not None:
+            self.stdin.close()
+        return out
 
 
 def process_alive(pid: int) -> bool:

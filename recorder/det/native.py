@@ -18,6 +18,9 @@ from .errors import DetError
 DET_F_RELAXED = 0x1
 DET_F_STDIN_FED = 0x2
 DET_F_STRICT = 0x8
+DET_F_LOGICAL = 0x10
+DET_F_CC_POINTS = 0x20
+DET_F_NOTRACE = 0x40
 
 # enum det_thread_state
 THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
@@ -102,6 +105,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_schedule": (None, [P, U32, U32, U64, U32]),
         "det_sup_preemptions": (U32, [P]),
         "det_sup_pct": (None, [P, ctypes.POINTER(U64), U32, U32]),
+        "det_sup_cc_points": (U64, [P]),
         "det_sup_procs": (U32, [P]),
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
@@ -153,6 +157,10 @@ class Region:
 
     def preemptions(self) -> int:
         return lib().det_sup_preemptions(self.h)
+
+    def cc_points(self) -> int:
+        """det-cc memory points the program passed (counted under PCT only)."""
+        return lib().det_sup_cc_points(self.h)
 
     def attached(self) -> int:
         return lib().det_sup_attached(self.h)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import os
 import platform
 import random
@@ -30,11 +29,34 @@ from pathlib import Path
 from . import __version__, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
-from .launch import Program, StdinFeed, describe_status, read_own_stdin, resolve_program, shell_status, stdin_source
-from .native import DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES, Recorder, libdet_path
+from .launch import (
+    FED_KINDS,
+    Program,
+    StdinFeed,
+    describe_status,
+    output_source,
+    read_own_stdin,
+    read_own_terminal,
+    resolve_program,
+    shell_status,
+    stdin_source,
+)
+from .native import (
+    DET_F_CC_POINTS,
+    DET_F_LOGICAL,
+    DET_F_STDIN_FED,
+    DET_F_STRICT,
+    PROC_STATES,
+    THREAD_STATES,
+    Recorder,
+    libdet_path,
+)
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
+from .trust import library_hashes, sha256_file
+from .validate import remember
+from .watchdog import Watchdog
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
@@ -80,6 +102,7 @@ class RunTimeout:
 class Options:
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
     stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
+    outputs: tuple[dict | None, dict | None] = (None, None)  # output_source() of stdout and stderr
     timeout: float | None = None
     auto_timeout: RunTimeout | None = None    # --until-fail/--runs without --timeout
     max_threads: int = 4096
@@ -88,11 +111,13 @@ class Options:
     objects: int = 1 << 20
     forward: bool = True
     strict: bool = False
+    logical: bool = False      # threads take turns by logical clock (Kendo): deterministic without a trace
     quantum: int = 64          # strict: events per turn
     watchdog_ms: int = 1000    # strict: a turn with no event this long is preempted
     seed: int = 0              # chaos: nonzero seeds the schedule
     pct_depth: int = 3         # chaos + strict: PCT's bug depth d (d-1 priority change points)
-    pct_k: int = PCT_K         # chaos + strict: the expected number of events k (change points fall in 1..k)
+    pct_k: int = PCT_K         # chaos + strict: the expected number of steps k (change points fall in 1..k):
+    #                            events, or det-cc memory points (a program built with --sched-points=memory)
     spin_steps: int = 10000    # chaos + strict: steps a thread runs in a row while others wait, then defers
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
     env: dict[str, str] | None = None  # the program's environment (None: detrec's own)
@@ -100,6 +125,11 @@ class Options:
 
     def for_seed(self, seed: int, pct_k: int | None = None) -> Options:
         return replace(self, seed=seed, pct_k=pct_k or self.pct_k)
+
+    @property
+    def pct(self) -> bool:
+        """Is a run with these options scheduled by PCT (chaos in strict mode)?"""
+        return bool(self.seed) and self.strict and not self.logical
 
     def change_points(self) -> list[int]:
         """PCT's d-1 change points, each drawn uniformly from 1..k, from the
@@ -109,11 +139,23 @@ class Options:
 
     def repeat_flags(self) -> str:
         """The detrec flags that repeat this run's schedule."""
+        if self.logical:
+            return f"--logical --seed {self.seed}" if self.seed else "--logical"
         if not self.seed:
             return "--strict" if self.strict else ""
         if not self.strict:
             return f"--chaos --seed {self.seed}"
         return f"--chaos --strict --seed {self.seed} --depth {self.pct_depth} --pct-k {self.pct_k}"
+
+
+def det_cc_memory_points(exe: str) -> bool:
+    """Was the program built with `det-cc --sched-points=memory`? (The pass
+    leaves a symbol saying so.) Then PCT's steps are its memory points."""
+    try:
+        with open(exe, "rb") as f:
+            return b"det_cc_built_memory" in f.read()
+    except OSError:
+        return False
 
 
 @dataclass
@@ -129,18 +171,11 @@ class RunResult:
     stderr_tail: bytes = b""
     report: list[str] = field(default_factory=list)
     seed: int = 0
+    pct_steps: int = 0      # PCT's steps in this run: events, or det-cc memory points (det_cc_memory_points)
 
     @property
     def failed(self) -> bool:
         return self.exit_status != 0
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Interrupt:
@@ -195,26 +230,40 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "kernel": platform.release(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
+            "stdout": opts.outputs[0],
+            "stderr": opts.outputs[1],
             "strict_quantum": opts.quantum if opts.strict else None,
+            "logical": opts.logical or None,
             "chaos_seed": opts.seed or None,
             "chaos": ("pct" if opts.strict else "delays") if opts.seed else None,
         })
-        if opts.seed and opts.strict:
-            writer.set_meta({"pct_depth": opts.pct_depth, "pct_k": opts.pct_k,
-                             "pct_change_points": opts.change_points()})
-        if opts.strict:
+        if opts.logical:
+            # strict mode's emulated waits, with turns by logical clock
+            rec.add_flags(DET_F_STRICT | DET_F_LOGICAL)
+            writer.set_meta({"mode": "logical"})
+        elif opts.strict:
             rec.add_flags(DET_F_STRICT)
             writer.set_meta({"mode": "strict"})
         rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
-        if opts.seed and opts.strict:
+        over_points = False
+        if opts.pct:
+            over_points = det_cc_memory_points(exe)
+            if over_points:
+                rec.add_flags(DET_F_CC_POINTS)
+            writer.set_meta({"pct_depth": opts.pct_depth, "pct_k": opts.pct_k,
+                             "pct_change_points": opts.change_points(),
+                             "pct_over": "memory points" if over_points else None})
             rec.pct(opts.change_points(), opts.spin_steps)
         rec.drain_open(writer.path)
         stdin: StdinFeed | int | None = None
         spool = None
-        if opts.stdin and opts.stdin["kind"] == "pipe":
+        if opts.stdin and opts.stdin["kind"] in FED_KINDS:
             rec.add_flags(DET_F_STDIN_FED)
             spool = tempfile.TemporaryFile()
-            stdin = StdinFeed(iter(opts.stdin_bytes) if opts.stdin_bytes is not None else read_own_stdin(), spool)
+            pty = opts.stdin["kind"] == "pty"
+            chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
+                      else read_own_terminal() if pty else read_own_stdin())
+            stdin = StdinFeed(chunks, spool, pty)
         drain_error: list[str | None] = [None]
 
         def drain() -> None:
@@ -222,7 +271,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
         drainer = threading.Thread(target=drain, name="det-drain", daemon=True)
         t0 = time.monotonic()
-        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin)
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
@@ -282,6 +331,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         stats = rec.stats()
         attached = rec.attached()
         preemptions = rec.preemptions()
+        pct_steps = rec.cc_points() if over_points else stats.events
     except BaseException:
         writer.abandon()
         raise
@@ -318,6 +368,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         "message": message,
     }
     writer.set_meta({
+        "libraries": library_hashes(modules),
         "ingest_events_per_s": round(stats.events / (stats.busy_ns / 1e9)) if stats.busy_ns else 0,
         "preemptions": preemptions,
     })
@@ -327,6 +378,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         message = f"{message}; {note}" if message else note
         outcome["message"] = message
     path = writer.finish(outcome, threads, modules, blocked, spool, processes)
+    remember(path)  # det wrote it: opening it need not check every event again
     if spool is not None:
         spool.close()
     report: list[str] = []
@@ -346,7 +398,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             status=EXIT_STOPPED,
         )
     return RunResult(path, status, rc, exit_status, message, stats.events, duration,
-                     out_info["tail"], err_info["tail"], report)
+                     out_info["tail"], err_info["tail"], report, pct_steps=pct_steps)
 
 
 def _set_message(path: Path, message: str) -> None:
@@ -356,6 +408,7 @@ def _set_message(path: Path, message: str) -> None:
     with db:
         db.execute("UPDATE outcome SET message = ?", (message,))
     db.close()
+    remember(path)
 
 
 def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
@@ -414,6 +467,7 @@ SUBCOMMANDS = {
     "info": ("info", "main", "build_parser"),
     "ls": ("tracedir", "ls_main", "ls_parser"),
     "rm": ("tracedir", "rm_main", "rm_parser"),
+    "scrub": ("share", "main", "build_parser"),
 }
 
 
@@ -527,7 +581,8 @@ def build_parser() -> argparse.ArgumentParser:
         usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
         epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
-               "trace directory and `detrec rm TRACE` removes them. To record a program named like a command, "
+               "trace directory and `detrec rm TRACE` removes them; `detrec scrub TRACE -o OUT` copies a trace "
+               "to share, its environment's values blanked. To record a program named like a command, "
                "write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, "
                "else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: the program's (128+N for signal N), "
                "124 when --timeout stopped it, 125 when det stopped it, 2 for bad usage.",
@@ -550,19 +605,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one thread at a time, switching only at events: replays exactly even with data races")
     p.add_argument("--quantum", type=int, default=64, metavar="N",
                    help="--strict: events a thread runs before it offers its turn (default 64)")
+    p.add_argument("--logical", action="store_true",
+                   help="logical time: threads run in parallel and synchronize in an order fixed by logical clocks "
+                        "(deterministic for the same input; --seed picks another order)")
     p.add_argument("--chaos", action="store_true",
                    help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
     p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
     p.add_argument("--depth", type=int, default=3, metavar="D",
                    help="--chaos --strict: PCT's bug depth, d-1 priority change points per run (default 3)")
     p.add_argument("--pct-k", type=int, metavar="K",
-                   help="--chaos --strict: the expected number of events, over which change points are drawn "
+                   help="--chaos --strict: the expected number of steps (events; det-cc memory points for a program "
+                        "built with --sched-points=memory), over which change points are drawn "
                         f"(default: learned from the hunt's previous runs; {PCT_K} before the first one ends)")
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
-    p.add_argument("program", help="the program to record").complete = "command"
+    p.add_argument("program", nargs="?", help="the program to record").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return p
 
@@ -570,20 +629,26 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = build_parser()
     ns = p.parse_args(argv)
+    if ns.program is None:
+        p.error("name the program to record: detrec [options] [--] PROGRAM [ARGS...]")
     if ns.until_fail is not None and ns.until_fail < 1:
         p.error("--until-fail needs a positive number of runs")
     if ns.jobs < 1:
         p.error("-j needs a positive number")
-    if ns.timeout is not None and ns.timeout <= 0:
+    if ns.timeout is not None and not 0 < ns.timeout < float("inf"):
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
+    if ns.logical and ns.strict:
+        p.error("--logical and --strict are two different schedulers: pick one")
+    if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
+        p.error("--logical takes --seed S (another deterministic order), not --chaos alone")
     if ns.quantum < 1:
         p.error("--quantum needs a positive number of events")
     if not 1 <= ns.depth <= 9:
         p.error("--depth must be between 1 and 9")
     if ns.pct_k is not None and ns.pct_k < 1:
-        p.error("--pct-k needs a positive number of events")
+        p.error("--pct-k needs a positive number of steps")
     if ns.seed is not None:
         ns.chaos = True
         if ns.seed <= 0:
@@ -609,33 +674,46 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
-                       strict=ns.strict, quantum=ns.quantum, pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)
+                       outputs=(output_source(1), output_source(2)),
+                       strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
+                       pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)
         if ns.chaos:
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
                 ns.until_fail = ns.runs
-        elif ns.strict and ns.until_fail:
+        elif ns.strict and ns.until_fail and not ns.logical:
             # strict scheduling is deterministic: reruns would all take the
             # same schedule, so each run explores with its own PCT seed
             opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
-        if ns.until_fail:
-            if opts.stdin["kind"] == "pipe":  # every run reads the same input
-                opts.stdin_bytes = list(read_own_stdin())
-            status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None)
-            return kept(out if out.exists() else pass_output(out), ns, status)
-        res = record_run(exe, prog_argv, out, opts)
-        print_result(res, ns.quiet)
-        kept(res.path, ns, res.exit_status)
-        if opts.seed and not ns.quiet:
-            say(f"chaos seed {opts.seed}: `detrec {opts.repeat_flags()}` repeats this schedule")
-        return res.exit_status
+        # Before any thread: whatever ends detrec, no process of the program outlives it.
+        watchdog = Watchdog.start(runs_dir(out) if ns.until_fail else None)
+        try:
+            return _record(ns, exe, prog_argv, out, opts)
+        finally:
+            if watchdog is not None:
+                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+
+
+def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options) -> int:
+    """The recording itself, once the options and outputs are known."""
+    if ns.until_fail:
+        if opts.stdin["kind"] == "pipe":  # every run reads the same input
+            opts.stdin_bytes = list(read_own_stdin())
+        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None)
+        return kept(out if out.exists() else pass_output(out), ns, status)
+    res = record_run(exe, prog_argv, out, opts)
+    print_result(res, ns.quiet)
+    kept(res.path, ns, res.exit_status)
+    if opts.seed and not ns.quiet:
+        say(f"seed {opts.seed}: `detrec {opts.repeat_flags()}` repeats this schedule")
+    return res.exit_status
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Source locations for recorded addresses, through binutils' addr2line.
 
 Rules: standard library only (gdb's Python imports this module). A missing
-addr2line or debug info degrades to "module+offset", never to an error; a
-missing nm to objects without names.
+addr2line or debug info degrades to "module+offset", never to an error; an
+ELF file that cannot be read to objects without names.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
+import struct
 import subprocess
 from dataclasses import dataclass
 
@@ -115,36 +116,22 @@ STDIO_NAMES = {"_IO_2_1_stdin_": "stdin", "_IO_2_1_stdout_": "stdout", "_IO_2_1_
 
 
 class DataSymbols:
-    """Names of variables in one ELF file, through binutils' nm (no nm: no names)."""
-
-    DATA_TYPES = set("bBdDgGrRsSvV")
+    """Names of variables in one ELF file, read from its symbol table
+    (.symtab, else .dynsym) with the standard library: a replay that
+    diverges names its objects without running nm over libc. C++ names are
+    demangled by binutils' c++filt when it is there."""
 
     def __init__(self, module: str) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.names: list[str] = []
-        nm = shutil.which("nm")
-        if not nm or not os.path.exists(module):
+        try:
+            rows = _elf_objects(module)
+        except (OSError, ValueError, struct.error):
             return
-        rows: list[tuple[int, int, str]] = []
-        for dyn in ([], ["-D"]):
-            try:
-                p = subprocess.run([nm, "-C", "-S", "--defined-only", *dyn, module],
-                                   capture_output=True, text=True, timeout=60)
-            except (OSError, subprocess.TimeoutExpired):
-                return
-            for line in p.stdout.splitlines():
-                parts = line.split(None, 3)
-                if len(parts) == 4 and parts[2] in self.DATA_TYPES:
-                    # Dynamic symbols carry their version (name@@GLIBC_2.2.5).
-                    name = parts[3].split("@", 1)[0]
-                    try:
-                        rows.append((int(parts[0], 16), int(parts[1], 16), STDIO_NAMES.get(name, name)))
-                    except ValueError:
-                        continue
-            if rows:
-                break
-        rows.sort()
+        mangled = sorted({n for _, _, n in rows if n.startswith("_Z")})
+        plain = _demangle(mangled) if mangled else {}
+        rows = sorted((a, size, STDIO_NAMES.get(n, plain.get(n, n))) for a, size, n in rows)
         self.starts = [r[0] for r in rows]
         self.ends = [r[0] + r[1] for r in rows]
         self.names = [r[2] for r in rows]
@@ -159,6 +146,52 @@ class DataSymbols:
         if elem and size > elem and size % elem == 0 and (off - start) % elem == 0:
             return f"{self.names[i]}[{(off - start) // elem}]"
         return self.names[i] if off == start else f"{self.names[i]}+{off - start}"
+
+
+SHT_SYMTAB, SHT_DYNSYM, STT_OBJECT = 2, 11, 1
+
+
+def _elf_objects(path: str) -> list[tuple[int, int, str]]:
+    """(value, size, name) of the data objects (STT_OBJECT, defined, sized) in
+    a 64-bit little-endian ELF file's .symtab, or its .dynsym if it has none."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for want in (SHT_SYMTAB, SHT_DYNSYM):
+        tables = [s for s in sections if s[1] == want]
+        if not tables:
+            continue
+        rows = []
+        for _name, _type, _flags, _addr, off, size, link, _info, _align, entsize in tables:
+            strtab = sections[link]
+            str_off = strtab[4]
+            for i in range(0, size, entsize or 24):
+                st_name, st_info, _other, st_shndx, value, sz = struct.unpack_from("<IBBHQQ", data, off + i)
+                if st_info & 0xF != STT_OBJECT or st_shndx == 0 or not sz:
+                    continue
+                end = data.index(b"\0", str_off + st_name)
+                # a copy-relocated variable carries its version (stdout@GLIBC_2.2.5)
+                name = data[str_off + st_name:end].decode(errors="replace").split("@", 1)[0]
+                rows.append((value, sz, name))
+        if rows:
+            return rows
+    return []
+
+
+def _demangle(names: list[str]) -> dict[str, str]:
+    tool = shutil.which("c++filt")
+    if not tool:
+        return {}
+    try:
+        p = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out = p.stdout.splitlines()
+    return dict(zip(names, out, strict=True)) if len(out) == len(names) else {}
 
 
 def variable_name(sym: Symbolizer, cache: dict[str, DataSymbols], objkind: str, addr: int) -> str | None:

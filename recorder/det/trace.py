@@ -23,6 +23,7 @@ from . import events as ev
 from . import schema
 from .errors import DetError
 from .outpath import check_trace_output
+from .validate import JSON_META, seal, validate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INCOMPLETE = ".incomplete"
@@ -70,6 +71,11 @@ class Trace:
         self.path = Path(path)
         self.db = _open_validated(self.path)
         self._meta: dict[str, Any] | None = None
+        try:
+            validate(self)
+        except DetError as e:
+            self.db.close()
+            raise TraceError(f"{self.path}: {e}") from None
 
     def close(self) -> None:
         self.db.close()
@@ -83,7 +89,7 @@ class Trace:
     def q(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
             return self.db.execute(sql, args).fetchall()
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
 
     def q1(self, sql: str, args: tuple = ()) -> Any:
@@ -131,8 +137,15 @@ class Trace:
         try:
             for row in self.db.execute(sql, args):
                 yield Event(*row)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.Error, UnicodeDecodeError) as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+
+    def event_rows(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        """(seq, tid, idx, kind, obj, result, aux) of every event, in seq order:
+        for passes over a whole trace (validation), without an Event per row."""
+        cur = self.db.execute("SELECT seq, tid, idx, kind, obj, result, aux FROM events ORDER BY seq")
+        while rows := cur.fetchmany(4096):
+            yield from rows
 
     def event(self, seq: int) -> Event | None:
         rows = self.q(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,))
@@ -149,9 +162,23 @@ class Trace:
         return [(p, b) for p, b in self.q("SELECT path, base FROM modules ORDER BY base")]
 
     def stdin_chunks(self) -> Iterator[bytes]:
-        """What the program read on stdin, when it was a pipe."""
-        for (b,) in self.q("SELECT bytes FROM stdin ORDER BY chunk"):
-            yield b
+        """What the program read on stdin, when det fed it (a pipe, a
+        terminal), chunk by chunk, through a connection of its own: the
+        thread that feeds the program may outlive this Trace's."""
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            last = -1
+            while True:
+                row = db.execute("SELECT chunk, bytes FROM stdin WHERE chunk > ? ORDER BY chunk LIMIT 1",
+                                 (last,)).fetchone()
+                if row is None:
+                    return
+                last = row[0]
+                yield row[1]
+        except sqlite3.Error as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+        finally:
+            db.close()
 
     def blocked(self) -> list[tuple[int, int, int, int]]:
         return self.q("SELECT tid, kind, obj, ra FROM blocked ORDER BY tid")
@@ -279,8 +306,6 @@ def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iter
     return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
 
 
-
-JSON_META = {"argv", "env", "stdin", "pct_change_points"}
 SCHEDULE_KINDS = ", ".join(str(e.number) for e in ev.EVENTS if e.role != "INPUT")
 
 
@@ -330,7 +355,7 @@ def _open_validated(path: Path) -> sqlite3.Connection:
                 f"this det reads version {schema.FORMAT_VERSION}"
             )
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.Error, UnicodeDecodeError) as e:
         if db is not None:
             db.close()
         raise TraceError(f"{path}: the trace is damaged ({e})") from None
@@ -430,6 +455,7 @@ class TraceWriter:
             self.db.execute(
                 f"INSERT INTO outcome({cols}) VALUES ({', '.join('?' * len(outcome))})", tuple(outcome.values())
             )
+        seal(self.db)
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.db.execute("PRAGMA journal_mode = DELETE")
         self.db.close()

@@ -15,18 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from det import __version__, tracedir
-from det.analysis import Waiter, block_report
+from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, race_hint
 from det.errors import DetError
-from det.launch import Program, StdinFeed, describe_status, shell_status
+from det.launch import FED_KINDS, Program, StdinFeed, describe_status, shell_status
+from det.names import ObjectNames
 from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
-from det.trace import Trace, kind_name, objkind_name
+from det.trace import Trace, kind_name
+from det.trust import check_libraries, check_owner
+from det.watchdog import Watchdog
 
 EXIT_DIVERGED = EXIT_STOPPED
-
-REASONS = {1: "kind", 2: "object", 3: "result", 4: "extra", 5: "thread"}
-
+EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
+UNFINISHED = "detrec was killed before it wrote the outcome"
 
 @dataclass
 class ReplayResult:
@@ -41,68 +43,71 @@ def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
-def check_binary(tr: Trace, force: bool) -> str:
+def check_binary(tr: Trace, force: bool, trust: bool = False) -> str:
+    """Everything a replay runs, checked before it runs: whose trace it is
+    (det.trust), the binary and every library it loaded, the directory."""
     m = tr.meta
+    check_owner(tr.path, m, trust)
     exe = m.get("binary")
     if not exe or not os.path.exists(exe):
         raise DetError(f"{exe}: the recorded program is gone", status=2)
     if not force and sha256_file(exe) != m.get("binary_sha256"):
         raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
                        status=2)
+    check_libraries(m, force)
     if not os.path.isdir(m.get("cwd", "")):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
     return exe
 
 
-def describe_divergence(tr: Trace, div: dict[str, int], what: str, sym: Symbolizer) -> str:
-    objects = tr.objects()
-
-    def obj(o: int, addr: int = 0) -> str:
-        if o:
-            return f"{objkind_name(objects.get(o, (0, 0))[0])} {o}"
-        return f"an object at {addr:#x}" if addr else "no object"
-
-    loc = sym.one(div["ra"]).short() if div["ra"] else "?"
-    t = div["thread"]
-    if div["seq"] == 2**64 - 1:
-        at = f"after T{t}'s last recorded event"
-    else:
-        at = f"divergence at event {div['seq']} (T{t})"
-    reason = REASONS.get(div["reason"], "?")
-    want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
-    got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
-    if reason in ("kind", "object"):
-        return f"{at}: recorded {want}, got {got} at {loc}"
-    if reason == "result":
-        return f"{at}: {want} at {loc}: {what}"
-    return f"{at}: {what} ({got} at {loc})"
-
-
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None) -> ReplayResult:
+           stall: float | None = None, trust: bool = False) -> ReplayResult:
     with Trace(trace_path) as tr:
-        exe = check_binary(tr, force)
+        exe = check_binary(tr, force, trust)
         m = tr.meta
         rec = tr.outcome()
         total = tr.event_count()
         if rec is None:
-            say(f"warning: {trace_path} is incomplete; replaying the {total} events it has")
+            say(f"warning: {trace_path} is incomplete: {UNFINISHED}; replaying the {total} events it has")
         strict = m.get("mode") == "strict"
         rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict)
         if strict and relaxed:
             say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
         try:
-            return _run(tr, rep, exe, m, rec, total, forward, sym, stall)
+            gaps = recorded_gaps(tr) if stall is not None and not (relaxed and not strict) else None
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, gaps)
         finally:
             rep.close()
 
 
+# With --stall S (detdiff --bisect passes it), an ordered replay also stalls
+# once it has waited for its next event STALL_FACTOR times as long as the
+# recording took for that thread's stretch up to it (at least STALL_FLOOR
+# seconds, a margin for a loaded machine): a hybrid order that cannot go on
+# is told in about half a second, not in S.
+STALL_FLOOR = 0.5
+STALL_FACTOR = 20
+
+
+def recorded_gaps(tr: Trace) -> list[float]:
+    """For each event in the recorded order: the seconds its thread spent
+    between its previous event (or the event before, for its first) and it."""
+    gaps: list[float] = []
+    last: dict[int, int] = {}
+    prev = 0
+    for tid, ts in tr.q("SELECT tid, ts FROM events ORDER BY seq"):
+        gaps.append(max(0, ts - last.get(tid, prev)) / 1e9)
+        last[tid] = prev = ts
+    return gaps
+
+
 def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
-         sym: Symbolizer, stall: float | None) -> ReplayResult:
+         sym: Symbolizer, stall: float | None, gaps: list[float] | None = None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
-    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep))
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep),
+                   (m.get("stdout"), m.get("stderr")))
     prog.region = rep
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
@@ -131,7 +136,10 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
                 prog.kill()
                 rc = prog.wait()
                 break
-        if quiet_for > stall_limit:
+        limit = stall_limit
+        if gaps is not None and 0 < done < len(gaps):  # (not while the program starts)
+            limit = min(stall_limit, max(STALL_FLOOR, STALL_FACTOR * gaps[done]))
+        if quiet_for > limit:
             ended_early = "stall"
             stalled = rep.threads()
             prog.kill()
@@ -153,15 +161,19 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     lines: list[str] = []
     div = rep.divergence()
     failure = rep.failed()
+    # A default-mode recording that does not replay like a data race would:
+    # race_hint says so, what to do, and who held which lock at the end.
+    names = ObjectNames(tr, sym)
     if div is not None:
-        lines.append(describe_divergence(tr, div[0], div[1], sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        lines.append(describe_divergence(names, div[0], div[1]))
+        hint = race_hint(tr, names, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1])
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")
         return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
 
     # Compare with the recording.
     problems = []
@@ -181,12 +193,15 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             if info["sha256"] != rec[f"{name}_sha256"]:
                 problems.append(f"{name} differs ({info['bytes']} bytes, recorded {rec[f'{name}_bytes']})")
     else:
-        status_txt = describe_status(rc)
-        exit_status = shell_status(rc)
+        # No outcome to compare with: say how the recording ended, and never
+        # exit 0 as if a complete recording had been matched.
         if ended_early == "end":
-            lines.insert(0, f"replayed all {done} events of the incomplete recording; every thread then waited "
-                            "where the recording stopped")
-            return ReplayResult(0, done, True, lines)
+            lines.insert(0, f"replayed all {done} events of the recording, which did not finish ({UNFINISHED}); "
+                            "every thread then waited where the recording stopped")
+        else:
+            lines.insert(0, f"replayed {done} of the {total} events of the recording, which did not finish "
+                            f"({UNFINISHED}); the replay then ended: {describe_status(rc)}")
+        return ReplayResult(EXIT_INCOMPLETE, done, False, lines)
     if ended_early == "end":
         waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
                    for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
@@ -194,7 +209,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines, diverged=True)
+        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
@@ -205,9 +220,9 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
 def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
     """The program's stdin as it was recorded (see det.launch.stdin_source)."""
     src = tr.meta.get("stdin") or {"kind": "tty"}
-    if src["kind"] == "pipe":
+    if src["kind"] in FED_KINDS:
         rep.add_flags(DET_F_STDIN_FED)
-        return StdinFeed(tr.stdin_chunks(), None)
+        return StdinFeed(tr.stdin_chunks(), None, pty=src["kind"] == "pty")
     if src["kind"] == "file":
         path = src["path"]
         if not os.path.exists(path) or sha256_file(path) != src["sha256"]:
@@ -261,11 +276,16 @@ def build_parser() -> argparse.ArgumentParser:
     tracedir.trace_argument(p, "trace", nargs="?", metavar="TRACE", help="the trace (default: the latest recorded)")
     p.add_argument("--relaxed", action="store_true",
                    help="enforce only the order on each object (threads run more in parallel)")
-    p.add_argument("--force", action="store_true", help="replay even if the program changed since recording")
+    p.add_argument("--force", action="store_true",
+                   help="replay even if the program or a library it loaded changed since recording")
+    p.add_argument("--trust", action="store_true",
+                   help="replay a trace another user owns (a trace names a program to run; by default only "
+                        "your own are run; DET_TRUST=1 does the same)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
-                        "recorded run time, at least 10 s)")
+                        f"recorded run time, at least 10 s); with --stall, also when the next event takes "
+                        f"{STALL_FACTOR}x as long as in the recording (at least {STALL_FLOOR:g} s)")
     p.add_argument("--gdb", action="store_true",
                    help="replay inside gdb, stopped at the first event, with det's commands (`help det`); "
                         "arguments after -- go to gdb")
@@ -279,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = argv[:argv.index("--")] if "--" in argv else argv
     p = build_parser()
     ns = p.parse_args(argv)
+    if ns.stall is not None and not ns.stall > 0:
+        p.error("--stall needs a positive number of seconds")
     try:
         if ns.trace:
             ns.trace = str(tracedir.resolve(ns.trace))
@@ -289,25 +311,36 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         say(str(e))
         return e.status
+    if (ns.gdb or gdb_args) and not (ns.gdb or ns.goto is not None):
+        p.error("arguments after -- are gdb's: add --gdb")
+    # Before any thread: no process of the program outlives detreplay, even killed.
+    watchdog = Watchdog.start()
+    try:
+        return _replay_main(ns, gdb_args)
+    finally:
+        if watchdog is not None:
+            watchdog.done()
+
+
+def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
     if ns.gdb or ns.goto is not None or gdb_args:
-        if not (ns.gdb or ns.goto is not None):
-            p.error("arguments after -- are gdb's: add --gdb")
         from .gdb import run_gdb
 
         try:
-            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args)
+            return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
+                           trust=ns.trust)
         except DetError as e:
             say(str(e))
             return e.status
     try:
-        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall)
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust)
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
-    if not ns.quiet or res.diverged:
+    if not ns.quiet or res.diverged or not res.matched:
         for line in res.lines:
             say(line)
     return res.exit_status

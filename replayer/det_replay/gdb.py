@@ -28,7 +28,7 @@ from pathlib import Path
 
 from det import paths
 from det.errors import DetError
-from det.launch import program_env
+from det.launch import FED_KINDS, program_env
 from det.native import DET_F_STDIN_FED, Replayer
 from det.record import sha256_file
 from det.trace import Trace
@@ -57,14 +57,14 @@ def check_goto(tr: Trace, goto: int | None) -> None:
 
 
 def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: int | None = None,
-            gdb_args: list[str] | None = None) -> int:
+            gdb_args: list[str] | None = None, trust: bool = False) -> int:
     """Start gdb on the replaying program; returns gdb's exit status."""
     from .cli import check_binary  # the same checks as a replay without gdb
 
     gdb = find_gdb()
     path = Path(trace_path).resolve()
     with Trace(path) as tr:
-        exe = check_binary(tr, force)
+        exe = check_binary(tr, force, trust)
         check_goto(tr, goto)
         meta = tr.meta
         complete = tr.complete
@@ -81,7 +81,7 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
         with tempfile.TemporaryDirectory(prefix="detreplay-gdb-") as d:
             spec = Path(d) / "program.json"
             program = {"exe": exe, "argv": meta["argv"], "env": list(env.items()), "cwd": meta["cwd"]}
-            if stdin["kind"] == "pipe":
+            if stdin["kind"] in FED_KINDS:  # (a recorded pty is fed as a pipe under gdb)
                 rep.add_flags(DET_F_STDIN_FED)
                 program["stdin_fifo"] = str(feed_stdin(path, Path(d) / "stdin"))
             elif stdin["kind"] == "file":

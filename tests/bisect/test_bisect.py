@@ -23,14 +23,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, detrec, detreplay, outcome, run, sample_bin
+from conftest import BIN, ROOT, detrec, detreplay, outcome, reseal, run, sample_bin
 from det import events as ev
 from det.bisect import (
     FAILS,
     IMPOSSIBLE,
+    PASSES,
+    STALLED,
     Borrowed,
     Runner,
     _load_fail,
+    classify,
     inversions,
 )
 from det.symbols import Symbolizer
@@ -349,6 +352,57 @@ def test_impossible_order_is_called_impossible(tmp: Path, bank: Pair) -> None:
     assert number == 1 and not repeated and v.verdict == IMPOSSIBLE, v
     assert "mutex_lock" in v.detail
     assert control.verdict == FAILS
+
+
+def test_a_stall_is_its_own_verdict_told_without_waiting_for_the_limit(tmp: Path) -> None:
+    """A hybrid that cannot go on, though every kind's rules allow it:
+    spin_handoff's main thread spins on a flag the other thread sets after
+    its own events, then locks a mutex; the order puts that lock (and its
+    unlock) before the setter's first event. The recording took microseconds
+    for that stretch, so detreplay --stall reports the stall long before its
+    limit (600 s here: the test's own 120 s timeout would stop a replay that
+    waited for it), and bisect calls it stalled: neither a pass nor a
+    failure."""
+    rec = tmp / "spin.db"
+    r = detrec("-q", "--timeout", "30", "-o", rec, ROOT / "tests" / "bin" / "spin_handoff")
+    assert r.returncode == 0, r.stderr.decode()
+    rows = [tuple(x) for x in sqlite3.connect(rec).execute("SELECT seq, tid, kind FROM events ORDER BY seq")]
+    main_lock = [s for s, tid, kind in rows if tid == 0 and kind in (ev.MUTEX_LOCK, ev.MUTEX_UNLOCK)]
+    setter = [s for s, tid, _ in rows if tid == 1]
+    assert rows[0][1] == 0 and len(main_lock) == 2 and setter and max(setter) < main_lock[0], rows
+    # main's lock and unlock moved up to right after its create; times as if
+    # the whole run took microseconds.
+    order = [rows[0][0]] + main_lock + [s for s, _, _ in rows[1:] if s not in main_lock]
+    hybrid = tmp / "stall.db"
+    hybrid.write_bytes(rec.read_bytes())
+    db = sqlite3.connect(hybrid)
+    with db:
+        db.execute("UPDATE events SET seq = -1 - seq")
+        db.executemany("UPDATE events SET seq = ?, ts = ? WHERE seq = ?",
+                       [(new, 1000 * (new + 1), -1 - old) for new, old in enumerate(order)])
+        db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events WHERE obj = objects.obj), "
+                   "first_seq)")
+    db.close()
+    reseal(hybrid)  # an order det could have made: the validator judges it, not a stale checksum
+    r = detreplay("--stall", "600", hybrid, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 125 and "replay stalled after 1 of" in err, err
+    lines = [ln.removeprefix("detreplay: ") for ln in err.splitlines()]
+    v = classify(r.returncode, lines, 0)
+    assert v is not None and v.verdict == STALLED and STALLED not in PASSES
+
+
+def test_only_a_pass_confirms_a_pair(bank_result: Bisected) -> None:
+    """The move that confirms a pair passed (another path or outcome); a
+    stalled, stopped or impossible one never reads as "B passes when"."""
+    r = bank_result.json
+    move = r["move"]
+    assert r["confirmed"] == (move is not None and move["verdict"] in PASSES)
+    assert ("B passes when" in r["message"]) == r["confirmed"]
+    text = bank_result.text.stdout.decode()
+    for step in r["steps"]:
+        if step["verdict"] not in PASSES and step["verdict"] != FAILS:
+            assert f"{step['verdict']}: neither passes nor fails" in text
 
 
 def test_inversions_counts_pairs() -> None:

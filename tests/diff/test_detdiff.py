@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, detrec, outcome, program, query, run, sample_bin
+from conftest import BIN, ROOT, detrec, outcome, program, query, reseal, run, sample_bin
 from det import events as ev
 from det.detdiff import use_color
 from det.diff import compare
@@ -35,7 +35,7 @@ VARYING = {e.number for e in ev.EVENTS if e.name in (
 
 TOP_KEYS = {"a", "b", "identical", "schedule_identical", "outcome_identical", "divergence", "threads",
             "thread_count", "inversions", "inversion_count", "one_side", "one_side_events", "results",
-            "result_count", "outcome", "notes"}
+            "result_count", "outcome", "notes", "held"}
 TRACE_KEYS = {"path", "argv", "binary", "binary_sha256", "complete", "events", "threads", "objects", "outcome"}
 EVENT_KEYS = {"side", "position", "seq", "tid", "idx", "kind", "obj", "object", "name", "result", "address",
               "location", "function"}
@@ -414,6 +414,7 @@ def test_seq_gaps(tmp: Path, bank: tuple[Path, Path]) -> None:
             db.execute(f"UPDATE {table} SET {col} = -{col} - 1 WHERE {col} >= ?", (n // 2,))
             db.execute(f"UPDATE {table} SET {col} = -{col} - 1 + 1000 WHERE {col} < -1", ())
     db.close()
+    reseal(gapped)
     assert query(gapped, "SELECT max(seq) FROM events")[0][0] == n - 1 + 1000
     r = detdiff(failing, gapped)
     assert r.returncode == 0, r.stdout.decode()
@@ -467,6 +468,7 @@ def test_results_differ(tmp: Path, forced: Path, bank: tuple[Path, Path]) -> Non
     with db:
         db.execute("UPDATE events SET result = 16 WHERE seq = ?", (seq,))
     db.close()
+    reseal(b)
     r = detdiff(a, b)
     text = r.stdout.decode()
     assert r.returncode == 1, text
@@ -485,5 +487,6 @@ def test_results_differ(tmp: Path, forced: Path, bank: tuple[Path, Path]) -> Non
         db.execute("UPDATE events SET result = 110 WHERE seq = (SELECT min(seq) FROM events WHERE tid = 0 "
                    "AND kind = (SELECT kind FROM event_kinds WHERE name = 'mutex_lock'))")
     db.close()
+    reseal(changed)
     j = check_against_oracle(passing, changed)
     assert j["result_count"] == check_against_oracle(passing, failing)["result_count"] + 1

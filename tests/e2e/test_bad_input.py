@@ -158,7 +158,7 @@ def test_output_paths_are_checked_before_the_program_runs(tmp_path: Path) -> Non
     trace = tmp_path / "t.db"
     assert detrec("-o", trace, prog).returncode == 0
     r = detrec("-o", trace, prog, "again")
-    assert r.returncode == 7 and b"trace saved" in r.stderr, r.stderr.decode()  # hello exits with 6 + argc
+    assert r.returncode == 7 and b"trace saved" in r.stderr, r.stderr.decode()  # hello exits 7 with an argument
     # --until-fail's passing trace and work directory are checked too.
     (tmp_path / "u-pass.db").mkdir()
     r = detrec("--until-fail", "2", "-o", tmp_path / "u.db", prog)

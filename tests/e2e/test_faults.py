@@ -100,9 +100,13 @@ def test_detrec_killed_leaves_readable_incomplete_trace(tmp_path: Path) -> None:
     assert b"incomplete" in info.stdout
     n = query(inc, "SELECT count(*) FROM events")[0][0]
     assert n > 0
+    # The replay says how the recording ended, and never exits 0 (there is
+    # no outcome it could have matched).
     rr = detreplay(inc)
-    assert rr.returncode == 0, rr.stderr.decode()
-    assert f"replayed all {n} events of the incomplete recording".encode() in rr.stderr
+    assert rr.returncode == 125, rr.stderr.decode()
+    err = rr.stderr.decode()
+    assert f"replayed all {n} events of the recording, which did not finish (detrec was killed" in err, err
+    assert "matches" not in err
 
 
 def test_deadlock_timeout_names_the_cycle(tmp_path: Path) -> None:
@@ -131,14 +135,15 @@ def test_until_fail_without_timeout_stops_a_hung_run(tmp_path: Path) -> None:
     err = r.stderr.decode()
     assert r.returncode == 124, err
     m = re.search(r"^detrec: hung run after \d+ run\(s\): no exit within ([\d.]+) s \(10x the longest of "
-                  r"(\d+) passing run\(s\), ([\d.]+) s; --timeout sets it\): deadlock: T\d holds mutex \d+ and "
-                  r"waits for mutex \d+; T\d holds mutex", err, re.M)
+                  r"(\d+) passing run\(s\), ([\d.]+) s; --timeout sets it\): deadlock: T\d holds mutex \d+ \(\w\) and "
+                  r"waits for mutex \d+ \(\w\); T\d holds mutex", err, re.M)
     assert m, err
     limit, passes, longest = float(m.group(1)), int(m.group(2)), float(m.group(3))
     assert passes >= 1 and abs(limit - max(2.0, 10 * longest)) < 0.01 * limit + 0.001
     assert outcome(trace)["status"] == "timeout"
     info = detrec("info", trace).stdout.decode()
-    assert re.search(r"^wait-for:   deadlock: T\d holds mutex \d+ and waits for mutex \d+; T\d holds", info, re.M), info
+    assert re.search(r"^wait-for:   deadlock: T\d holds mutex \d+ \(\w\) and waits for mutex \d+ \(\w\); T\d holds",
+                     info, re.M), info
 
 
 def test_strict_deadlock_names_the_cycle(tmp_path: Path) -> None:
@@ -149,8 +154,9 @@ def test_strict_deadlock_names_the_cycle(tmp_path: Path) -> None:
                "300")
     err = r.stderr.decode()
     assert r.returncode == 124, err
-    assert re.search(r"timeout after 2 s: deadlock: T1 holds mutex \d+ and waits for mutex \d+; T2 holds", err), err
-    assert re.search(r"T1 holds mutex \d+ and waits in mutex_lock on mutex \d+ \(held by T2\) at "
+    assert re.search(r"timeout after 2 s: deadlock: T1 holds mutex \d+ \(\w\) and waits for mutex \d+ \(\w\); "
+                     r"T2 holds", err), err
+    assert re.search(r"T1 holds mutex \d+ \(\w\) and waits in mutex_lock on mutex \d+ \(\w\) \(held by T2\) at "
                      r"lock_order_inversion\.c:\d+", err), err
     info = detrec("info", trace).stdout.decode()
     assert "wait-for:   deadlock: T1 holds mutex" in info, info
@@ -168,10 +174,44 @@ def test_interrupted_deadlocked_run_is_a_hung_run(tmp_path: Path) -> None:
     _, err = p.communicate(timeout=60)
     text = err.decode()
     assert p.returncode == 130, text
-    assert re.search(r"^detrec: hung run after 1 run\(s\): interrupted: deadlock: T1 holds mutex \d+ and waits for "
-                     r"mutex \d+; T2 holds mutex", text, re.M), text
+    assert re.search(r"^detrec: hung run after 1 run\(s\): interrupted: deadlock: T1 holds mutex \d+ \(ledger\) and "
+                     r"waits for mutex \d+ \(first used at deadlock\.c:\d+\); T2 holds mutex", text, re.M), text
     assert "none failed" not in text
     assert outcome(trace)["status"] == "interrupted"
+
+
+def test_default_mode_race_says_why_and_who_held_which_lock(tmp_path: Path) -> None:
+    """two_locks fails by a data race between events: its default-mode
+    replay takes another way. detreplay says that this is what the default
+    mode does not replay and how to record it, and both it and detdiff say
+    which thread held which lock when the program failed: the writer inside
+    lock_a, the checker inside lock_b (the cause)."""
+    from conftest import ROOT, run
+
+    fail, passing = tmp_path / "race.db", tmp_path / "race-pass.db"
+    r = detrec("--until-fail", "50", "-o", fail, program("two_locks"))
+    assert r.returncode == 134, r.stderr.decode()
+    src = (ROOT / "tests" / "programs" / "two_locks.c").read_text().splitlines()
+    line_a = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(&lock_a)" in ln)
+    line_b = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(&lock_b)" in ln)
+    held = (rf"T1 holds mutex \d+ \(lock_a\), taken at writer at two_locks\.c:{line_a}; "
+            rf"T2 holds mutex \d+ \(lock_b\), taken at checker at two_locks\.c:{line_b}")
+    rr = detreplay(fail)
+    err = rr.stderr.decode()
+    assert rr.returncode == 125, err  # the race does not replay in the default mode
+    assert "detreplay: the recording was made in the default mode" in err, err
+    assert f"detrec --strict --until-fail 500 -o race.db -- {program('two_locks')}" in err, err
+    assert re.search(rf"^detreplay: when the recording ended: {held}$", err, re.M), err
+    # detdiff against a passing run (no checks, so --force) shows the same.
+    r = detrec("-o", passing, program("two_locks"), "0")
+    assert r.returncode == 0, r.stderr.decode()
+    d = run([ROOT / ".venv" / "bin" / "detdiff", "--force", passing, fail])
+    out = d.stdout.decode()
+    assert d.returncode == 1, out + d.stderr.decode()
+    assert "race.db was recorded in the default mode" in out, out
+    section = out[out.index("Locks held when the runs ended:"):]
+    in_b = held.replace(r"mutex \d+", r"mutex (\d+(/B\d+)?|B\d+)").replace("; ", "\n  B  ")  # A's numbers, then B's
+    assert re.search(r"^  B  " + in_b, section, re.M), section
 
 
 def test_trace_is_private(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import DETREC, detrec, detreplay, outcome, program, query
 
 REPLAYS = 10
@@ -107,4 +109,25 @@ def test_changed_file_is_reported(tmp_path: Path) -> None:
     data.write_text("ONE\ntwo\n")
     r = detreplay(trace)
     assert r.returncode == 125
-    assert b"the file changed since recording" in r.stderr, r.stderr.decode()
+    assert f"a file read returned other bytes: {data} changed since recording".encode() in r.stderr, \
+        r.stderr.decode()
+
+
+@pytest.mark.parametrize("mode", ["sigwait", "sigwaitinfo", "sigtimedwait", "signalfd"])
+def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
+    """A thread that takes signals with sigwait and its kin (pbzip2 does): the
+    signals sent from outside while recording are taken again in replay,
+    where nobody sends them, and the one the program sends itself at the
+    end is taken, not left pending."""
+    trace = tmp_path / f"{mode}.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("sigwaiter")), mode, "100000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("sigwaiter"))]))
+    for _ in range(5):
+        os.kill(pid, signal.SIGUSR1)
+        time.sleep(0.02)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err.decode()
+    assert out.startswith(f"waiter ({mode}): 5 SIGUSR1".encode()), out
+    replays_identical(trace, 3)

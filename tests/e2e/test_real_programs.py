@@ -128,3 +128,35 @@ def test_curl_replays_without_the_server(work: Path) -> None:
         rr = detreplay("-q", trace, cwd=work)
         assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
         assert rr.stdout == r.stdout
+
+
+def test_make_after_touch(tmp_path: Path) -> None:
+    """File metadata is an input: make after `touch f0.c` (content unchanged)
+    rebuilds f0.o when recorded and again when replayed, whatever the files'
+    times are by then; gcc's random temporary names come back too. A source
+    whose content changed is named in the divergence."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for i in range(3):
+        (proj / f"f{i}.c").write_text(f"int f{i}(void) {{ return {i}; }}\n")
+    (proj / "main.c").write_text("int main(void) { return 0; }\n")
+    (proj / "Makefile").write_text("OBJS = f0.o f1.o f2.o main.o\nprog: $(OBJS)\n\tcc -o $@ $(OBJS)\n"
+                                   "%.o: %.c\n\tcc -c -o $@ $<\n")
+    make = tool("make")
+    assert subprocess.run([make, "-s"], cwd=proj).returncode == 0
+    (proj / "f0.c").touch()
+    trace = tmp_path / "make.db"
+    r = detrec("-o", trace, make, cwd=proj)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"cc -c -o f0.o f0.c\ncc -o prog f0.o f1.o f2.o main.o\n", r.stdout
+    assert query(trace, "SELECT count(*) FROM events e JOIN event_kinds k USING (kind) WHERE k.name = 'stat'")[0][0]
+    for touch in ([], ["f1.c"], ["f0.c", "main.c"]):  # replays after other touches, and none
+        for name in touch:
+            (proj / name).touch()
+        rr = detreplay(trace)
+        assert rr.returncode == 0 and b"outcome matches" in rr.stderr, (touch, rr.stderr.decode())
+        assert rr.stdout == r.stdout
+    (proj / "f0.c").write_text("int f0(void) { return 42; }\n")
+    rr = detreplay(trace)
+    assert rr.returncode == 125, rr.stderr.decode()
+    assert f"{proj / 'f0.c'} changed since recording".encode() in rr.stderr, rr.stderr.decode()

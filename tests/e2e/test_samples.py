@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Sample, detrec, detreplay, outcome, samples
+from conftest import Sample, detrec, outcome, replay_matches, samples
 
 REPLAYS = 20
 HANG_TIMEOUT = "3"
@@ -27,19 +27,6 @@ def record(s: Sample, trace: Path, *extra: str) -> None:
         r = detrec(*args, "--chaos", *extra, "-o", trace, "--", s.path, *s.test_args)
     assert trace.exists(), r.stderr.decode()
     assert not Path(str(trace) + ".incomplete").exists()
-
-
-def replay_matches(trace: Path, mode: list[str], n: int) -> None:
-    rec = outcome(trace)
-    want_status = 124 if rec["status"] == "timeout" else (
-        128 + rec["signal"] if rec["signal"] is not None else rec["exit_code"])
-    for i in range(n):
-        r = detreplay(*mode, trace)
-        err = r.stderr.decode()
-        assert r.returncode == want_status, f"replay {i + 1} {mode}: exit {r.returncode}, want {want_status}\n{err}"
-        assert "outcome matches the recording" in err, f"replay {i + 1} {mode}:\n{err}"
-        if rec["status"] != "timeout":
-            assert r.stdout.endswith(rec["stdout_tail"]), f"replay {i + 1} {mode}: stdout differs"
 
 
 @pytest.mark.parametrize("s", samples(), ids=lambda s: s.name)

@@ -19,7 +19,7 @@ from conftest import ROOT, query, run, sample_bin
 from det import tracedir
 
 PREFIX = "/usr/local"
-COMMANDS = ("detrec", "detreplay", "detdiff")
+COMMANDS = ("detrec", "detreplay", "detdiff", "dettui")
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,10 @@ def test_layout_follows_the_fhs(dest: Path) -> None:
         assert (root / "lib/det" / lib).is_file()
     assert (root / "lib/det/python/det/record.py").is_file()
     assert (root / "lib/det/python/det/replay/cli.py").is_file()
+    assert (root / "lib/det/python/det/bisect/search.py").is_file()
+    # dettui's modules and its look (package data, not Python)
+    assert (root / "lib/det/python/det/tui/app.py").is_file()
+    assert (root / "lib/det/python/det/tui/dettui.tcss").is_file()
     assert (root / "share/det/gdb-ext/det_gdb.py").is_file()
     # nothing outside PREFIX, nothing that points back into the checkout
     assert sorted(p.name for p in dest.iterdir()) == ["usr"]

@@ -38,8 +38,9 @@ class DetTui(App[None]):
         self.models: list = []
         self.session = None   # the live gdb session, if any
 
-    def on_mount(self) -> None:
-        self.push_screen(self.first_screen())
+    def get_default_screen(self) -> Screen:
+        """The mode's screen is the app's first (no blank screen to switch from)."""
+        return self.first_screen()
 
     def first_screen(self) -> Screen:
         from .model import TraceModel
@@ -65,11 +66,16 @@ class DetTui(App[None]):
         return TraceScreen(self.models[0])
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette: Textual's commands, and every key of the screen and its focused widget by name."""
         yield from super().get_system_commands(screen)
-        for binding in screen.BINDINGS:
-            if not isinstance(binding, tuple) and binding.description and binding.action not in ("app.quit",):
-                yield SystemCommand(binding.description, f"key {binding.key.split(',')[0]}",
-                                    lambda a=binding.action: self.run_action(a, screen))
+        seen: set[str] = set()
+        for key, active in screen.active_bindings.items():
+            b = active.binding
+            if not b.description or b.action == "app.quit" or b.description in seen:
+                continue
+            seen.add(b.description)
+            yield SystemCommand(b.description, f"key: {key}",
+                                lambda action=b.action, node=active.node: self.run_action(action, node))
 
     def on_unmount(self) -> None:
         if self.session is not None:

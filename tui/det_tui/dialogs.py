@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Vertical
+from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Header, Input, Label, Static
 
@@ -19,7 +20,7 @@ KEYS = """\
 | key | what it does |
 |---|---|
 | `↑` `↓` `j` `k`, `PgUp` `PgDn`, `Home` `End` | move in the event list |
-| `←` `→` `h` `l` (timeline) | the cursor one column earlier or later |
+| `←` `→` `h` `l` (timeline) | the cursor one column earlier or later; `↑` `↓` scroll the lanes |
 | `+` `-` (or `i` `o`), `0` | zoom the timeline in, out, to the whole run |
 | `Enter` | in the list: the timeline zooms to single events around it |
 | `/` then `n` `N` | search (thread `T2`, kind, object, variable, file, line or function); next, previous |
@@ -27,7 +28,8 @@ KEYS = """\
 | `t` | only the selected event's thread (again: all threads) |
 | `g` | go to an event by its number (seq) |
 | `x` | go to the problem: the deadlock, or the divergence |
-| `Tab` | next pane; the mouse works too (click a lane or a row, wheel pans, ctrl+wheel zooms) |
+| `Tab` | the next pane |
+| mouse | click a lane or a row; the wheel pans, ctrl+wheel zooms, shift+wheel scrolls the lanes |
 | `ctrl+p` | the command palette |
 | `?` | this help |
 | `q` | quit |
@@ -48,8 +50,12 @@ class HelpScreen(ModalScreen[None]):
         from textual.widgets import Markdown  # markdown-it takes a tenth of a second to import: when asked
 
         with Vertical(id="help-box", classes="dialog"):
-            yield Markdown(KEYS, id="help-text")
+            with VerticalScroll(id="help-scroll"):
+                yield Markdown(KEYS, id="help-text")
             yield Button("Close", id="help-close", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll").focus()   # arrows and PgDn scroll the keys
 
     def on_button_pressed(self) -> None:
         self.dismiss(None)
@@ -76,6 +82,13 @@ class GotoScreen(ModalScreen[int | None]):
             self.query_one("#goto-error", Label).update(f"a number from {self.first} to {self.last}")
             return
         self.dismiss(int(text))
+
+
+def ask_event(screen: Screen, first: int, last: int, then: Callable[[int], None]) -> None:
+    """The go-to dialog; then(seq) when the user gave an event number."""
+    if last < first:
+        return
+    screen.app.push_screen(GotoScreen(first, last), lambda seq: then(seq) if seq is not None else None)
 
 
 class FilterScreen(ModalScreen[tuple[str, str, str, str] | None]):
@@ -138,7 +151,7 @@ class ErrorScreen(Screen[None]):
             st = os.stat(self.path)
         except OSError as e:
             return f"what is there: nothing ({e.strerror})"
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(st.st_mtime))
         try:
             with open(self.path, "rb") as f:
                 head = f.read(16)

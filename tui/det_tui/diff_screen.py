@@ -32,7 +32,7 @@ from det.diff import DiffResult, EventRef, compare
 from det.difftext import obj, outcome_text, plural, result_text, where
 from det.errors import DetError
 
-from .dialogs import GotoScreen, HelpScreen
+from .dialogs import HelpScreen, ask_event
 from .eventlist import EventList
 from .model import TraceModel
 from .timeline import Timeline
@@ -98,7 +98,7 @@ class DiffScreen(Screen[None]):
         with Horizontal(id="diff-events"):
             yield EventList(self.a, id="events-a")
             yield EventList(self.b, id="events-b")
-            yield OptionList(Option("comparing the two traces (det.diff)...", disabled=True), id="diff-items")
+        yield OptionList(Option("comparing the two traces (det.diff)...", disabled=True), id="diff-items")
         with Horizontal(id="bisect-bar"):
             yield ProgressBar(id="bisect-progress", show_eta=False)
             yield Label("", id="bisect-step")
@@ -112,8 +112,9 @@ class DiffScreen(Screen[None]):
             self.query_one(f"#events-{side}", EventList).border_title = f"{side.upper()}  {m.path.name}"
         self.query_one("#diff-items", OptionList).border_title = "Differences"
         self.query_one("#events-b", EventList).focus()
-        self.load_lanes()
-        self.run_compare()
+        # After the first paint: the comparison is Python-heavy and would hold the screen back.
+        self.call_after_refresh(self.run_compare)
+        self.call_after_refresh(self.load_lanes)
 
     @work(thread=True, group="lanes")
     def load_lanes(self) -> None:
@@ -307,15 +308,12 @@ class DiffScreen(Screen[None]):
 
     def action_goto(self) -> None:
         m = self.a
-        if not m.count:
-            return
 
-        def done(seq: int | None) -> None:
-            if seq is not None:
-                pos = m.rank_of(seq)
-                self.jump(pos, pos)
+        def done(seq: int) -> None:
+            pos = m.rank_of(seq)
+            self.jump(pos, pos)
 
-        self.app.push_screen(GotoScreen(m.seq0, m.last_seq), done)
+        ask_event(self, m.seq0, m.last_seq, done)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())

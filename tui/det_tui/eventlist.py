@@ -19,17 +19,20 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from det.errors import DetError
 from det.trace import Event
 
+from .messages import FromWidget
 from .model import TraceModel, class_of
 from .timeline import CLASS_STYLE
 
 PAGE = 128
+COMPACT_BELOW = 80
+WIDE_FROM = 100
 PAGES_KEPT = 64
 DIM = Style(color="grey50")
 CURSOR = Style(bgcolor="grey30", bold=True)
@@ -50,31 +53,28 @@ class EventList(ScrollView, can_focus=True):
         Binding("enter", "choose", "Zoom timeline"),
     ]
 
-    cursor: reactive[int] = reactive(0, always_update=True)
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)   # watch_cursor refreshes what changed
 
-    class Highlighted(Message):
+    class Highlighted(FromWidget):
+        """The cursor is on another event (seq; None: the list is empty)."""
+
         def __init__(self, sender: EventList, seq: int | None) -> None:
-            self.sender, self.seq = sender, seq
-            super().__init__()
+            super().__init__(sender)
+            self.seq = seq
 
-        @property
-        def control(self) -> EventList:
-            return self.sender
+    class Chosen(FromWidget):
+        """Enter on an event."""
 
-    class Chosen(Message):
         def __init__(self, sender: EventList, seq: int) -> None:
-            self.sender, self.seq = sender, seq
-            super().__init__()
-
-        @property
-        def control(self) -> EventList:
-            return self.sender
+            super().__init__(sender)
+            self.seq = seq
 
     def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self.model = model
         self.seqs: array | None = None          # the filtered list, None: every event
         self.notes: dict[int, str] = {}          # seq -> why it is marked (a deadlock, a divergence)
+        self.error: str | None = None             # why rows could not be read
         self._pages: OrderedDict[int, list[Event]] = OrderedDict()
         self._width_seq = max(5, len(str(max(0, model.last_seq))))
         self.virtual_size = Size(0, self.rows)
@@ -123,10 +123,17 @@ class EventList(ScrollView, can_focus=True):
         page = self._pages.get(p)
         if page is None:
             lo, hi = p * PAGE, min(self.rows, (p + 1) * PAGE)
-            if self.seqs is None:
-                page = self.model.events(lo, hi)
-            else:
-                page = self.model.tr.events_at(self.seqs[lo:hi])
+            try:
+                if self.seqs is None:
+                    page = self.model.events(lo, hi)
+                else:
+                    page = self.model.tr.events_at(self.seqs[lo:hi])
+            except DetError as e:
+                # The file went bad under us (truncated while shown): say it, draw nothing there.
+                if self.error is None:
+                    self.error = str(e)
+                    self.notify(self.error, severity="error", timeout=30)
+                return []
             self._pages[p] = page
             if len(self._pages) > PAGES_KEPT:
                 self._pages.popitem(last=False)
@@ -148,9 +155,14 @@ class EventList(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         if new < top:
             self.scroll_to(y=new, animate=False)
+            self.refresh()
         elif new >= top + h:
             self.scroll_to(y=new - h + 1, animate=False)
-        self.refresh()
+            self.refresh()
+        else:
+            # Within the page: only the two rows whose highlight changed.
+            self.refresh_line(old)
+            self.refresh_line(new)
         self.post_message(self.Highlighted(self, self.current_seq()))
 
     def action_move(self, step: int) -> None:
@@ -180,13 +192,26 @@ class EventList(ScrollView, can_focus=True):
         m = self.model
         kind = e.name + (f"={m.result(e)}" if e.result else "")
         style = CLASS_STYLE[class_of(e.kind)]
+        if self.size.width < COMPACT_BELOW:
+            # Narrow (two lists side by side): no index, shorter names, the file and line only.
+            loc = m.location(e)
+            return [
+                Segment(f"{e.seq:>{self._width_seq}} ", DIM),
+                Segment(f"T{e.tid:<3}", Style(bold=True)),
+                Segment(f"{kind:<16.16} ", style),
+                Segment(f"{m.object_label(e.obj):<14.14} "),
+                Segment(loc.short() if loc else "", DIM),
+            ]
+        loc = m.location(e)
+        # The function after the line only when there is room for it.
+        where = m.where(e) if self.size.width >= WIDE_FROM or loc is None else loc.short()
         return [
             Segment(f"{e.seq:>{self._width_seq}} ", DIM),
             Segment(f"T{e.tid:<3}", Style(bold=True)),
             Segment(f" #{e.idx:<6} ", DIM),
             Segment(f"{kind:<18.18} ", style),
             Segment(f"{m.object_label(e.obj):<18.18} "),
-            Segment(m.where(e), DIM),
+            Segment(where, DIM),
         ]
 
     def render_line(self, y: int) -> Strip:

@@ -33,7 +33,7 @@ from textual.binding import Binding
 
 from det.errors import DetError
 
-from .dialogs import GotoScreen
+from .dialogs import ask_event
 from .model import TraceModel
 from .trace_screen import TraceScreen
 
@@ -219,8 +219,10 @@ def session_pids(sid: int) -> list[int]:
     return out
 
 
-def backtraces(threads: list[ThreadState], current: int | None) -> RenderableType:
-    parts: list[RenderableType] = [Text("Threads (gdb)", style="bold underline")]
+def backtraces(threads: list[ThreadState], current: int | None, event: int | None) -> RenderableType:
+    """Every thread's backtrace as gdb has it now (at `event`), the one about to run marked."""
+    where = f"at event {event}" if event is not None else "now"
+    parts: list[RenderableType] = [Text(f"Threads in gdb, {where}", style="bold underline")]
     for t in threads:
         mark = "▶ " if current is not None and t.name == f"T{current}" else "  "
         parts.append(Text(f"{mark}{t.name} [gdb {t.gdb_id}]", style="bold" if mark.strip() else ""))
@@ -296,9 +298,14 @@ class LiveScreen(TraceScreen):
     def show_details(self, seq: int | None) -> None:
         if seq is None:
             return
-        e = self.model.event(seq)
+        try:
+            e = self.model.event(seq)
+        except DetError as err:
+            self.details.update(Text(str(err), style="bold red"))
+            return
         pos = self.session.position if self.session is not None else None
-        extra = backtraces(self.threads_state, pos.thread if pos else None) if self.threads_state else None
+        extra = backtraces(self.threads_state, pos.thread if pos else None, pos.event if pos else None) \
+            if self.threads_state else None
         self.details.show(e, self.events.notes.get(seq), extra)
 
     def _run(self, command: str) -> None:
@@ -328,13 +335,7 @@ class LiveScreen(TraceScreen):
         self._run(f"det step-thread {e.tid}" if e is not None else "det step-thread")
 
     def action_live_goto(self) -> None:
-        m = self.model
-
-        def done(seq: int | None) -> None:
-            if seq is not None:
-                self._run(f"det goto {seq}")
-
-        self.app.push_screen(GotoScreen(m.seq0, m.last_seq), done)
+        ask_event(self, self.model.seq0, self.model.last_seq, lambda seq: self._run(f"det goto {seq}"))
 
     def on_unmount(self) -> None:
         if self.session is not None:

@@ -21,14 +21,15 @@ from bisect import bisect_left
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from det import events as ev
 from det.analysis import Waiter, block_report
-from det.difftext import result_text
-from det.symbols import DataSymbols, Location, Symbolizer, variable_name
-from det.trace import LANE_KINDS, Event, Trace, kind_name, objkind_name
+from det.difftext import outcome_words, result_text
+from det.names import ObjectNames
+from det.symbols import Location, Symbolizer
+from det.trace import LANE_KINDS, Event, Trace, kind_name
 
 # ---------------------------------------------------------------- kinds as the timeline shows them
 
@@ -139,16 +140,6 @@ class Header:
     notes: list[str] = field(default_factory=list)
 
 
-def outcome_text(o: dict[str, Any] | None) -> str:
-    if o is None:
-        return "incomplete"
-    if o["status"] == "exited":
-        return f"exit {o['exit_code']}"
-    if o["status"] == "signaled":
-        return f"killed by signal {o['signal']}"
-    return str(o["status"])
-
-
 class TraceModel:
     """One open trace, as dettui shows it."""
 
@@ -176,8 +167,7 @@ class TraceModel:
         self.sites = tr.sites()
         self.modules = tr.modules()
         self.sym = Symbolizer(self.modules)
-        self._datasyms: dict[str, DataSymbols] = {}
-        self._names: dict[int, str | None] = {}
+        self.names = ObjectNames(tr, self.sym)
         self._locs: dict[int, Location] | None = None
         self._entry_locs: dict[int, Location] = {}
         self.lanes_s: str | None = None
@@ -199,7 +189,7 @@ class TraceModel:
             notes.append(f"{self.path.name} is incomplete: the recording did not finish (detrec was killed?); "
                          "what it holds up to its last saved events is shown")
         return Header(
-            program=shlex.join(argv) if argv else str(m.get("binary") or "?"), outcome=outcome_text(o),
+            program=shlex.join(argv) if argv else str(m.get("binary") or "?"), outcome=outcome_words(o),
             mode=str(m.get("mode") or "?"), threads=len(self.threads), processes=max(1, len(self.processes)),
             events=self.count, duration=dur, complete=self.complete, message=(o or {}).get("message") or "",
             notes=notes)
@@ -301,20 +291,11 @@ class TraceModel:
         return loc.short()
 
     def object_name(self, obj: int) -> str | None:
-        if obj not in self._names:
-            kind, addr = self.objects.get(obj, (0, 0))
-            self._names[obj] = None if kind == 1 else variable_name(self.sym, self._datasyms, objkind_name(kind), addr)
-        return self._names[obj]
+        return self.names.name(obj)
 
-    def object_label(self, obj: int) -> str:
-        """`mutex 4 account`, `thread T1`, `` for none."""
-        if obj == 0:
-            return ""
-        kind, _addr = self.objects.get(obj, (0, 0))
-        if kind == 1 and obj in self.thread_of_obj:
-            return f"thread T{self.thread_of_obj[obj]}"
-        name = self.object_name(obj)
-        return f"{objkind_name(kind)} {obj}" + (f" {name}" if name else "")
+    def object_label(self, obj: int, first_use: bool = False) -> str:
+        """det.names' label: `mutex 4 (account)`, `T1`, "" for none."""
+        return self.names.label(obj, first_use)
 
     def result(self, e: Event) -> str:
         return result_text(kind_name(e.kind), e.result)
@@ -424,10 +405,11 @@ def _lanes_from(path: Path, lo: int) -> str:
 
 @dataclass
 class SourceView:
-    path: str | None
+    path: str | None                 # the file read (absolute)
     line: int | None
     lines: list[tuple[int, str]]     # (number, text) around the line
     message: str                     # why there is none, or ""
+    name: str = ""                   # the file as the debug info names it
 
 
 def source_around(loc: Location | None, cwd: str | None, context: int = 5) -> SourceView:
@@ -443,14 +425,12 @@ def source_around(loc: Location | None, cwd: str | None, context: int = 5) -> So
     except OSError as e:
         return SourceView(loc.file, loc.line, [], f"source file {loc.file} is not here ({e.strerror})")
     lo, hi = max(1, loc.line - context), min(len(text), loc.line + context)
-    return SourceView(path, loc.line, [(n, text[n - 1]) for n in range(lo, hi + 1)], "")
+    return SourceView(path, loc.line, [(n, text[n - 1]) for n in range(lo, hi + 1)], "", loc.file)
 
 
 def elf_reader(modules: list[tuple[str, int]]) -> Callable[[int, int], bytes]:
     """A read_memory for det_gdb_disas that reads code from the recording's
     ELF files (their PT_LOAD segments), not from a running program."""
-    from elftools.elf.elffile import ELFFile
-
     mods = sorted((base, path) for path, base in modules if path and os.path.exists(path))
 
     def read(addr: int, length: int) -> bytes:
@@ -459,15 +439,24 @@ def elf_reader(modules: list[tuple[str, int]]) -> Callable[[int, int], bytes]:
             raise ValueError(f"no module holds {addr:#x}")
         base, path = mods[i]
         off = addr - base
-        with open(path, "rb") as f:
-            for seg in ELFFile(f).iter_segments():
-                if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= off < seg["p_vaddr"] + seg["p_filesz"]:
-                    n = min(length, seg["p_vaddr"] + seg["p_filesz"] - off)
-                    f.seek(seg["p_offset"] + off - seg["p_vaddr"])
-                    return f.read(n)
+        for vaddr, size, file_off in _load_segments(path):
+            if vaddr <= off < vaddr + size:
+                with open(path, "rb") as f:
+                    f.seek(file_off + off - vaddr)
+                    return f.read(min(length, vaddr + size - off))
         raise ValueError(f"{os.path.basename(path)} has no code at {addr:#x}")
 
     return read
+
+
+@lru_cache(maxsize=32)
+def _load_segments(path: str) -> list[tuple[int, int, int]]:
+    """(vaddr, size in the file, file offset) of an ELF file's PT_LOAD segments."""
+    from elftools.elf.elffile import ELFFile
+
+    with open(path, "rb") as f:
+        return [(seg["p_vaddr"], seg["p_filesz"], seg["p_offset"]) for seg in ELFFile(f).iter_segments()
+                if seg["p_type"] == "PT_LOAD"]
 
 
 def disassembly(addr: int, modules: list[tuple[str, int]], call_site: bool, who: str) -> list[str]:
@@ -475,9 +464,9 @@ def disassembly(addr: int, modules: list[tuple[str, int]], call_site: bool, who:
     (one implementation for gdb and dettui), reading the ELF files."""
     import sys
 
-    from det.native import REPO_DIR
+    from det.paths import GDB_EXT_DIR
 
-    ext = str(REPO_DIR / "gdb-ext")
+    ext = str(GDB_EXT_DIR)
     if ext not in sys.path:
         sys.path.append(ext)
     import det_gdb_disas

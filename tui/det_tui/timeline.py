@@ -1,6 +1,8 @@
 """The timeline: one lane per thread, events in recorded order left to right.
 
 Rules of this file:
+  - Lanes are in process order (a process's threads together, labelled
+    `P1 T3` when the program had child processes).
   - Drawn line by line (Textual's line API): one Strip per lane, made from
     slices of TraceModel.lanes_s (one code point per event), never a widget
     or an object per event. A column holds `per` events; per = 1 shows
@@ -20,13 +22,13 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from det.trace import LANE_KINDS
 
+from .messages import FromWidget
 from .model import CLASS_RANK, CLASSES, WAIT_BEGINS, TraceModel, glyph_of
 
 CLASS_STYLE = {
@@ -43,6 +45,7 @@ WAIT_STYLE = Style(color="magenta", dim=True)
 BLOCKED_STYLE = Style(color="red", bold=True)
 AXIS_STYLE = Style(color="grey50")
 LABEL_STYLE = Style(color="bright_white", bold=True)
+LABEL_ALT_STYLE = Style(color="sky_blue1", bold=True)
 CURSOR_BG = Style(bgcolor="grey23")
 CURSOR_CELL = Style(reverse=True, bold=True)
 MARK_BG = Style(bgcolor="dark_red")
@@ -71,20 +74,18 @@ class Timeline(ScrollView, can_focus=True):
         Binding("plus,equals_sign,i", "zoom(-1)", "Zoom in"),
         Binding("minus,o", "zoom(1)", "Zoom out"),
         Binding("0", "whole", "Whole run"),
+        Binding("up,k", "scroll_up", "Lanes up", show=False),
+        Binding("down,j", "scroll_down", "Lanes down", show=False),
     ]
 
-    cursor: reactive[int] = reactive(0, always_update=True)
+    cursor: reactive[int] = reactive(0, always_update=True, repaint=False)   # watch_cursor refreshes
 
-    class Selected(Message):
+    class Selected(FromWidget):
         """The user picked an event on the timeline."""
 
         def __init__(self, sender: Timeline, rank: int) -> None:
-            self.sender, self.rank = sender, rank
-            super().__init__()
-
-        @property
-        def control(self) -> Timeline:
-            return self.sender
+            super().__init__(sender)
+            self.rank = rank
 
     def __init__(self, model: TraceModel, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
@@ -96,6 +97,7 @@ class Timeline(ScrollView, can_focus=True):
         self.fitted = True        # showing the whole run: keep it so when the size changes
         self._cache_key: tuple | None = None
         self._title = ""
+        self._cursor_shown: tuple[int, int, int, int] | None = None
         self._grid_key: tuple | None = None
         self._grid_cells: dict[int, list[tuple[str, Style | None]]] = {}
         self._rows: list[Strip] = []
@@ -112,14 +114,8 @@ class Timeline(ScrollView, can_focus=True):
         return max(1, self.size.width - self.label_width)
 
     def _row_plan(self) -> list[int | None]:
-        rows: list[int | None] = [None]
-        prev = None
-        for i, lane in enumerate(self.model.lanes):
-            if prev is not None and lane.process != prev:
-                rows.append(None)
-            rows.append(i)
-            prev = lane.process
-        return rows
+        """The axis, then the lanes (already in process order)."""
+        return [None] + list(range(len(self.model.lanes)))
 
     def on_resize(self) -> None:
         self.rows_meta = self._row_plan()
@@ -154,7 +150,13 @@ class Timeline(ScrollView, can_focus=True):
     def watch_cursor(self) -> None:
         self._ensure_visible()
         self._update_title()
-        self.refresh()
+        # Zoomed out, most moves stay in the same column and thread: nothing to redraw.
+        s = self.model.lanes_s
+        tid = ord(s[self.cursor]) // LANE_KINDS if s is not None and 0 <= self.cursor < len(s) else -1
+        shown = (self.start, self.per, (self.cursor - self.start) // self.per, tid)
+        if shown != self._cursor_shown:
+            self._cursor_shown = shown
+            self.refresh()
 
     def _update_title(self) -> None:
         title = self.title
@@ -234,16 +236,22 @@ class Timeline(ScrollView, can_focus=True):
             self.cursor = rank
             self.post_message(self.Selected(self, rank))
 
+    # The wheel pans through time; with ctrl it zooms, with shift it scrolls the lanes.
+
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        if event.ctrl or event.shift:
+        if event.ctrl:
             self.action_zoom(1)
+        elif event.shift:
+            self.scroll_down(animate=False)
         else:
             self.action_page(1)
         event.stop()
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        if event.ctrl or event.shift:
+        if event.ctrl:
             self.action_zoom(-1)
+        elif event.shift:
+            self.scroll_up(animate=False)
         else:
             self.action_page(-1)
         event.stop()
@@ -338,13 +346,14 @@ class Timeline(ScrollView, can_focus=True):
         cycle = set(m.problem.cycle) if m.problem else set()
         for r in self.rows_meta:
             if r is None:
-                rows.append(self._axis(width, label_w, cols) if not rows else
-                            Strip([Segment(" " * width, AXIS_STYLE)]))
+                rows.append(self._axis(width, label_w, cols))
                 continue
             lane = m.lanes[r]
             mark = " ✖" if lane.tid in cycle else (" ■" if lane.blocked else "")
             label = (lane.label + mark).ljust(label_w - 1)[:label_w - 1] + "│"
-            segs = [Segment(label, BLOCKED_STYLE if lane.blocked else LABEL_STYLE)]
+            # Processes take turns in two label colours, so a process's threads read as a group.
+            style = BLOCKED_STYLE if lane.blocked else (LABEL_STYLE if lane.process % 2 == 0 else LABEL_ALT_STYLE)
+            segs = [Segment(label, style)]
             line = grid[lane.tid]
             # Runs of cells between the highlighted columns go in as they are.
             special = sorted(c for c in {cur_col, *mark_cols} if 0 <= c < len(line))

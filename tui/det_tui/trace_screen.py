@@ -23,7 +23,7 @@ from textual.widgets import Footer, Header, Input, Static
 from det.errors import DetError
 
 from .details import Details
-from .dialogs import FilterScreen, GotoScreen, HelpScreen
+from .dialogs import FilterScreen, HelpScreen, ask_event
 from .eventlist import EventList
 from .model import Filter, TraceModel
 from .timeline import Timeline
@@ -127,7 +127,8 @@ class TraceScreen(Screen[None]):
         self.events.focus()
         self.load_lanes()
         if m.count:
-            self.show_details(m.seq_of(0))
+            # After the first paint: the details read source and code (addr2line, the ELF file).
+            self.call_after_refresh(self.show_details, m.seq_of(0))
 
     def _mark_problem(self) -> None:
         """Each blocked thread's last event carries what it was blocked in."""
@@ -176,7 +177,11 @@ class TraceScreen(Screen[None]):
     def show_details(self, seq: int | None) -> None:
         if seq is None:
             return
-        e = self.model.event(seq)
+        try:
+            e = self.model.event(seq)
+        except DetError as err:
+            self.details.update(Text(str(err), style="bold red"))
+            return
         self.details.show(e, self.events.notes.get(seq))
 
     def select(self, seq: int) -> None:
@@ -194,16 +199,13 @@ class TraceScreen(Screen[None]):
 
     def action_goto(self) -> None:
         m = self.model
-        if not m.count:
-            return
 
-        def done(seq: int | None) -> None:
-            if seq is not None:
-                self.select(seq)
-                self.timeline.zoom_to(m.rank_of(seq))
-                self.events.focus()
+        def done(seq: int) -> None:
+            self.select(seq)
+            self.timeline.zoom_to(m.rank_of(seq))
+            self.events.focus()
 
-        self.app.push_screen(GotoScreen(m.seq0, m.last_seq), done)
+        ask_event(self, m.seq0, m.last_seq, done)
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)

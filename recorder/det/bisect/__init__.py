@@ -64,6 +64,7 @@ from .result import (
     FAILS,
     IMPOSSIBLE,
     OTHER_OUTCOME,
+    PASSES,
     STALLED,
     STOPPED,
     VERDICTS,
@@ -79,7 +80,7 @@ from .search import Progress, bisect_traces
 _load_fail = load_fail
 
 __all__ = [
-    "ANOTHER_PATH", "FAILS", "IMPOSSIBLE", "OTHER_OUTCOME", "STALLED", "STOPPED", "VERDICTS",
+    "ANOTHER_PATH", "FAILS", "IMPOSSIBLE", "OTHER_OUTCOME", "PASSES", "STALLED", "STOPPED", "VERDICTS",
     "BisectError", "BisectResult", "Borrowed", "Ev", "Model", "Move", "Progress", "Runner", "Scheduler", "State",
     "Step", "Verdict", "bisect_traces", "classify", "detreplay_command", "inversions", "load_fail",
 ]

@@ -9,13 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..difftext import event_line, outcome_text, plural
-from .result import FAILS, BisectResult
+from .result import FAILS, PASSES, BisectResult
 
 
 def _verdict_text(verdict: str, detail: str) -> str:
     if verdict == FAILS:
         return f"fails ({detail.rsplit('outcome matches the recording: ', 1)[-1]}, as recorded)"
-    return f"does not fail: {verdict} ({detail})"
+    return f"{_short(verdict)} ({detail})"
+
+
+def _short(verdict: str) -> str:
+    """`fails`, `does not fail: another path`, `stalled: neither passes nor fails`."""
+    if verdict == FAILS:
+        return "fails"
+    if verdict in PASSES:
+        return f"does not fail: {verdict}"
+    return f"{verdict}: neither passes nor fails"
 
 
 def render(r: BisectResult, st: Any) -> list[str]:
@@ -63,7 +72,7 @@ def render(r: BisectResult, st: Any) -> list[str]:
               f"{r.events} events each):"))
     for s in r.steps:
         num = f"={s.replay:<3}" if s.repeated else f"{s.replay:>3} "
-        verdict = "fails" if s.verdict == FAILS else f"does not fail: {s.verdict}"
+        verdict = _short(s.verdict)
         line = f"  {num} {s.label:<62} {verdict}"
         w(st.dim(line) if s.repeated else line)
     if any(s.repeated for s in r.steps):

@@ -21,6 +21,10 @@ OTHER_OUTCOME = "other outcome"   # the recorded events, but another exit status
 STALLED = "stalled"               # no event for too long
 STOPPED = "stopped"               # det stopped the program
 VERDICTS = (FAILS, ANOTHER_PATH, IMPOSSIBLE, OTHER_OUTCOME, STALLED, STOPPED)
+# The verdicts of a replay that ran its events to an end other than FAIL's:
+# only these pass. A stalled or stopped replay, or an impossible order, is
+# neither a pass nor a failure, and never confirms a pair.
+PASSES = (ANOTHER_PATH, OTHER_OUTCOME)
 
 
 class BisectError(DetError):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..trace import Trace
+from ..validate import seal
 from .hybrid import Borrowed
 from .model import KIND_BY_NAME, OBJKIND, SYNC_OBJECTS, Ev
 from .result import ANOTHER_PATH, FAILS, IMPOSSIBLE, OTHER_OUTCOME, STALLED, STOPPED, BisectError
@@ -44,7 +45,7 @@ class Verdict:
     exit_status: int
 
 
-_RESULT_DIVERGENCE = re.compile(r": (\w+)\([^)]*\) at .*: the operation returned something else")
+_RESULT_DIVERGENCE = re.compile(r": (\w+)\(.*?\) at .*: the operation returned something else")
 
 
 def classify(returncode: int, lines: list[str], fail_status: int) -> Verdict | None:
@@ -54,6 +55,10 @@ def classify(returncode: int, lines: list[str], fail_status: int) -> Verdict | N
     key = next((ln for ln in reversed(lines) if "divergence" in ln or "outcome" in ln or "diverge" in ln
                 or "det stopped" in ln or "recorded event" in ln), None)
     last = key or (lines[-1] if lines else f"detreplay exited {returncode}")
+    if "impossible order at event" in text:
+        # det.validate refused the hybrid before running it: a lock taken
+        # while held, a join before the exit, ...
+        return Verdict(IMPOSSIBLE, last, returncode)
     if "outcome matches the recording" in text:
         return Verdict(FAILS if returncode == fail_status else OTHER_OUTCOME, last, returncode)
     if "replay stalled" in text:
@@ -171,6 +176,7 @@ class Runner:
                     db.executemany("UPDATE threads SET events = events + ? WHERE tid = ?",
                                    [(k, t) for t, k in b.per_thread.items()])
                     db.execute("UPDATE outcome SET events = (SELECT count(*) FROM events)")
+            seal(db)  # a hybrid is a trace det made: its checksum covers the new order
             db.close()
         except sqlite3.Error as e:
             raise BisectError(f"cannot write a hybrid trace in {path.parent}: {e}") from None

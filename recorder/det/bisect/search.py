@@ -18,9 +18,10 @@ from typing import Any
 from ..diff import Comparison, DiffError, EventRef
 from ..outpath import check_output_dir
 from ..trace import Trace
+from ..trust import check_owner
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
 from .model import SCHEDULING, Ev, Model
-from .result import FAILS, IMPOSSIBLE, BisectError, BisectResult, Move, Step
+from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step
 from .runner import ReplaySettings, Runner, Verdict
 
 # Events of a thread shown as its "stack" (recorded call sites).
@@ -65,7 +66,7 @@ def _check(pass_tr: Trace, fail_tr: Trace) -> int:
 def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLike[str], *, force: bool = False,
                   keep: str | os.PathLike[str] | None = None, stall: float | None = None,
                   command: list[str] | None = None, progress: Progress | None = None,
-                  cancel: threading.Event | None = None) -> BisectResult:
+                  cancel: threading.Event | None = None, trust: bool = False) -> BisectResult:
     """Bisect between a passing and a failing strict trace of one program.
 
     force: traces whose arguments differ (as detdiff --force). keep: a
@@ -83,6 +84,8 @@ def bisect_traces(pass_path: str | os.PathLike[str], fail_path: str | os.PathLik
         raise BisectError(f"{pass_path}: no such trace; record a passing run with "
                           f"`detrec --strict -o {pass_path} -- PROGRAM ARGS...`")
     with Trace(pass_path) as pt, Trace(fail_path) as ft:
+        for tr in (pt, ft):  # the hybrids are copies (ours): their source decides whom they run as
+            check_owner(tr.path, tr.meta, trust)
         fail_status = _check(pt, ft)
         try:
             c = Comparison(pt, ft, force=force)
@@ -229,6 +232,9 @@ def _narrow(s: _Search, base: list[int]) -> BisectResult:
     if verdicts[lo] == IMPOSSIBLE:
         s.notes.append(f"H_{lo} does not fail because a call could not return what B recorded: det's object "
                        "model let an impossible order through, so this boundary may say little about the program")
+    elif verdicts[lo] not in PASSES:
+        s.notes.append(f"H_{lo} neither passes nor fails ({verdicts[lo]}); the search took it for the side that "
+                       "does not fail, so this boundary may say little about the program")
 
     # ---- 2: how much of the passing hybrid's middle, with B's order after it?
     start, ys = base[:k - 1], passing[k - 1:]
@@ -316,16 +322,18 @@ def _confirm(s: _Search, base: list[int], k: int, z_pos: int, x_pos: int) -> Bis
         if cands:
             order = moved(cands[0])
             v = s.judge(order, label(cands[0]), "move", "move")
-            if v.verdict != FAILS:
+            unconfirmed = v if v.verdict not in PASSES and v.verdict != FAILS else None
+            if v.verdict in PASSES:
                 best = (cands[0], order, v)
                 # Slide the block back towards its place: the latest position
-                # that still makes B pass names the closest event it must pass.
+                # that still makes B pass names the closest event it must pass
+                # (a move that stalls or cannot happen does not pass).
                 lo, hi = 0, len(cands)          # cands[lo] passes; position len(cands) stands for B, which fails
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
                     order = moved(cands[mid])
                     v = s.judge(order, label(cands[mid]), f"move-{cands[mid]}", "move")
-                    if v.verdict == FAILS:
+                    if v.verdict not in PASSES:
                         hi = mid
                     else:
                         lo = mid
@@ -336,14 +344,26 @@ def _confirm(s: _Search, base: list[int], k: int, z_pos: int, x_pos: int) -> Bis
                 move = Move(label=label(first_pos), moved=refs[:-1], direction=direction, anchor=refs[-1],
                             jumped=len(over), pairs_reordered=inversions(order), verdict=v.verdict,
                             detail=v.detail)
+            elif unconfirmed is not None:
+                moved_, direction, anchor, over = sides(cands[0])
+                refs = s.refs(moved_ + [anchor])
+                move = Move(label=label(cands[0]), moved=refs[:-1], direction=direction, anchor=refs[-1],
+                            jumped=len(over), pairs_reordered=inversions(order), verdict=v.verdict,
+                            detail=v.detail)
     first, second = s.refs([first_pos, x_pos])
     stacks = {}
     for e_pos, ref in ((first_pos, first), (x_pos, second)):
         upto = [p for p in s.sched.by_thread[ref.tid] if p <= e_pos and (evs[p].kind not in SCHEDULING or p == e_pos)]
         stacks[f"T{ref.tid}"] = s.refs(upto[-STACK_DEPTH:])
-    confirmed = move is not None
+    confirmed = move is not None and move.verdict in PASSES
 
     def message() -> str:
+        if move is not None and not confirmed:
+            how = {IMPOSSIBLE: "is an order that cannot happen", STALLED: "stalls",
+                   STOPPED: "was stopped by det"}.get(move.verdict, move.verdict)
+            return (f"the hybrids that pass and fail differ in the order of T{second.tid} #{second.idx} and "
+                    f"T{first.tid} #{first.idx}, but B with that alone moved {how} (neither passes nor fails), "
+                    "so the pair is not confirmed")
         if confirmed:
             return (f"B passes when T{second.tid} #{second.idx} ({second.kind} at {second.location}) runs before "
                     f"T{first.tid} #{first.idx} ({first.kind} at {first.location}); as recorded, it fails")

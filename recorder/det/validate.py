@@ -1,0 +1,645 @@
+"""Validating a trace: every tool reads a trace only after this module said yes.
+
+    validate(trace)   called by det.trace.Trace when it opens a file
+
+Rules of this file:
+  - Standard library only (gdb's Python imports it through det.trace).
+  - A trace that is wrong in any way becomes a TraceError whose message is
+    one line naming the table, row and value at fault; nothing else escapes
+    (no sqlite3, json, Unicode or type error).
+  - The checks are written against the trace's logical content (meta, the
+    outcome, threads, processes, objects, and the events' seq, tid, idx,
+    kind, obj, result and aux), read through Trace, so that a change of how
+    events are stored touches little here. The expected tables and columns
+    come from schema.SCHEMA.
+  - Cheap checks (identity, schema, meta, outcome, the small tables) run at
+    every open. The full pass reads every event once (types, ranges,
+    references, and each kind's order rules: a barrier's depart after its
+    arrive, a lock taken only when free, a join after the exit, ...) and
+    compares the content checksum that detrec sealed the trace with, so a
+    changed input value or schedule is refused too.
+  - The full pass runs once per content: the SHA-256 of a trace det wrote,
+    or of one that passed, is kept in the user's cache
+    ($XDG_CACHE_HOME/det/valid-traces), and a file with those exact bytes
+    needs only the cheap checks. DET_VALIDATE=full forces the full pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import events as ev
+from . import schema
+from .errors import DetError
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+
+class TraceDamage(DetError):
+    """What is wrong with a trace, in one line (the path is added by the caller)."""
+
+
+ROLE = {k.number: k.role for k in ev.EVENTS}
+OBJKIND_OF = {k.number: k.objkind for k in ev.EVENTS}
+OBJKIND_NUMBER = {o.name: o.number for o in ev.OBJKINDS}
+KIND = {k.name: k.number for k in ev.EVENTS}
+NAME = {k.number: k.name.lower() for k in ev.EVENTS}
+
+RESULT_PENDING = -(2**63)  # a call logged before it ran that never came back
+MAX_ERRNO = 4095
+EOWNERDEAD = 130
+MAX_ID = 0x10FFFF  # object and site ids (det.diff reads them as code points; det makes at most 2^20 objects)
+HEX64 = re.compile(r"[0-9a-f]{64}")
+
+# Kinds whose result is a pthread-style error number (0 or a positive errno).
+PTHREAD_RESULT = {"THREAD", "MUTEX", "COND", "RWLOCK", "SPIN"}
+READ_LOCKS = {KIND[n] for n in ("RWLOCK_RDLOCK", "RWLOCK_TRYRDLOCK", "RWLOCK_TIMEDRDLOCK", "RWLOCK_CLOCKRDLOCK")}
+OWNED = {"MUTEX", "SPIN", "RWLOCK", "FILE"}  # objects one thread holds at a time (readers aside)
+
+META_TYPES: dict[str, Callable[[Any], bool]] = {
+    "format_version": lambda v: v == schema.FORMAT_VERSION,
+    "mode": lambda v: v in ("record", "strict", "logical"),
+    "argv": lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(a, str) for a in v),
+    "env": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
+    "cwd": lambda v: isinstance(v, str) and v.startswith("/"),
+    "binary": lambda v: isinstance(v, str) and v.startswith("/"),
+    "binary_sha256": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
+    "stdin": lambda v: v is None or _stdin_ok(v),
+}
+META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
+    "det_version": lambda v: isinstance(v, str),
+    "libdet_sha256": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
+    "libraries": lambda v: isinstance(v, list) and all(
+        isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and isinstance(x[1], str)
+        and HEX64.fullmatch(x[1]) is not None for x in v),
+    "start_time": lambda v: isinstance(v, str),
+    "start_unix_ns": lambda v: isinstance(v, int),
+    "host": lambda v: isinstance(v, str),
+    "kernel": lambda v: isinstance(v, str),
+    "timeout": lambda v: v is None or (isinstance(v, (int, float)) and v > 0),
+    "strict_quantum": lambda v: v is None or (isinstance(v, int) and v > 0),
+    "chaos_seed": lambda v: v is None or (isinstance(v, int) and v > 0),
+    "chaos": lambda v: v in (None, "pct", "delays"),
+    "logical": lambda v: v in (None, True, 1),
+    "pct_over": lambda v: v in (None, "memory points"),
+    "pct_range": lambda v: v is None or (isinstance(v, int) and v > 0),
+    "ingest_events_per_s": lambda v: isinstance(v, (int, float)) and v >= 0,
+    "preemptions": lambda v: isinstance(v, int) and v >= 0,
+    "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
+    "scrubbed": lambda v: isinstance(v, str),
+    "stdout": lambda v: v is None or _output_ok(v),
+    "stderr": lambda v: v is None or _output_ok(v),
+}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries"}
+OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
+END_STATES = (None, "running", "blocked", "waiting", "exited")
+
+
+def _stdin_ok(v: Any) -> bool:
+    if not isinstance(v, dict) or v.get("kind") not in ("tty", "pty", "pipe", "file", "none"):
+        return False
+    if v["kind"] == "file":
+        return (isinstance(v.get("path"), str) and isinstance(v.get("sha256"), str)
+                and isinstance(v.get("offset", 0), int) and v.get("offset", 0) >= 0)
+    return True
+
+
+def _output_ok(v: Any) -> bool:
+    if not isinstance(v, dict) or v.get("kind") not in ("tty", "pipe"):
+        return False
+    return v["kind"] == "pipe" or all(_int(v.get(k)) and 0 < v[k] < 10000 for k in ("rows", "cols"))
+
+
+def _int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _columns() -> dict[str, list[str]]:
+    """Each table of the schema and its columns, read from schema.SCHEMA."""
+    out: dict[str, list[str]] = {}
+    for name, body in re.findall(r"CREATE TABLE (\w+) \((.*?)\n\);", schema.SCHEMA, re.S):
+        lines = [ln.strip() for ln in body.strip().splitlines()]
+        out[name] = [ln.split()[0] for ln in lines if ln and not ln.startswith("--")]
+    return out
+
+
+COLUMNS = _columns()
+
+
+# ---------------------------------------------------------------- the entry point
+
+
+def validate(tr: Trace) -> None:
+    """Raise TraceDamage naming what is wrong with the trace, if anything."""
+    try:
+        _schema(tr)
+        meta = _meta(tr)
+        outcome = _outcome(tr)
+        threads, processes, objects = _tables(tr)
+        if outcome is None and not tr.path.name.endswith(".incomplete"):
+            raise TraceDamage("the trace has no outcome, so it is damaged (a recording that did not finish "
+                              "is named NAME.incomplete)")
+        ident = file_identity(tr.path)
+        if os.environ.get("DET_VALIDATE") != "full" and ident is not None and ident in _cache_read():
+            return
+        _events(tr, threads, processes, objects, outcome)
+        _data(tr)
+        if outcome is not None:
+            want = meta.get("content_sum")
+            if want is None:
+                raise TraceDamage("the trace has no content checksum (meta content_sum), so it cannot be "
+                                  "trusted to be what was recorded")
+            if content_sum(tr.db) != want:
+                raise TraceDamage("its contents differ from what was recorded (the checksum in meta "
+                                  "content_sum does not match): the trace was modified or damaged")
+            if ident is not None:
+                remember(tr.path)
+    except sqlite3.DatabaseError as e:
+        raise TraceDamage(f"the trace is damaged ({e})") from None
+    except (UnicodeDecodeError, OverflowError, ValueError, TypeError) as e:
+        raise TraceDamage(f"the trace is damaged ({type(e).__name__}: {e})") from None
+
+
+def _schema(tr: Trace) -> None:
+    tables = {r[0] for r in tr.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table, cols in COLUMNS.items():
+        if table not in tables:
+            raise TraceDamage(f"the trace is damaged (no {table} table)")
+        have = {r[1] for r in tr.db.execute(f"PRAGMA table_info({table})")}
+        missing = [c for c in cols if c not in have]
+        if missing:
+            raise TraceDamage(f"the trace is damaged (table {table} has no column {missing[0]})")
+
+
+def _meta(tr: Trace) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key, value in tr.db.execute("SELECT key, value FROM meta"):
+        if not isinstance(key, str):
+            raise TraceDamage(f"meta has a key that is not text ({key!r})")
+        if key in JSON_META:
+            if not isinstance(value, str):
+                raise TraceDamage(f"meta {key} is not JSON text")
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise TraceDamage(f"meta {key} is not valid JSON") from None
+        meta[key] = value
+    for key, ok in META_TYPES.items():
+        if key not in meta:
+            raise TraceDamage(f"meta has no {key}")
+        if not ok(meta[key]):
+            raise TraceDamage(f"meta {key} has an impossible value ({_show(meta[key])})")
+    for key, ok in META_OPTIONAL.items():
+        if key in meta and not ok(meta[key]):
+            raise TraceDamage(f"meta {key} has an impossible value ({_show(meta[key])})")
+    return meta
+
+
+def _show(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _outcome(tr: Trace) -> dict[str, Any] | None:
+    cur = tr.db.execute("SELECT * FROM outcome")
+    rows = cur.fetchall()
+    if not rows:
+        return None
+    if len(rows) > 1:
+        raise TraceDamage(f"the outcome table has {len(rows)} rows (one is written)")
+    o = dict(zip([d[0] for d in cur.description], rows[0], strict=True))
+
+    def bad(col: str) -> TraceDamage:
+        return TraceDamage(f"outcome {col} has an impossible value ({_show(o[col])})")
+
+    if o["status"] not in OUTCOME_STATUS:
+        raise bad("status")
+    for col in ("stdout_bytes", "stderr_bytes", "duration_ns", "events"):
+        if not _int(o[col]) or o[col] < 0:
+            raise bad(col)
+    for col in ("stdout_sha256", "stderr_sha256"):
+        if not isinstance(o[col], str) or not HEX64.fullmatch(o[col]):
+            raise bad(col)
+    for col in ("stdout_tail", "stderr_tail"):
+        if not isinstance(o[col], (bytes, str)) or len(o[col]) > 4096:
+            raise bad(col)
+    if not isinstance(o["message"], str):
+        raise bad("message")
+    code, sig = o["exit_code"], o["signal"]
+    if code is not None and (not _int(code) or not 0 <= code <= 255):
+        raise bad("exit_code")
+    if sig is not None and (not _int(sig) or not 1 <= sig <= 64):
+        raise bad("signal")
+    if (code is None) == (sig is None):
+        raise TraceDamage("the outcome has " + ("both an exit code and a signal" if code is not None
+                                                else "neither an exit code nor a signal"))
+    if o["status"] == "exited" and code is None or o["status"] == "signaled" and sig is None:
+        raise TraceDamage(f"the outcome says {o['status']} without its " + ("exit code" if sig else "signal"))
+    return o
+
+
+def _rows(tr: Trace, table: str) -> Iterator[dict[str, Any]]:
+    cur = tr.db.execute(f"SELECT * FROM {table}")
+    names = [d[0] for d in cur.description]
+    for r in cur:
+        yield dict(zip(names, r, strict=True))
+
+
+def _numbered(tr: Trace, table: str, key: str, prefix: str, ints: tuple[str, ...]) -> dict[int, dict]:
+    """The rows of a table of processes or threads by number, each number
+    in range and each of `ints` a number."""
+    out: dict[int, dict] = {}
+    for row in _rows(tr, table):
+        n = row[key]
+        if not _int(n) or not 0 <= n < 2**16:
+            raise TraceDamage(f"{table} has an impossible number ({_show(n)})")
+        for col in ints:
+            if not _int(row[col]):
+                raise TraceDamage(f"{table} {prefix}{n}: {col} is not a number ({_show(row[col])})")
+        out[n] = row
+    return out
+
+
+def _tables(tr: Trace) -> tuple[dict[int, dict], dict[int, dict], dict[int, int]]:
+    """threads, processes (by number) and objects (obj -> kind), checked
+    against each other."""
+    objects: dict[int, int] = {}
+    for o in _rows(tr, "objects"):
+        if not _int(o["obj"]) or not 1 <= o["obj"] <= MAX_ID:
+            raise TraceDamage(f"objects has an impossible id ({_show(o['obj'])})")
+        if not _int(o["kind"]) or o["kind"] not in ev.OBJ_BY_NUMBER or o["kind"] == 0:
+            raise TraceDamage(f"object {o['obj']} has an impossible kind ({_show(o['kind'])})")
+        if not _int(o["address"]) or not _int(o["first_seq"]):
+            raise TraceDamage(f"object {o['obj']} has an impossible address or first event")
+        objects[o["obj"]] = o["kind"]
+    processes = _numbered(tr, "processes", "process", "P", ("parent", "pid", "create_seq", "thread", "execs"))
+    for n, p in processes.items():
+        if not isinstance(p["exe"], str):
+            raise TraceDamage(f"process P{n}: exe is not text")
+        if p["status"] is not None and (not _int(p["status"]) or not 0 <= p["status"] <= 0xFFFF):
+            raise TraceDamage(f"process P{n}: impossible wait status ({_show(p['status'])})")
+        if p["pid"] < 0 or p["execs"] < 0:
+            raise TraceDamage(f"process P{n}: impossible pid or exec count")
+    threads = _numbered(tr, "threads", "tid", "T", ("parent", "ktid", "create_seq", "obj", "process"))
+    for n, t in threads.items():
+        if t["events"] is not None and (not _int(t["events"]) or t["events"] < 0):
+            raise TraceDamage(f"thread T{n}: impossible event count ({_show(t['events'])})")
+        if t["end_state"] not in END_STATES:
+            raise TraceDamage(f"thread T{n}: impossible end state ({_show(t['end_state'])})")
+    if 0 not in threads:
+        raise TraceDamage("the trace has no thread T0")
+    if processes and 0 not in processes:
+        raise TraceDamage("the trace has no process P0")
+    for n, t in threads.items():
+        if (t["parent"] == -1) != (n == 0) or (n and t["parent"] not in threads):
+            raise TraceDamage(f"thread T{n}: its parent T{t['parent']} is not in the trace")
+        if n and t["create_seq"] < 0:
+            raise TraceDamage(f"thread T{n}: no creating event ({t['create_seq']})")
+        if t["obj"] and objects.get(t["obj"]) != OBJKIND_NUMBER["THREAD"]:
+            raise TraceDamage(f"thread T{n}: its object {t['obj']} is not a thread object")
+        if processes and t["process"] not in processes:
+            raise TraceDamage(f"thread T{n}: its process P{t['process']} is not in the trace")
+    for n, p in processes.items():
+        if (p["parent"] == -1) != (n == 0) or (n and p["parent"] not in processes):
+            raise TraceDamage(f"process P{n}: its parent P{p['parent']} is not in the trace")
+        if p["thread"] not in threads:
+            raise TraceDamage(f"process P{n}: its first thread T{p['thread']} is not in the trace")
+    for b in _rows(tr, "blocked"):
+        if b["tid"] not in threads or not all(_int(b[c]) for c in ("kind", "obj", "ra")):
+            raise TraceDamage(f"blocked has an impossible row (thread {_show(b['tid'])})")
+    for s in _rows(tr, "sites"):
+        if not _int(s["site"]) or not 1 <= s["site"] <= MAX_ID or not _int(s["address"]):
+            raise TraceDamage(f"sites has an impossible row ({_show(s['site'])})")
+    for m in _rows(tr, "modules"):
+        if not isinstance(m["path"], str) or not _int(m["base"]):
+            raise TraceDamage(f"modules has an impossible row ({_show(m['path'])})")
+    return threads, processes, objects
+
+
+# ---------------------------------------------------------------- the full pass
+
+
+class _Order:
+    """Each kind's order rules, checked event by event in seq order."""
+
+    def __init__(self, threads: dict[int, dict], objects: dict[int, int]) -> None:
+        self.threads = threads
+        self.objects = objects
+        self.by_obj = {t["obj"]: n for n, t in threads.items() if t["obj"]}
+        self.count = dict.fromkeys(threads, 0)
+        self.exited: dict[int, int] = {}           # tid -> seq of its exit
+        self.joined: dict[int, tuple[int, int]] = {}  # tid -> (join seq, joiner) before its exit
+        self.holders: dict[int, dict[int, int]] = {}  # obj -> {tid: depth}
+        self.readers: dict[int, dict[int, int]] = {}  # rwlock -> {tid: depth}
+        self.waiting: set[tuple[int, int]] = set()    # (tid, obj) in a cond wait or barrier
+        self.created: dict[int, int] = {}           # child tid -> seq of its create
+
+    def fail(self, seq: int, tid: int, kind: int, what: str) -> TraceDamage:
+        return TraceDamage(f"impossible order at event {seq} (T{tid} {NAME.get(kind, kind)}): {what}")
+
+    def event(self, seq: int, tid: int, idx: int, kind: int, obj: int, result: int, aux: int) -> None:
+        n = self.count.get(tid)
+        if n is None:
+            raise TraceDamage(f"event {seq} names thread T{tid}, which is not in the trace")
+        if idx != n:
+            raise TraceDamage(f"event {seq} is T{tid}'s event {idx}, but T{tid} has had {n} events before it")
+        self.count[tid] = n + 1
+        role = ROLE.get(kind)
+        if role is None:
+            raise TraceDamage(f"event {seq} has an unknown kind ({kind})")
+        objkind = OBJKIND_OF[kind]
+        if obj and obj not in self.objects:
+            raise TraceDamage(f"event {seq} names object {obj}, which is not in the trace")
+        if objkind not in ("NONE",) and role not in ("CREATE",) and obj and \
+                self.objects[obj] != OBJKIND_NUMBER[objkind]:
+            raise TraceDamage(f"event {seq} ({NAME[kind]}) names object {obj}, which is not a {objkind.lower()}")
+        self._result(seq, tid, kind, objkind, result)
+        if idx == 0 and tid:
+            created = self.threads[tid]["create_seq"]
+            if created >= seq:
+                raise self.fail(seq, tid, kind, f"T{tid} runs before the event that creates it ({created})")
+        if role == "CREATE":
+            child = self.threads.get(aux)
+            if child is None or child["create_seq"] != seq:
+                raise self.fail(seq, tid, kind, f"it creates T{aux}, whose creating event is not this one")
+        elif role == "EXIT":
+            self.exited[tid] = seq
+            if tid in self.joined:
+                at, joiner = self.joined[tid]
+                raise TraceDamage(f"impossible order: T{joiner} joined T{tid} at event {at}, before T{tid} "
+                                  f"exited at event {seq}")
+        elif role == "JOIN" and result == 0:
+            target = self.by_obj.get(obj)
+            if target is not None and target not in self.exited:
+                self.joined.setdefault(target, (seq, tid))
+        elif role in ("ACQUIRE", "RELEASE") and self.objects.get(obj) in OWNED_NUMBERS:
+            self._own(seq, tid, kind, role, obj, result)
+        elif role == "WAIT":
+            if (tid, obj) in self.waiting:
+                raise self.fail(seq, tid, kind, f"T{tid} is already waiting on object {obj}")
+            self.waiting.add((tid, obj))
+            if objkind == "COND" and aux:
+                self._release(aux, tid)
+        elif role == "WAKE":
+            if (tid, obj) not in self.waiting:
+                arrive = "arrive" if objkind == "BARRIER" else "wait"
+                raise self.fail(seq, tid, kind, f"T{tid} has no {arrive} on object {obj} before it")
+            self.waiting.discard((tid, obj))
+            if objkind == "COND" and aux:
+                self._take(seq, tid, kind, aux, 1)
+
+    def _result(self, seq: int, tid: int, kind: int, objkind: str, result: int) -> None:
+        name = NAME[kind]
+        if objkind in PTHREAD_RESULT and kind not in (KIND["PROC_FORK"], KIND["PROC_SPAWN"]):
+            ok = 0 <= result <= MAX_ERRNO
+        elif objkind == "SEM":
+            ok = -MAX_ERRNO <= result <= 0
+        elif kind == KIND["BARRIER_DEPART"]:
+            ok = result in (0, -1)
+        elif objkind == "BARRIER":
+            ok = 0 <= result <= MAX_ERRNO
+        elif objkind == "ONCE":
+            ok = result in (0, 1) if kind == KIND["ONCE"] else result == 0
+        elif kind in (KIND["PROC_FORK"], KIND["PROC_SPAWN"]):
+            ok = result > 0 or -MAX_ERRNO <= result < 0
+        else:
+            return
+        if not ok:
+            raise TraceDamage(f"event {seq} (T{tid} {name}) has an impossible result ({result})")
+
+    def _own(self, seq: int, tid: int, kind: int, role: str, obj: int, result: int) -> None:
+        if role == "RELEASE":
+            if result == 0:
+                self._release(obj, tid)
+            return
+        if result not in (0, EOWNERDEAD):
+            return  # EBUSY, ETIMEDOUT, EDEADLK: not taken
+        if result == EOWNERDEAD:  # a robust mutex whose owner died: taken over
+            self.holders.pop(obj, None)
+        if kind in READ_LOCKS:
+            w = {t: d for t, d in self.holders.get(obj, {}).items() if t != tid}
+            if w:
+                raise self.fail(seq, tid, kind, f"rwlock {obj} is write-locked by T{min(w)}")
+            r = self.readers.setdefault(obj, {})
+            r[tid] = r.get(tid, 0) + 1
+            return
+        if kind in RW_WRITE and any(t != tid for t in self.readers.get(obj, {})):
+            other = min(t for t in self.readers[obj] if t != tid)
+            raise self.fail(seq, tid, kind, f"rwlock {obj} is read-locked by T{other}")
+        self._take(seq, tid, kind, obj, 1)
+
+    def _take(self, seq: int, tid: int, kind: int, obj: int, n: int) -> None:
+        h = self.holders.setdefault(obj, {})
+        others = [t for t in h if t != tid]
+        if others:
+            raise self.fail(seq, tid, kind, f"object {obj} is held by T{others[0]}")
+        h[tid] = h.get(tid, 0) + n
+
+    def _release(self, obj: int, tid: int) -> None:
+        for table in (self.readers, self.holders):
+            h = table.get(obj)
+            if h and tid in h:
+                h[tid] -= 1
+                if h[tid] <= 0:
+                    del h[tid]
+                return
+
+
+OWNED_NUMBERS = {OBJKIND_NUMBER[k] for k in OWNED}
+# Kinds with no order rule whose result still has a range (_Order._result).
+RESULT_RULED = {KIND["PROC_FORK"], KIND["PROC_SPAWN"], KIND["ONCE"], KIND["ONCE_INIT"], KIND["THREAD_DETACH"]}
+RW_WRITE = {KIND[n] for n in ("RWLOCK_WRLOCK", "RWLOCK_TRYWRLOCK", "RWLOCK_TIMEDWRLOCK", "RWLOCK_CLOCKWRLOCK")}
+EVENT_FIELDS = ("seq", "tid", "idx", "kind", "obj", "result", "aux")
+
+
+def _events(tr: Trace, threads: dict[int, dict], processes: dict[int, dict], objects: dict[int, int],
+            outcome: dict[str, Any] | None) -> None:
+    types = " OR ".join(f"typeof({c}) != 'integer'" for c in EVENT_FIELDS)
+    bad = tr.db.execute(f"SELECT {', '.join(EVENT_FIELDS)} FROM events WHERE {types} LIMIT 1").fetchone()
+    if bad is not None:
+        name, v = next((n, v) for n, v in zip(EVENT_FIELDS, bad, strict=True) if type(v) is not int)
+        raise TraceDamage(f"event {_show(bad[0])}: {name} is not a number ({_show(v)})")
+    bad = tr.db.execute("SELECT seq, site FROM events WHERE typeof(site) != 'integer' OR typeof(ts) != 'integer' "
+                        "OR (site != 0 AND site NOT IN (SELECT site FROM sites)) LIMIT 1").fetchone()
+    if bad is not None:
+        raise TraceDamage(f"event {bad[0]}: its site ({_show(bad[1])}) or time is damaged")
+    order = _Order(threads, objects)
+    count = order.count
+    ruled = {k for k, r in ROLE.items() if r not in ("INPUT", "OUTPUT", "OTHER")} | set(RESULT_RULED)
+    # The commonest events (a plain lock taken when free, released by its
+    # holder, an input) are checked inline; the rest by _Order.event.
+    holders = order.holders
+    locks = {KIND[n] for n in ("MUTEX_LOCK", "MUTEX_TRYLOCK", "MUTEX_TIMEDLOCK", "MUTEX_CLOCKLOCK", "SPIN_LOCK",
+                               "SPIN_TRYLOCK")}
+    unlocks = {KIND["MUTEX_UNLOCK"], KIND["SPIN_UNLOCK"]}
+    mutexes = {o for o, k in objects.items() if k in (OBJKIND_NUMBER["MUTEX"], OBJKIND_NUMBER["SPIN"])}
+    last = -1
+    for seq, tid, idx, kind, obj, result, aux in tr.event_rows():
+        if count.get(tid, -1) == idx and seq > last:
+            if kind in locks and result == 0 and obj in mutexes:
+                h = holders.get(obj)
+                if not h:
+                    holders[obj] = {tid: 1}
+                    count[tid] = idx + 1
+                    last = seq
+                    continue
+            elif kind in unlocks and result == 0 and obj in mutexes:
+                h = holders.get(obj)
+                if h and len(h) == 1 and h.get(tid) == 1:
+                    del holders[obj]
+                    count[tid] = idx + 1
+                    last = seq
+                    continue
+            elif kind not in ruled and kind in ROLE and (not obj or obj in objects):
+                count[tid] = idx + 1
+                last = seq
+                continue
+        if seq <= last:
+            raise TraceDamage(f"event {seq} is out of order (after event {last})")
+        order.event(seq, tid, idx, kind, obj, result, aux)
+        last = seq
+    if outcome is not None:
+        for n, t in threads.items():
+            if t["events"] is not None and t["events"] != count[n]:
+                raise TraceDamage(f"thread T{n} says it has {t['events']} events, the trace holds {count[n]}")
+        total = sum(count.values())
+        if outcome["events"] < total:
+            raise TraceDamage(f"the outcome says {outcome['events']} events, the trace holds {total}")
+    for n, p in processes.items():
+        if n and p["create_seq"] > last:
+            raise TraceDamage(f"process P{n}: its creating event {p['create_seq']} is not in the trace")
+
+
+def _data(tr: Trace) -> None:
+    bad = tr.db.execute(
+        "SELECT seq FROM data WHERE typeof(seq) != 'integer' OR typeof(bytes) != 'blob' "
+        "OR seq NOT IN (SELECT seq FROM events) LIMIT 1").fetchone()
+    if bad is not None:
+        raise TraceDamage(f"the data of event {_show(bad[0])} is damaged (no such event, or not bytes)")
+    bad = tr.db.execute("SELECT chunk FROM stdin WHERE typeof(chunk) != 'integer' OR typeof(bytes) != 'blob' "
+                        "LIMIT 1").fetchone()
+    if bad is not None:
+        raise TraceDamage(f"stdin chunk {_show(bad[0])} is damaged")
+
+
+# ---------------------------------------------------------------- the content checksum
+
+# Meta and outcome values replay uses: the checksum covers them.
+SEALED_META = ("format_version", "mode", "argv", "env", "cwd", "binary", "binary_sha256", "stdin", "stdout", "stderr",
+               "libraries")
+SEALED_OUTCOME = ("status", "exit_code", "signal", "stdout_bytes", "stdout_sha256", "stderr_bytes",
+                  "stderr_sha256", "events")
+P31 = 2147483647
+
+
+def _lane(a: int) -> str:
+    """A polynomial hash of one event's enforced fields, mod 2^31-1, as SQL:
+    summed over all events by SQLite itself (C speed; no overflow)."""
+    h = "0"
+    for col in EVENT_FIELDS:
+        h = f"(({h}) * {a} + ({col} % {P31})) % {P31}"
+    return h
+
+
+EVENT_SUM_SQL = f"SELECT count(*), sum({_lane(48271)}), sum({_lane(69621)}) FROM events"
+
+
+def content_sum(db: sqlite3.Connection) -> str:
+    """The checksum of everything replay enforces: the events' order, kinds,
+    objects, results and aux values, the input data, the piped stdin, the
+    threads and processes, the meta values and outcome replay uses."""
+    h = hashlib.sha256()
+
+    def blob_sum(sql: str) -> list[Any]:
+        rows = db.execute(sql).fetchall()
+        return [len(rows), sum(k * 1000003 + zlib.crc32(b if isinstance(b, bytes) else str(b).encode())
+                               + (zlib.adler32(b) << 32 if isinstance(b, bytes) else 0) for k, b in rows)]
+
+    meta = {k: v for k, v in db.execute("SELECT key, value FROM meta") if k in SEALED_META}
+    out = db.execute(f"SELECT {', '.join(SEALED_OUTCOME)} FROM outcome").fetchall()
+    parts = [
+        sorted(meta.items()),
+        [list(r) for r in out],
+        list(db.execute(EVENT_SUM_SQL).fetchone()),
+        blob_sum("SELECT seq, bytes FROM data"),
+        blob_sum("SELECT chunk, bytes FROM stdin"),
+        [list(r) for r in db.execute("SELECT tid, parent, create_seq, obj, events, end_state, process "
+                                     "FROM threads ORDER BY tid")],
+        [list(r) for r in db.execute("SELECT process, parent, pid, create_seq, thread, status "
+                                     "FROM processes ORDER BY process")],
+        [list(r) for r in db.execute("SELECT obj, kind FROM objects ORDER BY obj")],
+    ]
+    h.update(json.dumps(parts, default=repr).encode())
+    return h.hexdigest()
+
+
+def seal(db: sqlite3.Connection) -> None:
+    """Store the content checksum (det's own writers call this after they
+    wrote or changed a complete trace)."""
+    with db:
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('content_sum', ?)", (content_sum(db),))
+
+
+# ---------------------------------------------------------------- traces known to be valid
+
+
+def _cache_file() -> Path | None:
+    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(os.environ["HOME"], ".cache")
+                                                 if os.environ.get("HOME") else None)
+    return Path(base) / "det" / "valid-traces" if base else None
+
+
+def file_identity(path: Path) -> str | None:
+    """The file's bytes, hashed (SHA-256 reads ~1 GB/s: far less than a full
+    pass); None while it is being written (its WAL holds part of it)."""
+    if Path(str(path) + "-wal").exists():
+        return None
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _cache_read() -> set[str]:
+    f = _cache_file()
+    if f is None:
+        return set()
+    try:
+        return set(f.read_text().split())
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def remember(path: str | os.PathLike[str]) -> None:
+    """This version of the file is valid (det wrote it, or it passed)."""
+    ident = file_identity(Path(path))
+    f = _cache_file()
+    if ident is None or f is None:
+        return
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lines = f.read_text().split() if f.exists() and f.stat().st_size > 64 << 10 else None
+        if lines is not None:  # keep it small (1000 traces): the newest half
+            tmp = f.with_name(f.name + f".{os.getpid()}")
+            tmp.write_text("\n".join(lines[len(lines) // 2:]) + "\n")
+            os.replace(tmp, f)
+        fd = os.open(f, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (ident + "\n").encode())
+        finally:
+            os.close(fd)
+    except (OSError, UnicodeDecodeError):
+        pass  # no cache: every open validates in full

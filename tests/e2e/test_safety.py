@@ -1,0 +1,206 @@
+"""Safe to point at anything: what a divergence of a racy program says, whose
+trace may run, what a trace holds and how to share it, and what outlives a
+killed detrec."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DETREC, ROOT, detrec, detreplay, program, query, reseal, run
+
+NOBODY = 65534
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.fail("this test makes files owned by another user: it needs root (CI runs as root)", pytrace=False)
+
+
+def test_race_divergence_says_what_it_likely_is(tmp_path: Path) -> None:
+    trace = tmp_path / "race.db"
+    for _ in range(5):  # the recording's sleep lets the worker win; on a very slow machine it may not
+        r = detrec("-o", trace, program("race_path"))
+        assert r.returncode == 0, r.stderr.decode()
+        if r.stdout == b"took a\n":
+            break
+    assert r.stdout == b"took a\n", "the worker never won the race while recording"
+    rr = detreplay(trace)
+    err = rr.stderr.decode()
+    assert rr.returncode == 125, err
+    assert "most likely a data race" in err and "--strict" in err, err
+    strict = tmp_path / "race-strict.db"
+    r = detrec("--strict", "-o", strict, program("race_path"))
+    assert r.returncode == 0, r.stderr.decode()
+    rr = detreplay(strict)
+    assert rr.returncode == 0 and b"outcome matches" in rr.stderr, rr.stderr.decode()
+    assert rr.stdout == r.stdout
+
+
+def recorded(tmp_path: Path, name: str = "t.db", env: dict | None = None) -> Path:
+    """hello, recorded with one argument: it exits 7."""
+    trace = tmp_path / name
+    r = detrec("-o", trace, program("hello"), "x", env=env)
+    assert r.returncode == 7, r.stderr.decode()
+    return trace
+
+
+def test_another_users_trace_is_not_run_unless_trusted(tmp_path: Path) -> None:
+    need_root()
+    trace = recorded(tmp_path)
+    os.chown(trace, NOBODY, NOBODY)
+    r = detreplay(trace)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and b"hello from" not in r.stdout, err
+    line = [ln for ln in err.splitlines() if ln.startswith("detreplay:")][0]
+    assert "belongs to nobody" in line and str(program("hello")) in line and "--trust" in line, line
+    assert "Traceback" not in err
+    r = detreplay("--trust", trace)
+    assert r.returncode == 7 and b"outcome matches" in r.stderr, r.stderr.decode()
+    r = detreplay(trace, env=dict(os.environ, DET_TRUST="1"))
+    assert r.returncode == 7, r.stderr.decode()
+    # Reading it needs no trust.
+    assert detrec("info", trace).returncode == 0
+
+
+def test_libraries_are_checked_and_preloads_must_be_recorded(tmp_path: Path) -> None:
+    lib = tmp_path / "libgreet.so"
+    src = tmp_path / "greet.c"
+    src.write_text('int greet(void) { return 3; }\n')
+    assert run(["gcc", "-shared", "-fPIC", "-o", lib, src]).returncode == 0
+    main = tmp_path / "main.c"
+    main.write_text('#include <stdio.h>\nint greet(void);\nint main(void) { printf("%d\\n", greet()); return 0; }\n')
+    prog = tmp_path / "greeter"
+    assert run(["gcc", "-o", prog, main, f"-L{tmp_path}", "-lgreet", f"-Wl,-rpath,{tmp_path}"]).returncode == 0
+    trace = tmp_path / "g.db"
+    assert detrec("-o", trace, prog).returncode == 0
+    libs = json.loads(query(trace, "SELECT value FROM meta WHERE key = 'libraries'")[0][0])
+    assert any(p == str(lib) for p, _ in libs), libs
+    assert detreplay(trace).returncode == 0
+    with open(lib, "ab") as f:
+        f.write(b"\0changed")
+    r = detreplay(trace)
+    assert r.returncode == 2 and f"{lib} changed since the recording loaded it".encode() in r.stderr, r.stderr
+    assert detreplay("--force", trace).returncode == 0
+    # A preload added to the recorded environment: refused even when the
+    # editor sealed the trace again (without sealing, it is damaged).
+    evil_src = tmp_path / "evil.c"
+    evil_src.write_text('#include <stdio.h>\n__attribute__((constructor)) static void f(void) { puts("EVIL"); }\n')
+    evil = tmp_path / "libevil.so"
+    assert run(["gcc", "-shared", "-fPIC", "-o", evil, evil_src]).returncode == 0
+    edited = tmp_path / "edited.db"
+    shutil.copy(recorded(tmp_path), edited)
+    db = sqlite3.connect(edited)
+    env = json.loads(db.execute("SELECT value FROM meta WHERE key = 'env'").fetchone()[0])
+    env["LD_PRELOAD"] = str(evil)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'env'", (json.dumps(env),))
+    db.commit()
+    db.close()
+    r = detreplay(edited)
+    assert r.returncode == 2 and b"damaged" in r.stderr and b"EVIL" not in r.stdout, r.stderr
+    reseal(edited)
+    r = detreplay(edited)
+    assert r.returncode == 2 and b"EVIL" not in r.stdout, r.stderr
+    assert f"LD_PRELOAD names {evil}, which the recording did not load".encode() in r.stderr, r.stderr
+
+
+def test_scrubbed_copy_to_share(tmp_path: Path) -> None:
+    secret = "tok-4f9a2c7e1b"
+    trace = recorded(tmp_path, "t.db", env=dict(os.environ, API_TOKEN=secret))
+    assert secret.encode() in trace.read_bytes()
+    out = tmp_path / "share.db"
+    r = detrec("scrub", trace, "-o", out)
+    assert r.returncode == 0 and b"environment value(s) replaced" in r.stderr, r.stderr.decode()
+    assert secret.encode() not in out.read_bytes(), "the secret is still in the file's bytes"
+    env = json.loads(query(out, "SELECT value FROM meta WHERE key = 'env'")[0][0])
+    assert env["API_TOKEN"] == "x" * len(secret) and env["PATH"] == os.environ["PATH"]
+    assert "API_TOKEN" in query(out, "SELECT value FROM meta WHERE key = 'scrubbed'")[0][0].split(",")
+    assert secret.encode() in trace.read_bytes()  # the original is untouched
+    r = detreplay(out)
+    assert r.returncode == 7 and b"outcome matches" in r.stderr, r.stderr.decode()
+    # The copy goes where detrec -o may write.
+    r = detrec("scrub", trace, "-o", tmp_path)
+    assert r.returncode == 2 and b"is a directory" in r.stderr
+    docs = (ROOT / "README.md").read_text()
+    assert "What a trace holds" in docs and "detrec scrub" in docs
+
+
+def pids_of(pattern: str) -> list[str]:
+    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def test_nothing_outlives_a_killed_detrec(tmp_path: Path) -> None:
+    """kill -9 of detrec: the program dies with it (PDEATHSIG), and so do its
+    children that outlive it (det's watchdog finds them by det's variable in
+    their environment)."""
+    a, b = 3_700_000 + os.getpid() % 100_000, 3_800_000 + os.getpid() % 100_000  # this test's own sleeps
+    pattern = f"^sleep ({a}|{b})$"
+    trace = tmp_path / "sh.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), "sh", "-c", f"sleep {a} & sleep {b} & echo up; wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"up\n"
+        deadline = time.monotonic() + 20
+        while len(pids_of(pattern)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(pids_of(pattern)) == 2
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + 10
+    while pids_of(pattern) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = pids_of(pattern)
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+    assert not left, "grandchildren outlived the killed detrec"
+
+
+def test_killed_until_fail_leaves_no_runs(tmp_path: Path) -> None:
+    out = tmp_path / "u.db"
+    work = tmp_path / ".u.db.runs"
+    p = subprocess.Popen([str(DETREC), "-q", "--until-fail", "1000", "-o", str(out), str(program("spinner"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not any(work.glob("run*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(work.glob("run*")), "no run started"
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 10
+    while work.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not work.exists(), list(work.iterdir())
+    # One left some other way is cleaned when the next --until-fail starts.
+    work.mkdir()
+    shutil.copy(recorded(tmp_path), work / "run3.db")
+    r = detrec("-q", "--until-fail", "1", "-o", out, shutil.which("true"))
+    assert r.returncode == 0 and not work.exists(), r.stderr.decode()
+
+
+def test_set_user_id_programs(tmp_path: Path) -> None:
+    """Refused when the set-ID bit would change the user (the kernel drops
+    LD_PRELOAD), as the program or as a child; recorded when it would not."""
+    need_root()
+    other = tmp_path / "hello_other"
+    shutil.copy(program("hello"), other)
+    os.chown(other, NOBODY, NOBODY)
+    os.chmod(other, 0o4755)
+    r = detrec("-o", tmp_path / "a.db", other)
+    assert r.returncode == 126 and b"set-user-ID or set-group-ID to another user" in r.stderr, r.stderr
+    r = detrec("-o", tmp_path / "b.db", "sh", "-c", f"{other}; true")
+    assert r.returncode == 125 and b"set-user-ID" in r.stderr and str(other).encode() in r.stderr, r.stderr
+    mine = tmp_path / "hello_mine"
+    shutil.copy(program("hello"), mine)
+    os.chmod(mine, 0o4755)  # root's own: running it changes nothing
+    assert detrec("-o", tmp_path / "c.db", mine).returncode == 0
+    assert detrec("-o", tmp_path / "d.db", "sh", "-c", f"{mine}; true").returncode == 0

@@ -1,0 +1,83 @@
+"""dettui in a real terminal (tmux), driven as a person would: keys typed,
+the screen read back.
+
+Rules: tmux is required (tools/setup.sh installs it): missing, the test
+fails. Each run uses its own tmux session name and kills only that session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from tuitraces import deadlock, in_tmp  # noqa: F401 - fixtures
+
+from conftest import BIN
+
+
+def tmux(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=30)
+
+
+def screen(name: str) -> str:
+    return tmux("capture-pane", "-p", "-t", name).stdout
+
+
+def wait_for(name: str, text: str, timeout: float = 30) -> str:
+    end = time.monotonic() + timeout
+    shown = ""
+    while time.monotonic() < end:
+        shown = screen(name)
+        if text in shown:
+            return shown
+        time.sleep(0.2)
+    pytest.fail(f"{text!r} did not appear on the screen in {timeout:g} s; the screen:\n{shown}")
+
+
+def keys(name: str, *ks: str) -> None:
+    for k in ks:
+        assert tmux("send-keys", "-t", name, k).returncode == 0
+        # A terminal sends Escape then q as Alt+q when they come together: pause after it, as a person does.
+        time.sleep(0.6 if k == "Escape" else 0.15)
+
+
+def test_a_person_reads_a_deadlock_in_a_terminal(deadlock: str, in_tmp: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (tools/setup.sh installs it)")
+    name = f"dettui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    status = in_tmp / "status"
+    cmd = f"{BIN / 'dettui'} {deadlock}; echo $? > {status}"
+    assert tmux("new-session", "-d", "-s", name, "-x", "140", "-y", "40", cmd).returncode == 0
+    try:
+        first = wait_for(name, "Timeline  events 0..29 of 30")
+        assert "deadlock: T1 holds mutex 4 and waits for mutex 5" in first
+        assert "T1 ✖" in first and "T2 ✖" in first
+        keys(name, "End")
+        wait_for(name, "Event 29")
+        assert "then blocked" in screen(name)
+        keys(name, "g")
+        wait_for(name, "Go to event")
+        keys(name, "1", "2", "Enter")
+        wait_for(name, "Event 12")
+        keys(name, "/")
+        keys(name, "T", "2", "Enter", "Escape")
+        wait_for(name, "Event 27")          # T2 starts at 27 (the first T2 event after 12)
+        keys(name, "f")
+        wait_for(name, "Filter the events")
+        keys(name, "T", "2", "Enter")
+        wait_for(name, "filter: T2  (2 of 30")
+        keys(name, "?")
+        wait_for(name, "what it does")
+        keys(name, "Escape", "q")
+        end = time.monotonic() + 15
+        while time.monotonic() < end and not status.exists():
+            time.sleep(0.2)
+        assert status.exists(), f"dettui did not quit on q; the screen:\n{screen(name)}"
+        assert status.read_text().strip() == "0"
+    finally:
+        tmux("kill-session", "-t", name)
