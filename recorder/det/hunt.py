@@ -10,7 +10,8 @@ Rules of this module:
    detrec's --until-fail and --chaos --runs (a hunt that stops at its first
    failure) use it.
  - Run i of a hunt from seed S takes seed S+i. Under PCT (--strict) its k is
-   the median event count of the runs that had finished when it started
+   the median step count (events; det-cc memory points for a program built
+   with them) of the runs that had finished when it started
    (unless --pct-k fixes it); the trace stores it, and the command printed to
    repeat a run names it.
  - Results are merged by seed, whatever order runs finish in: the trace kept
@@ -48,6 +49,7 @@ from .launch import read_own_stdin, resolve_program, stdin_source
 from .outpath import check_output_dir
 from .record import INTERRUPT, PCT_K, Options, RunResult, hung_run, record_run, sha256_file
 from .trace import Trace
+from .watchdog import Watchdog
 
 DEFAULT_RUNS = 100
 DEFAULT_TIMEOUT = 10.0
@@ -77,6 +79,7 @@ class RunSummary:
     kind: str | None     # failure kind (None: passed)
     detail: str          # the line that shows it (assertion, last output, deadlock report)
     events: int
+    steps: int           # PCT's steps: events, or det-cc memory points (RunResult.pct_steps)
     schedule: str        # Trace.schedule_digest()
     seconds: float
     path: str            # the trace, where the run was recorded
@@ -123,16 +126,18 @@ def run_seed(spec: RunSpec, index: int, pct_k: int, scratch: Path, stop: Any = N
     hung = hung_run(res)
     abandoned = not hung and (bool(stop is not None and stop.is_set()) or res.status == "interrupted")
     kind, detail = classify(res)
-    with Trace(res.path) as tr:
-        schedule = tr.schedule_digest()
+    schedule = ""
+    if not abandoned:
+        with Trace(res.path) as tr:
+            schedule = tr.schedule_digest()
     if kind is None and not abandoned:
         os.replace(res.path, scratch / "last-pass.db")
         res.path = scratch / "last-pass.db"
     elif abandoned:
         res.path.unlink(missing_ok=True)
     tail = (res.stdout_tail + res.stderr_tail).decode(errors="replace").strip().splitlines()[-5:]
-    return RunSummary(index, seed, opts.pct_k, res.status, res.exit_status, kind, detail, res.events, schedule,
-                      res.duration, str(res.path), abandoned=abandoned, hung=hung, message=res.message,
+    return RunSummary(index, seed, opts.pct_k, res.status, res.exit_status, kind, detail, res.events, res.pct_steps,
+                      schedule, res.duration, str(res.path), abandoned=abandoned, hung=hung, message=res.message,
                       report=res.report, tail=tail)
 
 
@@ -156,6 +161,8 @@ class LocalEngine:
         self.slots = jobs
         self.scratch = scratch
         scratch.mkdir(parents=True, exist_ok=True)
+        for stale in (*scratch.glob("run-*"), *scratch.glob("last-pass.db*")):  # left by a hunt that was killed
+            stale.unlink(missing_ok=True)
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
         self.stop = threading.Event()
 
@@ -230,19 +237,19 @@ class Hunt:
         self.engine = engine
         self.keep = keep
         self.stop_at_first = stop_at_first
-        self.learn_k = learn_k and spec.opts.strict and bool(spec.opts.seed)
+        self.learn_k = learn_k and spec.opts.pct
         self.keep_pass = keep_pass
         self.progress = progress or (lambda rep, final: None)
         self.report = HuntReport()
-        self.events: list[int] = []
+        self.steps: list[int] = []
         self.last_pass: RunSummary | None = None
         self.stopped = False               # stop_at_first: the failure came
         self.partner_from: int | None = None  # the first run started only to find a passing partner
 
     def pct_k(self) -> int:
-        """PCT's k for the next run: the median event count of the runs so far."""
-        if self.learn_k and self.events:
-            return max(1, int(statistics.median_low(self.events)))
+        """PCT's k for the next run: the median step count of the runs so far."""
+        if self.learn_k and self.steps:
+            return max(1, int(statistics.median_low(self.steps)))
         return self.spec.opts.pct_k
 
     def run(self) -> HuntReport:
@@ -278,7 +285,7 @@ class Hunt:
             rep.seconds = time.monotonic() - t0
             self.engine.close()
         self.progress(rep, True)
-        rep.pct_k = self.pct_k() if self.spec.opts.strict and self.spec.opts.seed else None
+        rep.pct_k = self.pct_k() if self.spec.opts.pct else None
         return rep
 
     def _may_start(self, index: int) -> bool:
@@ -300,7 +307,7 @@ class Hunt:
         rep.runs += 1
         rep.schedules.add(run.schedule)
         rep.by_seed[run.index] = run
-        self.events.append(run.events)
+        self.steps.append(run.steps)
         if run.kind is None:
             if self.spec.opts.auto_timeout is not None:  # detrec's per-run timeout learns from passes
                 self.spec.opts.auto_timeout.passed(run.seconds)
@@ -434,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "in parallel with seeded delays)")
     p.add_argument("--depth", type=int, default=3, metavar="D", help="--strict: PCT's bug depth (default 3)")
     p.add_argument("--pct-k", type=int, metavar="K",
-                   help="--strict: the expected number of events (default: learned from the runs so far)")
+                   help="--strict: the expected number of steps (events; det-cc memory points for a program built "
+                        "with --sched-points=memory) (default: learned from the runs so far)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"stop a run after S seconds: a timeout, or a deadlock (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--stop-at-first", action="store_true", help="start no run after the first failure")
@@ -458,7 +466,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if not 1 <= ns.depth <= 9:
         p.error("--depth must be between 1 and 9")
     if ns.pct_k is not None and ns.pct_k < 1:
-        p.error("--pct-k needs a positive number of events")
+        p.error("--pct-k needs a positive number of steps")
     if ns.timeout <= 0:
         p.error("--timeout needs a positive number of seconds")
     if ns.cluster and ns.cluster_file:
@@ -477,6 +485,10 @@ def main(argv: list[str] | None = None) -> int:
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else Path(f"{os.path.basename(ns.program)}.hunt")
+        runs = out / ".runs"  # LocalEngine's runs in progress: a killed dethunt's watchdog removes them,
+        if runs.is_dir() and not runs.is_symlink():  # unless it was killed too
+            check_output_dir(runs, "runs in progress", ("run-",))
+            shutil.rmtree(runs)
         check_output_dir(out, "hunt's traces", ("summary.json",))  # before any run
         out.mkdir(exist_ok=True)
         opts = Options(timeout=ns.timeout, forward=False, stdin=stdin_source(), strict=ns.strict,
@@ -486,47 +498,59 @@ def main(argv: list[str] | None = None) -> int:
             opts.stdin_bytes = list(read_own_stdin())
         spec = make_spec(exe, prog_argv, opts)
         INTERRUPT.install()
-        if ns.cluster or ns.cluster_file:
-            from .cluster import DaskEngine
-
-            engine: Engine = DaskEngine(ns.cluster, ns.cluster_file)
-            where = f"{engine.slots // 2} worker thread(s) of {engine.describe()}"
-        else:
-            engine = LocalEngine(ns.jobs, out / ".runs")
-            where = f"{ns.jobs} at a time on this machine"
-        mode = f"PCT (--strict), depth {ns.depth}" if ns.strict else "seeded delays (threads in parallel)"
-        if not ns.quiet:
-            say(f"{ns.runs} runs of {' '.join(prog_argv)}: {mode}, seeds {opts.seed}..{opts.seed + ns.runs - 1}, "
-                f"{where}")
-
-        def keep(kind: str) -> tuple[Path, Path]:
-            name = slug(kind)
-            return out / f"{name}.db", out / f"{name}-pass.db"
-
-        hunt = Hunt(spec, ns.runs, engine, keep, stop_at_first=ns.stop_at_first, learn_k=ns.pct_k is None,
-                    progress=None if ns.quiet else tty_progress("dethunt", ns.runs))
-        rep = hunt.run()
-        write_summary(rep, spec, out / "summary.json")
-        for line in summary_lines(rep, ns.strict):
-            say(line)
-        for name, k in sorted(rep.kinds.items()):
-            if k.kept and k.partner:
-                say(f"{name}: detdiff {k.partner} {k.kept}")
-        if rep.kinds and not ns.quiet:
-            first = min((k.first for k in rep.kinds.values() if k.first), key=lambda r: r.seed)
-            run_opts = opts.for_seed(first.seed, first.pct_k)
-            say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
-        say(f"summary in {out / 'summary.json'}")
-        if rep.interrupted:
-            say(f"interrupted after {rep.runs} run(s)")
-            return 130
-        return 1 if rep.failed else 0
+        # Before any thread: whatever ends dethunt, no process of a run outlives it.
+        watchdog = Watchdog.start(runs)
+        try:
+            return _hunt(ns, spec, out, prog_argv)
+        finally:
+            if watchdog is not None:
+                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+
+
+def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]) -> int:
+    """The hunt itself, once its options and output directory are checked."""
+    opts = spec.opts
+    if ns.cluster or ns.cluster_file:
+        from .cluster import DaskEngine
+
+        engine: Engine = DaskEngine(ns.cluster, ns.cluster_file)
+        where = f"{engine.slots // 2} worker thread(s) of {engine.describe()}"
+    else:
+        engine = LocalEngine(ns.jobs, out / ".runs")  # (main's `runs`)
+        where = f"{ns.jobs} at a time on this machine"
+    mode = f"PCT (--strict), depth {ns.depth}" if ns.strict else "seeded delays (threads in parallel)"
+    if not ns.quiet:
+        say(f"{ns.runs} runs of {' '.join(prog_argv)}: {mode}, seeds {opts.seed}..{opts.seed + ns.runs - 1}, "
+            f"{where}")
+
+    def keep(kind: str) -> tuple[Path, Path]:
+        name = slug(kind)
+        return out / f"{name}.db", out / f"{name}-pass.db"
+
+    hunt = Hunt(spec, ns.runs, engine, keep, stop_at_first=ns.stop_at_first, learn_k=ns.pct_k is None,
+                progress=None if ns.quiet else tty_progress("dethunt", ns.runs))
+    rep = hunt.run()
+    write_summary(rep, spec, out / "summary.json")
+    for line in summary_lines(rep, ns.strict):
+        say(line)
+    for name, k in sorted(rep.kinds.items()):
+        if k.kept and k.partner:
+            say(f"{name}: detdiff {k.partner} {k.kept}")
+    if rep.kinds and not ns.quiet:
+        first = min((k.first for k in rep.kinds.values() if k.first), key=lambda r: r.seed)
+        run_opts = opts.for_seed(first.seed, first.pct_k)
+        say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
+    say(f"summary in {out / 'summary.json'}")
+    if rep.interrupted:
+        say(f"interrupted after {rep.runs} run(s)")
+        return 130
+    return 1 if rep.failed else 0
 
 
 if __name__ == "__main__":

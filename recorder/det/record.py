@@ -446,7 +446,9 @@ def _thread_rows(rec: Recorder, proc_number: dict[int, int]) -> list[dict[str, o
     gone = {i for i, p in enumerate(rec.processes()) if i and PROC_STATES.get(p.state) == "gone"}
     for t in rec.threads():
         state = "exiting" if int(t.proc) in gone else THREAD_STATES.get(t.state, "?")
-        end = {"exiting": "exited", "free": "exited"}.get(state, "blocked" if t.blocked_kind else state)
+        # (a thread killed before its first step, "starting", had not ended: running)
+        end = {"exiting": "exited", "free": "exited", "starting": "running"}.get(
+            state, "blocked" if t.blocked_kind else state)
         if end == "running" and t.yielded:
             end = "waiting"  # strict: for its turn, after its last event
         rows.append({
