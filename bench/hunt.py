@@ -21,8 +21,10 @@ target, each bug found within 100 runs by some det mode with its failure
 replayed 3/3, is printed per program and never asserted: this is a report,
 not a test.
 
-The det-cc column is a hook: it runs once det-cc (llvm/det-cc, issue 11)
-is on this branch; until then it says so.
+The det-cc column rebuilds each program from its source with
+`det-cc --sched-points=memory` (PCT's steps are then its memory points, the
+same scheduler as for events); a sample the manifest runs as NAME.mem runs
+as samples/bin/NAME (det-cc without memory points) in the other columns.
 """
 
 from __future__ import annotations
@@ -167,9 +169,9 @@ def det_cell(argv: list[str], hang: bool, runs: int, cap: float, seed: int, mode
 
 def detcc_build(source: Path | None, work: Path) -> tuple[Path | None, str]:
     """The program built with det-cc's memory-level scheduling points, or
-    why not. (Hook for issue 11: runs once llvm/det-cc is on the branch.)"""
+    why not."""
     if not DETCC.exists():
-        return None, "n/a (det-cc not on this branch yet)"
+        return None, "n/a (llvm/det-cc missing: run make)"
     if source is None:
         return None, "n/a (no source)"
     out = work / (source.stem + "-detcc")
@@ -201,7 +203,7 @@ def programs(suite: str, only: list[str] | None) -> tuple[list[tuple[str, str, l
         for s in manifest:
             if s["bug"] is None:
                 continue
-            binary = s.get("binary", s["name"])
+            binary = s.get("binary", s["name"]).removesuffix(".mem")  # (the det-cc column is the .mem build)
             src = next((p for p in (SAMPLES / f"{binary}.c", SAMPLES / f"{binary}.cpp") if p.exists()), None)
             todo.append((s["name"], "samples", [str(SAMPLES / "bin" / binary), *s["test_args"]], bool(s["hang"]), src))
     if suite in ("public", "all"):

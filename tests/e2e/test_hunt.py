@@ -74,6 +74,25 @@ def test_k_is_learned_from_the_runs_before(tmp_path: Path) -> None:
         assert all(1 <= p <= int(meta["pct_k"]) for p in points)
 
 
+def test_k_over_memory_points_is_learned_the_same_way(tmp_path: Path) -> None:
+    """A program built with det-cc --sched-points=memory: PCT's steps are its
+    memory points (far more than its events), learned as events are, and
+    the trace says what its change points counted."""
+    s, err = hunt(tmp_path, "km", "--strict", "--runs", "6", "--seed", "3", "--stop-at-first",
+                  sample_bin("check_then_act_flag.mem"), "8")
+    runs = s["by_seed"]
+    assert len(runs) >= 2 and s["kinds"], err  # (seed 3: the bug at its fourth run)
+    assert runs[0]["pct_k"] == 1000, err
+    assert all(r["steps"] > r["events"] for r in runs), err  # points, not events
+    for i in range(1, len(runs)):
+        assert runs[i]["pct_k"] == statistics.median_low(r["steps"] for r in runs[:i]), err
+    for k in s["kinds"].values():
+        meta = dict(query(Path(k["trace"]), "SELECT key, value FROM meta WHERE key LIKE 'pct_%'"))
+        assert meta["pct_over"] == "memory points" and int(meta["pct_depth"]) == 3, meta
+        replay = detreplay(k["trace"])
+        assert "outcome matches" in replay.stderr.decode(), replay.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", ["yield", "trylock", "poll", "read", "lockpoll"])
 def test_spinning_thread_never_starves_the_one_it_waits_for(tmp_path: Path, mode: str) -> None:
     """main polls for a flag the second thread sets after work of its own;
