@@ -5,10 +5,15 @@
 #   make test     everything CI runs (checks + all tests)
 #   make bench    det-vs-native ratios (medians of several runs)
 #   make stress   slow statistical runs
+#   make package  the Debian package (build/deb/), lintian-checked
+#   make package-check  build it, install it in a fresh Debian (debootstrap), use it, purge it
 #   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
 #                 and the Python package in lib/det/, the gdb extension in share/det/,
 #                 man pages and bash completion (generated from the parsers); make uninstall
 #   make fuzz     100000 damaged traces through every tool (make test runs 1000)
+#   make kmod     det's kernel module, built against Debian's packaged kernel headers
+#   make check-kmod  boot Debian's kernel in qemu: replay with the module, fuzz it, kill replays
+#   make bench-kmod  kmod vs futex backends and replay vs native, inside qemu (make bench runs it)
 #
 # Rules: every target works from a fresh clone on Debian 12; tools/setup.sh
 # installs what is missing (as root) or says what to install.
@@ -16,15 +21,16 @@
 CC      ?= gcc
 CXX     ?= g++
 WARN    := -Wall -Wextra -Werror
-CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude
+# EXTRA_CFLAGS / EXTRA_LDFLAGS: a distribution's own (debian/rules passes dpkg-buildflags)
+CFLAGS  := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude $(EXTRA_CFLAGS)
 VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
 RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
-RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def
-SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c
-SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def
+RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
+SUP_SRC     := recorder/supervisor.c recorder/drain.c replayer/schedule.c replayer/sup_turns.c
+SUP_HDR     := recorder/supervisor.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22
@@ -56,7 +62,9 @@ INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
 PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
              tui/det_tui/*.tcss) setup.cfg
 
-.PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall
+.PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall \
+        kmod check-kmod bench-kmod \
+	package package-check
 
 all: $(SETUP) native samples benches testprogs dist
 
@@ -74,11 +82,11 @@ $(DETPASS): llvm/DetPass.cpp include/det/events.def include/det/events.h
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -o $@ $(SUP_SRC) -lsqlite3
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
 dist: native build/.cli-docs
@@ -129,13 +137,43 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext tui
+	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext tui kmod
 
 test: all check
 	$(PY) -m pytest -q -x tests
 
 bench: all
 	$(PY) bench/run.py
+	$(MAKE) bench-kmod
+
+# The module is built out of tree in build/kmod against the headers that
+# kmod/harness/kernel.sh unpacks into build/kernel (nothing is installed),
+# or against KDIR (a real machine: make -B kmod KDIR=/lib/modules/$(uname -r)/build).
+KMOD_GUEST_BIN := build/kmod-guest/bin/fuzz build/kmod-guest/bin/killtest build/kmod-guest/bin/handoff \
+                  build/kmod-guest/bin/slowpoke
+kmod: build/kmod/detsched.ko
+build/kmod/detsched.ko: kmod/detsched.c kmod/Kbuild include/det/detsched.h kmod/harness/kernel.sh
+	@mkdir -p build/kmod
+	cp kmod/detsched.c kmod/Kbuild build/kmod/
+	kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=build/kernel/root/usr/src/linux-headers-$$(kmod/harness/kernel.sh)-amd64; \
+		$(MAKE) -s -C "$$kdir" M=$(CURDIR)/build/kmod DET_INCLUDE=$(CURDIR)/include modules
+build/kmod-guest/bin/%: kmod/harness/%.c include/det/detsched.h
+	@mkdir -p build/kmod-guest/bin
+	$(CC) $(CFLAGS) -pthread -o $@ $<
+
+check-kmod: all kmod $(KMOD_GUEST_BIN)
+	$(PY) kmod/harness/run.py check
+
+bench-kmod: all kmod $(KMOD_GUEST_BIN)
+	$(PY) kmod/harness/run.py bench
+
+package:
+	tools/setup.sh --package
+	tools/package.sh
+
+package-check: all
+	tools/setup.sh --package
+	$(PY) -m pytest -q -s tests/package -m package
 
 stress: all
 	$(PY) -m pytest -q tests/stress -m stress

@@ -6,7 +6,8 @@ gdb (with `set startup-with-shell on` and `set exec-wrapper`) runs this
 between its shell and the program. It starts the recorded program exactly
 as det.launch.Program does: the recorded argv (argv[0] included), the
 recorded environment in its recorded order followed by det's variables, the
-recorded working directory, the recorded binary. gdb itself can do none of
+recorded working directory, the recorded binary (for a packed trace, in the
+root detreplay made, chroot'ed there). gdb itself can do none of
 these exactly: without a shell it splits arguments at spaces and passes its
 own path as argv[0]; its inferior environment gains LINES and COLUMNS and
 loses nothing that is unset before; the shell adds PWD, SHLVL and `_`.
@@ -33,7 +34,6 @@ def main(argv: list[str]) -> int:
     try:
         with open(argv[1], encoding="utf-8") as f:
             spec = json.load(f)
-        os.chdir(spec["cwd"])
         # The recorded stdin: a file at its recorded offset, or the FIFO
         # detreplay fills with what the program read from a pipe.
         if "stdin_file" in spec:
@@ -46,6 +46,11 @@ def main(argv: list[str]) -> int:
             fd = os.open(spec["stdin_fifo"], os.O_RDONLY)
             os.dup2(fd, 0)
             os.close(fd)
+        # A packed trace: the program sees its packed files at their recorded
+        # paths in this root (det.replay.view), where cwd and exe are.
+        if spec.get("root"):
+            os.chroot(spec["root"])
+        os.chdir(spec["cwd"])
         # A list of pairs keeps the recorded order (json objects would too,
         # but pairs say so).
         env = {k: v for k, v in spec["env"]}

@@ -65,13 +65,8 @@ static void remember_pipe(int fd)
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return;
-	uint64_t key = pipe_key(&st) | 1, mask = det_hdr->pipes_cap - 1;
 	_Atomic uint64_t *tab = (_Atomic uint64_t *)((char *)det_hdr + det_hdr->pipes_off);
-	for (uint64_t i = det_obj_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
-		uint64_t cur = 0;
-		if (atomic_compare_exchange_strong(&tab[i], &cur, key) || cur == key)
-			return;
-	}
+	det_set_insert(tab, det_hdr->pipes_cap - 1, pipe_key(&st) | 1);
 }
 
 static int known_pipe(const struct stat *st)
@@ -989,7 +984,13 @@ DET_IMPL int det_impl_pipe(int fds[2])
 static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint64_t ra)
 {
 	struct fd_args a = {dirfd, 0, 0, NULL, path, flags, mode};
-	return (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN));
+	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN));
+	if (fd >= 0 && (flags & O_ACCMODE) != O_WRONLY) {
+		int e = errno;
+		det_note_file(dirfd, path, fd, DET_FILE_OPENED);
+		errno = e;
+	}
+	return fd;
 }
 
 #define OPEN_MODE(flags, last)                                                                     \
@@ -1160,8 +1161,13 @@ DET_IMPL FILE *det_impl_fopen(const char *path, const char *mode)
 {
 	det_init();
 	FILE *f = real.fopen(path, mode);
-	if (f)
+	if (f) {
+		int e = errno;
 		fd_set_class(fileno(f), FDC_UNKNOWN);
+		if (mode[0] == 'r' || strchr(mode, '+'))
+			det_note_file(AT_FDCWD, path, fileno(f), DET_FILE_OPENED);
+		errno = e;
+	}
 	return f;
 }
 

@@ -54,6 +54,11 @@ DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
 	struct det_start st = {(void *(*)(void *))(uintptr_t)s->start_routine, (void *)(uintptr_t)s->start_arg};
 	struct det_thread *t = &det_tls;
 
+	/* A thread often starts after the dlopen of the code it runs. Before it
+	 * attaches: in strict mode it then holds no turn while it waits for the
+	 * loader's lock (which a dlopen making events may hold). */
+	if (det_mode == DET_MODE_RECORD)
+		det_note_modules();
 	det_thread_attach(t, num);
 	t->depth = 1;
 	struct det_op op = {.id = s->obj};

@@ -550,6 +550,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 		    char *const envp[], int flags, uint64_t ra)
 {
 	check_followable(call, dirfd, path);
+	det_note_file(dirfd, path, -1, DET_FILE_EXEC);
 	char **owned;
 	char *const *env = with_det_env(envp, &owned);
 	struct det_op op = {0};
@@ -1253,6 +1254,10 @@ static void process_exit(void)
 
 __attribute__((destructor)) static void det_process_fini(void)
 {
+	/* objects dlopen'ed since the last scan (not in _exit, which a vfork
+	 * child may call while another thread holds the loader's lock) */
+	if (det_hdr && det_mode == DET_MODE_RECORD)
+		det_note_modules();
 	process_exit();
 }
 

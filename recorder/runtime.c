@@ -162,26 +162,111 @@ static void map_region(void)
 		det_chaos = 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* what the program read and loaded, for `detrec pack` and symbolizing */
+
+static uint64_t path_hash(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	return h | 1;
+}
+
+/* `path` made absolute against dirfd, into buf; 0 if it did not fit */
+static int absolute_path(int dirfd, const char *path, char *buf, size_t cap)
+{
+	size_t n = 0;
+	if (path[0] != '/') {
+		long r;
+		if (dirfd == AT_FDCWD) {
+			r = det_sys(SYS_getcwd, (long)buf, (long)cap, 0, 0, 0, 0);
+			r = r > 0 ? (long)strlen(buf) : -1;
+		} else {
+			char link[40];
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+			r = det_sys(SYS_readlink, (long)link, (long)buf, (long)cap - 1, 0, 0, 0);
+		}
+		if (r <= 0)
+			return 0;
+		n = (size_t)r;
+		if (n + 1 < cap && buf[n - 1] != '/')
+			buf[n++] = '/';
+	}
+	size_t k = strlen(path);
+	if (n + k + 1 > cap) {
+		memcpy(buf + n, path, cap - n - 1);
+		buf[cap - 1] = 0;
+		return 0;
+	}
+	memcpy(buf + n, path, k + 1);
+	return 1;
+}
+
+void det_note_file(int dirfd, const char *path, int fd, uint32_t how)
+{
+	struct det_shm_header *h = det_hdr;
+	if (!h || det_mode != DET_MODE_RECORD || !path || !*path || !h->files_cap)
+		return;
+	char abs[sizeof(((struct det_file *)0)->path)];
+	int whole = absolute_path(dirfd, path, abs, sizeof(abs));
+	struct stat st;
+	long r = fd >= 0 ? det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0)
+			 : det_sys(SYS_newfstatat, AT_FDCWD, (long)abs, (long)&st, 0, 0, 0);
+	if (r != 0 || !S_ISREG(st.st_mode))
+		return;
+	_Atomic uint64_t *keys = (_Atomic uint64_t *)((char *)h + h->file_keys_off);
+	if (!det_set_insert(keys, 2 * (uint64_t)h->files_cap - 1, path_hash(abs) ^ (uint64_t)st.st_ino << 1))
+		return; /* seen (or the set is full: files_count says so) */
+	uint32_t idx = atomic_fetch_add(&h->files_count, 1);
+	if (idx >= h->files_cap)
+		return;
+	struct det_file *f = det_shm_file(h, idx);
+	f->size = st.st_size;
+	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	memcpy(f->path, abs, sizeof(abs));
+	atomic_store(&f->how, how | (whole ? 0 : DET_FILE_CUT));
+}
+
+struct module_scan {
+	int first; /* the first object is the program itself */
+};
+
 static int note_module(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
-	(void)data;
+	struct module_scan *scan = data;
 	struct det_shm_header *h = det_hdr;
+	char path[sizeof(h->modules[0].path)];
+	if (scan->first) {
+		scan->first = 0;
+		long len = det_sys(SYS_readlink, (long)"/proc/self/exe", (long)path, sizeof(path) - 1, 0, 0, 0);
+		path[len > 0 ? len : 0] = 0;
+	} else if (!info->dlpi_name || !*info->dlpi_name) {
+		return 0; /* the vDSO and other nameless objects */
+	} else {
+		strncpy(path, info->dlpi_name, sizeof(path) - 1);
+		path[sizeof(path) - 1] = 0;
+	}
 	uint32_t n = atomic_load(&h->module_count);
+	for (uint32_t i = 0; i < n && i < DET_MAX_MODULES; i++)
+		if (h->modules[i].base == info->dlpi_addr && !strcmp(h->modules[i].path, path))
+			return 0; /* noted before (this process, or another one with the same layout) */
+	det_note_file(AT_FDCWD, path, -1, DET_FILE_LOADED);
+	n = atomic_fetch_add(&h->module_count, 1);
 	if (n >= DET_MAX_MODULES)
 		return 1;
 	struct det_module *m = &h->modules[n];
-	if (n == 0 || !info->dlpi_name || !*info->dlpi_name) {
-		if (n != 0)
-			return 0; /* the vDSO and other nameless objects */
-		ssize_t len = readlink("/proc/self/exe", m->path, sizeof(m->path) - 1);
-		m->path[len > 0 ? len : 0] = 0;
-	} else {
-		strncpy(m->path, info->dlpi_name, sizeof(m->path) - 1);
-	}
+	memcpy(m->path, path, sizeof(path));
 	m->base = info->dlpi_addr;
-	atomic_store(&h->module_count, n + 1);
 	return 0;
+}
+
+void det_note_modules(void)
+{
+	struct module_scan scan = {1};
+	if (det_hdr)
+		dl_iterate_phdr(note_module, &scan);
 }
 
 void det_init(void)
@@ -205,7 +290,7 @@ void det_init(void)
 		det_signals_init();
 		/* the program itself, or one of its children (recorder/process.c) */
 		if (det_process_attach()) {
-			dl_iterate_phdr(note_module, NULL);
+			det_note_modules();
 			det_hdr->tsc0 = det_now();
 			det_hdr->mono0 = mono_ns();
 			det_thread_attach(&det_tls, 0);

@@ -187,6 +187,12 @@ DET_HIDDEN void det_init(void);
 DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_fatal(const char *fmt, ...);
 DET_HIDDEN __attribute__((format(printf, 1, 2))) void det_msg(const char *fmt, ...);
 
+/* What `detrec pack` needs (recording only): a file the program opened,
+ * loaded or exec'd (path relative to dirfd; fd its descriptor, or -1), and
+ * the ELF objects loaded so far (again later: dlopen adds objects). */
+DET_HIDDEN void det_note_file(int dirfd, const char *path, int fd, uint32_t how);
+DET_HIDDEN void det_note_modules(void);
+
 DET_HIDDEN void det_thread_attach(struct det_thread *t, uint32_t num);
 DET_HIDDEN void det_thread_exit(struct det_thread *t);
 

@@ -49,8 +49,10 @@ int sup_fail(struct det_sup *s, const char *fmt, ...)
 struct det_sup *sup_alloc(void)
 {
 	struct det_sup *s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->fd = -1;
+		s->turns_fd = -1;
+	}
 	return s;
 }
 
@@ -74,6 +76,10 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	off = page_up(off + (uint64_t)l->max_threads * sizeof(struct det_proc));
 	uint64_t pipes_off = off;
 	off = page_up(off + (uint64_t)SUP_PIPES * sizeof(uint64_t));
+	uint64_t files_off = off;
+	off = page_up(off + (uint64_t)SUP_FILES * sizeof(struct det_file));
+	uint64_t file_keys_off = off;
+	off = page_up(off + 2 * (uint64_t)SUP_FILES * sizeof(uint64_t));
 	uint64_t rings_off = off;
 	off = page_up(off + (uint64_t)l->rings * l->ring_entries * sizeof(struct det_rec));
 	uint64_t sched_off = off;
@@ -112,6 +118,9 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	h->max_procs = l->max_threads; /* every process has a thread */
 	h->pipes_off = pipes_off;
 	h->pipes_cap = SUP_PIPES;
+	h->files_off = files_off;
+	h->file_keys_off = file_keys_off;
+	h->files_cap = SUP_FILES;
 	return 0;
 }
 
@@ -149,6 +158,8 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 		munmap(s->hdr, s->size);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->turns_fd >= 0)
+		close(s->turns_fd); /* kmod: the schedule dies with its owner */
 	free(s->thread_idx);
 	free(s->busy_seq);
 	free(s->busy_since);
@@ -319,6 +330,30 @@ SUP_EXPORT int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, cha
 	strncpy(path, h->modules[i].path, len - 1);
 	path[len - 1] = 0;
 	return 1;
+}
+
+SUP_EXPORT int det_sup_file(struct det_sup *s, uint32_t i, char *path, uint32_t len, int64_t *size,
+			    int64_t *mtime_ns)
+{
+	struct det_shm_header *h = s->hdr;
+	uint32_t n = atomic_load(&h->files_count);
+	if (i >= n || i >= h->files_cap || !len)
+		return -1;
+	struct det_file *f = det_shm_file(h, i);
+	uint32_t how = atomic_load(&f->how);
+	if (!how)
+		return 0; /* its process died while writing it */
+	*size = f->size;
+	*mtime_ns = f->mtime_ns;
+	strncpy(path, f->path, len - 1);
+	path[len - 1] = 0;
+	return (int)how;
+}
+
+SUP_EXPORT uint32_t det_sup_files_lost(struct det_sup *s)
+{
+	uint32_t n = atomic_load(&s->hdr->files_count);
+	return n > s->hdr->files_cap ? n - s->hdr->files_cap : 0;
 }
 
 SUP_EXPORT void det_sup_add_flags(struct det_sup *s, uint32_t flags)

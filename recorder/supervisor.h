@@ -54,11 +54,13 @@ struct det_sup {
 	struct det_drain_stats stats;
 	struct pending *pending; /* per thread */
 	uint64_t data_off;       /* replay: where recorded input data starts */
+	int turns_fd;            /* replay: the enforcement backend's descriptor (kmod: owns the schedule), -1: none */
 };
 
 /* Pipes the program may make (inodes remembered; a fuller table only
  * makes later pipes count as outside ones, recorded rather than re-read). */
 #define SUP_PIPES 8192
+#define SUP_FILES 4096 /* files a recording lists for `detrec pack` */
 
 /* Sizes that decide the region's layout. */
 struct sup_layout {

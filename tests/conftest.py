@@ -128,3 +128,19 @@ def reseal(trace: Path) -> None:
         seal(db)
     finally:
         db.close()
+
+
+def build_packed_program(d: Path) -> Path:
+    """tests/programs/packed/ built into d (created): the program, a library
+    it links (RUNPATH $ORIGIN), one it dlopens and two data files with the
+    same content. Returns the program."""
+    src = ROOT / "tests" / "programs" / "packed"
+    d.mkdir(parents=True)
+    cc = ["gcc", "-O1", "-g", "-Wall", "-Werror"]
+    for lib in ("foo", "bar"):
+        subprocess.run([*cc, "-shared", "-fPIC", "-o", d / f"lib{lib}.so", src / f"lib{lib}.c"], check=True)
+    subprocess.run([*cc, "-pthread", "-o", d / "main", src / "main.c", f"-L{d}", "-lfoo", "-Wl,-rpath,$ORIGIN",
+                    "-ldl"], check=True)
+    (d / "data.txt").write_text("the data\n")
+    (d / "copy.txt").write_text("the data\n")
+    return d / "main"

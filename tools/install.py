@@ -113,12 +113,18 @@ def pairs(items: list[str]) -> list[tuple[str, Path]]:
 
 
 def plan(prefix: Path, stage_dir: Path | None, files: list[str]) -> list[tuple[Path, Path | str, int]]:
-    """(destination, source file or text, mode) for everything installed."""
+    """(destination, source file or text, mode) for everything installed.
+    Generated sources (in GENERATED) may be missing: gen_cli_docs said why."""
     out: list[tuple[Path, Path | str, int]] = []
     if stage_dir is not None:
         for f in sorted(p for p in stage_dir.rglob("*") if p.is_file()):
             out.append((prefix / "lib/det/python" / f.relative_to(stage_dir), f, 0o644))
     for name, (module, func) in commands().items():
+        rel = Path(*module.split("."))
+        if stage_dir is not None and not (stage_dir / rel.with_suffix(".py")).exists() \
+                and not (stage_dir / rel / "__init__.py").exists():
+            print(f"install.py: {name}: its module {module} does not exist yet; not installed", file=sys.stderr)
+            continue
         out.append((prefix / "bin" / name, COMMAND.format(python=PYTHON, name=name, module=module, func=func),
                     0o755))
         # generated from the command's parser (tools/gen_cli_docs.py)
@@ -141,6 +147,9 @@ def install(ns: argparse.Namespace) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(src, Path):
             if not src.exists():
+                if src.is_relative_to(GENERATED / "man") or src.is_relative_to(GENERATED / "completion"):
+                    print(f"install.py: {src.relative_to(ROOT)} was not generated; not installed", file=sys.stderr)
+                    continue
                 sys.exit(f"install.py: {src} is missing: run `make` first")
             shutil.copyfile(src, target)
         else:

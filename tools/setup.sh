@@ -2,6 +2,10 @@
 # tools/setup.sh - install what det needs on a Debian machine, then create
 # .venv with det and its Python tools. Idempotent; make runs it once.
 #
+#   tools/setup.sh             what building and `make test` need
+#   tools/setup.sh --package   also what `make package-check` needs (Debian
+#                              packaging tools, debootstrap); no .venv
+#
 # Rules: Debian packages are installed only when running as root (apt-get);
 # otherwise each missing tool is named with the package that provides it,
 # and the script fails.
@@ -12,9 +16,16 @@ cd "$(dirname "$0")/.."
 need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
-  "man:man-db" "bash:bash"
+  "man:man-db" "bash:bash" "setpriv:util-linux"
   "cmake:cmake" "autoconf:autoconf" "automake:automake"
+  # make check-kmod: Debian's kernel booted in qemu with a busybox guest
+  "qemu-system-x86_64:qemu-system-x86" "busybox:busybox-static" "python3.11:python3.11" "dpkg-deb:dpkg"
 )
+package=0
+if [ "${1:-}" = --package ]; then
+  package=1
+  need+=("dpkg-buildpackage:dpkg-dev" "dh:debhelper" "dh_python3:dh-python" "lintian:lintian" "debootstrap:debootstrap")
+fi
 # file -> Debian package. det-cc (llvm/) builds its pass plugin against
 # LLVM 22, the newest LLVM Debian 12 packages (bookworm-security carries
 # 22.1; bookworm itself 13-16 and 19): a plugin loads only into the clang
@@ -55,6 +66,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+
+[ "$package" = 1 ] && exit 0
 
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

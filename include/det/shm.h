@@ -256,6 +256,23 @@ struct det_module {
 	char path[248];
 };
 
+/*
+ * A file the program read or loaded, for `detrec pack` (recorder/det/pack.py):
+ * its path as the program named it, made absolute, with its size and mtime
+ * then, so that a file changed since is never packed as the one read.
+ */
+#define DET_FILE_OPENED 1 /* opened for reading: open, openat, fopen */
+#define DET_FILE_LOADED 2 /* an ELF object of a process: the program, its loader, libraries, dlopen'ed */
+#define DET_FILE_EXEC   3 /* a path the program exec'd */
+#define DET_FILE_CUT    0x100 /* with a kind: the path was longer than path[] and is cut */
+struct det_file {
+	int64_t size;
+	int64_t mtime_ns;
+	DET_ATOMIC(uint32_t) how; /* DET_FILE_* (| DET_FILE_CUT), set last; 0 while being written */
+	uint32_t pad;
+	char path[488];
+};
+
 struct det_shm_header {
 	uint64_t magic;
 	uint32_t version;
@@ -318,6 +335,13 @@ struct det_shm_header {
 	uint32_t pad_turns;
 	uint64_t turns_arg[2];               /* the backend's own (kmod: schedule id and key) */
 
+	/* record: the files the program read or loaded (struct det_file), and
+	 * a set of their path hashes (DET_ATOMIC(uint64_t), 2 * files_cap) */
+	uint64_t files_off;
+	uint64_t file_keys_off;
+	uint32_t files_cap;                  /* power of two */
+	DET_ATOMIC(uint32_t) files_count;    /* may pass files_cap: the rest were not kept */
+
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */
 	DET_ATOMIC(uint32_t) next_obj __attribute__((aligned(64)));
@@ -334,6 +358,25 @@ static inline struct det_slot *det_shm_slot(struct det_shm_header *h, uint32_t n
 static inline struct det_proc *det_shm_proc(struct det_shm_header *h, uint32_t idx)
 {
 	return (struct det_proc *)((char *)h + h->procs_off) + idx;
+}
+
+static inline struct det_file *det_shm_file(struct det_shm_header *h, uint32_t idx)
+{
+	return (struct det_file *)((char *)h + h->files_off) + idx;
+}
+
+/* Insert a nonzero key into an open-addressing set of mask + 1 slots:
+ * 1 if it was not there (and now is), 0 if it was or the set is full. */
+static inline int det_set_insert(DET_ATOMIC(uint64_t) *tab, uint64_t mask, uint64_t key)
+{
+	for (uint64_t i = det_obj_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t cur = 0;
+		if (atomic_compare_exchange_strong(&tab[i], &cur, key))
+			return 1;
+		if (cur == key)
+			return 0;
+	}
+	return 0;
 }
 
 static inline struct det_objent *det_shm_objects(struct det_shm_header *h)

@@ -104,6 +104,11 @@ int det_sup_proc(struct det_sup *s, uint32_t idx, struct det_proc_info *out);
 
 /* The program's loaded objects: 1 and (base, path) for module i, 0 past the end. */
 int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, uint32_t len);
+/* File i the program read or loaded (include/det/shm.h struct det_file): its
+ * DET_FILE_* kind with (path, size, mtime), 0 for an entry never finished,
+ * -1 past the end; det_sup_files_lost: files beyond the table's capacity. */
+int det_sup_file(struct det_sup *s, uint32_t i, char *path, uint32_t len, int64_t *size, int64_t *mtime_ns);
+uint32_t det_sup_files_lost(struct det_sup *s);
 
 /* --- replay --- */
 /*
@@ -125,5 +130,16 @@ uint64_t det_sup_events_done(struct det_sup *s);
  * `proc`. Set before the program starts. */
 int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status);
 int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc);
+
+/* Replay's enforcement backends (include/det/turns.def): the name of
+ * number i, or NULL past the last; det_sup_turns makes the region use the
+ * backend `name` (kmod: loads the schedule into /dev/detsched, owned by s
+ * until det_sup_free). Call after the region is built, before the program
+ * starts. */
+const char *det_sup_turns_name(uint32_t i);
+int det_sup_turns(struct det_sup *s, const char *name);
+/* What the backend itself says about the threads that wait (kmod: the
+ * module's STATE), as one line; "" when it has nothing to add. */
+int det_sup_turns_describe(struct det_sup *s, char *out, uint32_t len);
 
 #endif /* DET_SUP_H */

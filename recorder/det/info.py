@@ -44,9 +44,20 @@ def summary(tr: Trace) -> dict[str, object]:
         "outcome": None if o is None else {
             k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in o.items()
         },
+        "packed": _packed(tr),
         "file_bytes": size,
         "bytes_per_event": round(size / events, 1) if events else None,
     }
+
+
+def _packed(tr: Trace) -> dict[str, int] | None:
+    """What `detrec pack` put into the trace, or None."""
+    if not tr.q1("SELECT count(*) FROM sqlite_master WHERE name = 'packed'"):
+        return None
+    files, size = tr.q("SELECT count(*), coalesce(sum(size), 0) FROM packed WHERE type = 'file'")[0]
+    if not files:
+        return None
+    return {"files": files, "bytes": size, "stored_bytes": tr.q1("SELECT coalesce(sum(length(bytes)), 0) FROM blobs")}
 
 
 def _processes(tr: Trace, threads: list[dict]) -> list[dict[str, object]]:
@@ -83,6 +94,10 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
             o["status"], o["status"])
         w(f"outcome:    {end}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
         w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
+    if s["packed"]:
+        p = s["packed"]
+        w(f"packed:     {p['files']} files, {p['bytes'] / 1e6:.1f} MB, stored in {p['stored_bytes'] / 1e6:.1f} MB "
+          "(replays on another machine)")
     w(f"threads:    {s['threads']}")
     procs = s["processes"]
     if len(procs) > 1:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import hashlib
 import os
+import select
 import shutil
 import signal
 import stat
@@ -94,22 +96,41 @@ def check_elf(path: str, name: str) -> None:
         )
 
 
-def program_env(base: dict[str, str], shm_fd: int) -> dict[str, str]:
-    """The program's environment: `base` in its order, then det's variables."""
+def program_env(base: dict[str, str], shm_fd: int, shm_pid: int | None = None) -> dict[str, str]:
+    """The program's environment: `base` in its order, then det's variables.
+    The program opens det's shared memory as /proc/SHM_PID/fd/SHM_FD (this
+    process, unless another holds the region for it)."""
     env = dict(base)
     lib = str(libdet_path())
     prior = env.pop("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (":" + prior if prior else "")
     # This process's pid and descriptor, reopened by every process of the
     # program through /proc (fixed width: the same stack size in every mode).
-    env[SHM_ENV] = f"{os.getpid():07d}:{shm_fd:06d}"
+    env[SHM_ENV] = f"{shm_pid or os.getpid():07d}:{shm_fd:06d}"
     return env
 
 
-def _preexec() -> None:
+def _preexec(root: str | None = None, cwd: str | None = None) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.personality(ADDR_NO_RANDOMIZE)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if root is not None:  # a packed trace's view (det.replay.view)
+        os.chroot(root)
+        os.chdir(cwd or "/")
+
+
+@functools.cache
+def ptys_available() -> bool:
+    """Whether this machine gives out ptys (a minimal system may have no
+    /dev/ptmx or devpts): without them a terminal is passed through (stdin)
+    or becomes a pipe (outputs), as before det had ptys."""
+    try:
+        a, b = os.openpty()
+    except OSError:
+        return False
+    os.close(a)
+    os.close(b)
+    return True
 
 
 def output_source(fd: int) -> dict[str, object]:
@@ -117,7 +138,7 @@ def output_source(fd: int) -> dict[str, object]:
     terminal stays a terminal (a pty det reads, of the terminal's size at
     the start); anything else is a pipe. Recorded in meta, so that replay
     gives the program the same kind of stream whatever detreplay's is."""
-    if not os.isatty(fd):
+    if not os.isatty(fd) or not ptys_available():
         return {"kind": "pipe"}
     try:
         rows, cols = struct.unpack("hhhh", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
@@ -131,7 +152,7 @@ def output_pair(source: dict[str, object] | None) -> tuple[int, int, bool]:
     A pty's output processing is off, so what det reads (hashes, and
     forwards to the real terminal, which translates newlines itself) is
     exactly what the program wrote; the same settings in every run."""
-    if not source or source.get("kind") != "tty":
+    if not source or source.get("kind") != "tty" or not ptys_available():
         r, w = os.pipe()
         return r, w, False
     master, slave = os.openpty()
@@ -194,7 +215,7 @@ def stdin_source() -> dict[str, object]:
     except OSError:
         return {"kind": "none"}
     if os.isatty(0):
-        return {"kind": "pty"}
+        return {"kind": "pty"} if ptys_available() else {"kind": "tty"}
     if stat.S_ISREG(st.st_mode):
         path = os.readlink("/proc/self/fd/0")
         h = hashlib.sha256()
@@ -217,7 +238,7 @@ class StdinFeed:
     away what the program has not read yet."""
 
     def __init__(self, chunks, spool: IO[bytes] | None, pty: bool = False) -> None:
-        self.pty = pty
+        self.pty = pty = pty and ptys_available()
         if pty:
             self.w, self.r = os.openpty()
             attrs = termios.tcgetattr(self.r)
@@ -283,11 +304,13 @@ def read_own_stdin():
 class Program:
     """A running program under det. `stdin` is None (inherit), an fd to
     give it (closed here), or a StdinFeed; `outputs` are output_source()
-    of its stdout and stderr (None: a pipe)."""
+    of its stdout and stderr (None: a pipe). With `root`, the program runs
+    chroot'ed there, and exe and cwd are paths in that root."""
 
     def __init__(
         self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
         stdin: StdinFeed | int | None = None, outputs: tuple[dict | None, dict | None] = (None, None),
+        root: str | None = None, shm_pid: int | None = None,
     ) -> None:
         out_r, out_w, _ = output_pair(outputs[0])
         err_r, err_w, _ = output_pair(outputs[1])
@@ -296,12 +319,12 @@ class Program:
             self.proc = subprocess.Popen(
                 argv,
                 executable=exe,
-                env=program_env(env, shm_fd),
-                cwd=cwd,
+                env=program_env(env, shm_fd, shm_pid),
+                cwd=cwd if root is None else None,
                 stdin=stdin_fd,
                 stdout=out_w,
                 stderr=err_w,
-                preexec_fn=_preexec,
+                preexec_fn=_preexec if root is None else lambda: _preexec(root, cwd),
             )
         except FileNotFoundError:
             raise DetError(f"{cwd}: working directory is gone", status=2) from None
@@ -315,6 +338,12 @@ class Program:
         if isinstance(stdin, StdinFeed):
             stdin.start()
         self.stdin = stdin if isinstance(stdin, StdinFeed) else None
+        self.started = time.monotonic()
+        self.ended: float | None = None  # when wait() first saw it end
+        try:
+            self._pidfd: int | None = os.pidfd_open(self.proc.pid)
+        except OSError:
+            self._pidfd = None
         self.region: Any = None  # set by the caller: the program's other processes are listed there
         self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
         self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
@@ -324,10 +353,20 @@ class Program:
         return self.proc.pid
 
     def wait(self, timeout: float | None = None) -> int | None:
+        """Its status once it ended (seen at once, through a pidfd), or None
+        after timeout seconds."""
+        if self._pidfd is not None and self.proc.returncode is None:
+            if not select.select([self._pidfd], [], [], timeout)[0]:
+                return None
+            os.close(self._pidfd)
+            self._pidfd = None
         try:
-            return self.proc.wait(timeout)
+            rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+        if self.ended is None:
+            self.ended = time.monotonic()
+        return rc
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the program, and the other processes it started, if any."""

@@ -59,6 +59,10 @@ class ProcInfo(ctypes.Structure):
     ]
 
 
+# struct det_file.how (include/det/shm.h)
+FILE_HOW = {1: "opened", 2: "loaded", 3: "exec"}
+DET_FILE_CUT = 0x100
+
 # enum det_proc_state
 PROC_STATES = {0: "free", 1: "reserved", 2: "running", 3: "exec", 4: "gone"}
 
@@ -99,6 +103,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_failed": (I, [P, C, U32]),
         "det_sup_divergence": (I, [P, ctypes.POINTER(U64 * 10), C, U32]),
         "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
+        "det_sup_file": (I, [P, U32, C, U32, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
+        "det_sup_files_lost": (U32, [P]),
         "det_sup_replay_new": (P, [C, C, C, C, C, C, U32, C, U32]),
         "det_sup_events_done": (U64, [P]),
         "det_sup_add_flags": (None, [P, U32]),
@@ -110,6 +116,9 @@ def lib() -> ctypes.CDLL:
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
         "det_sup_replay_thread": (I, [P, U32, U32, U32]),
+        "det_sup_turns_name": (C, [U32]),
+        "det_sup_turns": (I, [P, C]),
+        "det_sup_turns_describe": (I, [P, C, U32]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -195,6 +204,20 @@ class Region:
             i += 1
         return out
 
+    def files(self) -> tuple[list[dict[str, object]], int]:
+        """The files the program read, loaded or exec'd (include/det/shm.h
+        struct det_file), and how many more the table had no room for."""
+        out = []
+        size, mtime = ctypes.c_int64(), ctypes.c_int64()
+        buf = ctypes.create_string_buffer(512)
+        i = 0
+        while (how := lib().det_sup_file(self.h, i, buf, 512, ctypes.byref(size), ctypes.byref(mtime))) >= 0:
+            if how:
+                out.append({"path": os.fsdecode(buf.value), "how": FILE_HOW.get(how & 0xff, "?"),
+                            "size": size.value, "mtime_ns": mtime.value, "cut": int(bool(how & DET_FILE_CUT))})
+            i += 1
+        return out, lib().det_sup_files_lost(self.h)
+
     def divergence(self) -> tuple[dict[str, int], str] | None:
         arr = (ctypes.c_uint64 * 10)()
         what = ctypes.create_string_buffer(200)
@@ -239,8 +262,17 @@ class Recorder(Region):
         return st
 
 
+def turns_backends() -> list[str]:
+    """Replay's enforcement backends, the default first (include/det/turns.def)."""
+    out = []
+    while (name := lib().det_sup_turns_name(len(out))) is not None:
+        out.append(name.decode())
+    return out
+
+
 class Replayer(Region):
-    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False) -> None:
+    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False,
+                 backend: str = "futex") -> None:
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         h = lib().det_sup_replay_new(
@@ -262,9 +294,20 @@ class Replayer(Region):
         except (sqlite3.Error, DetError) as e:
             self.close()
             raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
+        if lib().det_sup_turns(self.h, backend.encode()) != 0:
+            err = lib().det_sup_error(self.h).decode()
+            self.close()
+            raise DetError(err, status=2)
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
+
+    def turns_state(self) -> str:
+        """The enforcement backend's own view of who waits ("" if it has none)."""
+        buf = ctypes.create_string_buffer(1024)
+        if lib().det_sup_turns_describe(self.h, buf, 1024) != 0:
+            return ""
+        return buf.value.decode(errors="replace")
 
     def set_processes(self, processes: list[tuple[int, int, int | None]],
                       threads: list[tuple[int, int, str | None]]) -> None:

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__, schema, tracedir
+from . import __version__, machine, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import (
@@ -228,6 +228,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
             "start_unix_ns": time.time_ns(),
             "host": platform.node(),
             "kernel": platform.release(),
+            **machine.describe(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
             "stdout": opts.outputs[0],
@@ -328,6 +329,9 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         processes, proc_number = _process_rows(rec)
         threads = _thread_rows(rec, proc_number)
         modules = rec.modules()
+        files, files_lost = rec.files()
+        writer.set_files(files)
+        writer.set_meta({"files_lost": files_lost})
         stats = rec.stats()
         attached = rec.attached()
         preemptions = rec.preemptions()
@@ -470,6 +474,7 @@ SUBCOMMANDS = {
     "ls": ("tracedir", "ls_main", "ls_parser"),
     "rm": ("tracedir", "rm_main", "rm_parser"),
     "scrub": ("share", "main", "build_parser"),
+    "pack": ("pack", "main", "build_parser"),
 }
 
 
@@ -490,9 +495,13 @@ def subcommand_parser(name: str) -> argparse.ArgumentParser:
 
 
 def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
-    """After a recording: make the trace kept the latest."""
+    """After a recording: make the trace kept the latest, and pack it if asked."""
     if path.exists():
         tracedir.note_latest(path)
+        if ns.pack:
+            from .pack import pack_trace
+
+            pack_trace(path, quiet=ns.quiet)
     return status
 
 
@@ -583,17 +592,20 @@ def build_parser() -> argparse.ArgumentParser:
         usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
         epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
-               "trace directory and `detrec rm TRACE` removes them; `detrec scrub TRACE -o OUT` copies a trace "
-               "to share, its environment's values blanked. To record a program named like a command, "
-               "write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, "
-               "else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: the program's (128+N for signal N), "
-               "124 when --timeout stopped it, 125 when det stopped it, 2 for bad usage.",
+               "trace directory and `detrec rm TRACE` removes them; `detrec pack TRACE` puts into the trace the "
+               "program, its libraries and the files it read, so that it replays on another machine; "
+               "`detrec scrub TRACE -o OUT` copies a trace to share, its environment's values blanked. To record "
+               "a program named like a command, write `detrec -- info`. Without -o, traces go to $DET_TRACE_DIR, "
+               "else $XDG_DATA_HOME/det/traces, else ~/.local/share/det/traces, as PROGRAM-N.db. Exit status: "
+               "the program's (128+N for signal N), 124 when --timeout stopped it, 125 when det stopped it, "
+               "2 for bad usage.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     p.add_argument("-o", "--output", metavar="TRACE",
-                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there "
-                        "is replaced, any other existing file, directory, device or link is refused"
-                   ).complete = "file"
+                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there is "
+                        "replaced, any other existing file, directory, device or link is refused").complete = "file"
+    p.add_argument("--pack", action="store_true",
+                   help="then pack the trace kept (see `detrec pack`), so it replays on another machine")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",

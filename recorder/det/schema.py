@@ -7,7 +7,7 @@ the statements it needs from here and only binds values.
 
 from __future__ import annotations
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 APPLICATION_ID = 0x64657431  # "det1"
 
 SCHEMA = """
@@ -85,6 +85,30 @@ CREATE TABLE blocked (
     kind INTEGER NOT NULL,            -- the event it was blocked in
     obj  INTEGER NOT NULL,
     ra   INTEGER NOT NULL
+);
+CREATE TABLE files (
+    path     TEXT NOT NULL,           -- a file the program read, loaded or exec'd, as it named it (absolute)
+    how      TEXT NOT NULL,           -- opened | loaded | exec
+    size     INTEGER NOT NULL,        -- its size and mtime then
+    mtime_ns INTEGER NOT NULL,
+    cut      INTEGER NOT NULL         -- 1: the path was too long to keep whole
+);
+CREATE TABLE packed (
+    path     TEXT PRIMARY KEY,        -- what replay shows the program at this absolute path (detrec pack)
+    type     TEXT NOT NULL,           -- file | symlink | dir
+    mode     INTEGER NOT NULL,        -- permission bits
+    mtime_ns INTEGER NOT NULL,
+    size     INTEGER NOT NULL,        -- file: bytes
+    sha256   TEXT,                    -- file: its content, in blobs
+    target   TEXT                     -- symlink: what it points to
+);
+CREATE TABLE blobs (
+    sha256 TEXT NOT NULL,             -- of the whole uncompressed file
+    chunk  INTEGER NOT NULL,          -- 0, 1, ...: the file in order
+    codec  TEXT NOT NULL,             -- zlib | raw
+    size   INTEGER NOT NULL,          -- uncompressed bytes of this chunk
+    bytes  BLOB NOT NULL,
+    PRIMARY KEY (sha256, chunk)
 );
 CREATE TABLE outcome (
     status        TEXT NOT NULL,      -- exited | signaled | timeout | stopped | interrupted

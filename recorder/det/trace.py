@@ -420,6 +420,12 @@ class TraceWriter:
                 [(k, json.dumps(v) if k in JSON_META else v) for k, v in items.items()],
             )
 
+    def set_files(self, files: list[dict[str, Any]]) -> None:
+        """What the program read, loaded or exec'd (native.Recorder.files)."""
+        with self.db:
+            self.db.executemany("INSERT INTO files(path, how, size, mtime_ns, cut) VALUES (?,?,?,?,?)",
+                                [(f["path"], f["how"], f["size"], f["mtime_ns"], f["cut"]) for f in files])
+
     def finish(
         self,
         outcome: dict[str, Any],

@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, schema
+from . import __version__
 from .errors import DetError
-from .trace import INCOMPLETE, SQLITE_MAGIC, Trace
+from .outpath import is_det_trace_file
+from .trace import INCOMPLETE, Trace
 
 LATEST = "latest-trace"
 SUFFIX = ".db"
@@ -123,17 +124,6 @@ def resolve(name: str) -> Path:
     return p  # the reader says "no such trace"
 
 
-def is_det_trace(path: Path) -> bool:
-    """An SQLite file whose application id is det's (damaged or not)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(100)
-    except OSError:
-        return False
-    return head.startswith(SQLITE_MAGIC) and len(head) >= 72 and \
-        int.from_bytes(head[68:72], "big") == schema.APPLICATION_ID
-
-
 def human_size(n: int) -> str:
     for unit in ("B", "K", "M", "G"):
         if n < 1024 or unit == "G":
@@ -225,7 +215,7 @@ def rm_main(argv: list[str]) -> int:
             print(f"detrec rm: {path}: no such trace", file=sys.stderr)
             status = 1
             continue
-        if not path.is_file() or not is_det_trace(path):
+        if not path.is_file() or not is_det_trace_file(path):
             print(f"detrec rm: {path}: not a det trace; left alone", file=sys.stderr)
             status = 1
             continue

@@ -19,6 +19,7 @@ import hashlib
 import os
 import pwd
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from .errors import DetError
@@ -69,9 +70,10 @@ def check_owner(path: str | os.PathLike[str], meta: dict[str, Any], trust: bool)
                    f"if you trust it, replay with --trust (or {TRUST_ENV}=1)", status=2)
 
 
-def check_libraries(meta: dict[str, Any], force: bool) -> None:
+def check_libraries(meta: dict[str, Any], force: bool, here: Callable[[str], str] = lambda p: p) -> None:
     """Every library the recording loaded is the same file now; a preloaded
-    one is one of them."""
+    one is one of them. here: where this process finds a recorded path (a
+    packed trace's view)."""
     libs = meta.get("libraries") or []
     known = {p for p, _ in libs}
     env = meta.get("env") or {}
@@ -86,7 +88,7 @@ def check_libraries(meta: dict[str, Any], force: bool) -> None:
         return
     for path, digest in libs:
         try:
-            same = sha256_file(path) == digest
+            same = sha256_file(here(path)) == digest
         except OSError:
             same = False
         if not same:

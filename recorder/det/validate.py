@@ -99,6 +99,10 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),
+    "machine": lambda v: isinstance(v, str),
+    "cpu_model": lambda v: isinstance(v, str),
+    "cpu_flags": lambda v: isinstance(v, str),
+    "files_lost": lambda v: isinstance(v, int) and v >= 0,
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
 }
@@ -126,12 +130,16 @@ def _int(v: Any) -> bool:
     return type(v) is int
 
 
+TABLE_CONSTRAINTS = ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT")
+
+
 def _columns() -> dict[str, list[str]]:
     """Each table of the schema and its columns, read from schema.SCHEMA."""
     out: dict[str, list[str]] = {}
     for name, body in re.findall(r"CREATE TABLE (\w+) \((.*?)\n\);", schema.SCHEMA, re.S):
         lines = [ln.strip() for ln in body.strip().splitlines()]
-        out[name] = [ln.split()[0] for ln in lines if ln and not ln.startswith("--")]
+        out[name] = [ln.split()[0] for ln in lines
+                     if ln and not ln.startswith("--") and ln.split()[0] not in TABLE_CONSTRAINTS]
     return out
 
 
@@ -172,8 +180,19 @@ def validate(tr: Trace) -> None:
         raise TraceDamage(f"the trace is damaged ({type(e).__name__}: {e})") from None
 
 
+# Tables read by key (through their index) as well as whole: a damaged index
+# would make the two readings differ, so they are checked with it (small).
+INDEXED_TABLES = ("meta", "packed")
+
+
 def _schema(tr: Trace) -> None:
     tables = {r[0] for r in tr.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in INDEXED_TABLES:
+        if table in tables:
+            problems = [r[0] for r in tr.db.execute(f"PRAGMA integrity_check({table})")]
+            if problems != ["ok"]:
+                what = problems[0].replace("*** in database main ***", "").strip().splitlines()[0]
+                raise TraceDamage(f"the trace is damaged (table {table}: {what})")
     for table, cols in COLUMNS.items():
         if table not in tables:
             raise TraceDamage(f"the trace is damaged (no {table} table)")

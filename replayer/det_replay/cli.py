@@ -8,6 +8,7 @@ output goes where it went when recorded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -19,12 +20,14 @@ from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_dive
 from det.errors import DetError
 from det.launch import FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
-from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer
+from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer, turns_backends
 from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
 from det.trust import check_libraries, check_owner
 from det.watchdog import Watchdog
+
+from .view import PackedView, host_differences, is_packed, open_view
 
 EXIT_DIVERGED = EXIT_STOPPED
 EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
@@ -37,46 +40,60 @@ class ReplayResult:
     matched: bool
     lines: list[str] = field(default_factory=list)  # what detreplay says
     diverged: bool = False
+    run_s: float = 0.0  # the program's run time, from its start to its end
 
 
 def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
-def check_binary(tr: Trace, force: bool, trust: bool = False) -> str:
+def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView | None = None,
+                 quiet: bool = False) -> str:
     """Everything a replay runs, checked before it runs: whose trace it is
-    (det.trust), the binary and every library it loaded, the directory."""
+    (det.trust), the binary, the directory, then (after saying what this
+    machine lacks, unless quiet) every library it loaded; in a packed
+    trace's view when there is one."""
     m = tr.meta
     check_owner(tr.path, m, trust)
     exe = m.get("binary")
-    if not exe or not os.path.exists(exe):
-        raise DetError(f"{exe}: the recorded program is gone", status=2)
-    if not force and sha256_file(exe) != m.get("binary_sha256"):
+    here = (lambda p: view.host_path(p)) if view is not None else (lambda p: p)
+    if not exe or not os.path.exists(here(exe)):
+        hint = ("the trace carries it: replay without --host-files" if is_packed(tr)
+                else "`detrec pack` on the recording machine carries it with the trace")
+        raise DetError(f"{exe}: the recorded program is gone; {hint}", status=2)
+    if not force and sha256_file(here(exe)) != m.get("binary_sha256"):
         raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
                        status=2)
-    check_libraries(m, force)
-    if not os.path.isdir(m.get("cwd", "")):
+    if not os.path.isdir(here(m.get("cwd", ""))):
         raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
+    if not quiet:  # what is gone or changed here, before a refusal names one of them
+        for line in host_differences(tr, view):
+            say(line)
+    check_libraries(m, force, here)
     return exe
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
-           stall: float | None = None, trust: bool = False) -> ReplayResult:
-    with Trace(trace_path) as tr:
-        exe = check_binary(tr, force, trust)
+           stall: float | None = None, trust: bool = False, backend: str = "futex", host_files: bool = False,
+           quiet: bool = False) -> ReplayResult:
+    with Trace(trace_path) as tr, contextlib.ExitStack() as cleanup:
+        view = open_view(tr, host_files)
+        if view is not None:
+            cleanup.callback(view.close)
+        exe = check_binary(tr, force, trust, view, quiet)
         m = tr.meta
         rec = tr.outcome()
         total = tr.event_count()
         if rec is None:
             say(f"warning: {trace_path} is incomplete: {UNFINISHED}; replaying the {total} events it has")
         strict = m.get("mode") == "strict"
-        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict)
+        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict, backend)
         if strict and relaxed:
             say("note: a strict trace replays in strict order; --relaxed ignored")
         sym = Symbolizer(tr.modules())
         try:
             gaps = recorded_gaps(tr) if stall is not None and not (relaxed and not strict) else None
-            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, gaps)
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, view, gaps)
         finally:
             rep.close()
 
@@ -103,11 +120,13 @@ def recorded_gaps(tr: Trace) -> list[float]:
 
 
 def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
-         sym: Symbolizer, stall: float | None, gaps: list[float] | None = None) -> ReplayResult:
+         sym: Symbolizer, stall: float | None, view: PackedView | None,
+         gaps: list[float] | None = None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
-    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep),
-                   (m.get("stdout"), m.get("stderr")))
+    prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep, view),
+                   (m.get("stdout"), m.get("stderr")), root=view.root if view is not None else None,
+                   shm_pid=view.shm_holder(rep.fd) if view is not None else None)
     prog.region = rep
     last_done, last_change = -1, time.monotonic()
     ended_early = ""  # why detreplay stopped the program itself
@@ -142,6 +161,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         if quiet_for > limit:
             ended_early = "stall"
             stalled = rep.threads()
+            backend_view = rep.turns_state()
             prog.kill()
             rc = prog.wait()
             break
@@ -156,6 +176,11 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             return rep.divergence() is not None or rep.failed() is not None or now - progress["at"] > stall_limit
 
         prog.wait_others(give_up)
+    run_s = (prog.ended or time.monotonic()) - prog.started
+
+    def result(*args, **kw) -> ReplayResult:
+        return ReplayResult(*args, run_s=run_s, **kw)
+
     out_info, err_info = prog.outputs()
     done = rep.events_done()
     lines: list[str] = []
@@ -167,13 +192,15 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     if div is not None:
         lines.append(describe_divergence(names, div[0], div[1]))
         hint = race_hint(tr, names, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1])
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
+        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     if failure:
         lines.append(f"det stopped the program: {failure}")
-        return ReplayResult(EXIT_STOPPED, done, False, lines, diverged=True)
+        return result(EXIT_STOPPED, done, False, lines, diverged=True)
     if ended_early == "stall":
         lines.append(_stall_text(tr, stalled, done, total, sym))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
+        if backend_view:
+            lines.append(backend_view)
+        return result(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
 
     # Compare with the recording.
     problems = []
@@ -201,7 +228,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         else:
             lines.insert(0, f"replayed {done} of the {total} events of the recording, which did not finish "
                             f"({UNFINISHED}); the replay then ended: {describe_status(rc)}")
-        return ReplayResult(EXIT_INCOMPLETE, done, False, lines)
+        return result(EXIT_INCOMPLETE, done, False, lines)
     if ended_early == "end":
         waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
                    for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
@@ -209,22 +236,24 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             lines.append(block_report(tr, waiters, sym).summary)
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
-        return ReplayResult(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "outcome"), diverged=True)
+        # a race's shape: every event replayed, yet another end (not a program killed half way)
+        hint = race_hint(tr, names, "outcome") if done >= total else []
+        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
     lines.insert(0, f"replayed {count}; outcome matches the recording: {status_txt}")
-    return ReplayResult(exit_status, done, True, lines)
+    return result(exit_status, done, True, lines)
 
 
-def replay_stdin(tr: Trace, rep: Replayer) -> StdinFeed | int | None:
+def replay_stdin(tr: Trace, rep: Replayer, view: PackedView | None = None) -> StdinFeed | int | None:
     """The program's stdin as it was recorded (see det.launch.stdin_source)."""
     src = tr.meta.get("stdin") or {"kind": "tty"}
     if src["kind"] in FED_KINDS:
         rep.add_flags(DET_F_STDIN_FED)
         return StdinFeed(tr.stdin_chunks(), None, pty=src["kind"] == "pty")
     if src["kind"] == "file":
-        path = src["path"]
+        path = view.host_path(src["path"]) if view is not None else src["path"]
         if not os.path.exists(path) or sha256_file(path) != src["sha256"]:
             raise DetError(f"{path}: the file the program read as stdin is gone or changed since recording",
                            status=2)
@@ -281,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true",
                    help="replay a trace another user owns (a trace names a program to run; by default only "
                         "your own are run; DET_TRUST=1 does the same)")
+    p.add_argument("--backend", default="futex", metavar="NAME",
+                   help="how threads wait for their turns: futex (default) or kmod (det's kernel module, "
+                        "/dev/detsched: docs/kmod.md)")
+    p.add_argument("--host-files", action="store_true",
+                   help="a packed trace: use this machine's files, not the ones packed in the trace")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "
@@ -311,8 +345,17 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         say(str(e))
         return e.status
+    try:
+        backends = turns_backends()
+    except DetError as e:
+        say(str(e))
+        return e.status
+    if ns.backend not in backends:
+        p.error(f"--backend: no backend named {ns.backend!r} (there are: {', '.join(backends)})")
     if (ns.gdb or gdb_args) and not (ns.gdb or ns.goto is not None):
         p.error("arguments after -- are gdb's: add --gdb")
+    if (ns.gdb or ns.goto is not None) and ns.backend != "futex":
+        p.error(f"--gdb replays with the futex backend only (not {ns.backend})")
     # Before any thread: no process of the program outlives detreplay, even killed.
     watchdog = Watchdog.start()
     try:
@@ -328,12 +371,13 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
 
         try:
             return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
-                           trust=ns.trust)
+                           trust=ns.trust, host_files=ns.host_files)
         except DetError as e:
             say(str(e))
             return e.status
     try:
-        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust)
+        res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust,
+                     backend=ns.backend, host_files=ns.host_files, quiet=ns.quiet)
     except DetError as e:
         say(str(e))
         return e.status

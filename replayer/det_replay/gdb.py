@@ -15,6 +15,7 @@ is never put in gdb's own environment. Exits with gdb's exit status.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +33,8 @@ from det.launch import FED_KINDS, program_env
 from det.native import DET_F_STDIN_FED, Replayer
 from det.record import sha256_file
 from det.trace import Trace
+
+from .view import PackedView, open_view
 
 EXT_DIR = paths.GDB_EXT_DIR
 
@@ -57,35 +60,47 @@ def check_goto(tr: Trace, goto: int | None) -> None:
 
 
 def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: int | None = None,
-            gdb_args: list[str] | None = None, trust: bool = False) -> int:
+            gdb_args: list[str] | None = None, trust: bool = False, host_files: bool = False) -> int:
     """Start gdb on the replaying program; returns gdb's exit status."""
     from .cli import check_binary  # the same checks as a replay without gdb
 
     gdb = find_gdb()
     path = Path(trace_path).resolve()
-    with Trace(path) as tr:
-        exe = check_binary(tr, force, trust)
-        check_goto(tr, goto)
-        meta = tr.meta
-        complete = tr.complete
-        stdin = meta.get("stdin") or {"kind": "tty"}
-        if stdin["kind"] == "file" and (not os.path.exists(stdin["path"])
-                                        or sha256_file(stdin["path"]) != stdin["sha256"]):
-            raise DetError(f"{stdin['path']}: the file the program read as stdin is gone or changed since "
-                           "recording", status=2)
     if not (EXT_DIR / "det_gdb.py").exists():
         raise DetError(f"{EXT_DIR}: det's gdb extension is missing", status=2)
+    with contextlib.ExitStack() as cleanup:
+        with Trace(path) as tr:
+            view = open_view(tr, host_files)
+            if view is not None:
+                cleanup.callback(view.close)
+            exe = check_binary(tr, force, trust, view)
+            check_goto(tr, goto)
+            meta = tr.meta
+            complete = tr.complete
+        here = view.host_path if view is not None else (lambda p: p)
+        stdin = meta.get("stdin") or {"kind": "tty"}
+        if stdin["kind"] == "file" and (not os.path.exists(here(stdin["path"]))
+                                        or sha256_file(here(stdin["path"])) != stdin["sha256"]):
+            raise DetError(f"{stdin['path']}: the file the program read as stdin is gone or changed since "
+                           "recording", status=2)
+        return _run_gdb(gdb, path, exe, meta, complete, stdin, relaxed, goto, gdb_args, view)
+
+
+def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: dict, relaxed: bool,
+             goto: int | None, gdb_args: list[str] | None, view: PackedView | None) -> int:
+    here = view.host_path if view is not None else (lambda p: p)
     rep = Replayer(path, complete, relaxed)
     try:
-        env = program_env(meta["env"], rep.fd)
+        env = program_env(meta["env"], rep.fd, view.shm_holder(rep.fd) if view is not None else None)
         with tempfile.TemporaryDirectory(prefix="detreplay-gdb-") as d:
             spec = Path(d) / "program.json"
-            program = {"exe": exe, "argv": meta["argv"], "env": list(env.items()), "cwd": meta["cwd"]}
+            program = {"exe": exe, "argv": meta["argv"], "env": list(env.items()), "cwd": meta["cwd"],
+                       "root": view.root if view is not None else None}
             if stdin["kind"] in FED_KINDS:  # (a recorded pty is fed as a pipe under gdb)
                 rep.add_flags(DET_F_STDIN_FED)
                 program["stdin_fifo"] = str(feed_stdin(path, Path(d) / "stdin"))
             elif stdin["kind"] == "file":
-                program["stdin_file"] = [stdin["path"], int(stdin.get("offset", 0))]
+                program["stdin_file"] = [here(stdin["path"]), int(stdin.get("offset", 0))]
             spec.write_text(json.dumps(program))
             site = sysconfig.get_paths()
             config = Path(d) / "config.json"
@@ -93,7 +108,7 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
                 "trace": str(path),
                 "relaxed": relaxed,
                 "goto": goto,
-                "binary": exe,
+                "binary": here(exe),
                 "exec_wrapper": [sys.executable, "-I", "-S", str(EXT_DIR / "det_exec.py"), str(spec)],
                 "pythonpath": [str(EXT_DIR), str(paths.PYTHON_DIR)],
                 "site_packages": sorted({site["purelib"], site["platlib"]}),
@@ -101,6 +116,8 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
             }))
             init = Path(d) / "init.gdb"
             init.write_text(
+                # a packed trace: gdb reads the program's libraries where the program sees them
+                (f"set sysroot {view.root}\n" if view is not None else "") +
                 "python\n"
                 "import sys\n"
                 f"sys.path.insert(0, {str(EXT_DIR)!r})\n"
@@ -109,6 +126,8 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
                 "end\n"
             )
             # gdb handles Ctrl-C (it stops the program); this process only waits.
+            if view is not None:
+                view.keep_chroot_across_exec()  # gdb's exec wrapper chroots the program
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
                 proc = subprocess.Popen([gdb, "-q", "-x", str(init), *(gdb_args or [])],

@@ -170,3 +170,25 @@ def test_output_paths_are_checked_before_the_program_runs(tmp_path: Path) -> Non
     # detdiff --bisect --keep takes a directory of traces only.
     r = run([ROOT / ".venv" / "bin" / "detdiff", "--bisect", "--keep", text, trace, trace])
     assert "notes.txt: is a file, not a directory" in one_line_error(r, "detdiff")
+
+
+def test_replay_backends(tmp_path: Path) -> None:
+    """--backend=kmod replays through /dev/detsched when the module is
+    loaded and says so in one line when it is not (this machine's kernel
+    cannot load modules: `make check-kmod` tests the module under qemu);
+    an unknown backend is a usage error."""
+    trace = tmp_path / "h.db"
+    recorded = detrec("-q", "-o", trace, program("hello")).returncode
+    r = detreplay("--backend=kmod", trace)
+    if os.path.exists("/dev/detsched"):
+        assert r.returncode == recorded and b"outcome matches" in r.stderr, r.stderr
+    else:
+        assert r.returncode == 2
+        line = one_line_error(r, "detreplay")
+        assert "/dev/detsched: no such device" in line and "docs/kmod.md" in line
+    r = detreplay("--backend=nope", trace)
+    assert r.returncode == 2 and b"no backend named 'nope' (there are: futex, kmod)" in r.stderr
+    r = detreplay("--backend=kmod", "--gdb", trace)
+    assert r.returncode == 2 and b"futex backend only" in r.stderr
+    r = detreplay("--backend=futex", trace)
+    assert r.returncode == recorded and b"outcome matches" in r.stderr

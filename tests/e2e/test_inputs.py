@@ -120,13 +120,13 @@ def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
     where nobody sends them, and the one the program sends itself at the
     end is taken, not left pending."""
     trace = tmp_path / f"{mode}.db"
-    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("sigwaiter")), mode, "100000"],
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("sigwaiter")), mode, "100000", "5"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"ready\n"
     pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("sigwaiter"))]))
-    for _ in range(5):
+    for i in range(1, 6):  # one at a time: two pending SIGUSR1s would be one
         os.kill(pid, signal.SIGUSR1)
-        time.sleep(0.02)
+        assert p.stdout.readline() == f"got {i}\n".encode()
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err.decode()
     assert out.startswith(f"waiter ({mode}): 5 SIGUSR1".encode()), out

@@ -10,13 +10,13 @@ would otherwise see the trace being written.
 from __future__ import annotations
 
 import http.server
-import random
 import shutil
 import subprocess
 import threading
 from pathlib import Path
 
 import pytest
+from real_inputs import write_big_text, write_threads_py
 
 from conftest import detrec, detreplay, outcome, query
 
@@ -32,33 +32,10 @@ def tool(name: str) -> str:
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("real")
-    rng = random.Random(7)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
-             for _ in range(5000)]
-    with open(d / "big.txt", "w") as f:  # 50 MB of compressible text
-        n = 0
-        while n < 50_000_000:
-            line = " ".join(rng.choice(words) for _ in range(12)) + "\n"
-            f.write(line)
-            n += len(line)
+    write_big_text(d / "big.txt")  # 50 MB of compressible text
     (d / "small.txt").write_bytes((d / "big.txt").read_bytes()[:1_000_000])
     (d / "lines.txt").write_text("".join(f"{i}\n" for i in range(200_000)))
-    (d / "threads.py").write_text(
-        "import threading, random, hashlib, time\n"
-        "lock = threading.Lock()\n"
-        "order = []\n"
-        "def work(i):\n"
-        "    h = hashlib.sha256()\n"
-        "    for k in range(5000):\n"
-        "        with lock:\n"
-        "            order.append(i)\n"
-        "        h.update(str(random.random()).encode())\n"
-        "    print(i, h.hexdigest()[:16], time.monotonic() > 0, flush=True)\n"
-        "ts = [threading.Thread(target=work, args=(i,)) for i in range(3)]\n"
-        "for t in ts: t.start()\n"
-        "for t in ts: t.join()\n"
-        "print('order', hashlib.sha256(repr(order).encode()).hexdigest()[:16])\n"
-    )
+    write_threads_py(d / "threads.py")
     (d / "traces").mkdir()
     return d
 

@@ -2,13 +2,15 @@
  * tests/programs/sigwaiter.c - signals taken synchronously by a dedicated
  * thread, as pbzip2 does: every thread blocks SIGUSR1 and SIGUSR2, a waiter
  * thread takes them with sigwait, sigwaitinfo, sigtimedwait or a signalfd
- * (argv[1]), counts the SIGUSR1s (sent from outside, e.g. by a test), and
- * ends on the SIGUSR2 that main sends the process when its work is done.
+ * (argv[1]), counts the SIGUSR1s (sent from outside, e.g. by a test; "got N"
+ * after each, so that the sender can wait for it: two standard signals
+ * pending at once are one), and ends on the SIGUSR2 that main sends the
+ * process when its work is done and EXPECT SIGUSR1s were taken.
  *
- * Output: "waiter (MODE): N SIGUSR1 (from pids P...), then SIGUSR2 from
- * itself; counter C". Rules: a replay prints the recording's line, though
- * the outside SIGUSR1s are not sent again.
- * Usage: sigwaiter sigwait|sigwaitinfo|sigtimedwait|signalfd [ITERS]
+ * Output: "got 1" ... "got N", then "waiter (MODE): N SIGUSR1 (from pids
+ * P...), then SIGUSR2 from itself; counter C". Rules: a replay prints the
+ * recording's lines, though the outside SIGUSR1s are not sent again.
+ * Usage: sigwaiter sigwait|sigwaitinfo|sigtimedwait|signalfd [ITERS [EXPECT]]
  */
 #include <pthread.h>
 #include <signal.h>
@@ -65,9 +67,13 @@ static void *waiter(void *arg)
 		int sig = take();
 		if (sig == SIGUSR2)
 			return NULL;
-		if (sig == SIGUSR1)
-			usr1++;
-		else
+		if (sig == SIGUSR1) {
+			pthread_mutex_lock(&m);
+			int n = ++usr1;
+			pthread_mutex_unlock(&m);
+			printf("got %d\n", n);
+			fflush(stdout);
+		} else
 			return (void *)1;
 	}
 }
@@ -76,6 +82,7 @@ int main(int argc, char **argv)
 {
 	mode = argc > 1 ? argv[1] : "sigwait";
 	long iters = argc > 2 ? atol(argv[2]) : 100000;
+	int expect = argc > 3 ? atoi(argv[3]) : 0;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
@@ -90,6 +97,14 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&m);
 		if (i % 1000 == 0)
 			usleep(200);
+	}
+	for (;;) { /* the sender's signals are all taken before the end */
+		pthread_mutex_lock(&m);
+		int n = usr1;
+		pthread_mutex_unlock(&m);
+		if (n >= expect)
+			break;
+		usleep(1000);
 	}
 	kill(getpid(), SIGUSR2);
 	void *bad;

@@ -8,6 +8,7 @@ opened by a relative path from the test's directory.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from det import schema
 from det.trace import TraceWriter
 
 SIZE = (140, 40)
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()  # the outputs: none
 
 
 def write_trace(path: Path, events: list[tuple[int, int, int, int, int]], threads: int,
@@ -31,8 +33,8 @@ def write_trace(path: Path, events: list[tuple[int, int, int, int, int]], thread
     condition variables from 100 on."""
     w = TraceWriter(path)
     w.set_meta({"format_version": schema.FORMAT_VERSION, "det_version": "test", "mode": mode,
-                "argv": ["/demo/bank", "3"], "env": [], "cwd": "/demo", "binary": "/demo/bank",
-                "binary_sha256": "0" * 64, "start_time": "2026-01-01T00:00:00+00:00"})
+                "argv": ["/demo/bank", "3"], "env": {}, "cwd": "/demo", "binary": "/demo/bank",
+                "binary_sha256": "0" * 64, "stdin": {"kind": "pipe"}, "start_time": "2026-01-01T00:00:00+00:00"})
     idx: dict[int, int] = {}
     objs: set[int] = set()
     rows = []
@@ -43,14 +45,18 @@ def write_trace(path: Path, events: list[tuple[int, int, int, int, int]], thread
         objs.add(obj)
     with w.db:
         w.db.executemany(schema.EVENT_INSERT_PREFIX + schema.EVENT_INSERT_ROW, rows)
-        for o in sorted(objs - {0}):
+        for o in sorted((objs | set(range(1, threads + 1))) - {0}):
             kind = 1 if o <= threads else (3 if o >= 100 else 2)
             w.db.execute(schema.OBJECT_INSERT, (o, kind, 0x4000 + 64 * o, 0))
-    thread_rows = [{"tid": t, "parent": -1 if t == 0 else 0, "ktid": 100 + t, "create_seq": -1, "obj": t + 1,
+    created = {aux: seq for seq, (_, kind, _, _, aux) in enumerate(events) if kind == ev.THREAD_CREATE}
+    thread_rows = [{"tid": t, "parent": -1 if t == 0 else 0, "ktid": 100 + t, "create_seq": created.get(t, -1),
+                    "obj": t + 1,
                     "events": idx.get(t, 0), "end_state": "blocked" if any(b[0] == t for b in blocked) else "exited"}
                    for t in range(threads)]
-    outcome = {"status": status, "exit_code": exit_code, "signal": None, "stdout_bytes": 0, "stdout_sha256": "",
-               "stdout_tail": b"", "stderr_bytes": 0, "stderr_sha256": "", "stderr_tail": b"",
+    # a program det stopped (timeout) ended by its SIGKILL, as in a real trace
+    outcome = {"status": status, "exit_code": exit_code, "signal": 9 if exit_code is None else None,
+               "stdout_bytes": 0, "stdout_sha256": EMPTY_SHA256, "stdout_tail": b"",
+               "stderr_bytes": 0, "stderr_sha256": EMPTY_SHA256, "stderr_tail": b"",
                "duration_ns": 1000 * len(events), "events": len(events), "message": message}
     return w.finish(outcome, thread_rows, [], list(blocked))
 
