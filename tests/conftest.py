@@ -26,6 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 _TRACE_DIR = tempfile.mkdtemp(prefix="det-test-traces-")
 os.environ["DET_TRACE_DIR"] = _TRACE_DIR
 atexit.register(shutil.rmtree, _TRACE_DIR, True)
+# Programs run as from a user's shell: `make test`'s own variables would make a
+# recorded make print "Entering directory" (MAKELEVEL) or join make's jobserver.
+for _var in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"):
+    os.environ.pop(_var, None)
 BIN = ROOT / ".venv" / "bin"
 DETREC = BIN / "detrec"
 DETREPLAY = BIN / "detreplay"
