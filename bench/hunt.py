@@ -175,7 +175,8 @@ def detcc_build(source: Path | None, work: Path) -> tuple[Path | None, str]:
     if source is None:
         return None, "n/a (no source)"
     out = work / (source.stem + "-detcc")
-    cc = [str(DETCC), "--sched-points=memory", "-O2", "-g", "-pthread", "-Isamples", "-o", str(out), str(source)]
+    compiler = DETCC.with_name("det-c++") if source.suffix == ".cpp" else DETCC
+    cc = [str(compiler), "--sched-points=memory", "-O2", "-g", "-pthread", "-Isamples", "-o", str(out), str(source)]
     r = subprocess.run(cc, capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         return None, f"n/a (det-cc failed: {r.stderr.strip().splitlines()[-1:]})"
