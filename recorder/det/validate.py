@@ -162,6 +162,11 @@ def validate(tr: Trace) -> None:
         ident = file_identity(tr.path)
         if os.environ.get("DET_VALIDATE") != "full" and ident is not None and ident in _cache_read():
             return
+        # a damaged b-tree page reads as fewer rows to one query and not to another
+        problems = [r[0] for r in tr.db.execute("PRAGMA quick_check(1)")]
+        if problems != ["ok"]:
+            what = problems[0].replace("*** in database main ***", "").strip().splitlines()[0]
+            raise TraceDamage(f"the trace is damaged ({what})")
         _events(tr, threads, processes, objects, outcome)
         _data(tr)
         _files(tr)
