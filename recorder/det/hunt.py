@@ -49,7 +49,7 @@ from .launch import read_own_stdin, resolve_program, stdin_source
 from .outpath import check_output_dir
 from .record import INTERRUPT, PCT_K, Options, RunResult, hung_run, record_run, sha256_file
 from .trace import Trace
-from .watchdog import Watchdog
+from .watchdog import watched
 
 DEFAULT_RUNS = 100
 DEFAULT_TIMEOUT = 10.0
@@ -499,12 +499,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = make_spec(exe, prog_argv, opts)
         INTERRUPT.install()
         # Before any thread: whatever ends dethunt, no process of a run outlives it.
-        watchdog = Watchdog.start(runs)
-        try:
+        with watched(runs):
             return _hunt(ns, spec, out, prog_argv)
-        finally:
-            if watchdog is not None:
-                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status

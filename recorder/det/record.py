@@ -56,7 +56,7 @@ from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 from .trust import library_hashes, sha256_file
 from .validate import remember
-from .watchdog import Watchdog
+from .watchdog import watched
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
@@ -701,12 +701,8 @@ def main(argv: list[str] | None = None) -> int:
             opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
         # Before any thread: whatever ends detrec, no process of the program outlives it.
-        watchdog = Watchdog.start(runs_dir(out) if ns.until_fail else None)
-        try:
+        with watched(runs_dir(out) if ns.until_fail else None):
             return _record(ns, exe, prog_argv, out, opts)
-        finally:
-            if watchdog is not None:
-                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status
