@@ -323,6 +323,11 @@ DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const voi
 DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
 /* Inputs: check that the next recorded event is this input (kind, aux). */
 DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
+/* An input that may act before its turn: t's next event when it is this
+ * input and still waits for its turn in a free-running ordered replay (no
+ * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
+DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
+DET_HIDDEN int det_replay_due(const struct det_sched *e);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);
