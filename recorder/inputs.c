@@ -20,8 +20,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -422,37 +424,75 @@ static ssize_t perform_pread(struct read_call *rc)
 	return real.preadv(rc->fd, rc->iov, rc->iovcnt, rc->off);
 }
 
-/* Replay of an INTERNAL stream: read for real until the recorded count. */
-static ssize_t reread_exact(struct read_call *rc, size_t count)
+/* One real read into rc's iovecs from byte `from` on, of at most `len` bytes. */
+static ssize_t read_from(struct read_call *rc, size_t from, size_t len)
 {
-	size_t got = 0;
 	struct iovec local[64];
-	int n = rc->iovcnt < 64 ? rc->iovcnt : 64;
+	int n = rc->iovcnt < 64 ? rc->iovcnt : 64, first = 0;
+	while (first < n && from >= rc->iov[first].iov_len)
+		from -= rc->iov[first++].iov_len;
+	if (first == n)
+		return 0;
 	memcpy(local, rc->iov, (size_t)n * sizeof(*local));
+	local[first].iov_base = (char *)rc->iov[first].iov_base + from;
+	local[first].iov_len = rc->iov[first].iov_len - from;
+	size_t room = 0;
+	int last = first;
+	for (; last < n && room < len; last++)
+		room += local[last].iov_len;
+	if (room > len)
+		local[last - 1].iov_len -= room - len;
+	return real.readv(rc->fd, &local[first], last - first);
+}
+
+/* Replay of an INTERNAL stream: read for real until the recorded count
+ * (`got` bytes of it are already there). */
+static ssize_t reread_exact(struct read_call *rc, size_t got, size_t count)
+{
 	while (got < count) {
-		/* advance the iovecs past what we already have */
-		size_t skip = got;
-		int first = 0;
-		while (first < n && skip >= rc->iov[first].iov_len)
-			skip -= rc->iov[first++].iov_len;
-		if (first == n)
-			break;
-		local[first].iov_base = (char *)rc->iov[first].iov_base + skip;
-		local[first].iov_len = rc->iov[first].iov_len - skip;
-		size_t left = count - got, room = 0;
-		int last = first;
-		for (; last < n && room < left; last++)
-			room += local[last].iov_len;
-		if (room > left)
-			local[last - 1].iov_len -= room - left;
-		ssize_t r = real.readv(rc->fd, &local[first], last - first);
+		ssize_t r = read_from(rc, got, count - got);
 		if (r <= 0)
 			return got ? (ssize_t)got : r;
 		got += (size_t)r;
-		for (int i = first; i < n; i++)
-			local[i] = rc->iov[i];
 	}
 	return (ssize_t)got;
+}
+
+/*
+ * An ordered replay keeps a pipe read in its place, which the recording gave
+ * it only after the read returned: its bytes may have left the pipe well
+ * before (the reader was preempted before it took its place), and a writer
+ * blocked on the full pipe can be what the read's turn waits for (it must
+ * reach its own next event first). So while the read waits for its turn and
+ * its pipe is full, it takes the recorded count's bytes as they come; the
+ * program sees them only in turn. Only a full pipe is drained ahead: readers
+ * of a pipe that never fills (a jobserver's tokens) keep their order.
+ * Returns the bytes already read.
+ */
+static size_t read_ahead(struct det_thread *t, struct read_call *rc)
+{
+	const struct det_sched *e = det_replay_pending(t, DET_EV_PIPE_READ, (uint32_t)rc->fd);
+	long cap = e && e->result > 0 ? det_sys(SYS_fcntl, rc->fd, F_GETPIPE_SZ, 0, 0, 0, 0) : -1;
+	if (cap <= 0) /* not waiting, nothing to read, or not a pipe */
+		return 0;
+	size_t got = 0, want = (size_t)e->result;
+	long nap = 50000; /* ns; the timer slack makes less pointless */
+	while (got < want && !det_replay_due(e)) {
+		int avail = 0;
+		if (det_sys(SYS_ioctl, rc->fd, FIONREAD, (long)&avail, 0, 0, 0) == 0 && avail >= cap - 2 * PIPE_BUF) {
+			ssize_t r = read_from(rc, got, (size_t)avail < want - got ? (size_t)avail : want - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+			nap = 50000;
+			continue;
+		}
+		struct timespec ts = {0, nap};
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		if (nap < 1000000)
+			nap *= 2;
+	}
+	return got;
 }
 
 static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
@@ -461,6 +501,7 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 	uint16_t kind = c == FDC_FILE ? DET_EV_FILE_READ : c == FDC_INTERNAL ? DET_EV_PIPE_READ : DET_EV_READ;
 	struct det_op op = {0};
 	int64_t res;
+	size_t early = kind == DET_EV_PIPE_READ && det_replaying() ? read_ahead(t, rc) : 0;
 	if (!det_input_begin(&op, t, kind, (uint32_t)rc->fd, ra)) {
 		res = res_of(kind == DET_EV_FILE_READ ? rc->perform(rc) : BLOCKING(&op, rc->perform(rc)));
 		if (res > 0 && kind == DET_EV_FILE_READ) {
@@ -482,7 +523,7 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 			scatter(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res < rc->want ? (size_t)res : rc->want);
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */
-		ssize_t r = kind == DET_EV_FILE_READ ? rc->perform(rc) : reread_exact(rc, (size_t)res);
+		ssize_t r = kind == DET_EV_FILE_READ ? rc->perform(rc) : reread_exact(rc, early, (size_t)res);
 		if (r != res && kind == DET_EV_FILE_READ)
 			diverge_file(&op, rc->fd, "another count");
 		if (r != res)

@@ -449,6 +449,19 @@ uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind)
 	return id;
 }
 
+/* The key addr is known by in the object table: the bare address for a
+ * process-shared object (one object in every process), else this
+ * process's key. Strict mode's waits use it, so that a waiter in one
+ * process is woken by a release in another. */
+uint64_t det_obj_shared_key(const void *addr)
+{
+	int fresh;
+	uint64_t mine = det_obj_key(addr), bare = (uint64_t)(uintptr_t)addr & ((1ull << 48) - 1);
+	if (det_proc && !obj_lookup(mine, 0, &fresh) && obj_lookup(bare, 0, &fresh))
+		return bare;
+	return mine;
+}
+
 uint32_t det_obj_find(const void *addr)
 {
 	int fresh;
@@ -703,12 +716,12 @@ void det_rec_release_begin(struct det_op *op)
 
 /* The moment between two events: where strict mode may switch threads and
  * parallel chaos may pause. */
-static inline void boundary(struct det_thread *t, uint16_t kind)
+static inline void boundary(struct det_thread *t, uint16_t kind, int64_t result)
 {
 	if (det_unlikely(det_strict)) {
 		/* an exiting thread gives its turn up for good just after */
 		if (kind != DET_EV_THREAD_EXIT)
-			det_strict_after_event(t, kind == DET_EV_SCHED_YIELD);
+			det_strict_after_event(t, det_strict_point_of(kind, result));
 	}
 	else if (det_unlikely(det_chaos))
 		det_chaos_delay(t);
@@ -727,7 +740,7 @@ void det_rec_call_begin(struct det_op *op)
 void det_rec_call_end(struct det_op *op, int64_t result)
 {
 	det_rec_fix_result(op, result);
-	boundary(op->t, op->kind);
+	boundary(op->t, op->kind, result);
 }
 
 /* A result entry for the thread's event `idx`, already published (room
@@ -746,7 +759,7 @@ void det_rec_end(struct det_op *op, int64_t result)
 {
 	if (det_unlikely(result != 0))
 		put_result(op->t, op->idx, result);
-	boundary(op->t, op->kind);
+	boundary(op->t, op->kind, result);
 }
 
 /* The event `op` (already published) returned `result` after all. */
@@ -772,7 +785,7 @@ void det_rec_acquire_end(struct det_op *op, int64_t result)
 		det_strict_acquire(op->t);
 	ring_reserve(op->t, 2);
 	log_event(op, result, 0, only_looked(op->kind, result));
-	boundary(op->t, op->kind);
+	boundary(op->t, op->kind, result);
 }
 
 /* An input's data goes before its event, in DATA entries published as they
@@ -803,7 +816,7 @@ void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 		det_strict_acquire(op->t);
 	ring_reserve(op->t, 1);
 	log_event(op, result, len, 0);
-	boundary(op->t, op->kind);
+	boundary(op->t, op->kind, result);
 }
 
 /* A create takes its place in the order and its child's number together,

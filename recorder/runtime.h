@@ -78,6 +78,9 @@ struct det_thread {
 	uint32_t sigs_held; /* record: some of them wait for the thread's next call into det */
 	uint32_t holding;  /* strict: holds the run token */
 	int32_t quantum;   /* strict: events left before it offers the token */
+	uint32_t run_steps; /* strict chaos: steps run in a row while others waited */
+	uint32_t polls;     /* strict chaos: polls in a row (each defers it twice as long) */
+	uint64_t tick_idx; /* strict: t->idx at its last tick (det-cc's quantum end) */
 	uint64_t rng;      /* chaos: this thread's generator */
 	struct {
 		int sig;
@@ -127,7 +130,16 @@ DET_HIDDEN void det_strict_acquire(struct det_thread *t);
 DET_HIDDEN void det_strict_release(struct det_thread *t);
 DET_HIDDEN void det_strict_process_ending(void);
 DET_HIDDEN int det_strict_ending(void); /* the process has begun to end */
-DET_HIDDEN void det_strict_after_event(struct det_thread *t, int yielding);
+/* A point where the holder may lose the token, and why it is one. */
+enum det_point {
+	DET_POINT_EVENT = 0, /* after an ordinary event */
+	DET_POINT_YIELD = 1, /* after sched_yield: the program offers its turn */
+	DET_POINT_SPIN = 2,  /* after an event that says the thread polls for others (det_strict_point_of) */
+	DET_POINT_TICK = 3,  /* det-cc's logical quantum ended: instrumented code ran on without an event */
+	DET_POINT_MEMORY = 4, /* a det-cc memory point, under PCT over memory points (DET_F_CC_POINTS) */
+};
+DET_HIDDEN enum det_point det_strict_point_of(uint16_t kind, int64_t result);
+DET_HIDDEN void det_strict_after_event(struct det_thread *t, enum det_point why);
 DET_HIDDEN void det_strict_created(uint32_t child);
 DET_HIDDEN void det_strict_runnable(uint32_t num);
 DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime,
@@ -140,8 +152,9 @@ DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
 DET_HIDDEN int det_strict_barrier_wait(struct det_thread *t, const void *b);
 DET_HIDDEN void det_chaos_delay(struct det_thread *t);
 /* det-cc: the holder's tick quantum ended (why DET_CC_TICK) or it reached
- * a memory point under PCT (DET_CC_POINT): it may hand its turn on, after
- * log(t, why) records the switch. */
+ * a memory point under PCT (DET_CC_POINT): it may hand its turn on (the
+ * decision of det_strict_after_event's), after log(t, why) records the
+ * switch. */
 DET_HIDDEN void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why));
 
 /* --- programs built with det-cc (recorder/atomics.c) --- */
@@ -273,6 +286,9 @@ static inline uint64_t det_obj_key_of(const void *addr, enum det_objkind kind)
 }
 /* Id of the object at addr, creating it (record) if new; 0 for NULL. */
 DET_HIDDEN uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind);
+/* The key a process-shared object is known by in every process; else
+ * det_obj_key(addr). */
+DET_HIDDEN uint64_t det_obj_shared_key(const void *addr);
 /* Id if known, else 0; never creates. */
 DET_HIDDEN uint32_t det_obj_find(const void *addr);
 /* Forget addr (destroyed, re-initialised or a finished thread). */
@@ -309,6 +325,11 @@ DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const voi
 DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
 /* Inputs: check that the next recorded event is this input (kind, aux). */
 DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
+/* An input that may act before its turn: t's next event when it is this
+ * input and still waits for its turn in a free-running ordered replay (no
+ * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
+DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
+DET_HIDDEN int det_replay_due(const struct det_sched *e);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);

@@ -366,11 +366,12 @@ SUP_EXPORT uint64_t det_sup_cc_points(struct det_sup *s)
 	return atomic_load(&s->hdr->cc_points);
 }
 
-SUP_EXPORT void det_sup_change_points(struct det_sup *s, const uint64_t *points, uint32_t n)
+SUP_EXPORT void det_sup_pct(struct det_sup *s, const uint64_t *points, uint32_t n, uint32_t spin_steps)
 {
 	if (n > 8)
 		n = 8;
 	for (uint32_t i = 0; i < n; i++)
 		s->hdr->pct_change[i] = points[i];
 	s->hdr->pct_changes = n;
+	s->hdr->strict_spin_steps = spin_steps;
 }

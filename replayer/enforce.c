@@ -372,6 +372,19 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	return e;
 }
 
+const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux)
+{
+	if (t->idx >= t->sched_count || (det_hdr->flags & DET_F_STRICT) || det_gdb_control.attached)
+		return NULL;
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	return e->kind == kind && e->aux == aux && !turn_due(e) ? e : NULL;
+}
+
+int det_replay_due(const struct det_sched *e)
+{
+	return turn_due(e);
+}
+
 const struct det_sched *det_replay_input(struct det_op *op)
 {
 	struct det_thread *t = op->t;

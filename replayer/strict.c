@@ -21,11 +21,28 @@
  *    token; when they return depends on timing, and is recorded.
  *  - A holder that makes no event for watchdog_ms while others wait loses
  *    the token: the preemption is recorded (PREEMPT) as a point replay
- *    cannot make exact.
- *  - Chaos (PCT, after Burckhardt et al.): every thread gets a random
- *    priority from the run's seed; the highest-priority runnable thread
- *    holds the token; at a few change points (event numbers drawn by detrec
- *    from the same seed) the running thread drops below everyone.
+ *    cannot make exact. It is the only decision taken from the wall clock;
+ *    det-cc's ticks (DET_POINT_TICK) give such code points decided by
+ *    counting instead.
+ *  - Whether the holder goes on or hands the token over is decided in one
+ *    function, decide(), at every scheduling point (det_strict_after_event):
+ *    plain strict mode runs a quantum of events round robin; chaos is PCT.
+ *  - Chaos is PCT as published (Burckhardt et al., ASPLOS 2010): every
+ *    thread gets a random priority above d-1 (from the seed and its
+ *    number); at every step the highest-priority runnable thread runs;
+ *    when the step count passes change point i (of d-1, drawn by detrec
+ *    from the seed, uniformly over the expected number of steps k) the
+ *    thread running drops to priority d-1-i. Steps are events, or, for a
+ *    program built with det-cc --sched-points=memory, its memory points
+ *    (recorder/atomics.c brings each one here, DET_POINT_MEMORY): one
+ *    implementation for both.
+ *  - No starvation, decided from events only, without touching priorities:
+ *    a holder that polls (a sched_yield, a failed trylock, an empty poll,
+ *    EAGAIN: see det_strict_point_of) defers: runnable threads that do not
+ *    defer go first, until the others have made 2, 4, 8... events (doubling
+ *    with each poll in a row); one that has run strict_spin_steps steps in
+ *    a row while others wait defers for as many. So whoever a poller waits
+ *    for runs, and the poller competes again by its priority after.
  */
 #include "runtime.h"
 
@@ -89,8 +106,17 @@ static void hand_to(uint32_t num)
 	wake(det_shm_slot(det_hdr, num));
 }
 
+/* Under chaos: until when the thread defers to others (0: it does not);
+ * of two that defer, the one that stops first goes first. */
+static uint64_t deferred_until(struct det_slot *s)
+{
+	uint64_t until = atomic_load(&s->strict_defer);
+	return until > (atomic_load(&det_hdr->clock) & DET_SEQ_MASK) ? until : 0;
+}
+
 /* The runnable thread to run next, other than t: round robin after t, or
- * the highest priority one under chaos. */
+ * under chaos the highest priority one among those that do not defer (or
+ * that stop deferring first), ties to the lower number. */
 static int pick(struct det_thread *t, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
@@ -100,13 +126,16 @@ static int pick(struct det_thread *t, uint32_t *out)
 	if (h->chaos_seed) {
 		int found = 0;
 		int32_t best = INT32_MIN;
+		uint64_t best_until = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct det_slot *s = det_shm_slot(h, i);
 			if (i == t->num || !atomic_load(&s->strict_wants))
 				continue;
 			int32_t p = atomic_load(&s->prio);
-			if (!found || p > best) {
+			uint64_t until = deferred_until(s);
+			if (!found || until < best_until || (until == best_until && p > best)) {
 				best = p;
+				best_until = until;
 				*out = i;
 				found = 1;
 			}
@@ -123,13 +152,24 @@ static int pick(struct det_thread *t, uint32_t *out)
 	return 0;
 }
 
-/* Preempt a holder that has made no event for too long. */
+/* Under chaos: the thread polls for others; they go first until they
+ * have made `events` more events (or none of them can run). */
+static void defer(struct det_slot *s, uint64_t events)
+{
+	atomic_store(&s->strict_defer, (atomic_load(&det_hdr->clock) & DET_SEQ_MASK) + events);
+}
+
+
+/* Preempt a holder that has made no event for too long (wall clock: the
+ * one decision that is not taken from events). */
 static void preempt(struct det_thread *t, uint32_t victim)
 {
 	uint32_t expected = victim + 1;
 	if (!atomic_compare_exchange_strong(&det_hdr->strict_owner, &expected, t->num + 1))
 		return;
 	atomic_fetch_add(&det_hdr->preemptions, 1);
+	if (det_hdr->chaos_seed) /* a spinner: it waits for the others */
+		defer(det_shm_slot(det_hdr, victim), 1u << 16);
 	t->holding = 1;
 	struct det_op op = {.t = t, .kind = DET_EV_PREEMPT, .aux = victim};
 	op.obj = det_shm_slot(det_hdr, victim)->obj;
@@ -211,6 +251,7 @@ static void wait_token(struct det_thread *t)
 	not_runnable(me);
 	t->holding = 1;
 	t->quantum = (int32_t)h->strict_quantum;
+	t->run_steps = 0;
 }
 
 void det_strict_acquire(struct det_thread *t)
@@ -264,14 +305,16 @@ static void yield_to(struct det_thread *t, uint32_t next)
 	atomic_store(&t->slot->strict_yielded, 0);
 }
 
-/* A thread's PCT priority: from the seed and its number only. */
+/* A thread's initial PCT priority: from the seed and its number only, so
+ * a thread created at any time gets a random one; above d-1, the change
+ * points' priorities. */
 static int32_t priority(uint32_t num)
 {
 	uint64_t x = det_hdr->chaos_seed ^ (0xD1B54A32D192ED03ull * (num + 1));
 	x ^= x >> 31;
 	x *= 0x9E3779B97F4A7C15ull;
 	x ^= x >> 29;
-	return (int32_t)(x % 1000000);
+	return (int32_t)(det_hdr->pct_changes + 1 + x % (1u << 30));
 }
 
 void det_strict_start(struct det_thread *t)
@@ -286,20 +329,124 @@ void det_strict_start(struct det_thread *t)
 	det_strict_acquire(t);
 }
 
-/* After each event of the holder: offer the token when the quantum is used
- * up (or, under chaos, when the generator says so), or when the thread
- * yields. */
-/* PCT: a change point passed at this step: the running thread drops below
- * all. */
-static void pct_passed(struct det_thread *t, uint64_t step)
+/* Is the event just done a sign that its thread polls for others? Then
+ * running it on can only starve them. (Not sleeps: a sleeper gives its turn
+ * up while it sleeps.) */
+enum det_point det_strict_point_of(uint16_t kind, int64_t result)
 {
-	struct det_shm_header *h = det_hdr;
-	uint32_t k = atomic_load(&h->pct_next);
-	if (k < h->pct_changes && step >= h->pct_change[k] && atomic_compare_exchange_strong(&h->pct_next, &k, k + 1))
-		atomic_store(&t->slot->prio, -(int32_t)(k + 1));
+	switch (kind) {
+	case DET_EV_SCHED_YIELD:
+		return DET_POINT_YIELD;
+	case DET_EV_MUTEX_TRYLOCK:
+	case DET_EV_MUTEX_TIMEDLOCK:
+	case DET_EV_MUTEX_CLOCKLOCK:
+	case DET_EV_RWLOCK_TRYRDLOCK:
+	case DET_EV_RWLOCK_TIMEDRDLOCK:
+	case DET_EV_RWLOCK_CLOCKRDLOCK:
+	case DET_EV_RWLOCK_TRYWRLOCK:
+	case DET_EV_RWLOCK_TIMEDWRLOCK:
+	case DET_EV_RWLOCK_CLOCKWRLOCK:
+	case DET_EV_SEM_TRYWAIT:
+	case DET_EV_SEM_TIMEDWAIT:
+	case DET_EV_SEM_CLOCKWAIT:
+	case DET_EV_SPIN_TRYLOCK:
+	case DET_EV_FILE_LOCK:
+	case DET_EV_THREAD_TRYJOIN:
+	case DET_EV_THREAD_TIMEDJOIN:
+		return result ? DET_POINT_SPIN : DET_POINT_EVENT; /* it failed (busy, timed out) */
+	case DET_EV_COND_WAKE:
+		return result == ETIMEDOUT ? DET_POINT_SPIN : DET_POINT_EVENT;
+	case DET_EV_POLL:
+	case DET_EV_SELECT:
+	case DET_EV_EPOLL_WAIT:
+		return result == 0 ? DET_POINT_SPIN : DET_POINT_EVENT; /* nothing ready */
+	case DET_EV_READ:
+	case DET_EV_PIPE_READ:
+	case DET_EV_RECV:
+	case DET_EV_ACCEPT:
+	case DET_EV_WRITE:
+		return result == -EAGAIN ? DET_POINT_SPIN : DET_POINT_EVENT;
+	default:
+		return DET_POINT_EVENT;
+	}
 }
 
-void det_strict_after_event(struct det_thread *t, int yielding)
+/* Chaos: change point i that PCT's step count (`now`) has passed since
+ * the last look drops the running thread's priority to d-1-i (as in the
+ * paper: by the point's index, not by when it fired). */
+static void pct_change_points(struct det_thread *t, uint64_t now)
+{
+	struct det_shm_header *h = det_hdr;
+	for (uint32_t i = 0; i < h->pct_changes; i++) {
+		uint32_t fired = atomic_load(&h->pct_fired);
+		if (fired & (1u << i) || now < h->pct_change[i])
+			continue;
+		if (atomic_compare_exchange_strong(&h->pct_fired, &fired, fired | (1u << i)))
+			atomic_store(&t->slot->prio, (int32_t)(h->pct_changes - i));
+	}
+}
+
+/* PCT's steps so far: events, or (DET_F_CC_POINTS) det-cc's memory points,
+ * this one counted. */
+static uint64_t pct_steps(enum det_point why)
+{
+	struct det_shm_header *h = det_hdr;
+	if (!(h->flags & DET_F_CC_POINTS))
+		return atomic_load(&h->clock) & DET_SEQ_MASK;
+	if (why == DET_POINT_MEMORY)
+		return atomic_fetch_add(&h->cc_points, 1) + 1;
+	return atomic_load(&h->cc_points);
+}
+
+/*
+ * The scheduler's one decision: the holder t is at a scheduling point (why);
+ * returns 1, with *next, when it hands the token to *next now.
+ *  - plain strict: a quantum of events, then round robin; sched_yield and
+ *    the end of a det-cc tick quantum at once;
+ *  - chaos (PCT): the highest-priority runnable thread runs, except that a
+ *    thread that polls, or has run strict_spin_steps steps in a row while
+ *    others wait, defers to the others for a while (no starvation, decided
+ *    from events alone; priorities stay PCT's). PCT's steps are events, or
+ *    det-cc memory points for a program built with them (pct_steps).
+ * A det-cc tick counts as a step; a second tick with no event since the
+ * first says the thread spins without events: a poll. A memory point is a
+ * step of PCT's only (the accesses between events are no sign of polling).
+ */
+static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
+{
+	struct det_shm_header *h = det_hdr;
+	if (!h->chaos_seed) {
+		if (why == DET_POINT_YIELD || why == DET_POINT_TICK)
+			return pick(t, next);
+		return --t->quantum <= 0 && pick(t, next);
+	}
+	if (why == DET_POINT_TICK)
+		why = t->idx == t->tick_idx ? DET_POINT_SPIN : DET_POINT_EVENT;
+	pct_change_points(t, pct_steps(why));
+	if (why == DET_POINT_YIELD || why == DET_POINT_SPIN) {
+		if (t->polls < 16)
+			t->polls++;
+		defer(t->slot, 1ull << t->polls);
+	} else if (why == DET_POINT_EVENT) {
+		t->polls = 0;
+		if (!atomic_load(&h->strict_wanting)) {
+			t->run_steps = 0;
+		} else if (h->strict_spin_steps && ++t->run_steps >= h->strict_spin_steps) {
+			defer(t->slot, t->run_steps); /* the others get as many */
+			t->run_steps = 0;
+		}
+	}
+	if (!pick(t, next))
+		return 0;
+	uint64_t mine = deferred_until(t->slot), theirs = deferred_until(det_shm_slot(h, *next));
+	if (mine != theirs)
+		return mine > theirs;
+	return atomic_load(&det_shm_slot(h, *next)->prio) > atomic_load(&t->slot->prio);
+}
+
+/* After each event of the holder: hand the token on if decide() says so;
+ * t stays runnable and waits to get it back. */
+void det_strict_after_event(struct det_thread *t, enum det_point why)
 {
 	if (det_logical) {
 		det_logical_after_event(t);
@@ -312,49 +459,32 @@ void det_strict_after_event(struct det_thread *t, int yielding)
 			det_strict_acquire(t);
 		return;
 	}
-	struct det_shm_header *h = det_hdr;
 	uint32_t next;
-	if (yielding) {
-		if (pick(t, &next))
-			yield_to(t, next);
-		return;
-	}
-	if (h->chaos_seed) {
-		/* change points count events, or det-cc memory points */
-		if (!(h->flags & DET_F_CC_POINTS))
-			pct_passed(t, atomic_load(&h->clock) & DET_SEQ_MASK);
-		if (!pick(t, &next) || atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
-			return;
-	} else {
-		if (--t->quantum > 0 || !pick(t, &next))
-			return;
-	}
-	yield_to(t, next);
+	if (decide(t, why, &next))
+		yield_to(t, next);
 }
 
-/* det-cc: at the end of a tick quantum the holder offers the token, as at
- * a quantum of events (a thread spinning in instrumented code yields here,
- * not to the watchdog); at a memory point under PCT it yields only when a
- * change point made another runnable thread's priority higher. */
+/* det-cc: the end of a tick quantum (a thread spinning in instrumented code
+ * is switched here, not by the watchdog) or, under PCT over memory points,
+ * a memory point: decide() as at an event; a switch is recorded by log()
+ * (a CC_YIELD, where replay switches again). */
 void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why))
 {
-	struct det_shm_header *h = det_hdr;
 	uint32_t next;
 	if (!t->holding)
 		return;
-	if (why == DET_CC_POINT) {
-		pct_passed(t, atomic_fetch_add(&h->cc_points, 1) + 1);
-		if (!pick(t, &next) || atomic_load(&det_shm_slot(h, next)->prio) <= atomic_load(&t->slot->prio))
-			return;
-	} else if (!pick(t, &next)) {
-		return;
-	}
-	log(t, why);
-	yield_to(t, next);
+	int switched = decide(t, why == DET_CC_TICK ? DET_POINT_TICK : DET_POINT_MEMORY, &next);
+	if (switched)
+		log(t, why);
+	if (why == DET_CC_TICK)
+		t->tick_idx = t->idx; /* (after its own CC_YIELD: no event came between) */
+	if (switched)
+		yield_to(t, next);
 }
 
 /* A contended lock (or a thread to join): stop here, not runnable, until
- * whoever holds obj releases it; the caller then tries again. */
+ * whoever holds obj releases it; the caller then tries again. Meanwhile the
+ * thread is marked blocked in it, for detrec's deadlock report. */
 void det_strict_wait_for(struct det_op *op, const void *obj)
 {
 	struct det_slot *s = op->t->slot;
@@ -392,7 +522,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 		det_strict_acquire(t);
 	me->strict_ticket = atomic_fetch_add(&h->strict_tickets, 1);
 	atomic_store(&me->strict_timedout, 0);
-	atomic_store(&me->strict_cond, det_obj_key(obj));
+	atomic_store(&me->strict_cond, det_obj_shared_key(obj));
 	det_strict_release(t);
 	for (;;) {
 		uint32_t w = atomic_load(&me->strict_wake);
@@ -403,7 +533,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 			det_sys(SYS_clock_gettime, clock, (long)&now, 0, 0, 0, 0);
 			int64_t left = (abstime->tv_sec - now.tv_sec) * 1000000000ll + (abstime->tv_nsec - now.tv_nsec);
 			if (left <= 0) {
-				uint64_t mine = det_obj_key(obj);
+				uint64_t mine = det_obj_shared_key(obj);
 				if (atomic_compare_exchange_strong(&me->strict_cond, &mine, 0)) {
 					atomic_store(&me->strict_timedout, 1);
 					det_strict_runnable(t->num);
@@ -425,7 +555,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 int det_strict_signal(const void *obj, int all)
 {
 	struct det_shm_header *h = det_hdr;
-	uint64_t key = det_obj_key(obj);
+	uint64_t key = det_obj_shared_key(obj);
 	uint32_t n = nthreads();
 	int woke = 0;
 	for (;;) {

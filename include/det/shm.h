@@ -168,7 +168,8 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) strict_yielded; /* strict: handed the token on after an event and waits to
 					      * get it back (replay: did so when the recording ended) */
 	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
-	uint8_t pad1b[16];
+	DET_ATOMIC(uint64_t) strict_defer; /* chaos: it polled; others go first until this event number */
+	uint8_t pad1b[8];
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	uint64_t pad2a;
@@ -358,9 +359,10 @@ struct det_shm_header {
 	uint64_t chaos_seed;                 /* nonzero: seeded random scheduling (chaos) */
 	DET_ATOMIC(uint32_t) preemptions;    /* watchdog preemptions: points not reproducible */
 	uint32_t chaos_delay_us;             /* parallel chaos: the longest delay at an event */
-	uint32_t pct_changes;                /* chaos in strict mode: priority change points... */
-	DET_ATOMIC(uint32_t) pct_next;       /* ...the next one to pass */
-	uint64_t pct_change[8];              /* ...at these event numbers */
+	uint32_t pct_changes;                /* chaos in strict mode (PCT): d-1 priority change points... */
+	DET_ATOMIC(uint32_t) pct_fired;      /* ...a bit for each one passed */
+	uint64_t pct_change[8];              /* ...at these event numbers, drawn independently (unsorted) */
+	uint32_t strict_spin_steps;          /* chaos: steps a thread runs while others wait before it defers */
 	DET_ATOMIC(uint64_t) strict_tickets; /* next waiter ticket */
 	uint32_t cc_quantum;                 /* det-cc ticks a thread runs before it offers the token */
 	DET_ATOMIC(uint32_t) lt_owner;       /* logical time: thread number + 1 in its turn; 0: none */

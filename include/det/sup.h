@@ -115,9 +115,11 @@ void det_sup_add_flags(struct det_sup *s, uint32_t flags);
 /* Strict mode and chaos parameters (record): events per turn, the watchdog,
  * the chaos seed (0: none) and the longest parallel-chaos delay. */
 void det_sup_schedule(struct det_sup *s, uint32_t quantum, uint32_t watchdog_ms, uint64_t seed, uint32_t delay_us);
-/* Chaos in strict mode (PCT): at these event numbers the running thread's
- * priority drops below every other's (at most 8). */
-void det_sup_change_points(struct det_sup *s, const uint64_t *points, uint32_t n);
+/* Chaos in strict mode (PCT): d-1 change points (at most 8): when the event
+ * count passes points[i], the running thread's priority drops to d-1-i,
+ * below every initial one. A thread that runs spin_steps steps in a row
+ * while others wait lets them run as many (0: never). */
+void det_sup_pct(struct det_sup *s, const uint64_t *points, uint32_t n, uint32_t spin_steps);
 /* Watchdog preemptions in strict mode so far. */
 uint32_t det_sup_preemptions(struct det_sup *s);
 /* det-cc memory points the program passed (counted under PCT only). */

@@ -120,8 +120,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_add_flags": (None, [P, U32]),
         "det_sup_schedule": (None, [P, U32, U32, U64, U32]),
         "det_sup_preemptions": (U32, [P]),
+        "det_sup_pct": (None, [P, ctypes.POINTER(U64), U32, U32]),
         "det_sup_cc_points": (U64, [P]),
-        "det_sup_change_points": (None, [P, ctypes.POINTER(U64), U32]),
         "det_sup_procs": (U32, [P]),
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
@@ -170,9 +170,10 @@ class Region:
     def schedule(self, quantum: int, watchdog_ms: int, seed: int, delay_us: int) -> None:
         lib().det_sup_schedule(self.h, quantum, watchdog_ms, seed, delay_us)
 
-    def change_points(self, points: list[int]) -> None:
+    def pct(self, points: list[int], spin_steps: int) -> None:
+        """PCT's change points (d-1 of them) and the starvation bound."""
         arr = (ctypes.c_uint64 * max(len(points), 1))(*points)
-        lib().det_sup_change_points(self.h, arr, len(points))
+        lib().det_sup_pct(self.h, arr, len(points), spin_steps)
 
     def preemptions(self) -> int:
         return lib().det_sup_preemptions(self.h)

@@ -13,7 +13,6 @@ stays readable. Exit status: the program's, as a shell reports it; 124 when
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import datetime
 import json
 import os
@@ -62,14 +61,13 @@ from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 from .trust import library_hashes, sha256_file
 from .validate import remember
-from .watchdog import Watchdog
+from .watchdog import watched
 
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
 
-PCT_POINTS = 1000  # change points fall within this many det-cc memory points, unless a run counted them
-
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 48  # per thread
+PCT_K = 1000  # PCT's k before a hunt has learned it from its runs
 
 
 class RunTimeout:
@@ -122,26 +120,42 @@ class Options:
     quantum: int = 64          # strict: events per turn
     watchdog_ms: int = 1000    # strict: a turn with no event this long is preempted
     seed: int = 0              # chaos: nonzero seeds the schedule
-    pct_events: int = 2000     # chaos + strict: change points fall within this many events...
-    pct_points: int = 0        # ...or det-cc memory points (program built with --sched-points=memory); 0: see
-    #                            until_fail (a first run counts them), else PCT_POINTS
-    pct_changes: int = 3
+    pct_depth: int = 3         # chaos + strict: PCT's bug depth d (d-1 priority change points)
+    pct_k: int = PCT_K         # chaos + strict: the expected number of steps k (change points fall in 1..k):
+    #                            events, or det-cc memory points (a program built with --sched-points=memory)
+    spin_steps: int = 10000    # chaos + strict: steps a thread runs in a row while others wait, then defers
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
+    env: dict[str, str] | None = None  # the program's environment (None: detrec's own)
+    cwd: str | None = None     # its working directory (None: detrec's own)
 
-    def for_seed(self, seed: int) -> Options:
-        return replace(self, seed=seed)
+    def for_seed(self, seed: int, pct_k: int | None = None) -> Options:
+        return replace(self, seed=seed, pct_k=pct_k or self.pct_k)
 
-    def change_points(self, points: bool = False) -> list[int]:
-        """PCT change points, drawn from the seed alone: over events, or over
-        det-cc memory points."""
+    @property
+    def pct(self) -> bool:
+        """Is a run with these options scheduled by PCT (chaos in strict mode)?"""
+        return bool(self.seed) and self.strict and not self.logical
+
+    def change_points(self) -> list[int]:
+        """PCT's d-1 change points, each drawn uniformly from 1..k, from the
+        seed alone (as drawn, not sorted)."""
         rng = random.Random(self.seed)
-        span = (self.pct_points or PCT_POINTS) if points else self.pct_events
-        return sorted(rng.randint(1, span) for _ in range(self.pct_changes))
+        return [rng.randint(1, self.pct_k) for _ in range(self.pct_depth - 1)]
+
+    def repeat_flags(self) -> str:
+        """The detrec flags that repeat this run's schedule."""
+        if self.logical:
+            return f"--logical --seed {self.seed}" if self.seed else "--logical"
+        if not self.seed:
+            return "--strict" if self.strict else ""
+        if not self.strict:
+            return f"--chaos --seed {self.seed}"
+        return f"--chaos --strict --seed {self.seed} --depth {self.pct_depth} --pct-k {self.pct_k}"
 
 
 def det_cc_memory_points(exe: str) -> bool:
     """Was the program built with `det-cc --sched-points=memory`? (The pass
-    leaves a symbol saying so.)"""
+    leaves a symbol saying so.) Then PCT's steps are its memory points."""
     try:
         with open(exe, "rb") as f:
             return b"det_cc_built_memory" in f.read()
@@ -163,7 +177,7 @@ class RunResult:
     report: list[str] = field(default_factory=list)
     seed: int = 0
     write_s: float = 0.0    # time spent writing the trace after the program ended
-    cc_points: int = 0      # det-cc memory points passed (counted under PCT)
+    pct_steps: int = 0      # PCT's steps in this run: events, or det-cc memory points (det_cc_memory_points)
 
     @property
     def failed(self) -> bool:
@@ -219,6 +233,7 @@ class Captured:
     stderr_tail: bytes
     seed: int = 0
     cc_points: int = 0
+    over_points: bool = False  # PCT counted det-cc memory points (cc_points), not events
     files: list[dict] = field(default_factory=list)  # what the program read or loaded (detrec pack)
 
     @property
@@ -241,8 +256,8 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                 stop: threading.Event | None = None) -> Captured:
     """Run the program under libdet.so; its events go to the capture log."""
-    env = dict(os.environ)
-    cwd = os.getcwd()
+    env = dict(os.environ) if opts.env is None else dict(opts.env)
+    cwd = opts.cwd or os.getcwd()
     writer = TraceWriter(out)
     rec = None
     try:
@@ -279,12 +294,14 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         elif opts.strict:
             rec.add_flags(DET_F_STRICT)
         rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
-        if opts.seed and opts.strict and not opts.logical:
-            points = det_cc_memory_points(exe)
-            if points:
+        over_points = False
+        if opts.pct:
+            over_points = det_cc_memory_points(exe)
+            if over_points:
                 rec.add_flags(DET_F_CC_POINTS)
-                meta.update({"pct_over": "memory points", "pct_range": opts.pct_points or PCT_POINTS})
-            rec.change_points(opts.change_points(points))
+            meta["pct_over"] = "memory points" if over_points else None
+            meta.update({"pct_depth": opts.pct_depth, "pct_k": opts.pct_k, "pct_change_points": opts.change_points()})
+            rec.pct(opts.change_points(), opts.spin_steps)
         writer.set_meta(meta)
         rec.capture_open(writer.log, json.dumps(meta))
         stdin: StdinFeed | int | None = None
@@ -362,7 +379,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         attached = bool(rec.attached())
         files, files_lost = rec.files()
         preemptions = rec.preemptions()
-        cc_points = rec.cc_points()
+        cc_points = rec.cc_points() if over_points else 0
     except BaseException:
         writer.log.unlink(missing_ok=True)
         raise
@@ -405,7 +422,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     writer.set_meta({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
                      "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
-                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points, files)
+                    attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
+                    over_points, files)
 
 
 def finish_run(c: Captured) -> RunResult:
@@ -449,7 +467,8 @@ def finish_run(c: Captured) -> RunResult:
             status=EXIT_STOPPED,
         )
     res = RunResult(path, c.status, c.returncode, c.exit_status, message, st.events, c.duration,
-                    c.stdout_tail, c.stderr_tail, report, c.seed, cc_points=c.cc_points)
+                    c.stdout_tail, c.stderr_tail, report, c.seed,
+                    pct_steps=c.cc_points if c.over_points else st.events)
     res.write_s = write_s
     return res
 
@@ -588,125 +607,46 @@ def hung_run(res: RunResult) -> bool:
                                         and res.report[0].startswith("deadlock"))
 
 
-def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool) -> int:
-    """Rerun until a run fails; keep it as `out` and the last passing run as NAME-pass.db.
-    With a chaos seed S, run i uses seed S+i, so every run can be repeated."""
+def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool,
+               learn_k: bool = True) -> int:
+    """Rerun until a run fails (a hunt that stops at its first failure, see
+    det.hunt); keep it as `out` and a passing run as NAME-pass.db. With a
+    chaos seed S, run i uses seed S+i, so every run can be repeated."""
+    from .hunt import Hunt, LocalEngine, make_spec, summary_lines, tty_progress
+
     pass_path = pass_output(out)
-    work = runs_dir(out)
-    work.mkdir(exist_ok=True)
-    for stale in work.glob("run*"):  # left by a detrec that was killed (check_outputs allowed only these)
-        stale.unlink(missing_ok=True)
-    stop = threading.Event()
-    lock = threading.Lock()
-    state = {"done": 0, "passed": 0, "failed": None, "last_pass": None, "started": 0, "cc_points": 0}
+    opts.forward = False
     if opts.timeout is None:
         opts.auto_timeout = RunTimeout()
-    t0 = time.monotonic()
-    tty = sys.stderr.isatty() and not quiet
-    opts.forward = False
-
-    def progress(final: bool = False) -> None:
-        if not tty:
-            return
-        rate = state["done"] / max(time.monotonic() - t0, 1e-9)
-        failures = 0 if state["failed"] is None else 1
-        sys.stderr.write(f"\rdetrec: run {state['done']}/{runs}, {state['passed']} passed, {failures} failure(s), "
-                         f"{rate:.1f} runs/s" + ("\n" if final else ""))
-        sys.stderr.flush()
-
-    def one(i: int) -> None:
-        if INTERRUPT.signal is not None:  # Ctrl-C between runs, or during one that finished anyway
-            stop.set()
-        if stop.is_set():
-            return
-        run_opts = opts.for_seed(opts.seed + i) if opts.seed else opts
-        cap = capture_run(exe, argv, work / f"run{i}.db", run_opts, stop)
-        cap.seed = run_opts.seed
-        state["cc_points"] = cap.cc_points
-        # only the runs kept are converted into traces: the failure, and
-        # the last passing run; the others' logs go unread
-        with lock:
-            if stop.is_set() and state["failed"] is not None:
-                cap.discard()
-                return
-            state["done"] += 1
-            if INTERRUPT.signal is not None:
-                stop.set()
-            if cap.failed and (INTERRUPT.signal is None or hung_capture(cap)) and state["failed"] is None:
-                state["failed"] = (i, cap)
-                stop.set()
-            elif cap.failed:
-                stop.set()
-                cap.discard()
-            else:
-                if opts.auto_timeout is not None:
-                    opts.auto_timeout.passed(cap.duration)
-                state["passed"] += 1
-                if state["last_pass"] is not None:
-                    state["last_pass"].discard()
-                state["last_pass"] = cap
-            progress()
-
-    kept: dict[str, RunResult] = {}
-    first = 0
-    if opts.strict and opts.seed and not opts.logical and not opts.pct_points and det_cc_memory_points(exe):
-        # PCT needs the length of a run: the first run counts the program's
-        # memory points, and the change points of the others fall among them
-        one(0)
-        first = 1
-        opts.pct_points = max(int(state.get("cc_points") or 0), 1)
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(one, i) for i in range(first, runs)]
-            for f in futures:
-                f.result()
-        runs_s = time.monotonic() - t0
-        for key, target in (("failed", out), ("last_pass", pass_path)):
-            got = state[key]
-            cap = got[1] if key == "failed" and got is not None else got
-            if cap is not None:
-                res = finish_run(cap)
-                os.replace(res.path, target)
-                res.path = target
-                res.seed = cap.seed
-                kept[key] = res
-                state[key] = None
-    finally:
-        for key in ("failed", "last_pass"):
-            got = state[key]
-            cap = got[1] if key == "failed" and got is not None else got
-            if cap is not None:
-                cap.discard()
-        for p in work.glob("*"):
-            p.unlink(missing_ok=True)
-        work.rmdir()
-    progress(final=True)
-    if not quiet and state["done"]:
-        say(f"{state['done']} run(s) in {runs_s:.2f} s ({state['done'] / max(runs_s, 1e-9):.1f} runs/s); "
-            f"only the runs kept were written as traces")
-    if "failed" in kept:
-        res = kept["failed"]
-        what, msg = "failure", res.message or describe_status(res.returncode)
-        if hung_run(res):
+    spec = make_spec(exe, argv, opts)
+    hunt = Hunt(spec, runs, LocalEngine(jobs, runs_dir(out)), lambda kind: (out, pass_path),
+                stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
+                progress=None if quiet else tty_progress("detrec", runs))
+    rep = hunt.run()
+    if not quiet:
+        for line in summary_lines(rep, opts.strict)[:1]:
+            say(line)
+    failed = next((k.first for k in rep.kinds.values() if k.kept is not None), None)
+    if failed is not None:
+        partner = next(k.partner for k in rep.kinds.values() if k.kept is not None)
+        what, msg = "failure", failed.message or failed.kind
+        if failed.hung:
             what, msg = "hung run", msg.removeprefix("hung: ")
-        say(f"{what} after {state['done']} run(s): {msg}; "
-            f"trace saved to {out}" + (f", last passing run to {pass_path}" if "last_pass" in kept else ""))
-        for line in res.report:
+        say(f"{what} after {rep.first_failure_at} run(s): {msg}; trace saved to {out}"
+            + (f", a passing run to {pass_path}" if partner else "; no run passed"))
+        for line in failed.report:
             say("  " + line)
-        tail = (res.stdout_tail + res.stderr_tail).decode(errors="replace").strip().splitlines()[-5:]
-        for line in tail:
+        for line in failed.tail:
             say("  | " + line)
         say(f"replay it with: detreplay {out}")
-        if res.seed:
-            mode = " --logical" if opts.logical else " --strict" if opts.strict else ""
-            span = f" --pct-range {opts.pct_points}" if opts.pct_points and det_cc_memory_points(exe) else ""
-            say(f"record it again with: detrec --chaos{mode} --seed {res.seed}{span} -o {out} -- "
+        if failed.seed:
+            say(f"record it again with: detrec {opts.for_seed(failed.seed, failed.pct_k).repeat_flags()} -o {out} -- "
                 + " ".join(shlex.quote(a) for a in argv))
-        return res.exit_status
-    if INTERRUPT.signal is not None:
-        say(f"interrupted after {state['done']} run(s), none failed")
+        return failed.exit_status
+    if rep.interrupted:
+        say(f"interrupted after {rep.runs} run(s), none failed")
         return 130
-    say(f"no failure in {state['done']} run(s); the last passing trace is {pass_path}")
+    say(f"no failure in {rep.runs} run(s); the last passing trace is {pass_path}")
     return 0
 
 
@@ -750,9 +690,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chaos", action="store_true",
                    help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
     p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
-    p.add_argument("--pct-range", type=int, metavar="N",
-                   help="--chaos --strict on a program built with det-cc --sched-points=memory: PCT's change points "
-                        "fall within its first N memory points (default: as many as the first run passed)")
+    p.add_argument("--depth", type=int, default=3, metavar="D",
+                   help="--chaos --strict: PCT's bug depth, d-1 priority change points per run (default 3)")
+    p.add_argument("--pct-k", type=int, metavar="K",
+                   help="--chaos --strict: the expected number of steps (events; det-cc memory points for a program "
+                        "built with --sched-points=memory), over which change points are drawn "
+                        f"(default: learned from the hunt's previous runs; {PCT_K} before the first one ends)")
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
@@ -779,10 +722,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--logical and --strict are two different schedulers: pick one")
     if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
         p.error("--logical takes --seed S (another deterministic order), not --chaos alone")
-    if ns.pct_range is not None and ns.pct_range < 1:
-        p.error("--pct-range needs a positive number of memory points")
     if ns.quantum < 1:
         p.error("--quantum needs a positive number of events")
+    if not 1 <= ns.depth <= 9:
+        p.error("--depth must be between 1 and 9")
+    if ns.pct_k is not None and ns.pct_k < 1:
+        p.error("--pct-k needs a positive number of steps")
     if ns.seed is not None:
         ns.chaos = True
         if ns.seed <= 0:
@@ -810,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
-                       pct_points=ns.pct_range or 0)
+                       pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)
         if ns.chaos:
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
@@ -821,12 +766,8 @@ def main(argv: list[str] | None = None) -> int:
             opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
         # Before any thread: whatever ends detrec, no process of the program outlives it.
-        watchdog = Watchdog.start(runs_dir(out) if ns.until_fail else None)
-        try:
+        with watched(runs_dir(out) if ns.until_fail else None):
             return _record(ns, exe, prog_argv, out, opts)
-        finally:
-            if watchdog is not None:
-                watchdog.done()
     except DetError as e:
         say(str(e))
         return e.status
@@ -840,15 +781,13 @@ def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, o
     if ns.until_fail:
         if opts.stdin["kind"] == "pipe":  # every run reads the same input
             opts.stdin_bytes = list(read_own_stdin())
-        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet)
-        return kept(out if out.exists() else out.with_name(out.stem + "-pass" + out.suffix), ns, status)
+        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None)
+        return kept(out if out.exists() else pass_output(out), ns, status)
     res = record_run(exe, prog_argv, out, opts)
     print_result(res, ns.quiet)
     kept(res.path, ns, res.exit_status)
     if opts.seed and not ns.quiet:
-        mode = " --logical" if opts.logical else " --chaos --strict" if opts.strict else " --chaos"
-        span = f" --pct-range {ns.pct_range}" if ns.pct_range else ""
-        say(f"seed {opts.seed}: `detrec{mode} --seed {opts.seed}{span}` repeats this schedule")
+        say(f"seed {opts.seed}: `detrec {opts.repeat_flags()}` repeats this schedule")
     return res.exit_status
 
 

@@ -8,9 +8,11 @@ method.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
+import struct
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from . import events as ev
 from . import schema
 from .errors import DetError
 from .outpath import check_trace_output
-from .validate import seal, validate
+from .validate import JSON_META, seal, validate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 INCOMPLETE = ".incomplete"
@@ -248,6 +250,19 @@ class Trace:
         return self.q("SELECT c.kind, count(*) FROM event_rows e JOIN calls c ON c.call = e.call "
                       "GROUP BY c.kind ORDER BY 2 DESC")
 
+    def schedule_digest(self) -> str:
+        """A hash of the schedule: which thread did which ordered event on
+        which object, in order. Inputs are left out (their values, a clock's
+        say, differ between runs of the same schedule)."""
+        h = hashlib.blake2b(digest_size=8)
+        cur = self.db.execute(f"SELECT tid, kind, obj FROM events WHERE kind IN ({SCHEDULE_KINDS}) ORDER BY seq")
+        try:
+            for rows in iter(lambda: cur.fetchmany(4096), []):
+                h.update(b"".join(struct.pack("<IHI", *r) for r in rows))
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
+        return h.hexdigest()
+
     # ---- windows: how a viewer reads a large trace (a few rows at a time, never all rows as objects)
 
     def seq_bounds(self) -> tuple[int, int] | None:
@@ -349,7 +364,7 @@ def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iter
     return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
 
 
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries"}
+SCHEDULE_KINDS = ", ".join(str(e.number) for e in ev.EVENTS if e.role != "INPUT")
 
 
 def _open_validated(path: Path) -> sqlite3.Connection:

@@ -95,7 +95,10 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "chaos": lambda v: v in (None, "pct", "delays"),
     "logical": lambda v: v in (None, True, 1),
     "pct_over": lambda v: v in (None, "memory points"),
-    "pct_range": lambda v: v is None or (isinstance(v, int) and v > 0),
+    "pct_depth": lambda v: v is None or (isinstance(v, int) and 1 <= v <= 9),
+    "pct_k": lambda v: v is None or (isinstance(v, int) and v > 0),
+    "pct_change_points": lambda v: isinstance(v, list) and len(v) <= 8 and all(
+        isinstance(x, int) and x > 0 for x in v),
     "ingest_events_per_s": lambda v: isinstance(v, (int, float)) and v >= 0,
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
@@ -107,7 +110,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
 }
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points"}  # (det.trace's too)
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 

@@ -15,10 +15,12 @@ raises into detrec.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from .launch import SHM_ENV
@@ -99,3 +101,16 @@ class Watchdog:
             os.waitpid(self.pid, 0)
         except OSError:
             pass
+
+
+@contextlib.contextmanager
+def watched(work: Path | None = None) -> Iterator[None]:
+    """A command's body under a watchdog (started before any thread): however
+    the command ends, no process of the program outlives it; `work`, a
+    directory of runs, goes too unless it ended normally."""
+    watchdog = Watchdog.start(work)
+    try:
+        yield
+    finally:
+        if watchdog is not None:
+            watchdog.done()

@@ -26,7 +26,7 @@ from det.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
 from det.trust import check_libraries, check_owner
-from det.watchdog import Watchdog
+from det.watchdog import watched
 
 from .view import PackedView, host_differences, is_packed, open_view
 
@@ -361,12 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     if (ns.gdb or ns.goto is not None) and ns.backend != "futex":
         p.error(f"--gdb replays with the futex backend only (not {ns.backend})")
     # Before any thread: no process of the program outlives detreplay, even killed.
-    watchdog = Watchdog.start()
-    try:
+    with watched():
         return _replay_main(ns, gdb_args)
-    finally:
-        if watchdog is not None:
-            watchdog.done()
 
 
 def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:

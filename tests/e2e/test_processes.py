@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, outcome, program, query
+from conftest import detrec, detreplay, outcome, program, query, reseal
+from det import events as ev
 
 REPLAYS = 10
 MODES = ["fork", "wait", "system", "popen", "spawn", "exec"]
@@ -95,6 +97,44 @@ def test_writer_dies_of_sigpipe(tmp_path: Path) -> None:
     (status,), = query(trace, "SELECT status FROM processes WHERE exe = 'yes'")
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPIPE
     replays_identically(trace, out)
+
+
+def test_reader_placed_after_the_blocked_writer(tmp_path: Path) -> None:
+    """A pipe read takes its place when it returns (and has copied its bytes
+    into the trace), which can be after the writer it unblocked has gone on
+    to its next event: a recording of `yes | head | wc` that made CI stall
+    had wc's reads after head's next read, while head was blocked writing to
+    the pipe wc drains. pipe_full's reader comes after the writer's second
+    post, as recorded or moved there (an order det can record): its ordered
+    replay drains the full pipe while it waits for its turn."""
+    trace = tmp_path / "full.db"
+    out = record(trace, program("pipe_full"))
+    assert out == b"read 131072 bytes, sum %d, writer ok\n" % (65536 * (ord("a") + ord("b")))
+    rows = query(trace, "SELECT seq, tid, kind FROM events ORDER BY seq")
+    first_read = next(s for s, tid, kind in rows if tid == 0 and kind == ev.PIPE_READ)
+    second_post = [s for s, tid, kind in rows if tid == 1 and kind == ev.SEM_POST][1]
+    if first_read < second_post:
+        # The reader's events from its first read to the post move after
+        # the post, the writer's stay: each thread keeps its own order.
+        span = [(s, tid) for s, tid, _ in rows if first_read <= s <= second_post]
+        assert all(k == ev.PIPE_READ for s, tid, k in rows if tid == 0 and first_read <= s <= second_post), rows
+        order = [s for s, tid in span if tid != 0] + [s for s, tid in span if tid == 0]
+        db = sqlite3.connect(trace)
+        with db:
+            for table in ("events", "data"):
+                db.execute(f"UPDATE {table} SET seq = -1 - seq WHERE seq BETWEEN ? AND ?", (first_read, second_post))
+                db.executemany(f"UPDATE {table} SET seq = ? WHERE seq = ?",
+                               [(first_read + i, -1 - old) for i, old in enumerate(order)])
+            db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events "
+                       "WHERE obj = objects.obj), first_seq)")
+        db.close()
+        reseal(trace)
+    (reader_at,), = query(trace, "SELECT min(seq) FROM events WHERE tid = 0 AND kind = ?", (ev.PIPE_READ,))
+    (post_at,), = query(trace, "SELECT seq FROM events WHERE tid = 1 AND kind = ? ORDER BY seq LIMIT 1 OFFSET 1",
+                        (ev.SEM_POST,))
+    assert reader_at > post_at
+    replays_identically(trace, out, 3)
+    replays_identically(trace, out, 2, ("--relaxed",))
 
 
 def test_killed_child(tmp_path: Path) -> None:

@@ -58,9 +58,12 @@ def test_chaos_finds_the_bug_and_keeps_the_seed(tmp_path: Path) -> None:
     assert r.returncode == 1, err
     assert "failure after" in err and "detreplay " in err and "--seed" in err
     seed = int(query(out, "SELECT value FROM meta WHERE key = 'chaos_seed'")[0][0])
-    # the command it printed repeats the failing schedule
+    # the command it printed repeats the failing schedule (PCT's k was learned
+    # from the runs before: the command names it)
+    flags = re.search(r"record it again with: detrec (.*) -o ", err).group(1).split()
+    assert flags[flags.index("--seed") + 1] == str(seed) and "--pct-k" in flags, err
     again = tmp_path / "again.db"
-    detrec("-q", "--chaos", "--strict", "--seed", str(seed), "-o", again, sample_bin("flag_handoff"), "50")
+    detrec("-q", *flags, "-o", again, sample_bin("flag_handoff"), "50")
     assert outcome(again)["stdout_sha256"] == outcome(out)["stdout_sha256"]
     assert schedule(again) == schedule(out)
     rr = detreplay(out)
