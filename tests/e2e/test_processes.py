@@ -14,6 +14,7 @@ import pytest
 
 from conftest import detrec, detreplay, outcome, program, query, reseal
 from det import events as ev
+from det import schema
 
 REPLAYS = 10
 MODES = ["fork", "wait", "system", "popen", "spawn", "exec"]
@@ -120,13 +121,14 @@ def test_reader_placed_after_the_blocked_writer(tmp_path: Path) -> None:
         assert all(k == ev.PIPE_READ for s, tid, k in rows if tid == 0 and first_read <= s <= second_post), rows
         order = [s for s, tid in span if tid != 0] + [s for s, tid in span if tid == 0]
         db = sqlite3.connect(trace)
-        with db:
-            for table in ("events", "data"):
+        with db:  # the stored tables (events is a view over event_rows), then the marks that index them
+            for table in ("event_rows", "data"):
                 db.execute(f"UPDATE {table} SET seq = -1 - seq WHERE seq BETWEEN ? AND ?", (first_read, second_post))
                 db.executemany(f"UPDATE {table} SET seq = ? WHERE seq = ?",
                                [(first_read + i, -1 - old) for i, old in enumerate(order)])
             db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events "
                        "WHERE obj = objects.obj), first_seq)")
+        db.executescript(schema.REBUILD_MARKS)
         db.close()
         reseal(trace)
     (reader_at,), = query(trace, "SELECT min(seq) FROM events WHERE tid = 0 AND kind = ?", (ev.PIPE_READ,))
