@@ -851,6 +851,17 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 	if (det_replaying()) {
 		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
 			det_replay_vanish(op);
+		if (f && det_replay_free_running()) {
+			/* Its place in the order was taken before it ran, so the
+			 * recording's next events did not wait for it to end: nor
+			 * do the replay's. It may block on a pipe that one of them
+			 * drains (a reader's read, placed when it returned). It
+			 * holds its FILE meanwhile: the FILE's next users still
+			 * write after it. (op->rec = NULL: done already.) */
+			real.flockfile(f);
+			det_acquire_end(op, op->rec->result);
+			op->rec = NULL;
+		}
 		return;
 	}
 	if (f && real.ftrylockfile(f) != 0) {
@@ -869,7 +880,10 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 static int stdio_end(struct det_op *op, FILE *f, int r)
 {
 	if (det_replaying()) {
-		det_acquire_end(op, op->rec->result);
+		if (op->rec)
+			det_acquire_end(op, op->rec->result);
+		else
+			real.funlockfile(f);
 	} else {
 		det_rec_call_end(op, r);
 		if (f) {

@@ -325,6 +325,8 @@ DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const voi
 DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
 /* Inputs: check that the next recorded event is this input (kind, aux). */
 DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
+/* An ordered or relaxed replay that no debugger steps (not strict, no gdb). */
+DET_HIDDEN int det_replay_free_running(void);
 /* An input that may act before its turn: t's next event when it is this
  * input and still waits for its turn in a free-running ordered replay (no
  * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */

@@ -372,9 +372,14 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	return e;
 }
 
+int det_replay_free_running(void)
+{
+	return !(det_hdr->flags & DET_F_STRICT) && !det_gdb_control.attached;
+}
+
 const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux)
 {
-	if (t->idx >= t->sched_count || (det_hdr->flags & DET_F_STRICT) || det_gdb_control.attached)
+	if (t->idx >= t->sched_count || !det_replay_free_running())
 		return NULL;
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	return e->kind == kind && e->aux == aux && !turn_due(e) ? e : NULL;

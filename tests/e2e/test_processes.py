@@ -101,40 +101,41 @@ def test_writer_dies_of_sigpipe(tmp_path: Path) -> None:
 
 
 def test_reader_placed_after_the_blocked_writer(tmp_path: Path) -> None:
-    """A pipe read takes its place when it returns (and has copied its bytes
-    into the trace), which can be after the writer it unblocked has gone on
-    to its next event: a recording of `yes | head | wc` that made CI stall
-    had wc's reads after head's next read, while head was blocked writing to
-    the pipe wc drains. pipe_full's reader comes after the writer's second
-    post, as recorded or moved there (an order det can record): its ordered
-    replay drains the full pipe while it waits for its turn."""
+    """A pipe read takes its place when it returns, a stdio write before it
+    runs: a reader's reads can come after the writer's event that is blocked
+    on the full pipe, waiting for them (a recording of `yes | head | wc` that
+    made CI stall had wc's reads after head's next read and after its final
+    flush). pipe_full's reader comes after the writer's big fwrite, as
+    recorded, with its first read moved there too if it was not (an order
+    det can record: the reader preempted before it took its place). Its
+    ordered replay drains the pipe over several reads while it waits."""
     trace = tmp_path / "full.db"
     out = record(trace, program("pipe_full"))
-    assert out == b"read 131072 bytes, sum %d, writer ok\n" % (65536 * (ord("a") + ord("b")))
+    assert out == b"read 262144 bytes, sum %d, writer ok\n" % (65536 * sum(b"abcd"))
     rows = query(trace, "SELECT seq, tid, kind FROM events ORDER BY seq")
-    first_read = next(s for s, tid, kind in rows if tid == 0 and kind == ev.PIPE_READ)
-    second_post = [s for s, tid, kind in rows if tid == 1 and kind == ev.SEM_POST][1]
-    if first_read < second_post:
-        # The reader's events from its first read to the post move after
-        # the post, the writer's stay: each thread keeps its own order.
-        span = [(s, tid) for s, tid, _ in rows if first_read <= s <= second_post]
-        assert all(k == ev.PIPE_READ for s, tid, k in rows if tid == 0 and first_read <= s <= second_post), rows
+    reads = [s for s, tid, kind in rows if tid == 0 and kind == ev.PIPE_READ]
+    big_write = [s for s, tid, kind in rows if tid == 1 and kind == ev.STDIO_WRITE][1]
+    if reads[0] < big_write:
+        # The reader's events from its first read to the fwrite move after
+        # it, the writer's stay: each thread keeps its own order.
+        span = [(s, tid) for s, tid, _ in rows if reads[0] <= s <= big_write]
+        assert all(k == ev.PIPE_READ for s, tid, k in rows if tid == 0 and reads[0] <= s <= big_write), rows
         order = [s for s, tid in span if tid != 0] + [s for s, tid in span if tid == 0]
         db = sqlite3.connect(trace)
         with db:  # the stored tables (events is a view over event_rows), then the marks that index them
             for table in ("event_rows", "data"):
-                db.execute(f"UPDATE {table} SET seq = -1 - seq WHERE seq BETWEEN ? AND ?", (first_read, second_post))
+                db.execute(f"UPDATE {table} SET seq = -1 - seq WHERE seq BETWEEN ? AND ?", (reads[0], big_write))
                 db.executemany(f"UPDATE {table} SET seq = ? WHERE seq = ?",
-                               [(first_read + i, -1 - old) for i, old in enumerate(order)])
+                               [(reads[0] + i, -1 - old) for i, old in enumerate(order)])
             db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events "
                        "WHERE obj = objects.obj), first_seq)")
         db.executescript(schema.REBUILD_MARKS)
         db.close()
         reseal(trace)
     (reader_at,), = query(trace, "SELECT min(seq) FROM events WHERE tid = 0 AND kind = ?", (ev.PIPE_READ,))
-    (post_at,), = query(trace, "SELECT seq FROM events WHERE tid = 1 AND kind = ? ORDER BY seq LIMIT 1 OFFSET 1",
-                        (ev.SEM_POST,))
-    assert reader_at > post_at
+    (write_at,), = query(trace, "SELECT seq FROM events WHERE tid = 1 AND kind = ? ORDER BY seq LIMIT 1 OFFSET 1",
+                         (ev.STDIO_WRITE,))
+    assert reader_at > write_at
     replays_identically(trace, out, 3)
     replays_identically(trace, out, 2, ("--relaxed",))
 

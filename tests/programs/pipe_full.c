@@ -1,39 +1,44 @@
 /*
- * tests/programs/pipe_full.c - a writer thread fills a pipe and writes
- * more while a reader thread is still to drain it: the second write
- * blocks until the reader's first read, and the writer's next event (a
- * sem_post) comes after that.
+ * tests/programs/pipe_full.c - a writer thread fills a pipe, then writes
+ * three times as much with one fwrite while a reader thread is still to
+ * drain it: the fwrite returns only after the reader's second read.
  *
- * The reader takes its place in the order only after its read returned,
- * so a recording may put that read after the writer's sem_post (the
- * reader was preempted in between). tests/e2e/test_processes.py makes
- * such a trace: its ordered replay must not wait for the writer's post
- * before draining the pipe the writer is blocked on.
+ * A stdio write takes its place in the order before it runs, and a read
+ * after it returns, so the reader's reads come after that fwrite in the
+ * recording; its first one may too (the reader was preempted before it
+ * took its place: tests/e2e/test_processes.py makes sure of it). An
+ * ordered replay must not wait for the fwrite to end before draining the
+ * pipe the fwrite is blocked on, over several reads.
  *
- * Usage: pipe_full   (prints the bytes read and their sum)
+ * Usage: pipe_full   (prints the bytes read, their sum and the writer's result)
  */
-#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#define CHUNK 65536
+
 static int fds[2];
-static sem_t filled, wrote_more;
-static char chunk[65536];
+static sem_t filled;
 
 static void *writer(void *arg)
 {
 	(void)arg;
-	for (int round = 0; round < 2; round++) {
-		memset(chunk, 'a' + round, sizeof(chunk));
-		if (write(fds[1], chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
-			return (void *)1;
-		sem_post(round == 0 ? &filled : &wrote_more);
-	}
-	close(fds[1]);
-	return NULL;
+	static char data[4 * CHUNK];
+	for (int i = 0; i < 4; i++)
+		memset(data + i * CHUNK, 'a' + i, CHUNK);
+	FILE *f = fdopen(fds[1], "w");
+	if (!f)
+		return (void *)1;
+	setvbuf(f, NULL, _IONBF, 0);
+	int ok = fwrite(data, 1, CHUNK, f) == CHUNK; /* the pipe is full */
+	sem_post(&filled);
+	ok = ok && fwrite(data + CHUNK, 1, 3 * CHUNK, f) == 3 * CHUNK;
+	fclose(f);
+	return ok ? NULL : (void *)1;
 }
 
 /* All of n bytes (a pipe read may return fewer). */
@@ -51,24 +56,22 @@ static long read_all(char *buf, long n)
 
 int main(void)
 {
-	static char buf[65536];
+	static char buf[CHUNK];
 	pthread_t w;
-	if (pipe(fds) || fcntl(fds[1], F_SETPIPE_SZ, 65536) != 65536) {
+	if (pipe(fds)) {
 		perror("pipe");
 		return 2;
 	}
 	sem_init(&filled, 0, 0);
-	sem_init(&wrote_more, 0, 0);
 	pthread_create(&w, NULL, writer, NULL);
-	sem_wait(&filled); /* the pipe is full now */
+	sem_wait(&filled);
 	long total = 0, sum = 0;
-	for (int round = 0; round < 2; round++) {
-		long got = read_all(buf, sizeof(buf));
+	for (int round = 0; round < 4; round++) {
+		long got = read_all(buf, CHUNK);
 		for (long i = 0; i < got; i++)
 			sum += buf[i];
 		total += got;
 	}
-	sem_wait(&wrote_more);
 	void *ret;
 	pthread_join(w, &ret);
 	printf("read %ld bytes, sum %ld, writer %s\n", total, sum, ret ? "failed" : "ok");
