@@ -851,8 +851,9 @@ static int leftovers(struct conv *c)
 {
 	for (uint32_t t = 0; t < c->nst; t++) {
 		struct stream *s = &c->st[t];
-		/* objects declared for an event that never got published */
-		s->npend = 0;
+		/* objects declared for an event that never got published: those
+		 * the last load_head gathered (T0's own, when it had no event),
+		 * and any after it */
 		const struct det_rec *e;
 		while ((e = entry_at(c, s))) {
 			advance(s);
