@@ -69,30 +69,60 @@ struct det_log_clock {
 /* Largest payload of one chunk: a reader never needs more at once. */
 #define DET_LOG_CHUNK_MAX (1u << 22)
 
+/* crc32c of 8 bytes, as SSE4.2's crc32 instruction computes it (for CPUs,
+ * and emulators like qemu's TCG, without it). */
+static inline uint64_t det_crc32c_soft(uint64_t crc, uint64_t w)
+{
+	uint32_t c = (uint32_t)crc;
+	for (int i = 0; i < 64; i++) {
+		uint32_t bit = (c ^ (uint32_t)(w >> i)) & 1;
+		c = (c >> 1) ^ (0x82F63B78u & -bit);
+	}
+	return c;
+}
+
 /* A checksum of a payload (a multiple of 8 bytes): crc32c in four lanes,
  * folded, so that it keeps up with the writer. */
-__attribute__((target("sse4.2"))) static inline uint32_t det_log_check(const void *p, size_t n, uint32_t type,
-									 uint32_t bytes)
+#define DET_LOG_CHECK_BODY(step)                                                           \
+	const uint8_t *b = p;                                                              \
+	uint64_t l0 = type, l1 = bytes, l2 = 0x9E3779B9u, l3 = 0x85EBCA6Bu, w0, w1, w2, w3; \
+	for (; n >= 32; n -= 32, b += 32) {                                                \
+		memcpy(&w0, b, 8);                                                         \
+		memcpy(&w1, b + 8, 8);                                                     \
+		memcpy(&w2, b + 16, 8);                                                    \
+		memcpy(&w3, b + 24, 8);                                                    \
+		l0 = step(l0, w0);                                                         \
+		l1 = step(l1, w1);                                                         \
+		l2 = step(l2, w2);                                                         \
+		l3 = step(l3, w3);                                                         \
+	}                                                                                  \
+	for (; n >= 8; n -= 8, b += 8) {                                                   \
+		memcpy(&w0, b, 8);                                                         \
+		l0 = step(l0, w0);                                                         \
+	}                                                                                  \
+	l0 = step(l0, l1);                                                                 \
+	l0 = step(l0, l2);                                                                 \
+	return (uint32_t)step(l0, l3)
+
+__attribute__((target("sse4.2"))) static inline uint32_t det_log_check_sse42(const void *p, size_t n,
+									   uint32_t type, uint32_t bytes)
 {
-	const uint8_t *b = p;
-	uint64_t l0 = type, l1 = bytes, l2 = 0x9E3779B9u, l3 = 0x85EBCA6Bu, w0, w1, w2, w3;
-	for (; n >= 32; n -= 32, b += 32) {
-		memcpy(&w0, b, 8);
-		memcpy(&w1, b + 8, 8);
-		memcpy(&w2, b + 16, 8);
-		memcpy(&w3, b + 24, 8);
-		l0 = __builtin_ia32_crc32di(l0, w0);
-		l1 = __builtin_ia32_crc32di(l1, w1);
-		l2 = __builtin_ia32_crc32di(l2, w2);
-		l3 = __builtin_ia32_crc32di(l3, w3);
+	DET_LOG_CHECK_BODY(__builtin_ia32_crc32di);
+}
+
+static inline uint32_t det_log_check_soft(const void *p, size_t n, uint32_t type, uint32_t bytes)
+{
+	DET_LOG_CHECK_BODY(det_crc32c_soft);
+}
+
+static inline uint32_t det_log_check(const void *p, size_t n, uint32_t type, uint32_t bytes)
+{
+	static int sse42 = -1;
+	if (sse42 < 0) {
+		__builtin_cpu_init();
+		sse42 = __builtin_cpu_supports("sse4.2") != 0;
 	}
-	for (; n >= 8; n -= 8, b += 8) {
-		memcpy(&w0, b, 8);
-		l0 = __builtin_ia32_crc32di(l0, w0);
-	}
-	l0 = __builtin_ia32_crc32di(l0, l1);
-	l0 = __builtin_ia32_crc32di(l0, l2);
-	return (uint32_t)__builtin_ia32_crc32di(l0, l3);
+	return sse42 ? det_log_check_sse42(p, n, type, bytes) : det_log_check_soft(p, n, type, bytes);
 }
 
 #endif /* DET_LOGFMT_H */

@@ -96,8 +96,8 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		o->prev = me;
 	}
 	for (int i = 0; i < 2; i++)
-		if (dep[i].thread == t + 1)
-			dep[i].thread = 0; /* program order needs no edge */
+		if (dep[i].thread == t + 1) /* program order needs no edge */
+			memset(&dep[i], 0, sizeof(dep[i])); /* (the module refuses an index without a thread) */
 }
 
 static void order_reset(struct order *o)

@@ -92,7 +92,7 @@ def record_in_guest() -> list[Path]:
             if r.returncode != 124:
                 break
         if not trace.exists():
-            raise Failed(f"detrec of {sample} left no trace: {r.stderr.strip()[-300:]}")
+            raise Failed(f"detrec of {sample} left no trace (exit {r.returncode}): {r.stderr.strip()[-300:]}")
         say(f"recorded {sample} {' '.join(args)} in the guest (exit {r.returncode})")
         out.append(trace)
     return out
