@@ -134,6 +134,33 @@ def reseal(trace: Path) -> None:
         db.close()
 
 
+def move_events(trace: Path, order: list[int], dts: dict[int, int] | None = None) -> None:
+    """Renumber a stretch of the trace's events by hand (an order det could
+    have recorded): the events whose seqs `order` lists get the seqs from
+    min(order) on, in that order, with their input data; dts gives new time
+    deltas by old seq. The objects' first uses and the marks follow, and the
+    trace is sealed again."""
+    from det import schema
+
+    base = min(order)
+    db = sqlite3.connect(trace)
+    try:
+        with db:  # the stored tables (events is a view over event_rows)
+            for table in ("event_rows", "data"):
+                db.executemany(f"UPDATE {table} SET seq = ? WHERE seq = ?", [(-1 - old, old) for old in order])
+                db.executemany(f"UPDATE {table} SET seq = ? WHERE seq = ?",
+                               [(base + i, -1 - old) for i, old in enumerate(order)])
+            if dts:
+                db.executemany("UPDATE event_rows SET dts = ? WHERE seq = ?",
+                               [(dts[old], base + i) for i, old in enumerate(order)])
+            db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events "
+                       "WHERE obj = objects.obj), first_seq)")
+        db.executescript(schema.REBUILD_MARKS)
+    finally:
+        db.close()
+    reseal(trace)
+
+
 def build_packed_program(d: Path) -> Path:
     """tests/programs/packed/ built into d (created): the program, a library
     it links (RUNPATH $ORIGIN), one it dlopens and two data files with the

@@ -23,9 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, detrec, detreplay, outcome, reseal, run, sample_bin
+from conftest import BIN, ROOT, detrec, detreplay, move_events, outcome, run, sample_bin
 from det import events as ev
-from det import schema
 from det.bisect import (
     FAILS,
     IMPOSSIBLE,
@@ -376,22 +375,14 @@ def test_a_stall_is_its_own_verdict_told_without_waiting_for_the_limit(tmp: Path
     order = [rows[0][0]] + main_lock + [s for s, _, _ in rows[1:] if s not in main_lock]
     hybrid = tmp / "stall.db"
     hybrid.write_bytes(rec.read_bytes())
-    db = sqlite3.connect(hybrid)
     tid_of = {s: tid for s, tid, _ in rows}
     prev: dict[int, int] = {}
-    moved = []  # (new seq, its dts: each event 1 us after the one before it in the new order, -1 - old seq)
+    dts = {}  # each event 1 us after the one before it in the new order
     for new, old in enumerate(order):
         t = tid_of[old]
-        moved.append((new, 1000 * (new + 1) - prev.get(t, 0), -1 - old))
+        dts[old] = 1000 * (new + 1) - prev.get(t, 0)
         prev[t] = 1000 * (new + 1)
-    with db:  # the stored tables (events is a view over them), then the marks that index them
-        db.execute("UPDATE event_rows SET seq = -1 - seq")
-        db.executemany("UPDATE event_rows SET seq = ?, dts = ? WHERE seq = ?", moved)
-        db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events WHERE obj = objects.obj), "
-                   "first_seq)")
-    db.executescript(schema.REBUILD_MARKS)
-    db.close()
-    reseal(hybrid)  # an order det could have made: the validator judges it, not a stale checksum
+    move_events(hybrid, order, dts)  # an order det could have made: the validator judges it, not a stale checksum
     r = detreplay("--stall", "600", hybrid, timeout=120)
     err = r.stderr.decode()
     assert r.returncode == 125 and "replay stalled after 1 of" in err, err

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, outcome, program, query, reseal
+from conftest import detrec, detreplay, move_events, outcome, program, query
 from det import events as ev
-from det import schema
 
 REPLAYS = 10
 MODES = ["fork", "wait", "system", "popen", "spawn", "exec"]
@@ -120,18 +118,7 @@ def test_reader_placed_after_the_blocked_writer(tmp_path: Path) -> None:
         # it, the writer's stay: each thread keeps its own order.
         span = [(s, tid) for s, tid, _ in rows if reads[0] <= s <= big_write]
         assert all(k == ev.PIPE_READ for s, tid, k in rows if tid == 0 and reads[0] <= s <= big_write), rows
-        order = [s for s, tid in span if tid != 0] + [s for s, tid in span if tid == 0]
-        db = sqlite3.connect(trace)
-        with db:  # the stored tables (events is a view over event_rows), then the marks that index them
-            for table in ("event_rows", "data"):
-                db.execute(f"UPDATE {table} SET seq = -1 - seq WHERE seq BETWEEN ? AND ?", (reads[0], big_write))
-                db.executemany(f"UPDATE {table} SET seq = ? WHERE seq = ?",
-                               [(reads[0] + i, -1 - old) for i, old in enumerate(order)])
-            db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events "
-                       "WHERE obj = objects.obj), first_seq)")
-        db.executescript(schema.REBUILD_MARKS)
-        db.close()
-        reseal(trace)
+        move_events(trace, [s for s, tid in span if tid != 0] + [s for s, tid in span if tid == 0])
     (reader_at,), = query(trace, "SELECT min(seq) FROM events WHERE tid = 0 AND kind = ?", (ev.PIPE_READ,))
     (write_at,), = query(trace, "SELECT seq FROM events WHERE tid = 1 AND kind = ? ORDER BY seq LIMIT 1 OFFSET 1",
                          (ev.STDIO_WRITE,))
