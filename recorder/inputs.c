@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -451,11 +452,124 @@ static ssize_t reread_exact(struct read_call *rc, size_t got, size_t count)
 {
 	while (got < count) {
 		ssize_t r = read_from(rc, got, count - got);
+		if (r < 0 && errno == EINTR) /* a signal the recording took elsewhere */
+			continue;
 		if (r <= 0)
 			return got ? (ssize_t)got : r;
 		got += (size_t)r;
 	}
 	return (ssize_t)got;
+}
+
+/* An early action waits for its thread's turn by napping (50 us growing
+ * to 1 ms; the timer slack makes shorter pointless), not on the turnstile,
+ * which wakes a thread only for its own event. */
+#define NAP_FIRST 50000L
+static void nap_longer(long *ns)
+{
+	struct timespec ts = {0, *ns};
+	det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	if (*ns < 1000000)
+		*ns *= 2;
+}
+
+/* A pipe as both its ends see it (0: not a pipe). */
+static uint64_t pipe_id(int fd)
+{
+	struct stat st;
+	if (det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISFIFO(st.st_mode))
+		return 0;
+	return pipe_key(&st) | 1;
+}
+
+/* The pipe `fd` writes into or reads from, when the program made both its
+ * ends (0: another kind of file). */
+DET_HIDDEN uint64_t det_own_pipe(int fd)
+{
+	return fd_class(fd) == FDC_INTERNAL ? pipe_id(fd) : 0;
+}
+
+/* Whether a thread of the replay (any process) may wait to write into the pipe. */
+static int pipe_writer_stuck(uint64_t id)
+{
+	for (uint32_t i = 0; id && i < det_hdr->threads_recorded; i++)
+		if (atomic_load_explicit(&det_shm_slot(det_hdr, i)->pipe_writing, memory_order_relaxed) == id)
+			return 1;
+	return 0;
+}
+
+/*
+ * Bytes a replayed thread read ahead from a pipe for its later reads of it
+ * (read_ahead). Per thread, one pipe at a time; its own mapping, since a
+ * program's malloc may be what the thread is in the middle of.
+ */
+#define STASH_CAP (4u << 20)
+static __thread struct {
+	int fd;
+	uint32_t off, len;
+	char *buf;
+} stash = {-1, 0, 0, NULL};
+
+/* Copies stashed bytes of rc's fd into its buffer from byte `from`, at most
+ * `max`; returns how many. */
+static size_t take_stash(struct read_call *rc, size_t from, size_t max)
+{
+	if (stash.fd != rc->fd || stash.off == stash.len)
+		return 0;
+	size_t n = stash.len - stash.off < max ? stash.len - stash.off : max, done = 0;
+	for (int i = 0; i < rc->iovcnt && done < n; i++) {
+		if (from >= rc->iov[i].iov_len) {
+			from -= rc->iov[i].iov_len;
+			continue;
+		}
+		size_t k = rc->iov[i].iov_len - from < n - done ? rc->iov[i].iov_len - from : n - done;
+		memcpy((char *)rc->iov[i].iov_base + from, stash.buf + stash.off + done, k);
+		done += k;
+		from = 0;
+	}
+	stash.off += (uint32_t)done;
+	return done;
+}
+
+/* Reads up to `max` bytes of the pipe into the stash; 0 when it cannot. */
+static ssize_t fill_stash(int fd, size_t max)
+{
+	if (!stash.buf) {
+		long m = det_sys(SYS_mmap, 0, STASH_CAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m < 0 && m > -4096)
+			return 0;
+		stash.buf = (char *)m;
+	}
+	if (stash.fd != fd || stash.off == stash.len)
+		stash.off = stash.len = 0;
+	stash.fd = fd;
+	if (stash.off) {
+		memmove(stash.buf, stash.buf + stash.off, stash.len - stash.off);
+		stash.len -= stash.off;
+		stash.off = 0;
+	}
+	if (max > STASH_CAP - stash.len)
+		max = STASH_CAP - stash.len;
+	long r = max ? det_sys(SYS_read, fd, (long)(stash.buf + stash.len), (long)max, 0, 0, 0) : 0;
+	if (r > 0)
+		stash.len += (uint32_t)r;
+	return r;
+}
+
+/* The bytes t's coming reads of fd (after its next event) will take, as far
+ * as its schedule window shows, less what the stash holds. */
+static size_t stash_room(struct det_thread *t, int fd)
+{
+	size_t need = 0;
+	for (uint64_t i = t->idx + 1; i < t->sched_count && i < t->idx + 256; i++) {
+		const struct det_sched *e = det_sched_peek(t, i);
+		if (!e)
+			break;
+		if (e->kind == DET_EV_PIPE_READ && e->aux == (uint32_t)fd && e->result > 0)
+			need += (size_t)e->result;
+	}
+	size_t held = stash.fd == fd ? stash.len - stash.off : 0;
+	return need > held ? need - held : 0;
 }
 
 /*
@@ -464,10 +578,11 @@ static ssize_t reread_exact(struct read_call *rc, size_t got, size_t count)
  * before (the reader was preempted before it took its place), and a writer
  * blocked on the full pipe can be what the read's turn waits for (it must
  * reach its own next event first). So while the read waits for its turn and
- * its pipe is full, it takes the recorded count's bytes as they come; the
- * program sees them only in turn. Only a full pipe is drained ahead: readers
- * of a pipe that never fills (a jobserver's tokens) keep their order.
- * Returns the bytes already read.
+ * its pipe is full, or a writer waits for room in it, it takes the recorded
+ * count's bytes as they come, and then what its next reads of the pipe will
+ * take (into the stash); the program sees them only in turn. Only a full
+ * pipe is drained ahead: readers of a pipe that never fills (a jobserver's
+ * tokens) keep their order. Returns the bytes already in the caller's buffer.
  */
 static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 {
@@ -475,22 +590,28 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 	long cap = e && e->result > 0 ? det_sys(SYS_fcntl, rc->fd, F_GETPIPE_SZ, 0, 0, 0, 0) : -1;
 	if (cap <= 0) /* not waiting, nothing to read, or not a pipe */
 		return 0;
-	size_t got = 0, want = (size_t)e->result;
-	long nap = 50000; /* ns; the timer slack makes less pointless */
-	while (got < want && !det_replay_due(e)) {
+	uint64_t id = pipe_id(rc->fd);
+	size_t want = (size_t)e->result, got = take_stash(rc, 0, want);
+	long nap = NAP_FIRST;
+	while (!det_replay_due(e)) {
 		int avail = 0;
-		if (det_sys(SYS_ioctl, rc->fd, FIONREAD, (long)&avail, 0, 0, 0) == 0 && avail >= cap - 2 * PIPE_BUF) {
-			ssize_t r = read_from(rc, got, (size_t)avail < want - got ? (size_t)avail : want - got);
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-			nap = 50000;
-			continue;
+		/* Full by its bytes, or by its slots: odd-sized writes fill a
+		 * pipe's page slots long before its bytes reach the capacity,
+		 * so a writer stuck in it says so (pipe_writing). */
+		if (det_sys(SYS_ioctl, rc->fd, FIONREAD, (long)&avail, 0, 0, 0) == 0 && avail > 0 &&
+		    (avail >= cap - 2 * PIPE_BUF || pipe_writer_stuck(id))) {
+			size_t room = got < want ? want - got : stash_room(t, rc->fd);
+			ssize_t r = !room		 ? 0
+				    : got < want ? read_from(rc, got, (size_t)avail < room ? (size_t)avail : room)
+						 : fill_stash(rc->fd, (size_t)avail < room ? (size_t)avail : room);
+			if (r > 0) {
+				if (got < want)
+					got += (size_t)r;
+				nap = NAP_FIRST;
+				continue;
+			}
 		}
-		struct timespec ts = {0, nap};
-		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
-		if (nap < 1000000)
-			nap *= 2;
+		nap_longer(&nap);
 	}
 	return got;
 }
@@ -523,6 +644,8 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 			scatter(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res < rc->want ? (size_t)res : rc->want);
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */
+		if (kind == DET_EV_PIPE_READ && early < (size_t)res)
+			early += take_stash(rc, early, (size_t)res - early);
 		ssize_t r = kind == DET_EV_FILE_READ ? rc->perform(rc) : reread_exact(rc, early, (size_t)res);
 		if (r != res && kind == DET_EV_FILE_READ)
 			diverge_file(&op, rc->fd, "another count");
@@ -805,16 +928,29 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 	int64_t res = op.rec->result;
 	if (res == DET_RESULT_PENDING) /* the writer died in it (a SIGPIPE, a kill) */
 		det_replay_vanish(&op);
+	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	size_t done = 0;
 	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
 		size_t k = iov[i].iov_len < (size_t)res - done ? iov[i].iov_len : (size_t)res - done;
 		size_t off = 0;
 		while (off < k) {
+			/* Into the program's own pipe, a write that may not fit
+			 * (more than PIPE_BUF, or no free slot) says so while it
+			 * runs: a reader due after it may drain the pipe meanwhile
+			 * (read_ahead). Tokens written to a shared pipe (make's
+			 * jobserver) fit, and are not read ahead. */
+			struct pollfd p = {fd, POLLOUT, 0};
+			int may_wait = pipe && (k - off > PIPE_BUF || det_sys(SYS_poll, (long)&p, 1, 0, 0, 0, 0) == 0);
+			if (may_wait)
+				atomic_store(&t->slot->pipe_writing, pipe);
 			long n = det_sys(SYS_write, fd, (long)((const char *)iov[i].iov_base + off), (long)(k - off), 0, 0,
 					 0);
+			if (may_wait)
+				atomic_store(&t->slot->pipe_writing, 0);
 			if (n == -EAGAIN) {
-				struct pollfd p = {fd, POLLOUT, 0};
+				atomic_store(&t->slot->pipe_writing, pipe);
 				det_sys(SYS_poll, (long)&p, 1, -1, 0, 0, 0);
+				atomic_store(&t->slot->pipe_writing, 0);
 			} else if (n == -EINTR) {
 				continue;
 			} else if (n <= 0) {
@@ -1157,9 +1293,36 @@ DET_IMPL int det_impl_connect(int fd, const struct sockaddr *addr, socklen_t ale
 /* ------------------------------------------------------------------ */
 /* file descriptors: keep the class table right when numbers are reused */
 
+/*
+ * Closing the read end of the program's own pipe decides whether writes into
+ * it succeed or fail (EPIPE, SIGPIPE). A close is no event, so in a replay it
+ * could run ahead of writes that the recording did while the pipe was still
+ * open (head closing its stdin while find still flushes into it). It waits
+ * for the turn of the thread's next event: the recording closed after that
+ * thread's previous event and before this one. Writes that failed are
+ * replayed from the recording, so none of them waits for this close.
+ */
+static void close_in_turn(int fd)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return;
+	const struct det_sched *e = det_replay_waiting(t);
+	if (e && det_own_pipe(fd) &&
+	    (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDONLY)
+		for (long nap = NAP_FIRST; !det_replay_due(e);)
+			nap_longer(&nap);
+	det_leave(t);
+}
+
 DET_IMPL int det_impl_close(int fd)
 {
 	det_init();
+	if (det_replaying()) {
+		close_in_turn(fd);
+		if (stash.fd == fd)
+			stash.fd = -1;
+	}
 	fd_set_class(fd, FDC_UNKNOWN);
 	return real.close(fd);
 }

@@ -861,6 +861,8 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 			real.flockfile(f);
 			det_acquire_end(op, op->rec->result);
 			op->rec = NULL;
+			/* a reader due after it may drain the pipe (read_ahead) */
+			atomic_store(&t->slot->pipe_writing, det_own_pipe(fileno(f)));
 		}
 		return;
 	}
@@ -880,10 +882,12 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 static int stdio_end(struct det_op *op, FILE *f, int r)
 {
 	if (det_replaying()) {
-		if (op->rec)
+		if (op->rec) {
 			det_acquire_end(op, op->rec->result);
-		else
+		} else {
+			atomic_store(&op->t->slot->pipe_writing, 0);
 			real.funlockfile(f);
+		}
 	} else {
 		det_rec_call_end(op, r);
 		if (f) {

@@ -246,6 +246,10 @@ DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
+/* The pipe fd writes into or reads from when the program made both its ends,
+ * else 0 (inputs.c). A replayed writer publishes it in its slot's
+ * pipe_writing while it may wait for room. */
+DET_HIDDEN uint64_t det_own_pipe(int fd);
 /* The top process: remember the stdin pipe det feeds (inputs.c). */
 DET_HIDDEN void det_note_stdin(void);
 
@@ -331,6 +335,9 @@ DET_HIDDEN int det_replay_free_running(void);
  * input and still waits for its turn in a free-running ordered replay (no
  * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
 DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
+/* t's next event, whatever it is, while it waits for its turn in a
+ * free-running replay; NULL otherwise. */
+DET_HIDDEN const struct det_sched *det_replay_waiting(struct det_thread *t);
 DET_HIDDEN int det_replay_due(const struct det_sched *e);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,

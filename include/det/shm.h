@@ -169,7 +169,8 @@ struct det_slot {
 					      * get it back (replay: did so when the recording ended) */
 	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
 	DET_ATOMIC(uint64_t) strict_defer; /* chaos: it polled; others go first until this event number */
-	uint8_t pad1b[8];
+	DET_ATOMIC(uint64_t) pipe_writing; /* replay: inode of the pipe it is writing into, 0: none
+					    * (a reader due later drains it: see read_ahead) */
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	uint64_t pad2a;

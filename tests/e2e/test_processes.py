@@ -127,6 +127,29 @@ def test_reader_placed_after_the_blocked_writer(tmp_path: Path) -> None:
     replays_identically(trace, out, 2, ("--relaxed",))
 
 
+def test_find_head_xargs_cat_gzip(tmp_path: Path) -> None:
+    """A pipeline like a user's: find's names cut by head, their files
+    catted through gzip. Replays stalled on it two ways: cat blocked writing
+    odd-sized chunks into a pipe whose page slots were full well below its
+    byte capacity while gzip's read waited for cat's next events; and head
+    closed its stdin (no event) ahead of find's flushes that the recording
+    did while it was open, so find died early of SIGPIPE. (Ordered replay
+    only: a relaxed replay does not order head's close after find's writes,
+    which are on other objects.)"""
+    files = tmp_path / "files"
+    sizes = [(i * 7919) % 6007 + 1 for i in range(3000)]
+    for i, n in enumerate(sizes):
+        d = files / f"dir-{i % 40:02d}-with-a-longer-name"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"file-{i:05d}-{'x' * 40}.txt").write_bytes(bytes((i + k) % 251 for k in range(n)))
+    cmd = f"find {files} -type f | head -2000 | xargs cat | gzip -1 -c | gunzip -c | wc -c"
+    trace = tmp_path / "pipeline.db"
+    out = record(trace, "/bin/sh", "-c", cmd)
+    (status,), = query(trace, "SELECT status FROM processes WHERE exe = 'find'")
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPIPE, "find was not cut off by head"
+    replays_identically(trace, out, n=3)
+
+
 def test_killed_child(tmp_path: Path) -> None:
     trace = tmp_path / "kill.db"
     out = record(trace, "/bin/sh", "-c", "sleep 5 & kill -9 $!; wait $!; echo status $?")
