@@ -169,8 +169,8 @@ struct det_slot {
 					      * get it back (replay: did so when the recording ended) */
 	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
 	DET_ATOMIC(uint64_t) strict_defer; /* chaos: it polled; others go first until this event number */
-	DET_ATOMIC(uint64_t) pipe_writing; /* replay: inode of the pipe it is writing into, 0: none
-					    * (a reader due later drains it: see read_ahead) */
+	DET_ATOMIC(uint64_t) pipe_writing; /* replay: the program's pipe it may wait to write into
+					    * (det_own_pipe), 0: none; a reader due later drains it */
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	uint64_t pad2a;
