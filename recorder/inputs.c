@@ -16,6 +16,7 @@
  *  - Results are stored as -errno on failure; wrappers restore errno.
  */
 #include "runtime.h"
+#include "logfmt.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -130,10 +131,26 @@ struct hasher {
 	unsigned ncarry;
 };
 
-__attribute__((target("sse4.2"))) static void hash_word(struct hasher *h, uint64_t w)
+__attribute__((target("sse4.2"))) static void hash_word_sse42(struct hasher *h, uint64_t w)
 {
 	h->h1 = __builtin_ia32_crc32di(h->h1, w);
 	h->h2 = __builtin_ia32_crc32di(h->h2, w ^ 0x5bd1e9955bd1e995ull);
+}
+
+/* the same value without SSE4.2 (older CPUs, qemu's TCG) */
+static void hash_word(struct hasher *h, uint64_t w)
+{
+	static int sse42 = -1;
+	if (det_unlikely(sse42 < 0)) {
+		__builtin_cpu_init();
+		sse42 = __builtin_cpu_supports("sse4.2") != 0;
+	}
+	if (det_likely(sse42)) {
+		hash_word_sse42(h, w);
+	} else {
+		h->h1 = det_crc32c_soft(h->h1, w);
+		h->h2 = det_crc32c_soft(h->h2, w ^ 0x5bd1e9955bd1e995ull);
+	}
 }
 
 static void hash_bytes(struct hasher *h, const uint8_t *b, size_t n)
