@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -573,14 +574,17 @@ static ssize_t fill_stash(int fd, size_t max)
 	return r;
 }
 
-/* The bytes t's coming reads of fd (after its next event) will take, as far
- * as its schedule window shows, less what the stash holds. */
+/* The bytes t's coming reads of fd (after its next event) will take, less
+ * what the stash holds: those before its next synchronization, as far as
+ * its schedule window shows. After a synchronization (a lock released,
+ * say), another reader of the pipe may read next (multiprocessing's
+ * workers take turns on one pipe under a semaphore). */
 static size_t stash_room(struct det_thread *t, int fd)
 {
 	size_t need = 0;
 	for (uint64_t i = t->idx + 1; i < t->sched_count && i < t->idx + 256; i++) {
 		const struct det_sched *e = det_sched_peek(t, i);
-		if (!e)
+		if (!e || (det_kind_role(e->kind) != DET_ROLE_INPUT && det_kind_role(e->kind) != DET_ROLE_OUTPUT))
 			break;
 		if (e->kind == DET_EV_PIPE_READ && e->aux == (uint32_t)fd && e->result > 0)
 			need += (size_t)e->result;
@@ -1636,6 +1640,75 @@ DET_IMPL int det_impl_mkostemps(char *tmpl, int suffixlen, int flags)
 DET_IMPL char *det_impl_mkdtemp(char *tmpl)
 {
 	return det_mktemp(tmpl, 0, 0, 1, DET_RA()) == 0 ? tmpl : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* directory listings: what a directory holds changes between runs (det's
+ * own trace files beside the program, a .pyc the recorded run wrote), and a
+ * program acts on it, so each entry readdir returns is recorded and replay
+ * returns the recorded ones (the stream itself is not read). */
+
+struct dir_entry_rec {
+	uint64_t ino;
+	int64_t off;
+	uint8_t type;
+	char name[256];
+} __attribute__((packed));
+
+/* Replayed entries live in a few per-thread buffers used in turn: an entry
+ * stays valid while the thread reads a few other streams (POSIX: until the
+ * next readdir of the same stream). */
+#define DIRENT_BUFS 4
+static __thread struct dirent replayed_dirents[DIRENT_BUFS];
+static __thread unsigned replayed_next;
+
+DET_IMPL struct dirent *det_impl_readdir(DIR *dir)
+{
+	det_init();
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.readdir(dir);
+	uint64_t ra = DET_RA();
+	struct det_op op = {0};
+	struct dirent *d;
+	if (!det_input_begin(&op, t, DET_EV_DIR_READ, 0, ra)) {
+		int saved = errno;
+		errno = 0;
+		d = real.readdir(dir);
+		int e = errno;
+		if (d) {
+			struct dir_entry_rec r = {d->d_ino, d->d_off, d->d_type, {0}};
+			size_t n = strnlen(d->d_name, sizeof(r.name) - 1);
+			memcpy(r.name, d->d_name, n);
+			det_input_end(&op, 1, &r, (uint32_t)(offsetof(struct dir_entry_rec, name) + n));
+		} else {
+			det_input_end(&op, e ? -e : 0, NULL, 0);
+		}
+		det_leave(t);
+		errno = d || !e ? saved : e; /* the end leaves errno as it was */
+		return d;
+	}
+	int64_t res = op.rec->result;
+	d = NULL;
+	uint32_t len = op.rec->data_len, head = offsetof(struct dir_entry_rec, name);
+	if (res == 1) {
+		if (len <= head || len > sizeof(struct dir_entry_rec))
+			diverge_data(&op, "a directory entry of another size than det records");
+		struct dir_entry_rec r;
+		memcpy(&r, det_replay_data(op.rec), len);
+		d = &replayed_dirents[replayed_next++ % DIRENT_BUFS];
+		memset(d, 0, sizeof(*d));
+		d->d_ino = r.ino;
+		d->d_off = r.off;
+		d->d_type = r.type;
+		memcpy(d->d_name, r.name, len - head);
+		d->d_reclen = (unsigned short)((offsetof(struct dirent, d_name) + len - head + 1 + 7) & ~7u);
+	}
+	det_input_end(&op, res, NULL, 0);
+	det_leave(t);
+	if (res < 0)
+		errno = (int)-res;
+	return d;
 }
 
 /* ------------------------------------------------------------------ */

@@ -457,7 +457,7 @@ uint64_t det_obj_shared_key(const void *addr)
 {
 	int fresh;
 	uint64_t mine = det_obj_key(addr), bare = (uint64_t)(uintptr_t)addr & ((1ull << 48) - 1);
-	if (det_proc && !obj_lookup(mine, 0, &fresh) && obj_lookup(bare, 0, &fresh))
+	if (!obj_lookup(mine, 0, &fresh) && obj_lookup(bare, 0, &fresh))
 		return bare;
 	return mine;
 }

@@ -17,6 +17,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -258,7 +259,10 @@ DET_HIDDEN void det_note_stdin(void);
  * across the program's processes). Applying it twice changes nothing. */
 static inline uint64_t det_obj_key(const void *addr)
 {
-	return (uint64_t)(uintptr_t)addr | ((uint64_t)det_proc << 48);
+	/* process number + 1: a bare address is a process-shared object's key
+	 * only (the first process's keys are not, or a child that reinitialises
+	 * an inherited mutex would end the parent's object) */
+	return (uint64_t)(uintptr_t)addr | ((uint64_t)(det_proc + 1) << 48);
 }
 
 /* Is the object process-shared (PTHREAD_PROCESS_SHARED, sem_init(.., 1, ..))?

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DETREC, detrec, detreplay, outcome, program, query
+from det import events as ev
 
 REPLAYS = 10
 
@@ -111,6 +112,23 @@ def test_changed_file_is_reported(tmp_path: Path) -> None:
     assert r.returncode == 125
     assert f"a file read returned other bytes: {data} changed since recording".encode() in r.stderr, \
         r.stderr.decode()
+
+
+def test_directory_listing_is_the_recorded_one(tmp_path: Path) -> None:
+    """list_dir lists its working directory, where the trace is being
+    written: replay shows it the recorded listing, though the directory now
+    holds the finished trace and a file made since."""
+    (tmp_path / "before.txt").write_text("x")
+    trace = tmp_path / "list.db"
+    r = detrec("-q", "-o", trace, "--", program("list_dir"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr.decode()
+    names = r.stdout.decode().splitlines()[1:]
+    assert "before.txt" in names and "list.db" not in names, names
+    (tmp_path / "after.txt").write_text("y")
+    rr = detreplay("-q", trace, cwd=tmp_path)
+    assert rr.returncode == 0, rr.stderr.decode()
+    assert rr.stdout == r.stdout
+    assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.DIR_READ,))[0][0] == len(names) + 1
 
 
 @pytest.mark.parametrize("mode", ["sigwait", "sigwaitinfo", "sigtimedwait", "signalfd"])

@@ -150,6 +150,19 @@ def test_find_head_xargs_cat_gzip(tmp_path: Path) -> None:
     replays_identically(trace, out, n=3)
 
 
+def test_child_reinitialising_a_mutex_keeps_the_parents(tmp_path: Path) -> None:
+    """A forked child's pthread_mutex_init of its copy of a mutex (CPython's
+    GIL after a fork) made the parent's next lock a new object: the table is
+    shared by the processes, and the child's key fell back to the bare
+    address, which was the first process's key too."""
+    trace = tmp_path / "reinit.db"
+    out = record(trace, program("fork_reinit"))
+    assert out == b"parent locked 4 times\n"
+    objs = query(trace, "SELECT DISTINCT obj FROM events WHERE tid = 0 AND kind = ?", (ev.MUTEX_LOCK,))
+    assert len(objs) == 1, objs
+    replays_identically(trace, out, n=3)
+
+
 def test_killed_child(tmp_path: Path) -> None:
     trace = tmp_path / "kill.db"
     out = record(trace, "/bin/sh", "-c", "sleep 5 & kill -9 $!; wait $!; echo status $?")

@@ -2,9 +2,8 @@
 and replayed 10 times with output byte-identical to the recording.
 
 Rules: the programs are installed by tools/setup.sh; a missing one fails the
-test (it is not skipped). Traces are written outside the programs' working
-directory: a program that lists its directory (CPython's importer does)
-would otherwise see the trace being written.
+test (it is not skipped). Traces go to traces/ beside the inputs, except
+where a test says why it writes one into the program's own directory.
 """
 
 from __future__ import annotations
@@ -40,8 +39,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def record_and_replay(work: Path, name: str, argv: list[str], *mode: str, replays: int = REPLAYS) -> Path:
-    trace = work / "traces" / f"{name}.db"
+def record_and_replay(work: Path, name: str, argv: list[str], *mode: str, replays: int = REPLAYS,
+                      trace: Path | None = None) -> Path:
+    trace = trace or work / "traces" / f"{name}.db"
     r = detrec("-q", *mode, "-o", trace, "--", *argv, cwd=work, timeout=600)
     assert r.returncode == 0, r.stderr.decode()
     recorded = r.stdout
@@ -79,6 +79,15 @@ def test_python_threads(work: Path) -> None:
     # CPython's GIL hands over on a flag read between events: strict mode
     trace = record_and_replay(work, "python", ["/usr/bin/python3", "threads.py"], "--strict")
     assert query(trace, "SELECT count(DISTINCT tid) FROM events")[0][0] >= 4
+
+
+def test_python_pool_beside_its_trace(work: Path) -> None:
+    # Default mode, the trace written into the working directory: CPython's
+    # importer lists that directory (`python3 -c` imports from it), and each
+    # forked worker initialises its copy of the GIL's mutex again.
+    code = "import multiprocessing as m; print(sum(m.Pool(3).map(abs, range(-50000, 50000))))"
+    trace = record_and_replay(work, "pool", ["/usr/bin/python3", "-c", code], replays=5, trace=work / "pool.db")
+    assert query(trace, "SELECT count(*) FROM processes")[0][0] == 4
 
 
 def test_curl_replays_without_the_server(work: Path) -> None:
