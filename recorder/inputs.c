@@ -26,9 +26,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <sys/signalfd.h>
+#include <sys/inotify.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -99,6 +105,28 @@ void det_note_stdin(void)
 		remember_pipe(0);
 }
 
+/* A file system whose files the kernel makes up as they are read (procfs,
+ * sysfs, cgroups, debugfs...): what they say changes between runs, so they
+ * are recorded like a device rather than re-read. */
+static int live_fs(int fd, struct statfs *fs)
+{
+	if (det_sys(SYS_fstatfs, fd, (long)fs, 0, 0, 0, 0) != 0)
+		return 0;
+	switch ((unsigned long)fs->f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case BPF_FS_MAGIC:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static enum fd_class fd_class(int fd)
 {
 	if (fd < 0 || fd >= FD_LIMIT)
@@ -109,8 +137,11 @@ static enum fd_class fd_class(int fd)
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return FDC_OTHER; /* EBADF: the call will fail the same way in replay */
-	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+	struct statfs fs;
+	if ((S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) && !live_fs(fd, &fs))
 		c = FDC_FILE;
+	else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		c = FDC_EXTERNAL; /* /proc/meminfo changes by the second */
 	else if (S_ISDIR(st.st_mode))
 		c = FDC_OTHER;
 	else if ((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) && known_pipe(&st))
@@ -1049,8 +1080,13 @@ static int move_fd(int fd, int want)
 {
 	if (fd == want)
 		return fd;
-	if (fcntl(want, F_GETFD) != -1)
-		return -1; /* taken: the program diverged */
+	/* Still held: its holder had closed it by this point of the recording,
+	 * but a close is no event, so another thread's close between its
+	 * events may come a little later in replay. Wait for it, a while (a
+	 * holder that waits for a turn after this one never comes: diverged). */
+	for (long nap = NAP_FIRST, waited = 0; fcntl(want, F_GETFD) != -1; waited += nap, nap_longer(&nap))
+		if (waited > 2000000000L)
+			return -1;
 	int cloexec = fcntl(fd, F_GETFD) & FD_CLOEXEC;
 	int r = real.dup3(fd, want, cloexec ? O_CLOEXEC : 0);
 	real.close(fd);
@@ -1098,6 +1134,7 @@ struct fd_args {
 	const char *path;
 	int flags;
 	mode_t mode;
+	const void *set; /* signalfd's mask */
 };
 
 static int64_t do_socket(void *p)
@@ -1141,14 +1178,14 @@ static void split_pair(int64_t res, int fds[2])
 DET_IMPL int det_impl_socket(int domain, int type, int protocol)
 {
 	det_init();
-	struct fd_args a = {domain, type, protocol, NULL, NULL, 0, 0};
+	struct fd_args a = {domain, type, protocol, NULL, NULL, 0, 0, NULL};
 	return (int)ret_of(fd_event((uint32_t)-1, DET_RA(), do_socket, &a, 0, FDC_SOCKET));
 }
 
 DET_IMPL int det_impl_socketpair(int domain, int type, int protocol, int sv[2])
 {
 	det_init();
-	struct fd_args a = {domain, type, protocol, sv, NULL, 0, 0};
+	struct fd_args a = {domain, type, protocol, sv, NULL, 0, 0, NULL};
 	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_socketpair, &a, 1, FDC_INTERNAL);
 	if (res < 0)
 		return (int)ret_of(res);
@@ -1159,7 +1196,7 @@ DET_IMPL int det_impl_socketpair(int domain, int type, int protocol, int sv[2])
 DET_IMPL int det_impl_pipe2(int fds[2], int flags)
 {
 	det_init();
-	struct fd_args a = {0, 0, 0, fds, NULL, flags, 0};
+	struct fd_args a = {0, 0, 0, fds, NULL, flags, 0, NULL};
 	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL);
 	if (res < 0)
 		return (int)ret_of(res);
@@ -1170,7 +1207,7 @@ DET_IMPL int det_impl_pipe2(int fds[2], int flags)
 DET_IMPL int det_impl_pipe(int fds[2])
 {
 	det_init();
-	struct fd_args a = {0, 0, 0, fds, NULL, 0, 0};
+	struct fd_args a = {0, 0, 0, fds, NULL, 0, 0, NULL};
 	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL);
 	if (res < 0)
 		return (int)ret_of(res);
@@ -1181,7 +1218,7 @@ DET_IMPL int det_impl_pipe(int fds[2])
 /* open and openat: the mode argument exists only with O_CREAT or O_TMPFILE */
 static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint64_t ra)
 {
-	struct fd_args a = {dirfd, 0, 0, NULL, path, flags, mode};
+	struct fd_args a = {dirfd, 0, 0, NULL, path, flags, mode, NULL};
 	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN));
 	if (fd >= 0 && (flags & O_ACCMODE) != O_WRONLY) {
 		int e = errno;
@@ -1315,43 +1352,33 @@ DET_IMPL int det_impl_connect(int fd, const struct sockaddr *addr, socklen_t ale
 /* file descriptors: keep the class table right when numbers are reused */
 
 /*
- * Closing the read end of the program's own pipe decides whether writes into
- * it succeed or fail (EPIPE, SIGPIPE). A close is no event, so in a replay it
- * could run ahead of writes that the recording did while the pipe was still
- * open (head closing its stdin while find still flushes into it). It waits
- * for the turn of the thread's next event: the recording closed after that
- * thread's previous event and before this one. Writes that failed are
- * replayed from the recording, so none of them waits for this close.
+ * A close frees its number for the next descriptor, which threads race for,
+ * so it is an ordered event like the calls that make one (libuv closes
+ * /proc/meminfo in one thread while another opens a file). In replay it
+ * closes in its turn: a pipe's read end also closes only after the writes
+ * the recording made while it was open (head cutting find short).
  */
-static void close_in_turn(int fd)
-{
-	struct det_thread *t = det_enter();
-	if (!t)
-		return;
-	const struct det_sched *e = det_replay_waiting(t);
-	if (e && det_own_pipe(fd) &&
-	    (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDONLY)
-		for (long nap = NAP_FIRST; !det_replay_due(e);)
-			nap_longer(&nap);
-	det_leave(t);
-}
-
 DET_IMPL int det_impl_close(int fd)
 {
 	det_init();
-	if (det_replaying()) {
-		close_in_turn(fd);
-		if (stash.fd == fd)
-			stash.fd = -1;
-	}
+	if (stash.fd == fd)
+		stash.fd = -1;
 	fd_set_class(fd, FDC_UNKNOWN);
-	return real.close(fd);
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.close(fd);
+	struct det_op op = {.aux = (uint32_t)fd};
+	det_acquire_begin(&op, t, DET_EV_FD_CLOSE, NULL, DET_OBJ_NONE, DET_RA());
+	int64_t res = res_of(real.close(fd));
+	det_acquire_end(&op, res);
+	det_leave(t);
+	return (int)ret_of(res);
 }
 
 DET_IMPL int det_impl_dup(int fd)
 {
 	det_init();
-	struct fd_args a = {fd, 0, 0, NULL, NULL, 0, 0};
+	struct fd_args a = {fd, 0, 0, NULL, NULL, 0, 0, NULL};
 	enum fd_class c = fd >= 0 && fd < FD_LIMIT ? (enum fd_class)atomic_load(&fd_classes[fd]) : FDC_UNKNOWN;
 	return (int)ret_of(fd_event((uint32_t)fd, DET_RA(), do_dup, &a, 0, c));
 }
@@ -1365,6 +1392,88 @@ DET_IMPL int det_impl_dup2(int fd, int to)
 	return r;
 }
 
+/* Descriptors for the kernel's own objects (libuv's eventfd and epoll,
+ * timers, signals, memory files, inotify): threads race for the lowest
+ * free number with them as with any other, so each is an ordered event. */
+enum kernel_fd { KFD_EVENT, KFD_EPOLL, KFD_EPOLL1, KFD_TIMER, KFD_SIGNAL, KFD_MEMFD, KFD_INOTIFY, KFD_INOTIFY1 };
+
+static int64_t do_kernel_fd(void *p)
+{
+	struct fd_args *a = p;
+	switch (a->c) {
+	case KFD_EVENT:
+		return res_of(real.eventfd((unsigned)a->a, a->flags));
+	case KFD_EPOLL:
+		return res_of(real.epoll_create(a->a));
+	case KFD_EPOLL1:
+		return res_of(real.epoll_create1(a->flags));
+	case KFD_TIMER:
+		return res_of(real.timerfd_create(a->a, a->flags));
+	case KFD_SIGNAL:
+		return res_of(real.signalfd(-1, a->set, a->flags));
+	case KFD_MEMFD:
+		return res_of(real.memfd_create(a->path, (unsigned)a->flags));
+	case KFD_INOTIFY:
+		return res_of(real.inotify_init());
+	default:
+		return res_of(real.inotify_init1(a->flags));
+	}
+}
+
+static int kernel_fd(enum kernel_fd call, int arg, int flags, const char *name, const void *set, uint64_t ra)
+{
+	det_init();
+	struct fd_args a = {arg, 0, (int)call, NULL, name, flags, 0, set};
+	/* a memfd is a file the program writes: re-read like one (its class is
+	 * found when it is first read); the others are read like devices */
+	enum fd_class cls = call == KFD_MEMFD ? FDC_UNKNOWN : FDC_EXTERNAL;
+	return (int)ret_of(fd_event((uint32_t)-1, ra, do_kernel_fd, &a, 0, cls));
+}
+
+DET_IMPL int det_impl_eventfd(unsigned int count, int flags)
+{
+	return kernel_fd(KFD_EVENT, (int)count, flags, NULL, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_epoll_create(int size)
+{
+	return kernel_fd(KFD_EPOLL, size, 0, NULL, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_epoll_create1(int flags)
+{
+	return kernel_fd(KFD_EPOLL1, 0, flags, NULL, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_timerfd_create(int clock, int flags)
+{
+	return kernel_fd(KFD_TIMER, clock, flags, NULL, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_signalfd(int fd, const sigset_t *mask, int flags)
+{
+	if (fd != -1) { /* a new mask for an existing one: no new descriptor */
+		det_init();
+		return real.signalfd(fd, mask, flags);
+	}
+	return kernel_fd(KFD_SIGNAL, -1, flags, NULL, mask, DET_RA());
+}
+
+DET_IMPL int det_impl_memfd_create(const char *name, unsigned int flags)
+{
+	return kernel_fd(KFD_MEMFD, 0, (int)flags, name, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_inotify_init(void)
+{
+	return kernel_fd(KFD_INOTIFY, 0, 0, NULL, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_inotify_init1(int flags)
+{
+	return kernel_fd(KFD_INOTIFY1, 0, flags, NULL, NULL, DET_RA());
+}
+
 DET_IMPL int det_impl_dup3(int fd, int to, int flags)
 {
 	det_init();
@@ -1374,26 +1483,59 @@ DET_IMPL int det_impl_dup3(int fd, int to, int flags)
 	return r;
 }
 
+/* fclose and fopen take and free a descriptor's number too: ordered like
+ * close and open (FD_CLOSE, FD_OPEN). */
 DET_IMPL int det_impl_fclose(FILE *f)
 {
 	det_init();
-	if (f)
-		fd_set_class(fileno(f), FDC_UNKNOWN);
-	return real.fclose(f);
+	int fd = f ? fileno(f) : -1;
+	if (fd >= 0)
+		fd_set_class(fd, FDC_UNKNOWN);
+	struct det_thread *t = fd >= 0 ? det_enter() : NULL;
+	if (!t)
+		return real.fclose(f);
+	struct det_op op = {.aux = (uint32_t)fd};
+	det_acquire_begin(&op, t, DET_EV_FD_CLOSE, NULL, DET_OBJ_NONE, DET_RA());
+	int r = real.fclose(f);
+	int e = errno;
+	det_acquire_end(&op, r ? -(int64_t)e : 0);
+	det_leave(t);
+	errno = e;
+	return r;
+}
+
+struct fopen_args {
+	struct fd_args fd; /* first: fd_event's perform gets it */
+	const char *mode;
+	FILE *f;
+};
+
+static int64_t do_fopen(void *p)
+{
+	struct fopen_args *a = p;
+	a->f = real.fopen(a->fd.path, a->mode);
+	return a->f ? fileno(a->f) : -(int64_t)errno;
 }
 
 DET_IMPL FILE *det_impl_fopen(const char *path, const char *mode)
 {
 	det_init();
-	FILE *f = real.fopen(path, mode);
-	if (f) {
+	struct fopen_args a = {{AT_FDCWD, 0, 0, NULL, path, 0, 0, NULL}, mode, NULL};
+	int64_t fd = fd_event((uint32_t)AT_FDCWD, DET_RA(), do_fopen, &a, 0, FDC_UNKNOWN);
+	if (fd < 0) {
+		if (a.f) /* opened in replay where the recording's failed */
+			real.fclose(a.f);
+		errno = (int)-fd;
+		return NULL;
+	}
+	if (a.f->_fileno != (int)fd) /* replay moved it to the recorded number */
+		a.f->_fileno = (int)fd;
+	if (mode[0] == 'r' || strchr(mode, '+')) {
 		int e = errno;
-		fd_set_class(fileno(f), FDC_UNKNOWN);
-		if (mode[0] == 'r' || strchr(mode, '+'))
-			det_note_file(AT_FDCWD, path, fileno(f), DET_FILE_OPENED);
+		det_note_file(AT_FDCWD, path, (int)fd, DET_FILE_OPENED);
 		errno = e;
 	}
-	return f;
+	return a.f;
 }
 
 

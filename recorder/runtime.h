@@ -339,9 +339,6 @@ DET_HIDDEN int det_replay_free_running(void);
  * input and still waits for its turn in a free-running ordered replay (no
  * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
 DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
-/* t's next event, whatever it is, while it waits for its turn in a
- * free-running replay; NULL otherwise. */
-DET_HIDDEN const struct det_sched *det_replay_waiting(struct det_thread *t);
 DET_HIDDEN int det_replay_due(const struct det_sched *e);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,

@@ -29,7 +29,8 @@
  *    exceptions, pthread_exit and cancellation.
  *  - A thread's det stack is mapped when it attaches (the same mapping at
  *    the same point in every mode) and unmapped by a thread-specific-data
- *    destructor, after the thread has left every det frame.
+ *    destructor, after the thread has left every det frame; calls into det
+ *    after that (other keys' destructors) stay on the program's stack.
  */
 #include "runtime.h"
 
@@ -58,10 +59,20 @@ void det_stack_free(void *base)
 	det_sys(SYS_munmap, (long)base, DET_STACK_SIZE + DET_STACK_GUARD, 0, 0, 0, 0);
 }
 
+/* The key's destructor, in the exiting thread: its later calls into det
+ * (other keys' destructors run after this one: V8's call pthread_once)
+ * stay on the program's stack, as a thread without a det stack's do. */
+static void stack_exit(void *base)
+{
+	if (det_stk.lo == (uintptr_t)base + DET_STACK_GUARD)
+		memset(&det_stk, 0, sizeof(det_stk));
+	det_stack_free(base);
+}
+
 static void make_key(void)
 {
 	/* (the real pthread_key_create and pthread_once: det does not interpose them) */
-	pthread_key_create(&stack_key, det_stack_free);
+	pthread_key_create(&stack_key, stack_exit);
 }
 
 /* A new det stack for thread `num`, which is kept in its lowest word. Each

@@ -377,18 +377,12 @@ int det_replay_free_running(void)
 	return !(det_hdr->flags & DET_F_STRICT) && !det_gdb_control.attached;
 }
 
-const struct det_sched *det_replay_waiting(struct det_thread *t)
+const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux)
 {
 	if (t->idx >= t->sched_count || !det_replay_free_running())
 		return NULL;
 	const struct det_sched *e = det_sched_at(t, t->idx);
-	return turn_due(e) ? NULL : e;
-}
-
-const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux)
-{
-	const struct det_sched *e = det_replay_waiting(t);
-	return e && e->kind == kind && e->aux == aux ? e : NULL;
+	return e->kind == kind && e->aux == aux && !turn_due(e) ? e : NULL;
 }
 
 int det_replay_due(const struct det_sched *e)

@@ -119,7 +119,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
     EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
     EventKind('PREEMPT', 125, 'THREAD', 'OTHER', 'strict mode: the thread running made no event for too long and lost its turn (the watchdog); replay is not exact around here; aux = the thread preempted'),
-    EventKind('FD_OPEN', 127, 'NONE', 'OTHER', 'socket, socketpair, pipe, pipe2, dup, open or openat: ordered, since threads race for the lowest free number; aux = the first fd argument, if any; result = the new fd, or -errno'),
+    EventKind('FD_CLOSE', 76, 'NONE', 'OTHER', "close: ordered, since it frees a number that threads race to take next, and a pipe's read end decides whether writes into it fail; aux = the fd; result = 0 or -errno"),
+    EventKind('FD_OPEN', 127, 'NONE', 'OTHER', 'socket, socketpair, pipe, pipe2, dup, open, openat, eventfd, epoll_create, timerfd_create, signalfd, memfd_create or inotify_init: ordered, since threads race for the lowest free number; aux = the first fd argument, if any; result = the new fd, or -errno'),
     EventKind('BLOCK', 126, 'NONE', 'OTHER', 'strict mode: the thread gives up its turn before a call that may block, and takes it back with its next event; aux = the kind of that call'),
     EventKind('SYSINFO', 124, 'NONE', 'INPUT', 'sysinfo; result = 0 or -errno; data = the struct sysinfo'),
     EventKind('CC_YIELD', 75, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
@@ -213,6 +214,7 @@ SLEEP = 120
 SIGNAL = 121
 RDTSC = 122
 PREEMPT = 125
+FD_CLOSE = 76
 FD_OPEN = 127
 BLOCK = 126
 SYSINFO = 124
