@@ -131,6 +131,35 @@ def test_directory_listing_is_the_recorded_one(tmp_path: Path) -> None:
     assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.DIR_READ,))[0][0] == len(names) + 1
 
 
+def test_proc_files_are_recorded(tmp_path: Path) -> None:
+    """/proc/self/stat differs in every run (pid, times): cat's reads of it
+    are recorded like a device's, not re-read and found changed."""
+    trace = tmp_path / "stat.db"
+    r = detrec("-q", "-o", trace, "--", "cat", "/proc/self/stat")
+    assert r.returncode == 0, r.stderr.decode()
+    for _ in range(2):
+        rr = detreplay("-q", trace)
+        assert rr.returncode == 0, rr.stderr.decode()
+        assert rr.stdout == r.stdout
+    assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.FILE_READ,))[0][0] == 0
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)])
+def test_descriptor_numbers_replay(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """fd_race's threads open and close in a race for the lowest numbers:
+    every close is an ordered event, and each replay gets the recorded
+    numbers (the sums it prints)."""
+    trace = tmp_path / "fd.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("fd_race"), "300")
+    assert r.returncode == 0, r.stderr.decode()
+    closes = query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.FD_CLOSE,))[0][0]
+    assert closes >= 600, closes
+    for i in range(3):
+        rr = detreplay("-q", trace)
+        assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
+        assert rr.stdout == r.stdout
+
+
 @pytest.mark.parametrize("mode", ["sigwait", "sigwaitinfo", "sigtimedwait", "signalfd"])
 def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
     """A thread that takes signals with sigwait and its kin (pbzip2 does): the

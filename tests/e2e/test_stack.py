@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import detrec, detreplay, sample_bin
+from conftest import detrec, detreplay, program, sample_bin
 
 
 def test_uninitialised_local_reads_the_same_when_replayed(tmp_path: Path) -> None:
@@ -21,3 +21,15 @@ def test_uninitialised_local_reads_the_same_when_replayed(tmp_path: Path) -> Non
             rr = detreplay(*mode, trace)
             assert rr.stdout.decode() == line, f"recorded {line!r}, replayed {rr.stdout.decode()!r} {mode}"
             assert rr.returncode == 0 and b"outcome matches" in rr.stderr, rr.stderr.decode()
+
+
+def test_calls_from_late_key_destructors(tmp_path: Path) -> None:
+    """A thread-specific data destructor that runs after det's own (V8's,
+    in every node worker) calls into det: it runs on the program's stack
+    (the thread's det stack is gone), recorded and replayed."""
+    trace = tmp_path / "dtor.db"
+    r = detrec("-q", "-o", trace, "--", program("key_dtor"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"4 destructors ran\n"
+    rr = detreplay("-q", trace)
+    assert rr.returncode == 0 and rr.stdout == r.stdout, rr.stderr.decode()
