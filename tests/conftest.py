@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -111,6 +112,14 @@ def outcome(trace: Path) -> dict:
     db.close()
     assert row is not None, f"{trace} has no outcome"
     return dict(zip(names, row, strict=True))
+
+
+def program_pid(*argv: str | os.PathLike[str]) -> int:
+    """The pid of the program running with exactly this command line (not
+    detrec or its watchdog, whose command lines hold it too: pids wrap
+    around quickly here, so the newest of those can be either)."""
+    line = " ".join(re.escape(str(a)) for a in argv)
+    return int(subprocess.check_output(["pgrep", "-n", "-x", "-f", line]))
 
 
 def query(trace: Path, sql: str, args: tuple = ()) -> list[tuple]:

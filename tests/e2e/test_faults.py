@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, detrec, detreplay, outcome, program, query
+from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query
 
 SIGNALS = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "assert": signal.SIGABRT, "fpe": signal.SIGFPE}
 
@@ -54,7 +54,7 @@ def test_program_killed_from_outside(tmp_path: Path) -> None:
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"running\n"
     time.sleep(0.3)
-    pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("spinner"))]))
+    pid = program_pid(program("spinner"))
     os.kill(pid, signal.SIGKILL)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 128 + signal.SIGKILL, err.decode()

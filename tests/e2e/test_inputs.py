@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, detrec, detreplay, outcome, program, query
+from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query
 from det import events as ev
 
 REPLAYS = 10
@@ -65,7 +65,7 @@ def test_signal_storm_replays(tmp_path: Path) -> None:
     p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("storm")), "300000"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"ready\n"
-    pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("storm"))]))
+    pid = program_pid(program("storm"), "300000")
     sent = 0
     while p.poll() is None and sent < 300:
         try:
@@ -170,7 +170,7 @@ def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
     p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("sigwaiter")), mode, "100000", "5"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline() == b"ready\n"
-    pid = int(subprocess.check_output(["pgrep", "-n", "-f", str(program("sigwaiter"))]))
+    pid = program_pid(program("sigwaiter"), mode, "100000", "5")
     for i in range(1, 6):  # one at a time: two pending SIGUSR1s would be one
         os.kill(pid, signal.SIGUSR1)
         assert p.stdout.readline() == f"got {i}\n".encode()
