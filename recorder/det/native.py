@@ -76,7 +76,7 @@ class ConvertStats(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_uint64)
         for name in ("events", "objects", "sites", "calls", "threads", "processes", "data_bytes", "forced", "cut",
-                     "log_bytes", "torn_bytes", "complete", "ns")
+                     "log_bytes", "torn_bytes", "complete", "ns", "schedule")
     ]
 
 
@@ -105,6 +105,8 @@ def lib() -> ctypes.CDLL:
         "det_capture_stats": (None, [P, ctypes.POINTER(CaptureStats)]),
         "det_convert": (I, [C, C, ctypes.POINTER(C), U32, ctypes.POINTER(ConvertStats), C, U32]),
         "det_log_meta": (I, [C, C, U32]),
+        "det_log_digest": (I, [C, ctypes.POINTER(ConvertStats), C, U32]),
+        "det_trace_digest": (I, [C, C, ctypes.POINTER(U64), C, U32]),
         "det_sup_threads": (U32, [P]),
         "det_sup_thread": (I, [P, U32, ctypes.POINTER(ThreadInfo)]),
         "det_sup_attached": (ctypes.c_int64, [P]),
@@ -276,6 +278,32 @@ def convert(log_path: Path, db_path: Path) -> ConvertStats:
     if lib().det_convert(_b(log_path), _b(db_path), sql, len(schema.CONVERT_SQL), ctypes.byref(st), err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return st
+
+
+def digest_hex(value: int) -> str:
+    """A schedule digest as the trace's meta schedule_digest spells it."""
+    return f"{value:016x}"
+
+
+def log_digest(log_path: Path) -> ConvertStats:
+    """The schedule digest of a capture log (stats.schedule; digest_hex
+    spells it) and the merge's counts, without making the trace: the value
+    its trace would store. The log is left as it is."""
+    st = ConvertStats()
+    err = ctypes.create_string_buffer(600)
+    if lib().det_log_digest(_b(log_path), ctypes.byref(st), err, 600) != 0:
+        raise DetError(err.value.decode(errors="replace"))
+    return st
+
+
+def trace_digest(db_path: Path) -> str:
+    """The schedule digest of a trace, from its rows (for a trace made
+    without one in its meta): the same function as log_digest."""
+    value = ctypes.c_uint64()
+    err = ctypes.create_string_buffer(600)
+    if lib().det_trace_digest(_b(db_path), schema.SCHEDULE_ROWS.encode(), ctypes.byref(value), err, 600) != 0:
+        raise DetError(err.value.decode(errors="replace"))
+    return digest_hex(value.value)
 
 
 def log_meta(log_path: Path) -> str:
