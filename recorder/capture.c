@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,4 +287,33 @@ SUP_EXPORT int det_capture_run(struct det_sup *s)
 		struct timespec ts = {0, 1000 * 1000};
 		syscall(SYS_futex, &s->hdr->capture_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
 	}
+}
+
+/* det_capture_run on a thread of its own, started and joined here: a
+ * Python thread's start costs a hunt's run about a millisecond (the new
+ * thread has to take the GIL to say it started). */
+static void *capture_thread(void *arg)
+{
+	struct det_sup *s = arg;
+	s->cap_rc = det_capture_run(s);
+	return NULL;
+}
+
+SUP_EXPORT int det_capture_start(struct det_sup *s)
+{
+	int e = pthread_create(&s->cap_thread, NULL, capture_thread, s);
+	if (e)
+		return sup_fail(s, "cannot start the capture thread: %s", strerror(e));
+	s->cap_started = 1;
+	return 0;
+}
+
+SUP_EXPORT int det_capture_finish(struct det_sup *s)
+{
+	det_capture_stop(s);
+	if (!s->cap_started)
+		return 0;
+	pthread_join(s->cap_thread, NULL);
+	s->cap_started = 0;
+	return s->cap_rc;
 }

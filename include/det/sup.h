@@ -71,6 +71,10 @@ int det_capture_open(struct det_sup *s, const char *log_path, const char *meta_j
 int det_capture_run(struct det_sup *s);
 /* Ask det_capture_run to finish (the program has ended). */
 void det_capture_stop(struct det_sup *s);
+/* det_capture_run on a thread libdetsup.so starts; det_capture_finish
+ * stops it and waits for it: 0, or < 0 with the error from det_sup_error. */
+int det_capture_start(struct det_sup *s);
+int det_capture_finish(struct det_sup *s);
 void det_capture_stats(struct det_sup *s, struct det_capture_stats *out);
 
 /* --- after the run (recorder/convert.c): no region needed --- */

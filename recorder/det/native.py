@@ -100,8 +100,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_free": (None, [P]),
         "det_sup_record_new": (P, [U32, U32, U64, U32]),
         "det_capture_open": (I, [P, C, C]),
-        "det_capture_run": (I, [P]),
-        "det_capture_stop": (None, [P]),
+        "det_capture_start": (I, [P]),
+        "det_capture_finish": (I, [P]),
         "det_capture_stats": (None, [P, ctypes.POINTER(CaptureStats)]),
         "det_convert": (I, [C, C, ctypes.POINTER(C), U32, ctypes.POINTER(ConvertStats), C, U32]),
         "det_log_meta": (I, [C, C, U32]),
@@ -255,14 +255,17 @@ class Recorder(Region):
         if lib().det_capture_open(self.h, _b(log_path), meta_json.encode()) != 0:
             raise DetError(lib().det_sup_error(self.h).decode())
 
-    def capture_run(self) -> str | None:
-        """Blocks (without the GIL) until capture_stop; returns an error or None."""
-        if lib().det_capture_run(self.h) != 0:
+    def capture_start(self) -> None:
+        """Capture on a thread of libdetsup.so's until capture_finish."""
+        if lib().det_capture_start(self.h) != 0:
+            raise DetError(lib().det_sup_error(self.h).decode())
+
+    def capture_finish(self) -> str | None:
+        """Stop capturing (the program has ended) once everything is in the
+        log; returns an error or None."""
+        if lib().det_capture_finish(self.h) != 0:
             return lib().det_sup_error(self.h).decode()
         return None
-
-    def capture_stop(self) -> None:
-        lib().det_capture_stop(self.h)
 
     def stats(self) -> CaptureStats:
         st = CaptureStats()

@@ -318,18 +318,12 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
                       else read_own_terminal() if pty else read_own_stdin())
             stdin = StdinFeed(chunks, spool, pty)
-        capture_error: list[str | None] = [None]
-
-        def capture() -> None:
-            capture_error[0] = rec.capture_run()
-
-        capturer = threading.Thread(target=capture, name="det-capture", daemon=True)
         t0 = time.monotonic()
         prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
-        capturer.start()
+        rec.capture_start()
         timed_out = False
         rc = None
 
@@ -372,10 +366,9 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         with INTERRUPT.lock:
             INTERRUPT.programs.discard(prog)
         out_info, err_info = prog.outputs()
-        rec.capture_stop()
-        capturer.join()
-        if capture_error[0]:
-            raise DetError(f"cannot write the capture log: {capture_error[0]}", status=1)
+        capture_error = rec.capture_finish()
+        if capture_error:
+            raise DetError(f"cannot write the capture log: {capture_error}", status=1)
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
