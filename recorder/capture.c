@@ -130,6 +130,13 @@ static int thread_gone(struct det_sup *s, struct det_slot *sl)
 		pid = (pid_t)atomic_load(&h->attached);
 	if (syscall(SYS_tgkill, pid, sl->ktid, 0) != 0)
 		return errno == ESRCH;
+	/* Only a process's first thread stays a zombie while the others run
+	 * (the others are reaped as they end: wait for the next pass). Reading
+	 * /proc for every ending thread cost a hunt's run milliseconds of CPU:
+	 * reaping a process whose task entries were looked up invalidates them
+	 * (proc_flush_pid), slowly. */
+	if (sl->ktid != pid)
+		return 0;
 	char path[64], buf[256];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, sl->ktid);
 	FILE *f = fopen(path, "r");
