@@ -143,11 +143,17 @@ T = TypeVar("T")
 LAST_PASS = "last-pass.db"
 
 
-def _wait(path: Path, c: Captured) -> None:
+def _wait(path: Path, c: Captured | None = None, trace: Path | None = None) -> None:
+    """The run path stands for from now on: its capture log waits (c), or
+    its trace, converted already, moves there; what waited there before (an
+    earlier pass) goes unconverted."""
     with _WAITING_LOCK:
         old = _WAITING.pop(str(path), None)
-        _WAITING[str(path)] = c
-        path.unlink(missing_ok=True)  # a pass converted before this one
+        if c is not None:
+            _WAITING[str(path)] = c
+            path.unlink(missing_ok=True)  # a pass converted before this one
+        elif trace is not None:
+            os.replace(trace, path)
     if old is not None:
         old.discard()
 
@@ -205,11 +211,7 @@ def run_seed(spec: RunSpec, index: int, pct_k: int, scratch: Path, stop: Any = N
     elif kind is None:
         last = scratch / LAST_PASS
         if converted:
-            with _WAITING_LOCK:
-                old = _WAITING.pop(str(last), None)
-                os.replace(res.path, last)
-            if old is not None:
-                old.discard()
+            _wait(last, trace=res.path)
         else:
             _wait(last, c)
         res.path = last

@@ -9,6 +9,7 @@ Rules of this file: every check compares values computed by separate paths
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import program, sample_bin
+from conftest import BIN, program, run, sample_bin
 
 
 def _opts(tmp_path: Path, env: dict[str, str] | None = None, **kw):
@@ -156,3 +157,14 @@ def test_until_fail_converts_the_failure_and_its_partner(tmp_path: Path) -> None
         assert (tr.outcome() or {})["exit_code"] == 4 and tr.schedule_digest() == rep.by_seed[0].schedule
     with Trace(passing) as tr:
         assert (tr.outcome() or {})["exit_code"] == 0 and tr.schedule_digest() in rep.schedules
+
+
+def test_dethunt_of_passing_runs_converts_none(tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    r = run([BIN / "dethunt", "-q", "--runs", "6", "-j", "2", "--seed", "1", "-o", out, sample_bin("pingpong_ok"),
+             "20"])
+    assert r.returncode == 0, r.stderr.decode()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["runs"] == 6 and s["traces_converted"] == 0 and s["distinct_schedules"] >= 1
+    assert all(len(one["schedule"]) == 16 for one in s["by_seed"])
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]  # and nothing left of the runs
