@@ -66,7 +66,7 @@ PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_re
         kmod check-kmod bench-kmod \
 	package package-check
 
-all: $(SETUP) native samples benches testprogs dist
+all: $(SETUP) native samples benches testprogs dist build/.bytecode
 
 setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
@@ -87,6 +87,13 @@ build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
 	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
+
+# The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
+# every det command would compile them again at each start (~0.1 s).
+build/.bytecode: $(SETUP) $(filter %.py,$(PY_SRC))
+	@mkdir -p build
+	.venv/bin/python -m compileall -q recorder/det replayer/det_replay tui/det_tui
+	@touch $@
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
 dist: native build/.cli-docs

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,13 @@ static int thread_gone(struct det_sup *s, struct det_slot *sl)
 		pid = (pid_t)atomic_load(&h->attached);
 	if (syscall(SYS_tgkill, pid, sl->ktid, 0) != 0)
 		return errno == ESRCH;
+	/* Only a process's first thread stays a zombie while the others run
+	 * (the others are reaped as they end: wait for the next pass). Reading
+	 * /proc for every ending thread cost a hunt's run milliseconds of CPU:
+	 * reaping a process whose task entries were looked up invalidates them
+	 * (proc_flush_pid), slowly. */
+	if (sl->ktid != pid)
+		return 0;
 	char path[64], buf[256];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, sl->ktid);
 	FILE *f = fopen(path, "r");
@@ -286,4 +294,33 @@ SUP_EXPORT int det_capture_run(struct det_sup *s)
 		struct timespec ts = {0, 1000 * 1000};
 		syscall(SYS_futex, &s->hdr->capture_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
 	}
+}
+
+/* det_capture_run on a thread of its own, started and joined here: a
+ * Python thread's start costs a hunt's run about a millisecond (the new
+ * thread has to take the GIL to say it started). */
+static void *capture_thread(void *arg)
+{
+	struct det_sup *s = arg;
+	s->cap_rc = det_capture_run(s);
+	return NULL;
+}
+
+SUP_EXPORT int det_capture_start(struct det_sup *s)
+{
+	int e = pthread_create(&s->cap_thread, NULL, capture_thread, s);
+	if (e)
+		return sup_fail(s, "cannot start the capture thread: %s", strerror(e));
+	s->cap_started = 1;
+	return 0;
+}
+
+SUP_EXPORT int det_capture_finish(struct det_sup *s)
+{
+	det_capture_stop(s);
+	if (!s->cap_started)
+		return 0;
+	pthread_join(s->cap_thread, NULL);
+	s->cap_started = 0;
+	return s->cap_rc;
 }

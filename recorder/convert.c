@@ -22,6 +22,12 @@
  *    consistent, and the events after it are counted as cut.
  *  - One transaction, prepared statements, multi-row inserts; indexes are
  *    made after the load. SQL text comes from schema.py (include/det/sup.h).
+ *  - The schedule digest (docs/TRACE_FORMAT.md) is taken as events are
+ *    ordered, by the same merge with or without a trace to write: a hunt
+ *    learns a run's schedule from its log (det_log_digest) without making
+ *    the trace, and a converted trace stores the same value (meta
+ *    schedule_digest). det_trace_digest hashes a trace's rows with the
+ *    same two functions, for traces that lack the key.
  */
 #include "supervisor.h"
 #include "logfmt.h"
@@ -112,6 +118,7 @@ struct conv {
 	uint64_t *call_keys; /* per call: kind, obj, aux, site */
 	uint64_t ncalls, cap_calls;
 	uint64_t seq;
+	uint64_t digest, digest_n; /* the schedule digest so far, over digest_n events */
 	uint8_t *data;
 	uint64_t cap_data;
 	struct det_convert_stats stats;
@@ -277,6 +284,29 @@ static uint64_t mix(uint64_t a)
 	return a;
 }
 
+/* The schedule digest: the ordered events' (thread, kind, object), in
+ * order, each packed into one word (thread: 16 bits, kind: 16, object: 32)
+ * and chained through mix(); the count closes it. Inputs are left out:
+ * their values (a clock's, say) differ between runs of one schedule. */
+#define DIGEST_START 0x6a09e667f3bcc908ULL
+#define DIGEST_STEP 0x9e3779b97f4a7c15ULL
+
+static inline int in_schedule(uint32_t kind)
+{
+	int role = det_kind_role(kind);
+	return role >= 0 && role != DET_ROLE_INPUT;
+}
+
+static inline uint64_t digest_step(uint64_t h, uint64_t tid, uint64_t kind, uint64_t obj)
+{
+	return mix(h ^ ((tid & 0xffff) << 48 | (kind & 0xffff) << 32 | (obj & 0xffffffff))) + DIGEST_STEP;
+}
+
+static inline uint64_t digest_end(uint64_t h, uint64_t n)
+{
+	return mix(h ^ n);
+}
+
 /* The value for key, or 0; with add, a new entry gets value *fresh. */
 static int hmap_get(struct hmap *m, uint64_t key, uint32_t *val, int *found)
 {
@@ -417,6 +447,8 @@ static int flush_rows(struct conv *c)
 /* An event already emitted turned out to return `result`. */
 static int late_result(struct conv *c, struct stream *s, uint64_t idx, int64_t result)
 {
+	if (!c->db)
+		return 0; /* digest only: results are not part of it */
 	if (idx >= s->emitted || s->emitted - idx > 16)
 		return 0; /* not one of its recent events: cannot be ours */
 	uint64_t seq = s->recent_seq[idx % 16];
@@ -711,12 +743,11 @@ static int emit_objects(struct conv *c, struct stream *s, int64_t seq)
 	return 0;
 }
 
-/* Emit thread t's head as the next event of the order. */
-static int emit(struct conv *c, uint32_t t)
+/* Write thread t's head into the trace as event seq. */
+static int store(struct conv *c, uint32_t t, uint64_t seq)
 {
 	struct stream *s = &c->st[t];
 	const struct det_rec *e = s->head;
-	uint64_t seq = c->seq++;
 	uint32_t site = 0, call = 0;
 	if (emit_objects(c, s, (int64_t)seq) || emit_data(c, s, seq) || site_of(c, e->ra, &site) ||
 	    call_of(c, e->kind, e->obj, e->aux, site, &call))
@@ -740,11 +771,27 @@ static int emit(struct conv *c, uint32_t t)
 		if (step(c, st, "a mark"))
 			return -1;
 	}
+	if (c->nrows == DET_CONVERT_BATCH && flush_rows(c))
+		return -1;
+	return 0;
+}
+
+/* Emit thread t's head as the next event of the order (into the trace,
+ * when there is one to write, and into the schedule digest). */
+static int emit(struct conv *c, uint32_t t)
+{
+	struct stream *s = &c->st[t];
+	const struct det_rec *e = s->head;
+	uint64_t seq = c->seq++;
+	if (in_schedule(e->kind)) {
+		c->digest = digest_step(c->digest, t, e->kind, e->obj);
+		c->digest_n++;
+	}
+	if (c->db && store(c, t, seq))
+		return -1;
 	s->recent_seq[s->emitted % 16] = seq;
 	s->emitted++;
 	c->stats.events++;
-	if (c->nrows == DET_CONVERT_BATCH && flush_rows(c))
-		return -1;
 	if (is_create(e->kind) && e->aux < c->nst)
 		c->create_seq[e->aux] = (int64_t)seq;
 	if (c->strict)
@@ -1019,9 +1066,9 @@ static void conv_free(struct conv *c)
 	free(c->data);
 }
 
-static int map_log(struct conv *c, const char *log_path, int *fd)
+static int map_log(struct conv *c, const char *log_path, int *fd, int writable)
 {
-	*fd = open(log_path, O_RDWR | O_CLOEXEC);
+	*fd = open(log_path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (*fd < 0)
 		return fail(c, "cannot open %s: %s", log_path, strerror(errno));
 	struct stat st;
@@ -1038,23 +1085,36 @@ static int map_log(struct conv *c, const char *log_path, int *fd)
 	return 0;
 }
 
-SUP_EXPORT int det_convert(const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql,
-			   struct det_convert_stats *out, char *err, uint32_t errlen)
+static int store_digest(struct conv *c)
 {
-	struct conv *c = calloc(1, sizeof(*c));
-	if (!c) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	uint64_t t0 = sup_mono_ns();
+	char hex[17];
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)c->stats.schedule);
+	sqlite3_stmt *st = c->st_sql[DET_SQL_META];
+	sqlite3_bind_text(st, 1, "schedule_digest", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, hex, -1, SQLITE_TRANSIENT);
+	return step(c, st, "the schedule digest");
+}
+
+/* The log's events in order: into the trace at db_path, or (db_path NULL)
+ * only into the digest, reading the log without changing it. */
+static int run(struct conv *c, const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql)
+{
 	int fd = -1, r = -1, began = 0;
-	if (map_log(c, log_path, &fd))
+	if (map_log(c, log_path, &fd, db_path != NULL))
 		goto out;
 	int64_t good = scan(c, log_path);
 	if (good < 0)
 		goto out;
 	c->stats.log_bytes = (uint64_t)good;
 	c->stats.torn_bytes = c->size - (uint64_t)good;
+	c->digest = DIGEST_START;
+	if (!db_path) {
+		if (merge(c))
+			goto out;
+		c->stats.schedule = digest_end(c->digest, c->digest_n);
+		r = 0;
+		goto out;
+	}
 	if (c->stats.torn_bytes && ftruncate(fd, good) != 0) { /* cut the torn tail */
 		fail(c, "cannot cut the torn end of %s: %s", log_path, strerror(errno));
 		goto out;
@@ -1067,6 +1127,9 @@ SUP_EXPORT int det_convert(const char *log_path, const char *db_path, const char
 	}
 	began = 1;
 	if (merge(c) || leftovers(c) || write_tables(c))
+		goto out;
+	c->stats.schedule = digest_end(c->digest, c->digest_n);
+	if (store_digest(c))
 		goto out;
 	char *msg = NULL;
 	if (sqlite3_exec(c->db, c->indexes, NULL, NULL, &msg) != SQLITE_OK) {
@@ -1083,17 +1146,76 @@ SUP_EXPORT int det_convert(const char *log_path, const char *db_path, const char
 out:
 	if (began)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	if (c->map)
+		munmap((void *)c->map, c->size);
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static int run_and_report(const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql,
+			  struct det_convert_stats *out, char *err, uint32_t errlen)
+{
+	struct conv *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	uint64_t t0 = sup_mono_ns();
+	int r = run(c, log_path, db_path, sql, nsql);
 	c->stats.ns = sup_mono_ns() - t0;
 	if (out)
 		*out = c->stats;
 	if (r && err && errlen)
 		snprintf(err, errlen, "%s", c->err[0] ? c->err : "conversion failed");
-	if (c->map)
-		munmap((void *)c->map, c->size);
-	if (fd >= 0)
-		close(fd);
 	conv_free(c);
 	free(c);
+	return r;
+}
+
+SUP_EXPORT int det_convert(const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql,
+			   struct det_convert_stats *out, char *err, uint32_t errlen)
+{
+	if (!db_path) {
+		snprintf(err, errlen, "det_convert needs a trace to write");
+		return -1;
+	}
+	return run_and_report(log_path, db_path, sql, nsql, out, err, errlen);
+}
+
+SUP_EXPORT int det_log_digest(const char *log_path, struct det_convert_stats *out, char *err, uint32_t errlen)
+{
+	return run_and_report(log_path, NULL, NULL, 0, out, err, errlen);
+}
+
+SUP_EXPORT int det_trace_digest(const char *db_path, const char *rows_sql, uint64_t *digest, char *err,
+				uint32_t errlen)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int r = -1, rc;
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, rows_sql, -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot read %s: %s", db_path, db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	uint64_t h = DIGEST_START, n = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t kind = (uint64_t)sqlite3_column_int64(st, 1);
+		if (!in_schedule((uint32_t)kind))
+			continue;
+		h = digest_step(h, (uint64_t)sqlite3_column_int64(st, 0), kind, (uint64_t)sqlite3_column_int64(st, 2));
+		n++;
+	}
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "cannot read %s: %s", db_path, sqlite3_errmsg(db));
+		goto out;
+	}
+	*digest = digest_end(h, n);
+	r = 0;
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
 	return r;
 }
 

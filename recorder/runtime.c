@@ -20,7 +20,9 @@
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -134,6 +136,11 @@ static void map_region(void)
 		fd = strtol(end + 1, &end, 10);
 	if (*end || pid <= 0 || fd < 0)
 		det_fatal("%s=%s does not name det's shared memory", DET_SHM_ENV, env);
+	/* The program detrec or detreplay started dies with it: set here, not
+	 * between fork and exec, so that Python spawns it with vfork
+	 * (det/launch.py); a parent gone before this point is the watchdog's. */
+	if (det_sys(SYS_getppid, 0, 0, 0, 0, 0, 0) == pid)
+		det_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0);
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%ld/fd/%ld", pid, fd);
 	strncpy(det_shm_name, env, sizeof(det_shm_name) - 1);

@@ -143,6 +143,8 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 {
 	if (!s)
 		return;
+	if (s->cap_started)
+		det_capture_finish(s); /* (a recording given up half way) */
 	sup_feed_free(s);
 	if (s->hdr)
 		munmap(s->hdr, s->size);

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "det/events.h"
@@ -36,6 +37,8 @@ struct det_sup {
 	size_t cap_procs_len;
 	uint32_t cap_modules;    /* modules last written */
 	uint64_t cap_state_at;   /* when the tables were last compared */
+	pthread_t cap_thread;    /* det_capture_start's, running det_capture_run */
+	int cap_started, cap_rc;
 
 	uint64_t data_off;       /* replay: where recorded input data starts */
 	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */

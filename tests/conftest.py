@@ -147,8 +147,8 @@ def move_events(trace: Path, order: list[int], dts: dict[int, int] | None = None
     """Renumber a stretch of the trace's events by hand (an order det could
     have recorded): the events whose seqs `order` lists get the seqs from
     min(order) on, in that order, with their input data; dts gives new time
-    deltas by old seq. The objects' first uses and the marks follow, and the
-    trace is sealed again."""
+    deltas by old seq. The objects' first uses and the marks follow, the
+    recorded schedule digest goes, and the trace is sealed again."""
     from det import schema
 
     base = min(order)
@@ -164,6 +164,7 @@ def move_events(trace: Path, order: list[int], dts: dict[int, int] | None = None
                                [(dts[old], base + i) for i, old in enumerate(order)])
             db.execute("UPDATE objects SET first_seq = coalesce((SELECT min(seq) FROM events "
                        "WHERE obj = objects.obj), first_seq)")
+            db.execute("DELETE FROM meta WHERE key = 'schedule_digest'")  # another order: hashed from its rows
         db.executescript(schema.REBUILD_MARKS)
     finally:
         db.close()

@@ -50,6 +50,7 @@ struct det_convert_stats {
 	uint64_t torn_bytes; /* cut off its end: a chunk a killed writer left unfinished */
 	uint64_t complete;   /* the log ends with its END chunk */
 	uint64_t ns;         /* time the conversion took */
+	uint64_t schedule;   /* the schedule digest (docs/TRACE_FORMAT.md, meta schedule_digest) */
 };
 
 #define DET_SUP_ABI                                                                                \
@@ -70,6 +71,10 @@ int det_capture_open(struct det_sup *s, const char *log_path, const char *meta_j
 int det_capture_run(struct det_sup *s);
 /* Ask det_capture_run to finish (the program has ended). */
 void det_capture_stop(struct det_sup *s);
+/* det_capture_run on a thread libdetsup.so starts; det_capture_finish
+ * stops it and waits for it: 0, or < 0 with the error from det_sup_error. */
+int det_capture_start(struct det_sup *s);
+int det_capture_finish(struct det_sup *s);
 void det_capture_stats(struct det_sup *s, struct det_capture_stats *out);
 
 /* --- after the run (recorder/convert.c): no region needed --- */
@@ -90,6 +95,7 @@ enum det_convert_sql {
 	DET_SQL_PROCESS,   /* process, parent, pid, create seq, thread, exe, execs, status (NULL: none) */
 	DET_SQL_MODULE,    /* path, base */
 	DET_SQL_RESULT,    /* result, seq: an event already stored returned this */
+	DET_SQL_META,      /* key, value: a meta row (the schedule digest) */
 	DET_SQL_INDEXES,   /* run once everything is loaded */
 	DET_SQL_COUNT,
 };
@@ -105,6 +111,14 @@ enum det_convert_sql {
  */
 int det_convert(const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql,
 		struct det_convert_stats *out, char *err, uint32_t errlen);
+/* The schedule digest of a capture log, by the same merge as det_convert()
+ * (whose trace stores it as meta schedule_digest), without writing a trace
+ * or changing the log: out gets the digest (schedule) and what the merge
+ * counted (events, forced, cut, ...). Returns 0, or < 0 with a message. */
+int det_log_digest(const char *log_path, struct det_convert_stats *out, char *err, uint32_t errlen);
+/* The same digest from a trace's rows: rows_sql (schema.py SCHEDULE_ROWS)
+ * gives each event's thread, kind and object in seq order. */
+int det_trace_digest(const char *db_path, const char *rows_sql, uint64_t *digest, char *err, uint32_t errlen);
 /* The META chunk of a capture log (a JSON object), NUL-terminated in buf;
  * returns its length, or < 0 with a message in buf. */
 int det_log_meta(const char *log_path, char *buf, uint32_t len);

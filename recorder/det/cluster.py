@@ -15,8 +15,10 @@ Rules of this module:
  - A task records one seed on its worker (det.hunt.run_seed) into the
    worker's temp directory, det-hunt-ID/, and returns the run's summary; the
    hunt merges summaries by seed and fetches only the traces it keeps
-   (failing ones, and a passing partner); the directory is removed on
-   every worker when the hunt ends.
+   (failing ones, and a passing partner), which the worker converts from
+   their capture logs then (det.hunt.use_kept); the directory, and the
+   logs of the runs not kept, are removed on every worker when the hunt
+   ends.
  - Workers run the program at the path the client resolved, so the program
    must be there on every worker (a shared file system, or the same image):
    a task checks its sha256 and det's version against the client's, and
@@ -37,8 +39,8 @@ from typing import Any
 
 from . import __version__
 from .errors import DetError
-from .hunt import RunSpec, RunSummary, run_seed
-from .record import sha256_file
+from .hunt import LAST_PASS, RunSpec, RunSummary, drop_run, drop_runs, run_seed, use_kept
+from .trust import sha256_file
 
 _CHECKED: dict[str, str] = {}  # on a worker: program path -> sha256, once per hunt and program
 
@@ -67,16 +69,18 @@ def _remote_run(spec: RunSpec, index: int, pct_k: int, hunt_id: str, det_version
     return run
 
 
-def _read(path: str) -> bytes:
-    return Path(path).read_bytes()
+def _read(path: str) -> tuple[bytes, bool]:
+    """A kept run's trace (converted now if its log waited), and whether it was converted now."""
+    return use_kept(path, Path.read_bytes)
 
 
 def _remove(paths: list[str]) -> None:
     for p in paths:
-        Path(p).unlink(missing_ok=True)
+        drop_run(p)
 
 
 def _remove_scratch(hunt_id: str) -> None:
+    drop_runs(_scratch(hunt_id))
     shutil.rmtree(_scratch(hunt_id), ignore_errors=True)
 
 
@@ -141,14 +145,15 @@ class DaskEngine:
         except Exception as e:  # noqa: BLE001 (whatever the worker or the network says)
             raise DetError(f"Dask worker {worker}: {fn.__name__}: {e}") from None
 
-    def fetch(self, run: RunSummary, dest: Path) -> None:
-        data = self._on(run.host, _read, run.path)
+    def fetch(self, run: RunSummary, dest: Path) -> bool:
+        data, converted = self._on(run.host, _read, run.path)
         fd = os.open(dest, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        return converted
 
     def discard(self, run: RunSummary) -> None:
-        if Path(run.path).name == "last-pass.db":
+        if Path(run.path).name == LAST_PASS:
             return
         paths = self.doomed.setdefault(run.host, [])
         paths.append(run.path)

@@ -17,8 +17,14 @@ Rules of this module:
  - Results are merged by seed, whatever order runs finish in: the trace kept
    for a kind is that of its lowest seed.
  - run_seed() is all one run needs, here or on a cluster worker
-   (det/cluster.py): it records one seed into one trace where it runs; only
-   the traces the hunt keeps are fetched.
+   (det/cluster.py): it records one seed where it runs and judges it from its
+   capture log (events, schedule digest: the converter's own merge, no
+   trace written). Only the runs the hunt keeps become traces, when it
+   fetches them (use_kept): the first failure of a kind, the passing
+   partner, the last pass. A run is converted at once only when judging it
+   takes its trace (record.needs_trace: a wait-for graph). Other runs' logs
+   are deleted unconverted: earlier passes as a newer one comes, failures
+   the hunt discards, runs it abandons.
  - Exit status (dethunt): 0 if no run failed, 1 if some did, 130 when
    interrupted, 2 for bad usage.
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import os
 import random
@@ -41,14 +48,26 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from . import __version__
 from .errors import DetError
 from .launch import read_own_stdin, resolve_program, stdin_source
 from .outpath import check_output_dir
-from .record import INTERRUPT, PCT_K, Options, RunResult, hung_run, record_run, sha256_file
+from .record import (
+    INTERRUPT,
+    PCT_K,
+    Captured,
+    Options,
+    RunResult,
+    capture_run,
+    finish_run,
+    hung_run,
+    judge_run,
+    needs_trace,
+)
 from .trace import Trace
+from .trust import sha256_file
 from .watchdog import watched
 
 DEFAULT_RUNS = 100
@@ -86,6 +105,7 @@ class RunSummary:
     host: str = ""       # "" here; a cluster worker's address
     abandoned: bool = False  # the hunt stopped it: not a result
     hung: bool = False       # it never ended by itself (record.hung_run)
+    converted: bool = False  # made into a trace where it ran (judging it took one); else its log waits
     message: str = ""
     report: list[str] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)
@@ -115,30 +135,93 @@ def classify(res: RunResult) -> tuple[str | None, str]:
     return f"exit {res.exit_status}", last
 
 
+# Runs not converted yet, in this process (a cluster worker's runs are in
+# the worker's), by the path their trace gets: use_kept converts one when
+# the hunt fetches it, drop_run deletes one unconverted.
+_WAITING: dict[str, Captured] = {}
+_WAITING_LOCK = threading.Lock()
+T = TypeVar("T")
+LAST_PASS = "last-pass.db"
+
+
+def _wait(path: Path, c: Captured | None = None, trace: Path | None = None) -> None:
+    """The run path stands for from now on: its capture log waits (c), or
+    its trace, converted already, moves there; what waited there before (an
+    earlier pass) goes unconverted."""
+    with _WAITING_LOCK:
+        old = _WAITING.pop(str(path), None)
+        if c is not None:
+            _WAITING[str(path)] = c
+            path.unlink(missing_ok=True)  # a pass converted before this one
+        elif trace is not None:
+            os.replace(trace, path)
+    if old is not None:
+        old.discard()
+
+
+def use_kept(path: str | os.PathLike[str], use: Callable[[Path], T]) -> tuple[T, bool]:
+    """use(trace) of a run the hunt keeps, converted first if its log
+    waits; and whether it was converted now. Under the lock, since a newer
+    pass may replace the last one meanwhile."""
+    path = Path(path)
+    with _WAITING_LOCK:
+        c = _WAITING.pop(str(path), None)
+        if c is not None:
+            res = finish_run(c)
+            if res.path != path:
+                os.replace(res.path, path)
+        return use(path), c is not None
+
+
+def drop_run(path: str | os.PathLike[str]) -> None:
+    """A run the hunt does not keep: its trace, or its log unconverted."""
+    with _WAITING_LOCK:
+        c = _WAITING.pop(str(path), None)
+    if c is not None:
+        c.discard()
+    Path(path).unlink(missing_ok=True)
+
+
+def drop_runs(scratch: Path) -> None:
+    """Every run waiting under scratch/ (the hunt is over)."""
+    with _WAITING_LOCK:
+        gone = [p for p in _WAITING if Path(p).parent == scratch]
+        runs = [_WAITING.pop(p) for p in gone]
+    for c in runs:
+        c.discard()
+
+
 def run_seed(spec: RunSpec, index: int, pct_k: int, scratch: Path, stop: Any = None) -> RunSummary:
-    """Record run `index` of the hunt into scratch/: a failing trace stays
-    there as run-INDEX.db, a passing one replaces scratch/last-pass.db.
-    `stop` (anything with is_set()) kills the run when set."""
+    """Record run `index` of the hunt into scratch/: a failing run waits as
+    run-INDEX.db, a passing one as last-pass.db (replacing the one before),
+    each as its capture log until the hunt fetches it (use_kept) or drops
+    it (drop_run). `stop` (anything with is_set()) kills the run when set."""
     seed = spec.opts.seed + index if spec.opts.seed else 0
     opts = spec.opts.for_seed(seed, pct_k) if seed else spec.opts
-    path = scratch / f"run-{index}.db"
-    res = record_run(spec.exe, spec.argv, path, opts, stop)
+    c = capture_run(spec.exe, spec.argv, scratch / f"run-{index}.db", opts, stop)
+    converted = needs_trace(c)
+    res = finish_run(c) if converted else judge_run(c)
     hung = hung_run(res)
     abandoned = not hung and (bool(stop is not None and stop.is_set()) or res.status == "interrupted")
     kind, detail = classify(res)
-    schedule = ""
-    if not abandoned:
-        with Trace(res.path) as tr:
-            schedule = tr.schedule_digest()
-    if kind is None and not abandoned:
-        os.replace(res.path, scratch / "last-pass.db")
-        res.path = scratch / "last-pass.db"
-    elif abandoned:
-        res.path.unlink(missing_ok=True)
+    if abandoned:
+        if converted:
+            res.path.unlink(missing_ok=True)
+        else:
+            c.discard()
+    elif kind is None:
+        last = scratch / LAST_PASS
+        if converted:
+            _wait(last, trace=res.path)
+        else:
+            _wait(last, c)
+        res.path = last
+    elif not converted:
+        _wait(res.path, c)
     tail = (res.stdout_tail + res.stderr_tail).decode(errors="replace").strip().splitlines()[-5:]
     return RunSummary(index, seed, opts.pct_k, res.status, res.exit_status, kind, detail, res.events, res.pct_steps,
-                      schedule, res.duration, str(res.path), abandoned=abandoned, hung=hung, message=res.message,
-                      report=res.report, tail=tail)
+                      "" if abandoned else res.schedule, res.duration, str(res.path), abandoned=abandoned, hung=hung,
+                      converted=converted and not abandoned, message=res.message, report=res.report, tail=tail)
 
 
 class Engine(Protocol):
@@ -148,14 +231,17 @@ class Engine(Protocol):
 
     def submit(self, spec: RunSpec, index: int, pct_k: int) -> Any: ...
     def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, RunSummary | BaseException]]: ...
-    def fetch(self, run: RunSummary, dest: Path) -> None: ...
+    def fetch(self, run: RunSummary, dest: Path) -> bool: ...  # True: the run was converted for it
     def discard(self, run: RunSummary) -> None: ...
     def cancel(self) -> None: ...
     def close(self) -> None: ...
 
 
 class LocalEngine:
-    """J recordings at once on this machine, each in a thread of its own."""
+    """J recordings at once on this machine, each in a thread of its own;
+    with one job, each in the thread that waits for it (handing every run to
+    a thread and its result back cost a run most of a millisecond on a busy
+    machine)."""
 
     def __init__(self, jobs: int, scratch: Path) -> None:
         self.slots = jobs
@@ -163,26 +249,35 @@ class LocalEngine:
         scratch.mkdir(parents=True, exist_ok=True)
         for stale in (*scratch.glob("run-*"), *scratch.glob("last-pass.db*")):  # left by a hunt that was killed
             stale.unlink(missing_ok=True)
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if jobs > 1 else None
         self.stop = threading.Event()
 
     def submit(self, spec: RunSpec, index: int, pct_k: int) -> Any:
+        if self.pool is None:
+            return functools.partial(run_seed, spec, index, pct_k, self.scratch, self.stop)  # run by wait()
         return self.pool.submit(run_seed, spec, index, pct_k, self.scratch, self.stop)
 
     def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, RunSummary | BaseException]]:
+        if self.pool is None:
+            run = handles[0]
+            try:
+                return [(run, run())]
+            except BaseException as e:  # noqa: BLE001 (handed to the hunt, as a pool's future would)
+                return [(run, e)]
         done, _ = concurrent.futures.wait(handles, timeout, return_when=concurrent.futures.FIRST_COMPLETED)
         return [(f, f.exception() or f.result()) for f in done]
 
-    def fetch(self, run: RunSummary, dest: Path) -> None:
-        if Path(run.path).name == "last-pass.db":
-            shutil.copyfile(run.path, dest)  # a newer pass may replace it meanwhile
+    def fetch(self, run: RunSummary, dest: Path) -> bool:
+        if Path(run.path).name == LAST_PASS:  # copied: a newer pass may replace it, or another kind want it
+            _, converted = use_kept(run.path, lambda path: shutil.copyfile(path, dest))
             os.chmod(dest, 0o600)
         else:
-            os.replace(run.path, dest)
+            _, converted = use_kept(run.path, lambda path: os.replace(path, dest))
+        return converted
 
     def discard(self, run: RunSummary) -> None:
-        if Path(run.path).name != "last-pass.db":
-            Path(run.path).unlink(missing_ok=True)
+        if Path(run.path).name != LAST_PASS:
+            drop_run(run.path)
 
     def cancel(self) -> None:
         self.stop.set()
@@ -190,7 +285,9 @@ class LocalEngine:
 
     def close(self) -> None:
         self.stop.set()
-        self.pool.shutdown(wait=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        drop_runs(self.scratch)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -215,6 +312,7 @@ class HuntReport:
     last_pass: Path | None = None
     by_seed: dict[int, RunSummary] = field(default_factory=dict)  # by run index (seed = first seed + index)
     pct_k: int | None = None           # the last k used (strict chaos)
+    converted: int = 0                 # runs made into traces (kept ones, and those judged by their trace)
 
     @property
     def rate(self) -> float:
@@ -279,7 +377,7 @@ class Hunt:
                     rep.seconds = time.monotonic() - t0
                     self.progress(rep, False)
             if self.keep_pass is not None and self.last_pass is not None and not rep.failed:
-                self.engine.fetch(self.last_pass, self.keep_pass)
+                rep.converted += self.engine.fetch(self.last_pass, self.keep_pass)
                 rep.last_pass = self.keep_pass
         finally:
             rep.seconds = time.monotonic() - t0
@@ -305,6 +403,7 @@ class Hunt:
         if run.abandoned:
             return
         rep.runs += 1
+        rep.converted += run.converted
         rep.schedules.add(run.schedule)
         rep.by_seed[run.index] = run
         self.steps.append(run.steps)
@@ -333,14 +432,14 @@ class Hunt:
             self.stopped = True
             self.engine.cancel()  # the runs under way are not needed
         k.kept = self.keep(run.kind)[0]
-        self.engine.fetch(run, k.kept)
+        self.report.converted += self.engine.fetch(run, k.kept)
         if self.last_pass is not None and k.partner is None:
             self._partner(k)
 
     def _partner(self, k: KindStats) -> None:
         assert k.first is not None and k.first.kind is not None and self.last_pass is not None
         dest = self.keep(k.first.kind)[1]
-        self.engine.fetch(self.last_pass, dest)
+        self.report.converted += self.engine.fetch(self.last_pass, dest)
         k.partner = dest
         with Trace(dest) as tr:
             seed = tr.meta.get("chaos_seed")
@@ -406,6 +505,7 @@ def write_summary(rep: HuntReport, spec: RunSpec, path: Path) -> None:
         "seconds": round(rep.seconds, 3),
         "runs_per_s": round(rep.rate, 2),
         "distinct_schedules": len(rep.schedules),
+        "traces_converted": rep.converted,
         "kinds": {name: {"runs": k.runs, "first_seed": k.first.seed if k.first else None,
                          "trace": str(k.kept) if k.kept else None,
                          "passing": str(k.partner) if k.partner else None,

@@ -8,6 +8,8 @@ with fixed widths.
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import ctypes
 import fcntl
 import functools
@@ -23,7 +25,7 @@ import sys
 import termios
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -110,13 +112,34 @@ def program_env(base: dict[str, str], shm_fd: int, shm_pid: int | None = None) -
     return env
 
 
-def _preexec(root: str | None = None, cwd: str | None = None) -> None:
+def _preexec(root: str, cwd: str | None = None) -> None:
+    """In the child of a spawn into a packed trace's view (det.replay.view)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.personality(ADDR_NO_RANDOMIZE)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if root is not None:  # a packed trace's view (det.replay.view)
-        os.chroot(root)
-        os.chdir(cwd or "/")
+    os.chroot(root)
+    os.chdir(cwd or "/")
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+@contextlib.contextmanager
+def _no_aslr() -> Iterator[None]:
+    """What this thread starts runs without ASLR: a thread's personality is
+    its own, passed on by fork and kept by exec, so it is set around the
+    spawn rather than in the child, which then needs no Python code and
+    subprocess can use vfork (a few ms less per run of a hunt). The child's
+    death signal, which has to be set in it, libdet.so sets (runtime.c
+    map_region); the watchdog covers a program that never loads it."""
+    libc = _libc()
+    old = libc.personality(0xFFFFFFFF)
+    libc.personality(old | ADDR_NO_RANDOMIZE)
+    try:
+        yield
+    finally:
+        libc.personality(old)
 
 
 @functools.cache
@@ -176,31 +199,63 @@ class Capture:
         self.bytes = 0
         self.sha = hashlib.sha256()
         self.tail = b""
-        self.thread = threading.Thread(target=self._pump, daemon=True)
-        self.thread.start()
+
+    def take(self) -> bool:
+        """Read what is there; False at the stream's end (then closed)."""
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            os.close(self.fd)
+            return False
+        self.bytes += len(chunk)
+        self.sha.update(chunk)
+        self.tail = (self.tail + chunk)[-TAIL:]
+        if self.sink is not None:
+            try:
+                self.sink.write(chunk)
+                self.sink.flush()
+            except (OSError, ValueError):
+                self.sink = None
+        return True
+
+    def result(self) -> dict[str, object]:
+        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "tail": self.tail}
+
+
+class Outputs:
+    """The program's output streams, read by one thread until each ends. One
+    thread, not one per stream, started with _thread: threading's start
+    waits until the new thread has taken the GIL to say it runs, which cost
+    a hunt about a millisecond per thread and run."""
+
+    def __init__(self, *streams: Capture) -> None:
+        self.streams = streams
+        self.done = threading.Lock()
+        self.done.acquire()
+        _thread.start_new_thread(self._run, ())
+
+    def _run(self) -> None:
+        try:
+            self._pump()
+        finally:
+            self.done.release()
 
     def _pump(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.bytes += len(chunk)
-            self.sha.update(chunk)
-            self.tail = (self.tail + chunk)[-TAIL:]
-            if self.sink is not None:
-                try:
-                    self.sink.write(chunk)
-                    self.sink.flush()
-                except (OSError, ValueError):
-                    self.sink = None
-        os.close(self.fd)
+        open_ = {c.fd: c for c in self.streams}
+        poller = select.poll()
+        for fd in open_:
+            poller.register(fd, select.POLLIN)
+        while open_:
+            for fd, _ in poller.poll():
+                if fd in open_ and not open_[fd].take():
+                    poller.unregister(fd)
+                    del open_[fd]
 
-    def finish(self) -> dict[str, object]:
-        self.thread.join()
-        return {"bytes": self.bytes, "sha256": self.sha.hexdigest(), "tail": self.tail}
+    def finish(self) -> list[dict[str, object]]:
+        with self.done:
+            return [c.result() for c in self.streams]
 
 
 def stdin_source() -> dict[str, object]:
@@ -316,16 +371,17 @@ class Program:
         err_r, err_w, _ = output_pair(outputs[1])
         stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                executable=exe,
-                env=program_env(env, shm_fd, shm_pid),
-                cwd=cwd if root is None else None,
-                stdin=stdin_fd,
-                stdout=out_w,
-                stderr=err_w,
-                preexec_fn=_preexec if root is None else lambda: _preexec(root, cwd),
-            )
+            with _no_aslr():
+                self.proc = subprocess.Popen(
+                    argv,
+                    executable=exe,
+                    env=program_env(env, shm_fd, shm_pid),
+                    cwd=cwd if root is None else None,
+                    stdin=stdin_fd,
+                    stdout=out_w,
+                    stderr=err_w,
+                    preexec_fn=None if root is None else lambda: _preexec(root, cwd),
+                )
         except FileNotFoundError:
             raise DetError(f"{cwd}: working directory is gone", status=2) from None
         except OSError as e:
@@ -345,8 +401,8 @@ class Program:
         except OSError:
             self._pidfd = None
         self.region: Any = None  # set by the caller: the program's other processes are listed there
-        self.stdout = Capture(out_r, sys.stdout.buffer if forward else None)
-        self.stderr = Capture(err_r, sys.stderr.buffer if forward else None)
+        self.output = Outputs(Capture(out_r, sys.stdout.buffer if forward else None),
+                              Capture(err_r, sys.stderr.buffer if forward else None))
 
     @property
     def pid(self) -> int:
@@ -389,10 +445,10 @@ class Program:
         return False
 
     def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
-        out = self.stdout.finish(), self.stderr.finish()
+        out, err = self.output.finish()
         if self.stdin is not None:
             self.stdin.close()
-        return out
+        return out, err
 
 
 def process_alive(pid: int) -> bool:

@@ -7,12 +7,20 @@ Rules: standard library only; reading never fails (an unreadable
 
 from __future__ import annotations
 
+import functools
 import platform
 from typing import Any
 
 
 def cpu() -> tuple[str, list[str]]:
     """(model name, feature flags) of the first CPU in /proc/cpuinfo."""
+    model, flags = _cpu()
+    return model, list(flags)
+
+
+@functools.cache
+def _cpu() -> tuple[str, tuple[str, ...]]:
+    """Read once per process (a hunt records many runs on one machine)."""
     model, flags = "", []
     try:
         with open("/proc/cpuinfo") as f:
@@ -26,7 +34,7 @@ def cpu() -> tuple[str, list[str]]:
                     break
     except OSError:
         pass
-    return model, flags
+    return model, tuple(flags)
 
 
 def describe() -> dict[str, Any]:

@@ -76,7 +76,7 @@ class ConvertStats(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_uint64)
         for name in ("events", "objects", "sites", "calls", "threads", "processes", "data_bytes", "forced", "cut",
-                     "log_bytes", "torn_bytes", "complete", "ns")
+                     "log_bytes", "torn_bytes", "complete", "ns", "schedule")
     ]
 
 
@@ -100,11 +100,13 @@ def lib() -> ctypes.CDLL:
         "det_sup_free": (None, [P]),
         "det_sup_record_new": (P, [U32, U32, U64, U32]),
         "det_capture_open": (I, [P, C, C]),
-        "det_capture_run": (I, [P]),
-        "det_capture_stop": (None, [P]),
+        "det_capture_start": (I, [P]),
+        "det_capture_finish": (I, [P]),
         "det_capture_stats": (None, [P, ctypes.POINTER(CaptureStats)]),
         "det_convert": (I, [C, C, ctypes.POINTER(C), U32, ctypes.POINTER(ConvertStats), C, U32]),
         "det_log_meta": (I, [C, C, U32]),
+        "det_log_digest": (I, [C, ctypes.POINTER(ConvertStats), C, U32]),
+        "det_trace_digest": (I, [C, C, ctypes.POINTER(U64), C, U32]),
         "det_sup_threads": (U32, [P]),
         "det_sup_thread": (I, [P, U32, ctypes.POINTER(ThreadInfo)]),
         "det_sup_attached": (ctypes.c_int64, [P]),
@@ -253,14 +255,17 @@ class Recorder(Region):
         if lib().det_capture_open(self.h, _b(log_path), meta_json.encode()) != 0:
             raise DetError(lib().det_sup_error(self.h).decode())
 
-    def capture_run(self) -> str | None:
-        """Blocks (without the GIL) until capture_stop; returns an error or None."""
-        if lib().det_capture_run(self.h) != 0:
+    def capture_start(self) -> None:
+        """Capture on a thread of libdetsup.so's until capture_finish."""
+        if lib().det_capture_start(self.h) != 0:
+            raise DetError(lib().det_sup_error(self.h).decode())
+
+    def capture_finish(self) -> str | None:
+        """Stop capturing (the program has ended) once everything is in the
+        log; returns an error or None."""
+        if lib().det_capture_finish(self.h) != 0:
             return lib().det_sup_error(self.h).decode()
         return None
-
-    def capture_stop(self) -> None:
-        lib().det_capture_stop(self.h)
 
     def stats(self) -> CaptureStats:
         st = CaptureStats()
@@ -276,6 +281,32 @@ def convert(log_path: Path, db_path: Path) -> ConvertStats:
     if lib().det_convert(_b(log_path), _b(db_path), sql, len(schema.CONVERT_SQL), ctypes.byref(st), err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return st
+
+
+def digest_hex(value: int) -> str:
+    """A schedule digest as the trace's meta schedule_digest spells it."""
+    return f"{value:016x}"
+
+
+def log_digest(log_path: Path) -> ConvertStats:
+    """The schedule digest of a capture log (stats.schedule; digest_hex
+    spells it) and the merge's counts, without making the trace: the value
+    its trace would store. The log is left as it is."""
+    st = ConvertStats()
+    err = ctypes.create_string_buffer(600)
+    if lib().det_log_digest(_b(log_path), ctypes.byref(st), err, 600) != 0:
+        raise DetError(err.value.decode(errors="replace"))
+    return st
+
+
+def trace_digest(db_path: Path) -> str:
+    """The schedule digest of a trace, from its rows (for a trace made
+    without one in its meta): the same function as log_digest."""
+    value = ctypes.c_uint64()
+    err = ctypes.create_string_buffer(600)
+    if lib().det_trace_digest(_b(db_path), schema.SCHEDULE_ROWS.encode(), ctypes.byref(value), err, 600) != 0:
+        raise DetError(err.value.decode(errors="replace"))
+    return digest_hex(value.value)
 
 
 def log_meta(log_path: Path) -> str:

@@ -19,7 +19,6 @@ import os
 import platform
 import random
 import shlex
-import shutil
 import signal
 import sys
 import tempfile
@@ -54,12 +53,15 @@ from .native import (
     CaptureStats,
     Recorder,
     convert,
+    digest_hex,
     libdet_path,
+    log_digest,
 )
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
-from .trust import library_hashes, sha256_file
+from .trust import library_hashes, sha256_recorded
+from .trust import sha256_file as sha256_file  # (detreplay imports it from here)
 from .validate import remember
 from .watchdog import watched
 
@@ -178,6 +180,7 @@ class RunResult:
     seed: int = 0
     write_s: float = 0.0    # time spent writing the trace after the program ended
     pct_steps: int = 0      # PCT's steps in this run: events, or det-cc memory points (det_cc_memory_points)
+    schedule: str = ""      # the schedule digest (meta schedule_digest)
 
     @property
     def failed(self) -> bool:
@@ -235,6 +238,7 @@ class Captured:
     cc_points: int = 0
     over_points: bool = False  # PCT counted det-cc memory points (cc_points), not events
     files: list[dict] = field(default_factory=list)  # what the program read or loaded (detrec pack)
+    meta: dict[str, object] = field(default_factory=dict)  # the trace's meta rows, written with its events
 
     @property
     def failed(self) -> bool:
@@ -271,8 +275,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             "env": env,
             "cwd": cwd,
             "binary": exe,
-            "binary_sha256": sha256_file(exe),
-            "libdet_sha256": sha256_file(str(libdet_path())),
+            "binary_sha256": sha256_recorded(exe),
+            "libdet_sha256": sha256_recorded(str(libdet_path())),
             "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             "start_unix_ns": time.time_ns(),
             "host": platform.node(),
@@ -302,7 +306,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             meta["pct_over"] = "memory points" if over_points else None
             meta.update({"pct_depth": opts.pct_depth, "pct_k": opts.pct_k, "pct_change_points": opts.change_points()})
             rec.pct(opts.change_points(), opts.spin_steps)
-        writer.set_meta(meta)
+        # (the log's META chunk holds the meta: the trace gets it with the events,
+        # so a run a hunt never converts costs no SQLite at all)
         rec.capture_open(writer.log, json.dumps(meta))
         stdin: StdinFeed | int | None = None
         spool = None
@@ -313,18 +318,12 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
                       else read_own_terminal() if pty else read_own_stdin())
             stdin = StdinFeed(chunks, spool, pty)
-        capture_error: list[str | None] = [None]
-
-        def capture() -> None:
-            capture_error[0] = rec.capture_run()
-
-        capturer = threading.Thread(target=capture, name="det-capture", daemon=True)
         t0 = time.monotonic()
         prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
-        capturer.start()
+        rec.capture_start()
         timed_out = False
         rc = None
 
@@ -367,10 +366,9 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         with INTERRUPT.lock:
             INTERRUPT.programs.discard(prog)
         out_info, err_info = prog.outputs()
-        rec.capture_stop()
-        capturer.join()
-        if capture_error[0]:
-            raise DetError(f"cannot write the capture log: {capture_error[0]}", status=1)
+        capture_error = rec.capture_finish()
+        if capture_error:
+            raise DetError(f"cannot write the capture log: {capture_error}", status=1)
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
@@ -419,11 +417,11 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         "events": 0,  # known once the log is converted
         "message": message,
     }
-    writer.set_meta({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
-                     "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
+    meta.update({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
+                 "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
                     attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
-                    over_points, files)
+                    over_points, files, meta)
 
 
 def finish_run(c: Captured) -> RunResult:
@@ -438,6 +436,7 @@ def finish_run(c: Captured) -> RunResult:
     c.writer.set_files(c.files)
     convert_s = time.monotonic() - t0
     c.writer.set_meta({
+        **c.meta,
         "libraries": library_hashes(c.writer.modules()),
         "ingest_events_per_s": round(st.events / convert_s) if convert_s > 0 else 0,
         "convert_s": round(convert_s, 4),
@@ -468,9 +467,29 @@ def finish_run(c: Captured) -> RunResult:
         )
     res = RunResult(path, c.status, c.returncode, c.exit_status, message, st.events, c.duration,
                     c.stdout_tail, c.stderr_tail, report, c.seed,
-                    pct_steps=c.cc_points if c.over_points else st.events)
+                    pct_steps=c.cc_points if c.over_points else st.events, schedule=digest_hex(st.schedule))
     res.write_s = write_s
     return res
+
+
+def needs_trace(c: Captured) -> bool:
+    """Does judging this run take its trace? A run stopped with threads
+    blocked (a timeout, Ctrl-C) is judged by its wait-for graph, read from
+    the trace (a deadlock, or whether an interrupted run hung at all); a
+    run libdet.so never attached to is an error finish_run reports."""
+    return (bool(c.blocked) and (c.timed_out or c.status == "interrupted")) or (not c.attached and not c.failure)
+
+
+def judge_run(c: Captured) -> RunResult:
+    """What finish_run would say of a run that needs no trace to be judged
+    (needs_trace), from its capture log alone: its events and schedule
+    digest come from the converter's own merge, without a trace written.
+    The log stays, for finish_run if the run is kept (its path is the
+    trace's, not made yet); Captured.discard() removes it otherwise."""
+    st = log_digest(c.writer.log)
+    return RunResult(c.writer.final, c.status, c.returncode, c.exit_status, c.message, st.events, c.duration,
+                     c.stdout_tail, c.stderr_tail, [], c.seed, pct_steps=c.cc_points if c.over_points else st.events,
+                     schedule=digest_hex(st.schedule))
 
 
 def _set_message(path: Path, message: str) -> None:
@@ -573,31 +592,6 @@ def print_result(res: RunResult, quiet: bool) -> None:
         f"trace written in {res.write_s:.2f} s after it; trace saved to {res.path}")
     for line in res.report:
         say("  " + line)
-
-
-def hung_capture(c: Captured) -> bool:
-    """hung_run for a run not converted yet: an interrupted run with blocked
-    threads is converted now to see whether they waited in a cycle (it is
-    then the run kept)."""
-    if c.status == "timeout":
-        return True
-    if c.status != "interrupted" or not c.blocked:
-        return False
-    waiters = [Waiter(*b) for b in c.blocked]
-    return _cycle_of(c, waiters)
-
-
-def _cycle_of(c: Captured, waiters: list[Waiter]) -> bool:
-    """Do the waiters wait in a cycle? (a copy of the empty trace is filled
-    from the log for that; the log stays for the trace proper)."""
-    probe = c.writer.path.with_name("probe-" + c.writer.path.name)  # (still NAME.incomplete: no outcome)
-    shutil.copy(c.writer.path, probe)
-    try:
-        convert(c.writer.log, probe)
-        with Trace(probe) as tr:
-            return bool(block_report(tr, waiters, Symbolizer(tr.modules())).cycle)
-    finally:
-        probe.unlink(missing_ok=True)
 
 
 def hung_run(res: RunResult) -> bool:

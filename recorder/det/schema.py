@@ -164,6 +164,7 @@ CONVERT_SQL = (
     "INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status) VALUES (?,?,?,?,?,?,?,?)",
     "INSERT INTO modules(path, base) VALUES (?,?)",
     "UPDATE event_rows SET result = ? WHERE seq = ?",
+    "INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)",
     "CREATE INDEX marks_by_thread ON marks(tid, idx);",
 )
 
@@ -187,6 +188,11 @@ EVENTS_PLAIN = ("(SELECT e.seq AS seq, e.tid AS tid, c.kind AS kind, c.obj AS ob
 MARK_AT = "SELECT idx, ts FROM marks WHERE win = ? AND tid = ?"
 # The window of a thread's event idx.
 MARK_OF_INDEX = "SELECT win, idx, ts FROM marks WHERE tid = ? AND idx <= ? ORDER BY idx DESC LIMIT 1"
+
+# Every event's thread, kind and object in order: what libdetsup.so's
+# det_trace_digest() hashes into the schedule digest (inputs are skipped there).
+SCHEDULE_ROWS = ("SELECT e.tid, c.kind, c.obj FROM event_rows e CROSS JOIN calls c ON c.call = e.call "
+                 "ORDER BY e.seq")
 
 # What the replay schedule builder reads (include/det/sup.h det_sup_replay_new).
 REPLAY_THREADS_COMPLETE = "SELECT tid, obj, events FROM threads ORDER BY tid"

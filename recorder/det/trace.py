@@ -8,11 +8,9 @@ method.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
-import struct
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -252,16 +250,20 @@ class Trace:
 
     def schedule_digest(self) -> str:
         """A hash of the schedule: which thread did which ordered event on
-        which object, in order. Inputs are left out (their values, a clock's
-        say, differ between runs of the same schedule)."""
-        h = hashlib.blake2b(digest_size=8)
-        cur = self.db.execute(f"SELECT tid, kind, obj FROM events WHERE kind IN ({SCHEDULE_KINDS}) ORDER BY seq")
+        which object, in order (inputs are left out: their values, a
+        clock's say, differ between runs of the same schedule). The
+        converter stores it (meta schedule_digest, the value a hunt takes
+        from the run's capture log); a trace without it is hashed from its
+        rows by the same C function (native.trace_digest)."""
+        stored = self.meta.get("schedule_digest")
+        if isinstance(stored, str):
+            return stored
+        from .native import trace_digest
+
         try:
-            for rows in iter(lambda: cur.fetchmany(4096), []):
-                h.update(b"".join(struct.pack("<IHI", *r) for r in rows))
-        except sqlite3.DatabaseError as e:
+            return trace_digest(self.path)
+        except DetError as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
-        return h.hexdigest()
 
     # ---- windows: how a viewer reads a large trace (a few rows at a time, never all rows as objects)
 
@@ -362,9 +364,6 @@ def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iter
         if len(vs) <= 200:
             args.extend(vs)
     return ("WHERE " + " AND ".join(parts)) if parts else "", tuple(args)
-
-
-SCHEDULE_KINDS = ", ".join(str(e.number) for e in ev.EVENTS if e.role != "INPUT")
 
 
 def _open_validated(path: Path) -> sqlite3.Connection:

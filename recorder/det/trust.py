@@ -37,6 +37,22 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
+_HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
+
+
+def sha256_recorded(path: str) -> str:
+    """sha256_file for what a recording notes (its program, libdet.so, its
+    libraries): each file is hashed once per process while its identity
+    (device, inode, size, mtime, ctime) stays, since a hunt's runs record the
+    same files again and again. Checks before a replay hash afresh."""
+    st = os.stat(path)
+    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = _HASHED.get(key)
+    if digest is None:
+        digest = _HASHED[key] = sha256_file(path)
+    return digest
+
+
 def what_it_runs(meta: dict[str, Any]) -> str:
     """One line: the command, where, and the environment entries that load code."""
     argv = meta.get("argv") or []
@@ -104,7 +120,7 @@ def library_hashes(modules: list[tuple[str, int]]) -> list[list[str]]:
         if not path.startswith("/") or os.path.basename(path) == "libdet.so":
             continue
         try:
-            out.append([path, sha256_file(path)])
+            out.append([path, sha256_recorded(path)])
         except OSError:
             continue
     return out

@@ -63,6 +63,7 @@ MAX_ERRNO = 4095
 EOWNERDEAD = 130
 MAX_ID = 0x10FFFF  # object and site ids (det.diff reads them as code points; det makes at most 2^20 objects)
 HEX64 = re.compile(r"[0-9a-f]{64}")
+HEX16 = re.compile(r"[0-9a-f]{16}")
 
 # Kinds whose result is a pthread-style error number (0 or a positive errno).
 PTHREAD_RESULT = {"THREAD", "MUTEX", "COND", "RWLOCK", "SPIN"}
@@ -102,6 +103,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "ingest_events_per_s": lambda v: isinstance(v, (int, float)) and v >= 0,
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
+    "schedule_digest": lambda v: isinstance(v, str) and HEX16.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),
     "machine": lambda v: isinstance(v, str),
     "cpu_model": lambda v: isinstance(v, str),

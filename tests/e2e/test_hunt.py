@@ -158,6 +158,10 @@ def test_dethunt_reports_kinds_and_keeps_a_passing_partner_for_each(tmp_path: Pa
         d = run([BIN / "detdiff", passing, fail])
         assert d.returncode in (0, 1) and d.stdout, d.stderr.decode()
         assert f"detdiff {passing} {fail}" in err
+    # only kept runs became traces: each kind's first failure, and its
+    # passing partner (kinds waiting for a partner at once share one)
+    assert len(kinds) + 1 <= s["traces_converted"] <= 2 * len(kinds), s["traces_converted"]
+    assert not any(r["converted"] for r in s["by_seed"])
     # every run is listed by seed, with its schedule's hash
     assert [r["seed"] for r in s["by_seed"]] == list(range(1, 31))
     assert len({r["schedule"] for r in s["by_seed"]}) == int(head.group(4))

@@ -201,6 +201,8 @@ class Runner:
                            "(SELECT new FROM remap WHERE old = -1 - threads.create_seq), create_seq)")
                 db.execute("DELETE FROM event_rows")
                 db.execute("DELETE FROM marks")
+                # A's recorded schedule digest is not the hybrid's: readers hash its rows (Trace.schedule_digest)
+                db.execute("DELETE FROM meta WHERE key = 'schedule_digest'")
                 db.executemany("INSERT INTO calls(call, kind, obj, aux, site) VALUES (?,?,?,?,?)", new_calls)
                 db.executemany("INSERT INTO event_rows(seq, tid, call, result, dts) VALUES (?,?,?,?,?)", out)
                 db.executemany("INSERT INTO marks(win, tid, idx, ts) VALUES (?,?,?,?)", marks)
