@@ -22,9 +22,13 @@
  *    consistent, and the events after it are counted as cut.
  *  - One transaction, prepared statements, multi-row inserts; indexes are
  *    made after the load. SQL text comes from schema.py (include/det/sup.h).
+ *  - The checksum lanes of event_rows and calls (recorder/sums.h) are added
+ *    up as rows are made, and corrected when a late result changes one, so
+ *    the seal needs no second pass over the tables.
  */
 #include "supervisor.h"
 #include "logfmt.h"
+#include "sums.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +65,8 @@ struct stream {
 	int64_t last_ts;
 	uint64_t mark_win;                /* window + 1 of its last mark */
 	uint64_t recent_seq[16];          /* seq of its last 16 events, by index % 16 */
+	uint32_t recent_call[16];         /* ... their calls and results, as summed */
+	int64_t recent_result[16];
 	uint32_t wait_next;               /* + 1: next thread waiting on the same key */
 	uint64_t wait_key_obj, wait_key_val;
 	int waiting;
@@ -373,6 +379,7 @@ static int call_of(struct conv *c, uint32_t kind, uint32_t obj, uint32_t aux, ui
 	k[3] = site;
 	*call = (uint32_t)++c->ncalls;
 	c->stats.calls++;
+	det_sum_row(&c->stats.call_sum, (const int64_t[]){*call, kind, obj, aux}, 1);
 	sqlite3_stmt *st = c->st_sql[DET_SQL_CALL];
 	sqlite3_bind_int64(st, 1, *call);
 	sqlite3_bind_int64(st, 2, kind);
@@ -420,6 +427,10 @@ static int late_result(struct conv *c, struct stream *s, uint64_t idx, int64_t r
 	if (idx >= s->emitted || s->emitted - idx > 16)
 		return 0; /* not one of its recent events: cannot be ours */
 	uint64_t seq = s->recent_seq[idx % 16];
+	int64_t tid = s - c->st, call = s->recent_call[idx % 16];
+	det_sum_row(&c->stats.event_sum, (const int64_t[]){(int64_t)seq, tid, call, s->recent_result[idx % 16]}, -1);
+	det_sum_row(&c->stats.event_sum, (const int64_t[]){(int64_t)seq, tid, call, result}, 1);
+	s->recent_result[idx % 16] = result;
 	for (int i = c->nrows - 1; i >= 0; i--)
 		if (c->rows[i][0] == (int64_t)seq) {
 			c->rows[i][3] = result;
@@ -741,6 +752,9 @@ static int emit(struct conv *c, uint32_t t)
 			return -1;
 	}
 	s->recent_seq[s->emitted % 16] = seq;
+	s->recent_call[s->emitted % 16] = call;
+	s->recent_result[s->emitted % 16] = s->head_result;
+	det_sum_row(&c->stats.event_sum, (const int64_t[]){(int64_t)seq, t, call, s->head_result}, 1);
 	s->emitted++;
 	c->stats.events++;
 	if (c->nrows == DET_CONVERT_BATCH && flush_rows(c))
