@@ -67,6 +67,11 @@ struct stream {
 	uint64_t recent_seq[16];          /* seq of its last 16 events, by index % 16 */
 	uint32_t recent_call[16];         /* ... their calls and results, as summed */
 	int64_t recent_result[16];
+	struct call_memo {                /* its last calls: a loop repeats a few */
+		uint64_t ra;
+		uint32_t kind, obj, aux, call;
+	} memo[4];
+	uint32_t memo_next;
 	uint32_t wait_next;               /* + 1: next thread waiting on the same key */
 	uint64_t wait_key_obj, wait_key_val;
 	int waiting;
@@ -729,9 +734,18 @@ static int emit(struct conv *c, uint32_t t)
 	const struct det_rec *e = s->head;
 	uint64_t seq = c->seq++;
 	uint32_t site = 0, call = 0;
-	if (emit_objects(c, s, (int64_t)seq) || emit_data(c, s, seq) || site_of(c, e->ra, &site) ||
-	    call_of(c, e->kind, e->obj, e->aux, site, &call))
+	if (emit_objects(c, s, (int64_t)seq) || emit_data(c, s, seq))
 		return -1;
+	for (int i = 0; i < 4 && !call; i++) {
+		const struct call_memo *m = &s->memo[i];
+		if (m->call && m->ra == e->ra && m->kind == e->kind && m->obj == e->obj && m->aux == e->aux)
+			call = m->call;
+	}
+	if (!call) {
+		if (site_of(c, e->ra, &site) || call_of(c, e->kind, e->obj, e->aux, site, &call))
+			return -1;
+		s->memo[s->memo_next++ % 4] = (struct call_memo){e->ra, e->kind, e->obj, e->aux, call};
+	}
 	int64_t ts = s->head_ts;
 	int64_t *row = c->rows[c->nrows++];
 	row[0] = (int64_t)seq;
