@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,6 +482,9 @@ static int hand_over(struct conv *c, int last)
 
 static void writer_start(struct conv *c)
 {
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2)
+		return; /* one CPU: the two would only take turns (ops run at once) */
 	struct writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return; /* ops run at once */
@@ -1124,8 +1128,10 @@ static int open_db(struct conv *c, const char *db_path, const char *const *sql, 
 	if (sqlite3_open_v2(db_path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
 		return fail(c, "cannot open %s: %s", db_path, sqlite3_errmsg(c->db));
 	/* The log stays until the trace is done: a conversion cut short is
-	 * made again from it, so the trace needs no journal meanwhile. */
-	sqlite3_exec(c->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
+	 * made again from it, so the trace needs no journal meanwhile. Rows are
+	 * appended: a small cache (spilled to the file as it fills) does, and
+	 * spares faulting in a cache the size of the trace. */
+	sqlite3_exec(c->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-8192;"
 			    "PRAGMA locking_mode=EXCLUSIVE",
 		     NULL, NULL, NULL);
 	for (int i = 0; i < DET_SQL_COUNT; i++) {
