@@ -154,3 +154,30 @@ def test_stored_events_altered_by_sql_are_refused(edit: str, tmp_path: Path) -> 
     db.close()
     r = _full_check(trace, tmp_path / "cache2")
     assert r.returncode != 0 and "differ from what was recorded" in r.stderr.decode(), r.stderr.decode()
+
+
+@pytest.mark.parametrize("prog", ["inputs_tour", "mutex_counter"])
+def test_conversion_with_and_without_its_writer_thread(prog: str, tmp_path: Path) -> None:
+    """det_convert inserts on a writer thread when a CPU is free for it, else
+    in the merge's own: both make the same trace, byte for byte (late
+    results, input data, many chunks of rows), with the same sums."""
+    from det import native
+    from det.record import Options, capture_run
+
+    exe, args = ((str(program("inputs_tour")), []) if prog == "inputs_tour"
+                 else (str(ROOT / "bench" / "bin" / "mutex_counter"), ["30000"]))
+    c = capture_run(exe, [exe, *args], tmp_path / "t.db", Options())
+    dumps = []
+    for writer in ("0", "1"):
+        db, log = tmp_path / f"w{writer}.db", tmp_path / f"w{writer}.db.log"
+        shutil.copy(c.writer.path, db)
+        shutil.copy(c.writer.log, log)
+        os.environ["DET_CONVERT_WRITER"] = writer
+        try:
+            st = native.convert(log, db)
+        finally:
+            del os.environ["DET_CONVERT_WRITER"]
+        assert (st.event_sum.value(), st.call_sum.value()) == native.table_sums(db)
+        dumps.append(db.read_bytes())
+    assert st.events > (100 if prog == "inputs_tour" else 100000)
+    assert dumps[0] == dumps[1]
