@@ -412,28 +412,28 @@ static int flush_rows(struct conv *c)
 }
 
 /* Do one op (the writer's thread, or the merge's when there is none). */
-static int run_op(struct conv *c, const struct op *o)
+static int run_op(struct conv *c, uint32_t stmt, uint32_t nv, const int64_t *v, const void *blob, uint64_t nblob)
 {
-	if (o->stmt == OP_EVENT) {
-		memcpy(c->rows[c->nrows++], o->v, sizeof(o->v));
+	if (stmt == OP_EVENT) {
+		memcpy(c->rows[c->nrows++], v, sizeof(c->rows[0]));
 		return c->nrows == DET_CONVERT_BATCH ? flush_rows(c) : 0;
 	}
-	if (o->stmt == DET_SQL_RESULT)
+	if (stmt == DET_SQL_RESULT)
 		for (int i = c->nrows - 1; i >= 0; i--)
-			if (c->rows[i][0] == o->v[1]) { /* not inserted yet */
-				c->rows[i][3] = o->v[0];
+			if (c->rows[i][0] == v[1]) { /* not inserted yet */
+				c->rows[i][3] = v[0];
 				return 0;
 			}
-	sqlite3_stmt *st = c->st_sql[o->stmt];
-	for (uint32_t i = 0; i < o->nv; i++)
-		sqlite3_bind_int64(st, (int)i + 1, o->v[i]);
-	if (o->stmt == DET_SQL_DATA)
-		sqlite3_bind_blob64(st, (int)o->nv + 1, o->blob, o->nblob, SQLITE_STATIC);
+	sqlite3_stmt *st = c->st_sql[stmt];
+	for (uint32_t i = 0; i < nv; i++)
+		sqlite3_bind_int64(st, (int)i + 1, v[i]);
+	if (stmt == DET_SQL_DATA)
+		sqlite3_bind_blob64(st, (int)nv + 1, blob, nblob, SQLITE_STATIC);
 	static const char *const what[DET_SQL_COUNT] = {
 		[DET_SQL_CALL] = "a call", [DET_SQL_SITE] = "a site", [DET_SQL_OBJECT] = "an object",
 		[DET_SQL_DATA] = "input data", [DET_SQL_MARK] = "a mark", [DET_SQL_RESULT] = "a result",
 	};
-	return step(c, st, what[o->stmt] ? what[o->stmt] : "a row");
+	return step(c, st, what[stmt] ? what[stmt] : "a row");
 }
 
 static void *writer_main(void *arg)
@@ -451,7 +451,7 @@ static void *writer_main(void *arg)
 		uint32_t k = (uint32_t)(w->tail % CHUNKS);
 		for (uint32_t i = 0; i < w->chunk[k].n; i++) {
 			struct op *o = &w->chunk[k].ops[i];
-			if (!failed && run_op(c, o))
+			if (!failed && run_op(c, o->stmt, o->nv, o->v, o->blob, o->nblob))
 				failed = 1;
 			free(o->blob);
 			o->blob = NULL;
@@ -547,10 +547,10 @@ static int writer_end(struct conv *c)
 /* Write a row: queued for the writer while it runs, else at once. */
 static int put(struct conv *c, uint32_t stmt, uint32_t nv, const int64_t *v, const void *blob, uint64_t nblob)
 {
+	if (!c->w)
+		return run_op(c, stmt, nv, v, blob, nblob);
 	struct op o = {.stmt = stmt, .nv = nv, .blob = (void *)blob, .nblob = nblob};
 	memcpy(o.v, v, nv * sizeof(*v));
-	if (!c->w)
-		return run_op(c, &o);
 	if (blob) { /* (the caller's buffer is reused) */
 		if (!(o.blob = malloc(nblob ? nblob : 1)))
 			return fail(c, "out of memory");
