@@ -147,6 +147,23 @@ def schedule_build(trace: Path) -> dict[str, float]:
     return {"cpu_s": float(out[0]), "rss_mb": int(out[1]) / 1024}
 
 
+def seal_times(trace: Path, runs: int, tmp: Path) -> dict[str, float]:
+    """Seconds of the content checksum's C scan of event_rows and calls (what
+    det's writers other than detrec, and the validator, pay; detrec's
+    converter sums as it writes), and of the validator's full pass."""
+    code = ("import sys, time; from det import native; t = time.monotonic(); native.table_sums(sys.argv[1]);"
+            "print(time.monotonic() - t)")
+    scan, full = [], []
+    for _ in range(runs):
+        out = subprocess.run([str(BIN / "python"), "-c", code, str(trace)], capture_output=True, check=True).stdout
+        scan.append(float(out))
+        env = dict(os.environ, DET_VALIDATE="full", XDG_CACHE_HOME=str(tmp / "no-cache"))
+        a = time.monotonic()
+        subprocess.run([str(BIN / "detrec"), "info", str(trace)], capture_output=True, check=True, env=env)
+        full.append(time.monotonic() - a)
+    return {"scan_s": median(scan), "full_pass_s": median(full)}
+
+
 def until_fail_rate(sample: Path, args: list[str], runs: int, reps: int, tmp: Path) -> dict[str, float]:
     """Runs per second: the sample natively, one run after another, and
     under `detrec --until-fail RUNS` (a sample that passes: every run is
@@ -237,6 +254,11 @@ def main() -> int:
         results.append({"what": "schedule build", **b})
         print(f"  schedule of {events} events built in {b['cpu_s']:.3f} s of CPU, peak RSS {b['rss_mb']:.0f} MB "
               "(target: 2M events in <= 0.3 s)", flush=True)
+        sl = seal_times(trace, ns.runs, tmp)
+        results.append({"what": "seal", "events": events, **sl})
+        print(f"  checksum scan of {events} events (det's other writers, the validator) {sl['scan_s']:.3f} s; "
+              f"validator's full pass (detrec info, first open) {sl['full_pass_s']:.3f} s; detrec's own seal "
+              "sums as it converts (no scan)", flush=True)
 
         print("## inputs and real programs (issue: inputs)")
         big = tmp / "big.txt"

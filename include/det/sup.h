@@ -42,6 +42,12 @@ struct det_capture_stats {
 	uint64_t busy_ns; /* time spent writing the capture log */
 };
 
+/* A table's rows and its two content-checksum lanes (recorder/sums.h). */
+struct det_table_sum {
+	uint64_t rows;
+	int64_t lane[2];
+};
+
 struct det_convert_stats {
 	uint64_t events, objects, sites, calls, threads, processes, data_bytes;
 	uint64_t forced;     /* events placed against their object's order (a position never published) */
@@ -51,6 +57,7 @@ struct det_convert_stats {
 	uint64_t complete;   /* the log ends with its END chunk */
 	uint64_t ns;         /* time the conversion took */
 	uint64_t schedule;   /* the schedule digest (docs/TRACE_FORMAT.md, meta schedule_digest) */
+	struct det_table_sum event_sum, call_sum; /* event_rows and calls as written (recorder/sums.h) */
 };
 
 #define DET_SUP_ABI                                                                                \
@@ -119,6 +126,10 @@ int det_log_digest(const char *log_path, struct det_convert_stats *out, char *er
 /* The same digest from a trace's rows: rows_sql (schema.py SCHEDULE_ROWS)
  * gives each event's thread, kind and object in seq order. */
 int det_trace_digest(const char *db_path, const char *rows_sql, uint64_t *digest, char *err, uint32_t errlen);
+/* The checksum lanes of the rows `select` (schema.py's, DET_SUM_COLS
+ * integers a row) reads from the trace at db_path; 0, or < 0 with a
+ * message in err (a value that is not an integer is one). */
+int det_table_sums(const char *db_path, const char *select, struct det_table_sum *out, char *err, uint32_t errlen);
 /* The META chunk of a capture log (a JSON object), NUL-terminated in buf;
  * returns its length, or < 0 with a message in buf. */
 int det_log_meta(const char *log_path, char *buf, uint32_t len);

@@ -72,12 +72,22 @@ class CaptureStats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in ("entries", "bytes", "threads", "passes", "busy_ns")]
 
 
+class TableSum(ctypes.Structure):
+    """A table's rows and its content-checksum lanes (recorder/sums.h)."""
+
+    _fields_ = [("rows", ctypes.c_uint64), ("lane", ctypes.c_int64 * 2)]
+
+    def value(self) -> list[int | None]:
+        """As SQL's count(*), sum(), sum() gave it: no sums for no rows."""
+        return [self.rows, self.lane[0], self.lane[1]] if self.rows else [0, None, None]
+
+
 class ConvertStats(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_uint64)
         for name in ("events", "objects", "sites", "calls", "threads", "processes", "data_bytes", "forced", "cut",
                      "log_bytes", "torn_bytes", "complete", "ns", "schedule")
-    ]
+    ] + [("event_sum", TableSum), ("call_sum", TableSum)]
 
 
 _lib: ctypes.CDLL | None = None
@@ -107,6 +117,7 @@ def lib() -> ctypes.CDLL:
         "det_log_meta": (I, [C, C, U32]),
         "det_log_digest": (I, [C, ctypes.POINTER(ConvertStats), C, U32]),
         "det_trace_digest": (I, [C, C, ctypes.POINTER(U64), C, U32]),
+        "det_table_sums": (I, [C, C, ctypes.POINTER(TableSum), C, U32]),
         "det_sup_threads": (U32, [P]),
         "det_sup_thread": (I, [P, U32, ctypes.POINTER(ThreadInfo)]),
         "det_sup_attached": (ctypes.c_int64, [P]),
@@ -307,6 +318,17 @@ def trace_digest(db_path: Path) -> str:
     if lib().det_trace_digest(_b(db_path), schema.SCHEDULE_ROWS.encode(), ctypes.byref(value), err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return digest_hex(value.value)
+def table_sums(db_path: str | os.PathLike[str]) -> tuple[list[int | None], list[int | None]]:
+    """The checksum lanes of event_rows and calls, read from the (committed)
+    trace file: what det_convert hands over as it writes them."""
+    out = []
+    for table, select in (("event_rows", schema.EVENT_SUM_ROWS), ("calls", schema.CALL_SUM_ROWS)):
+        s = TableSum()
+        err = ctypes.create_string_buffer(300)
+        if lib().det_table_sums(_b(db_path), select.encode(), ctypes.byref(s), err, 300) != 0:
+            raise sqlite3.DatabaseError(f"{table} {err.value.decode(errors='replace')}")
+        out.append(s.value())
+    return out[0], out[1]
 
 
 def log_meta(log_path: Path) -> str:

@@ -442,7 +442,8 @@ def finish_run(c: Captured) -> RunResult:
         "convert_s": round(convert_s, 4),
         "forced": st.forced,
     })
-    path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool)
+    path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool,
+                           (st.event_sum.value(), st.call_sum.value()))
     remember(path)  # det wrote it: opening it need not check every event again
     c.writer.log.unlink(missing_ok=True)
     if c.spool is not None:

@@ -168,6 +168,13 @@ CONVERT_SQL = (
     "CREATE INDEX marks_by_thread ON marks(tid, idx);",
 )
 
+# The rows of the content checksum's lanes (include/det/sup.h det_table_sums,
+# recorder/sums.h): each event's order, thread, call and result, and each
+# call's kind, object and aux (an event's idx follows from its seq and tid;
+# its site and time are not enforced). No join.
+EVENT_SUM_ROWS = "SELECT seq, tid, call, result FROM event_rows"
+CALL_SUM_ROWS = "SELECT call, kind, obj, aux FROM calls"
+
 # The marks again, from the events (for a trace whose event_rows were rewritten
 # by hand: docs/TRACE_FORMAT.md).
 REBUILD_MARKS = f"""DELETE FROM marks;

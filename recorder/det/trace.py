@@ -500,9 +500,12 @@ class TraceWriter:
         end_states: dict[int, str],
         blocked: list[tuple[int, int, int, int]],
         stdin: IO[bytes] | None = None,
+        sums: tuple[list[Any], list[Any]] | None = None,
     ) -> Path:
         """The run's end, once its events are in: how each thread ended, who
-        was blocked, the outcome; then the file takes its final name."""
+        was blocked, the outcome; then the file takes its final name. `sums`:
+        the converter's checksum lanes of event_rows and calls (else the
+        seal reads them from the file)."""
         db = self._db()
         try:
             with db:
@@ -517,7 +520,7 @@ class TraceWriter:
                 db.execute(
                     f"INSERT INTO outcome({cols}) VALUES ({', '.join('?' * len(outcome))})", tuple(outcome.values())
                 )
-            seal(db)
+            seal(db, sums)
         finally:
             db.close()
         os.replace(self.path, self.final)

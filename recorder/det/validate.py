@@ -3,7 +3,8 @@
     validate(trace)   called by det.trace.Trace when it opens a file
 
 Rules of this file:
-  - Standard library only (gdb's Python imports it through det.trace).
+  - Standard library only (gdb's Python imports it through det.trace), and
+    libdetsup.so through det.native (ctypes) for the checksum's row lanes.
   - A trace that is wrong in any way becomes a TraceError whose message is
     one line naming the table, row and value at fault; nothing else escapes
     (no sqlite3, json, Unicode or type error).
@@ -20,8 +21,9 @@ Rules of this file:
     arrive, a lock taken only when free, a join after the exit, ...) and
     compares the content checksum that detrec sealed the trace with, so a
     changed input value or schedule is refused too. The checksum is over
-    the stored tables (event_rows and calls, no join), so sealing a trace
-    of millions of events costs two table scans.
+    the stored tables (event_rows and calls, no join); their row lanes are
+    summed in C (recorder/sums.h): by the converter as it writes them, so
+    detrec's seal reads no event again, and here by one C scan of each.
   - The full pass runs once per content: the SHA-256 of a trace det wrote,
     or of one that passed, is kept in the user's cache
     ($XDG_CACHE_HOME/det/valid-traces), and a file with those exact bytes
@@ -675,36 +677,30 @@ SEALED_META = ("format_version", "mode", "argv", "env", "cwd", "binary", "binary
                "libraries")
 SEALED_OUTCOME = ("status", "exit_code", "signal", "stdout_bytes", "stdout_sha256", "stderr_bytes",
                   "stderr_sha256", "events")
-P31 = 2147483647
+# The events and calls as stored: their lanes are summed in C
+# (recorder/sums.h), by the converter as it writes them, else by
+# native.table_sums (one scan of each table, no join).
+TableSums = tuple[list[Any], list[Any]]
 
 
+def _db_file(db: sqlite3.Connection) -> str:
+    row = db.execute("PRAGMA database_list").fetchone()
+    if row is None or not row[2]:
+        raise TraceDamage("the trace is not a file (its checksum is read from the file)")
+    return row[2]
 
 
-def _lane(cols: tuple[str, ...], a: int) -> str:
-    """A polynomial hash of one row's columns, mod 2^31-1, as SQL: summed
-    over a table by SQLite itself (C speed; no overflow)."""
-    h = "0"
-    for col in cols:
-        h = f"(({h}) * {a} + ({col} % {P31})) % {P31}"
-    return h
-
-
-def _table_sum(table: str, cols: tuple[str, ...]) -> str:
-    return f"SELECT count(*), sum({_lane(cols, 48271)}), sum({_lane(cols, 69621)}) FROM {table}"
-
-
-# The events as stored: each row's order, thread, call and result, and each
-# call's kind, object and aux (an event's idx follows from its seq and tid;
-# its site and time are not enforced). No join: two scans at C speed.
-EVENT_SUM_SQL = _table_sum("event_rows", ("seq", "tid", "call", "result"))
-CALL_SUM_SQL = _table_sum("calls", ("call", "kind", "obj", "aux"))
-
-
-def content_sum(db: sqlite3.Connection) -> str:
+def content_sum(db: sqlite3.Connection, sums: TableSums | None = None) -> str:
     """The checksum of everything replay enforces: the events' order, kinds,
     objects, results and aux values, the input data, the piped stdin, the
-    threads and processes, the meta values and outcome replay uses."""
+    threads and processes, the meta values and outcome replay uses. `sums`:
+    the lanes of event_rows and calls as their writer summed them (the
+    converter's); else they are read from db's (committed) file."""
+    from . import native  # (gdb's Python imports this module: ctypes only when a sum is made)
+
     h = hashlib.sha256()
+    if sums is None:
+        sums = native.table_sums(_db_file(db))
 
     def blob_sum(sql: str) -> list[Any]:
         # each row's checksums start from its key (and type), so bytes moved
@@ -722,8 +718,8 @@ def content_sum(db: sqlite3.Connection) -> str:
     parts = [
         sorted(meta.items()),
         [list(r) for r in out],
-        list(db.execute(EVENT_SUM_SQL).fetchone()),
-        list(db.execute(CALL_SUM_SQL).fetchone()),
+        list(sums[0]),
+        list(sums[1]),
         blob_sum("SELECT seq, bytes FROM data"),
         blob_sum("SELECT chunk, bytes FROM stdin"),
         [list(r) for r in db.execute("SELECT tid, parent, create_seq, obj, events, end_state, process "
@@ -736,11 +732,12 @@ def content_sum(db: sqlite3.Connection) -> str:
     return h.hexdigest()
 
 
-def seal(db: sqlite3.Connection) -> None:
+def seal(db: sqlite3.Connection, sums: TableSums | None = None) -> None:
     """Store the content checksum (det's own writers call this after they
-    wrote or changed a complete trace)."""
+    wrote or changed a complete trace; the converter's `sums` spare a scan)."""
+    db.commit()  # (the lanes are read from the file)
     with db:
-        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('content_sum', ?)", (content_sum(db),))
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('content_sum', ?)", (content_sum(db, sums),))
 
 
 # ---------------------------------------------------------------- traces known to be valid
