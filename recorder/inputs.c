@@ -1354,25 +1354,43 @@ DET_IMPL int det_impl_connect(int fd, const struct sockaddr *addr, socklen_t ale
 /*
  * A close frees its number for the next descriptor, which threads race for,
  * so it is an ordered event like the calls that make one (libuv closes
- * /proc/meminfo in one thread while another opens a file). In replay it
- * closes in its turn: a pipe's read end also closes only after the writes
- * the recording made while it was open (head cutting find short).
+ * /proc/meminfo in one thread while another opens a file). It takes its
+ * place before it runs: what it causes (the end of file a pipe's reader
+ * sees) comes after it. In replay it closes in its turn, so a pipe's read
+ * end also closes only after the writes the recording made while it was
+ * open (head cutting find short).
  */
+static int64_t close_event(int fd, int64_t (*perform)(void *), void *ctx, uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return perform(ctx);
+	struct det_op op = {.aux = (uint32_t)fd};
+	det_acquire_begin(&op, t, DET_EV_FD_CLOSE, NULL, DET_OBJ_NONE, ra);
+	int replaying = det_replaying();
+	if (!replaying)
+		det_rec_call_begin(&op);
+	int64_t res = perform(ctx);
+	if (replaying)
+		det_replay_end(&op, res);
+	else
+		det_rec_call_end(&op, res);
+	det_leave(t);
+	return res;
+}
+
+static int64_t do_close(void *p)
+{
+	return res_of(real.close(*(int *)p));
+}
+
 DET_IMPL int det_impl_close(int fd)
 {
 	det_init();
 	if (stash.fd == fd)
 		stash.fd = -1;
 	fd_set_class(fd, FDC_UNKNOWN);
-	struct det_thread *t = det_enter();
-	if (!t)
-		return real.close(fd);
-	struct det_op op = {.aux = (uint32_t)fd};
-	det_acquire_begin(&op, t, DET_EV_FD_CLOSE, NULL, DET_OBJ_NONE, DET_RA());
-	int64_t res = res_of(real.close(fd));
-	det_acquire_end(&op, res);
-	det_leave(t);
-	return (int)ret_of(res);
+	return (int)ret_of(close_event(fd, do_close, &fd, DET_RA()));
 }
 
 DET_IMPL int det_impl_dup(int fd)
@@ -1485,23 +1503,24 @@ DET_IMPL int det_impl_dup3(int fd, int to, int flags)
 
 /* fclose and fopen take and free a descriptor's number too: ordered like
  * close and open (FD_CLOSE, FD_OPEN). */
+static int64_t do_fclose(void *p)
+{
+	return real.fclose(p) ? -(int64_t)errno : 0;
+}
+
 DET_IMPL int det_impl_fclose(FILE *f)
 {
 	det_init();
 	int fd = f ? fileno(f) : -1;
-	if (fd >= 0)
-		fd_set_class(fd, FDC_UNKNOWN);
-	struct det_thread *t = fd >= 0 ? det_enter() : NULL;
-	if (!t)
+	if (fd < 0)
 		return real.fclose(f);
-	struct det_op op = {.aux = (uint32_t)fd};
-	det_acquire_begin(&op, t, DET_EV_FD_CLOSE, NULL, DET_OBJ_NONE, DET_RA());
-	int r = real.fclose(f);
-	int e = errno;
-	det_acquire_end(&op, r ? -(int64_t)e : 0);
-	det_leave(t);
-	errno = e;
-	return r;
+	fd_set_class(fd, FDC_UNKNOWN);
+	int64_t r = close_event(fd, do_fclose, f, DET_RA());
+	if (r < 0) {
+		errno = (int)-r;
+		return EOF;
+	}
+	return 0;
 }
 
 struct fopen_args {
