@@ -149,7 +149,7 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 static struct det_sched *entry(struct det_sup *s, uint32_t thread, uint64_t idx)
 {
 	struct det_slot *sl = det_shm_slot(s->hdr, thread);
-	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + idx % sl->sched_window;
+	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + (idx & (sl->sched_window - 1));
 }
 
 /* Is thread's event idx still to be done (its entry in place, not reused)?
@@ -236,10 +236,13 @@ static void run_ends(struct det_sup *s, uint32_t t)
 		publish(s, t);
 }
 
-static void publish_all(struct det_sup *s)
+/* Publish every thread but `busy` (UINT32_MAX: none), whose run of rows
+ * may not be over. */
+static void publish_all(struct det_sup *s, uint32_t busy)
 {
 	for (uint32_t t = 0; t < s->feed->nthreads; t++)
-		publish(s, t);
+		if (t != busy)
+			publish(s, t);
 }
 
 /*
@@ -256,9 +259,10 @@ static int feed_some(struct det_sup *s)
 	uint32_t kick = atomic_load(&h->feed_kick);
 	while (!f->done) {
 		if (f->seen % 256 == 0 && atomic_load(&h->feed_kick) != kick) {
-			/* a thread caught up with the feeder: it gets what is written */
+			/* a thread caught up with the feeder: it gets what is
+			 * written (of runs that are over) */
 			kick = atomic_load(&h->feed_kick);
-			publish_all(s);
+			publish_all(s, last_thread);
 		}
 		if (!f->row) {
 			int rc = sqlite3_step(f->ev);
@@ -288,7 +292,7 @@ static int feed_some(struct det_sup *s)
 		if (idx >= f->done_seen[t] + sl->sched_window - 2 && sl->sched_window < sl->sched_count) {
 			f->done_seen[t] = atomic_load(&sl->done);
 			if (idx >= f->done_seen[t] + sl->sched_window - 2) {
-				publish_all(s);
+				publish_all(s, UINT32_MAX);
 				return moved; /* its window is full: it has to move first */
 			}
 		}
@@ -329,7 +333,7 @@ static int feed_some(struct det_sup *s)
 			last_thread = t;
 		}
 	}
-	publish_all(s);
+	publish_all(s, UINT32_MAX);
 	return moved;
 }
 

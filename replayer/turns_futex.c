@@ -12,9 +12,9 @@
  *    wake[] entries (the waiter's own line, which it spins on), and enters
  *    the kernel only for those of them that sleep on their `sleeping` word.
  *  - A waiter spins while the thread it waits for is running, for at most
- *    SPIN_LIMIT pauses (a hand-off by sleeping costs both threads a few
- *    microseconds; a run of the other thread's events takes about as long),
- *    and sleeps at once when that thread waits itself.
+ *    SPIN_LIMIT steps of relax() (a hand-off by sleeping costs both
+ *    threads a few microseconds; a run of the other thread's events takes
+ *    about as long), and sleeps at once when that thread waits itself.
  *  - Works across processes: the region is shared, the futexes are not
  *    private.
  */
@@ -23,14 +23,28 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
-/* Pauses a waiter spins at most (a pause is 10-40 ns: some tens of us). */
-#define SPIN_LIMIT 1024
-/* Pauses between two looks at the other thread's line. */
-#define LOOK_EVERY 32
+/* Steps (relax) a waiter spins at most. */
+#define SPIN_LIMIT 128
+/* Steps between two looks at the other thread's line. */
+#define LOOK_EVERY 16
+/* Steps that pause; the later ones give the CPU up. */
+#define PAUSES 32
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 {
 	return det_sys(SYS_futex, (long)addr, op, val, 0, 0, 0);
+}
+
+/* A step of spinning: a hand-off between two running cores takes well under
+ * a microsecond, but the thread waited for may need this very CPU (a machine
+ * busier than its cores, or both threads on one core), or the feeder may
+ * (detreplay's own thread): there spinning would only delay them. */
+static void relax(unsigned step)
+{
+	if (step < PAUSES)
+		__builtin_ia32_pause();
+	else
+		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
 static void futex_thread_attach(struct det_thread *t)
@@ -55,8 +69,8 @@ static int moving(struct det_slot *d)
 static int spin(struct det_slot *me, struct det_slot *d, uint64_t idx)
 {
 	uint32_t k = atomic_load_explicit(&me->kicks, memory_order_acquire);
-	for (int n = 1; n <= SPIN_LIMIT; n++) {
-		__builtin_ia32_pause();
+	for (unsigned n = 1; n <= SPIN_LIMIT; n++) {
+		relax(n);
 		uint32_t now = atomic_load_explicit(&me->kicks, memory_order_acquire);
 		if (now == k && n % LOOK_EVERY)
 			continue;

@@ -169,8 +169,7 @@ struct det_slot {
 					      * get it back (replay: did so when the recording ended) */
 	uint64_t blocked_addr;             /* the object's address, when its id was not known yet */
 	DET_ATOMIC(uint64_t) strict_defer; /* chaos: it polled; others go first until this event number */
-	DET_ATOMIC(uint32_t) strict_sleeping; /* strict: asleep on strict_wake (a waker must FUTEX_WAKE) */
-	uint8_t pad1b[4];
+	uint8_t pad1b[8];
 	/* line 2: producer side of the ring */
 	DET_ATOMIC(uint64_t) head;      /* entries published */
 	uint64_t pad2a;
