@@ -72,6 +72,10 @@ struct det_thread {
 	/* replay: this thread's recorded events */
 	const struct det_sched *sched;
 	uint64_t sched_count;
+	uint64_t sched_known; /* entries the feeder is known to have written (the slot's sched_filled, as
+			       * last read: its line is the feeder's to write) */
+	uint64_t sched_mask;  /* its window's entries - 1 (a power of two) */
+	uint64_t feed_kick_at; /* t->idx at which it next tells the feeder its window has room */
 	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
 	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
@@ -459,26 +463,21 @@ static inline void det_input_end(struct det_op *op, int64_t result, const void *
  * of the schedule; waits in the rare case the feeder has not written it
  * yet (replayer/schedule.c). */
 DET_HIDDEN void det_sched_wait(struct det_thread *t, uint64_t idx);
+/* Has the feeder written t's entry idx (t->sched_known refreshed)? */
+DET_HIDDEN int det_sched_known(struct det_thread *t, uint64_t idx);
 static inline const struct det_sched *det_sched_at(struct det_thread *t, uint64_t idx)
 {
-	struct det_slot *s = t->slot;
-	uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
-	if (det_unlikely((uint32_t)(f >> DET_FILLED_BITS) != atomic_load_explicit(&det_hdr->sched_gen,
-										  memory_order_relaxed) ||
-			 (f & DET_FILLED_MASK) <= idx))
+	if (det_unlikely(idx >= t->sched_known))
 		det_sched_wait(t, idx);
-	return &t->sched[idx % s->sched_window];
+	return &t->sched[idx & t->sched_mask];
 }
 
 /* The same, or NULL if the feeder has not written it yet. */
 static inline const struct det_sched *det_sched_peek(struct det_thread *t, uint64_t idx)
 {
-	struct det_slot *s = t->slot;
-	uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
-	if ((uint32_t)(f >> DET_FILLED_BITS) != atomic_load_explicit(&det_hdr->sched_gen, memory_order_relaxed) ||
-	    (f & DET_FILLED_MASK) <= idx)
+	if (det_unlikely(idx >= t->sched_known) && !det_sched_known(t, idx))
 		return NULL;
-	return &t->sched[idx % s->sched_window];
+	return &t->sched[idx & t->sched_mask];
 }
 
 static inline const void *det_replay_data(const struct det_sched *e)

@@ -7,11 +7,11 @@
  *    predecessor in the global order, relaxed replay its predecessors on the
  *    objects it touches. One mechanism serves both; detreplay chooses the
  *    edges (replayer/schedule.c).
- *  - A thread waits by spinning briefly on its backend's progress counters,
- *    then sleeping in the backend (replayer/turns.h: futex turnstiles, or
- *    the kernel module); a finished event wakes only the threads listed in
- *    its wake[] entries. The backend is chosen by the shared header's
- *    `turns` field, through the table below.
+ *  - A thread whose next event has a prerequisite not done yet waits in its
+ *    backend (replayer/turns.h: futex turnstiles, or the kernel module),
+ *    which spins for a while before it sleeps; a finished event wakes only
+ *    the threads listed in its wake[] entries. The backend is chosen by the
+ *    shared header's `turns` field, through the table below.
  *  - The first divergence wins: it is written to the shared header for
  *    detreplay to report, and the program stops with DET_EXIT_STOPPED.
  */
@@ -24,8 +24,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#define SPIN_ROUNDS 400
 
 /* The enforcement backends, by enum det_turns_backend. */
 static const struct det_turns *const backends[] = {
@@ -99,14 +97,23 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 	return det_sys(SYS_futex, (long)addr, op, val, 0, 0, 0);
 }
 
+/* Has the feeder written t's entry idx? The slot's line is read only when
+ * t's cached count says no (the feeder writes that line). */
+int det_sched_known(struct det_thread *t, uint64_t idx)
+{
+	uint64_t f = atomic_load_explicit(&t->slot->sched_filled, memory_order_acquire);
+	if ((uint32_t)(f >> DET_FILLED_BITS) != atomic_load(&det_hdr->sched_gen))
+		return 0;
+	t->sched_known = f & DET_FILLED_MASK;
+	return t->sched_known > idx;
+}
+
 /* The feeder has not written the thread's entry idx yet (a window is
  * written a little ahead of its thread; this thread caught up with it). */
 void det_sched_wait(struct det_thread *t, uint64_t idx)
 {
-	struct det_slot *s = t->slot;
 	for (unsigned round = 0;; round++) {
-		uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
-		if ((uint32_t)(f >> DET_FILLED_BITS) == atomic_load(&det_hdr->sched_gen) && (f & DET_FILLED_MASK) > idx)
+		if (det_sched_known(t, idx))
 			return;
 		if (atomic_load(&det_hdr->feed_failed))
 			det_fatal("%s", det_hdr->error);
@@ -183,6 +190,15 @@ void det_replay_attach(struct det_thread *t)
 /* A thread starts replaying at t->idx: here, or in an exec'd image. */
 void det_replay_resume(struct det_thread *t)
 {
+	struct det_slot *s = t->slot;
+	uint32_t w = s->sched_window;
+	if (!w || (w & (w - 1)))
+		det_fatal("T%u's schedule window of %u entries is not a power of two: mixed det builds?", t->num, w);
+	t->sched_mask = w - 1;
+	t->sched_known = 0;
+	/* a window shorter than the thread's events is refilled as it goes:
+	 * it says so every quarter window */
+	t->feed_kick_at = w < s->sched_count ? (t->idx / (w / 4) + 1) * (w / 4) : UINT64_MAX;
 	choose_turns();
 	turns->thread_attach(t);
 }
@@ -214,19 +230,15 @@ static int turn_due(const struct det_sched *e)
 	return 1;
 }
 
-/* Wait until every prerequisite of e, t's next event, is done. */
+/* Wait until every prerequisite of e, t's next event, is done. A run of
+ * the thread's own events has none: it goes on without reading any other
+ * thread's line. */
 static void wait_turn(struct det_thread *t, const struct det_sched *e)
 {
-	if (turn_due(e))
+	if (det_likely(!e->dep_thread[0] && !e->dep_thread[1]) || turn_due(e))
 		return;
 	atomic_store_explicit(&t->slot->at_turnstile, 1, memory_order_relaxed);
-	int due = 0;
-	for (int i = 0; i < SPIN_ROUNDS && !due; i++) {
-		__builtin_ia32_pause();
-		due = turn_due(e);
-	}
-	if (!due)
-		turns->sleep(t, e);
+	turns->wait(t, e);
 	atomic_store_explicit(&t->slot->at_turnstile, 0, memory_order_relaxed);
 }
 
@@ -422,10 +434,12 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (result != e->result)
 		det_diverge(t, DET_DIV_RESULT, op->kind, NULL, op->ra, "the operation returned something else");
 	t->idx++;
+	/* (seq_cst: ordered before the wake-ups are read below, for the
+	 * feeder, which adds them; see schedule.c pending()) */
 	atomic_store(&t->slot->done, t->idx);
-	struct det_slot *sl = t->slot;
-	if (det_unlikely(sl->sched_window < sl->sched_count && t->idx % (sl->sched_window / 4) == 0)) {
+	if (det_unlikely(t->idx >= t->feed_kick_at)) {
 		/* room in its window: the feeder may go on */
+		t->feed_kick_at += (t->sched_mask + 1) / 4;
 		atomic_fetch_add(&det_hdr->feed_kick, 1);
 		futex(&det_hdr->feed_kick, FUTEX_WAKE, 1);
 	}

@@ -40,8 +40,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Entries of a thread's window (a thread with fewer events gets that many). */
+/* Entries of a thread's window (a thread with fewer events gets the power of
+ * two that holds them: the runtime finds entry i at i & (window - 1)). */
 #define WINDOW (1u << 16)
+
+/* A thread's entries are published at the end of a run of its rows once this
+ * many wait (and all of them whenever the feeder stops): the slot line that
+ * says so is one the thread reads, so it is written seldom. */
+#define PUBLISH_EVERY 1024
+
+static uint32_t window_of(uint64_t count)
+{
+	return count < WINDOW ? sup_pow2(count, 1) : WINDOW;
+}
 
 /* Does this kind's aux name a second object (the mutex of a condition wait)? */
 static int aux_is_object(uint16_t kind)
@@ -116,6 +127,8 @@ struct feeder {
 	int64_t max_obj;
 	uint32_t nthreads;
 	uint64_t *fed;            /* per thread: entries written */
+	uint64_t *published;      /* per thread: entries published (sched_filled) */
+	uint64_t *done_seen;      /* per thread: its done counter, as last read (it only grows) */
 	struct order order;
 	uint64_t seen, total;
 	uint64_t data_at, data_end;
@@ -136,13 +149,18 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 static struct det_sched *entry(struct det_sup *s, uint32_t thread, uint64_t idx)
 {
 	struct det_slot *sl = det_shm_slot(s->hdr, thread);
-	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + idx % sl->sched_window;
+	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + (idx & (sl->sched_window - 1));
 }
 
-/* Is thread's event idx still to be done (its entry in place, not reused)? */
+/* Is thread's event idx still to be done (its entry in place, not reused)?
+ * By the count last read: a thread's done line is its own to write at every
+ * event, and reading it for every row would take it away each time. A stale
+ * count only adds a wake-up the thread has gone past; its waiter then finds
+ * the event done by itself (enforce.c's done store is ordered before the
+ * thread reads its wake-ups, so whatever misses one sees the other). */
 static int pending(struct det_sup *s, uint32_t thread, uint64_t idx)
 {
-	return atomic_load(&det_shm_slot(s->hdr, thread)->done) <= idx;
+	return s->feed->done_seen[thread] <= idx;
 }
 
 static void add_wake(struct det_sched *e, uint32_t thread)
@@ -190,6 +208,8 @@ static void feed_rewind(struct det_sup *s, uint32_t gen)
 	sqlite3_reset(f->data);
 	f->drc = sqlite3_step(f->data);
 	memset(f->fed, 0, f->nthreads * sizeof(*f->fed));
+	memset(f->published, 0, f->nthreads * sizeof(*f->published));
+	memset(f->done_seen, 0, f->nthreads * sizeof(*f->done_seen));
 	order_reset(&f->order);
 	f->seen = 0;
 	f->data_at = s->data_off;
@@ -201,8 +221,28 @@ static void feed_rewind(struct det_sup *s, uint32_t gen)
 static void publish(struct det_sup *s, uint32_t t)
 {
 	struct det_slot *sl = det_shm_slot(s->hdr, t);
-	atomic_store_explicit(&sl->sched_filled, (uint64_t)s->feed->gen << DET_FILLED_BITS | s->feed->fed[t],
+	struct feeder *f = s->feed;
+	if (f->published[t] == f->fed[t])
+		return;
+	f->published[t] = f->fed[t];
+	atomic_store_explicit(&sl->sched_filled, (uint64_t)f->gen << DET_FILLED_BITS | f->fed[t],
 			      memory_order_release);
+}
+
+/* The end of a run of t's rows: publish if enough wait. */
+static void run_ends(struct det_sup *s, uint32_t t)
+{
+	if (s->feed->fed[t] - s->feed->published[t] >= PUBLISH_EVERY)
+		publish(s, t);
+}
+
+/* Publish every thread but `busy` (UINT32_MAX: none), whose run of rows
+ * may not be over. */
+static void publish_all(struct det_sup *s, uint32_t busy)
+{
+	for (uint32_t t = 0; t < s->feed->nthreads; t++)
+		if (t != busy)
+			publish(s, t);
 }
 
 /*
@@ -216,7 +256,14 @@ static int feed_some(struct det_sup *s)
 	struct det_shm_header *h = s->hdr;
 	int moved = 0;
 	uint32_t last_thread = UINT32_MAX;
+	uint32_t kick = atomic_load(&h->feed_kick);
 	while (!f->done) {
+		if (f->seen % 256 == 0 && atomic_load(&h->feed_kick) != kick) {
+			/* a thread caught up with the feeder: it gets what is
+			 * written (of runs that are over) */
+			kick = atomic_load(&h->feed_kick);
+			publish_all(s, last_thread);
+		}
 		if (!f->row) {
 			int rc = sqlite3_step(f->ev);
 			if (rc == SQLITE_DONE) {
@@ -242,10 +289,12 @@ static int feed_some(struct det_sup *s)
 		uint64_t idx = f->fed[t];
 		if (idx >= sl->sched_count)
 			return feed_fail(s, "event %lld of the trace is one more than T%u has", (long long)seq, t);
-		if (idx >= atomic_load(&sl->done) + sl->sched_window - 2 && sl->sched_window < sl->sched_count) {
-			if (last_thread != UINT32_MAX)
-				publish(s, last_thread);
-			return moved; /* its window is full: it has to move first */
+		if (idx >= f->done_seen[t] + sl->sched_window - 2 && sl->sched_window < sl->sched_count) {
+			f->done_seen[t] = atomic_load(&sl->done);
+			if (idx >= f->done_seen[t] + sl->sched_window - 2) {
+				publish_all(s, UINT32_MAX);
+				return moved; /* its window is full: it has to move first */
+			}
 		}
 		struct call *k = &f->calls[call];
 		struct det_sched *e = entry(s, t, idx);
@@ -280,12 +329,11 @@ static int feed_some(struct det_sup *s)
 		 * signal glued after it (recorder/convert.c) appear together */
 		if (last_thread != t) {
 			if (last_thread != UINT32_MAX)
-				publish(s, last_thread);
+				run_ends(s, last_thread);
 			last_thread = t;
 		}
 	}
-	if (last_thread != UINT32_MAX)
-		publish(s, last_thread);
+	publish_all(s, UINT32_MAX);
 	return moved;
 }
 
@@ -341,6 +389,8 @@ void sup_feed_free(struct det_sup *s)
 	sqlite3_close(f->db);
 	free(f->calls);
 	free(f->fed);
+	free(f->published);
+	free(f->done_seen);
 	free(f->order.last_obj);
 	free(f);
 	s->feed = NULL;
@@ -462,7 +512,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	/* the windows, one after the other */
 	uint64_t window_entries = 0;
 	for (uint32_t i = 0; i < nthreads; i++)
-		window_entries += counts[i] < WINDOW ? counts[i] : WINDOW;
+		window_entries += window_of(counts[i]);
 	struct sup_layout l = {
 		.mode = DET_MODE_REPLAY,
 		.max_threads = nthreads,
@@ -486,17 +536,19 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		sl->obj = thread_obj[i];
 		sl->sched_off = off;
 		sl->sched_count = counts[i];
-		sl->sched_window = (uint32_t)(counts[i] < WINDOW ? (counts[i] ? counts[i] : 1) : WINDOW);
-		off += (counts[i] < WINDOW ? counts[i] : WINDOW) * sizeof(struct det_sched);
+		sl->sched_window = window_of(counts[i]);
+		off += (uint64_t)sl->sched_window * sizeof(struct det_sched);
 	}
 
 	f->nthreads = nthreads;
 	f->total = total;
 	f->data_end = s->data_off + (uint64_t)data_bytes;
 	f->fed = calloc(nthreads, sizeof(*f->fed));
+	f->published = calloc(nthreads, sizeof(*f->published));
+	f->done_seen = calloc(nthreads, sizeof(*f->done_seen));
 	f->order.max_obj = f->max_obj;
 	f->order.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->order.last_obj));
-	if (!f->fed || !f->order.last_obj) {
+	if (!f->fed || !f->published || !f->done_seen || !f->order.last_obj) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}

@@ -10,9 +10,10 @@
  *    include/det/turns.def; enforce.c picks it by the shared header's
  *    `turns` field. No backend-specific branch lives anywhere else in the
  *    runtime.
- *  - done_count() is the backend's own record of progress, read on the hot
- *    path without a system call; sleep() is entered only after enforce.c
- *    has spun on it for a while.
+ *  - done_count() is the backend's own record of progress, read without a
+ *    system call; enforce.c calls wait() only for an event whose
+ *    prerequisites it found not done, and the backend decides how long to
+ *    spin before it sleeps.
  */
 #ifndef DET_TURNS_H
 #define DET_TURNS_H
@@ -27,7 +28,7 @@ struct det_turns {
 	 * least every event that some other thread waits for. */
 	uint64_t (*done_count)(uint32_t num);
 	/* Block until every prerequisite of e (t's next event, t->idx) is done. */
-	void (*sleep)(struct det_thread *t, const struct det_sched *e);
+	void (*wait)(struct det_thread *t, const struct det_sched *e);
 	/* t has done e (t->idx is past it): record that and wake the threads
 	 * e names in wake[] whose turn it now is. */
 	void (*done)(struct det_thread *t, const struct det_sched *e);

@@ -4,10 +4,17 @@
  *
  * Rules of this file:
  *  - A thread's progress is its slot's `done` counter, which enforce.c
- *    advances; the backend trusts it as the turn counter.
- *  - A thread sleeps on its own slot's `sleeping` word; a finished event
- *    wakes only the threads listed in its wake[] entries, and only those
- *    that sleep.
+ *    advances at every event; the backend trusts it as the turn counter.
+ *    A waiter reads another thread's counter only now and then: that line
+ *    is written at every event of its owner, and a waiter that kept it
+ *    would make each of those events pay for taking it back.
+ *  - A finished event bumps the `kicks` word of the threads listed in its
+ *    wake[] entries (the waiter's own line, which it spins on), and enters
+ *    the kernel only for those of them that sleep on their `sleeping` word.
+ *  - A waiter spins while the thread it waits for is running, for at most
+ *    SPIN_LIMIT steps of relax() (a hand-off by sleeping costs both
+ *    threads a few microseconds; a run of the other thread's events takes
+ *    about as long), and sleeps at once when that thread waits itself.
  *  - Works across processes: the region is shared, the futexes are not
  *    private.
  */
@@ -16,9 +23,28 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
+/* Steps (relax) a waiter spins at most. */
+#define SPIN_LIMIT 128
+/* Steps between two looks at the other thread's line. */
+#define LOOK_EVERY 16
+/* Steps that pause; the later ones give the CPU up. */
+#define PAUSES 32
+
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 {
 	return det_sys(SYS_futex, (long)addr, op, val, 0, 0, 0);
+}
+
+/* A step of spinning: a hand-off between two running cores takes well under
+ * a microsecond, but the thread waited for may need this very CPU (a machine
+ * busier than its cores, or both threads on one core), or the feeder may
+ * (detreplay's own thread): there spinning would only delay them. */
+static void relax(unsigned step)
+{
+	if (step < PAUSES)
+		__builtin_ia32_pause();
+	else
+		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }
 
 static void futex_thread_attach(struct det_thread *t)
@@ -31,13 +57,41 @@ static uint64_t futex_done_count(uint32_t num)
 	return atomic_load_explicit(&det_shm_slot(det_hdr, num)->done, memory_order_acquire);
 }
 
-static void futex_sleep(struct det_thread *t, const struct det_sched *e)
+/* Is the thread d doing its events (not waiting for a turn itself)? */
+static int moving(struct det_slot *d)
+{
+	return !atomic_load_explicit(&d->at_turnstile, memory_order_relaxed) &&
+	       atomic_load_explicit(&d->state, memory_order_relaxed) == DET_TS_RUNNING;
+}
+
+/* Spin until d has done its event idx, or until spinning looks useless;
+ * returns 1 if it is done. */
+static int spin(struct det_slot *me, struct det_slot *d, uint64_t idx)
+{
+	uint32_t k = atomic_load_explicit(&me->kicks, memory_order_acquire);
+	for (unsigned n = 1; n <= SPIN_LIMIT; n++) {
+		relax(n);
+		uint32_t now = atomic_load_explicit(&me->kicks, memory_order_acquire);
+		if (now == k && n % LOOK_EVERY)
+			continue;
+		k = now;
+		if (atomic_load_explicit(&d->done, memory_order_acquire) > idx)
+			return 1;
+		if (!moving(d))
+			return 0;
+	}
+	return 0;
+}
+
+static void futex_wait_turn(struct det_thread *t, const struct det_sched *e)
 {
 	struct det_slot *me = t->slot;
 	for (int i = 0; i < 2; i++) {
 		if (!e->dep_thread[i])
 			continue;
 		struct det_slot *d = det_shm_slot(det_hdr, e->dep_thread[i] - 1);
+		if (atomic_load(&d->done) > e->dep_idx[i] || spin(me, d, e->dep_idx[i]))
+			continue;
 		for (;;) {
 			/* Dekker with futex_done: sleeping is set before done is
 			 * read again, done is set before sleeping is read. */
@@ -58,6 +112,7 @@ static void futex_done(struct det_thread *t, const struct det_sched *e)
 		if (!w)
 			continue;
 		struct det_slot *s = det_shm_slot(det_hdr, w - 1);
+		atomic_fetch_add_explicit(&s->kicks, 1, memory_order_release);
 		if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
 			futex(&s->sleeping, FUTEX_WAKE, 1);
 	}
@@ -73,7 +128,7 @@ const struct det_turns det_turns_futex = {
 	.name = "futex",
 	.thread_attach = futex_thread_attach,
 	.done_count = futex_done_count,
-	.sleep = futex_sleep,
+	.wait = futex_wait_turn,
 	.done = futex_done,
 	.reset = futex_reset,
 };

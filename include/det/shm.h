@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 6
+#define DET_SHM_VERSION 7
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -190,7 +190,8 @@ struct det_slot {
 	uint32_t sched_window;
 	uint32_t pad4a;
 	DET_ATOMIC(uint64_t) sched_filled; /* sched_gen << DET_FILLED_BITS | entries written so far */
-	uint8_t pad4b[8];
+	DET_ATOMIC(uint32_t) kicks;     /* futex turns: bumped when an event it may wait for is done */
+	uint8_t pad4b[4];
 	/* line 5: strict mode's waits, written under the run token */
 	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
 	uint64_t strict_ticket;            /* the order in which waiters started waiting */
