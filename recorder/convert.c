@@ -1388,35 +1388,30 @@ SUP_EXPORT int det_log_digest(const char *log_path, struct det_convert_stats *ou
 	return run_and_report(log_path, NULL, NULL, 0, out, err, errlen);
 }
 
+struct row_digest {
+	uint64_t h, n;
+};
+
+static void digest_row(const int64_t *v, void *ctx)
+{
+	struct row_digest *d = ctx;
+	if (!in_schedule((uint32_t)v[1]))
+		return;
+	d->h = digest_step(d->h, (uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2]);
+	d->n++;
+}
+
 SUP_EXPORT int det_trace_digest(const char *db_path, const char *rows_sql, uint64_t *digest, char *err,
 				uint32_t errlen)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int r = -1, rc;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, rows_sql, -1, &st, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot read %s: %s", db_path, db ? sqlite3_errmsg(db) : "out of memory");
-		goto out;
+	struct row_digest d = {DIGEST_START, 0};
+	char why[400];
+	if (det_scan_rows(db_path, rows_sql, 3, digest_row, &d, why, sizeof(why))) {
+		snprintf(err, errlen, "cannot read %s: %s", db_path, why);
+		return -1;
 	}
-	uint64_t h = DIGEST_START, n = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t kind = (uint64_t)sqlite3_column_int64(st, 1);
-		if (!in_schedule((uint32_t)kind))
-			continue;
-		h = digest_step(h, (uint64_t)sqlite3_column_int64(st, 0), kind, (uint64_t)sqlite3_column_int64(st, 2));
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "cannot read %s: %s", db_path, sqlite3_errmsg(db));
-		goto out;
-	}
-	*digest = digest_end(h, n);
-	r = 0;
-out:
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return r;
+	*digest = digest_end(d.h, d.n);
+	return 0;
 }
 
 SUP_EXPORT int det_log_meta(const char *log_path, char *buf, uint32_t len)

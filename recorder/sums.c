@@ -4,7 +4,8 @@
  *
  * Rules of this file:
  *  - The SELECT is schema.py's (include/det/sup.h); this only steps it and
- *    adds rows. Every value must be an integer: anything else is named in
+ *    adds rows. det_scan_rows is libdetsup's one read-only scan of a trace's
+ *    rows (the schedule digest's det_trace_digest uses it too). Every value must be an integer: anything else is named in
  *    the error, never converted (SQL's % would have converted it).
  *  - Read-only: the file is opened with its own connection, so the caller
  *    commits its changes first.
@@ -15,27 +16,27 @@
 #include <stdio.h>
 #include <string.h>
 
-SUP_EXPORT int det_table_sums(const char *db_path, const char *select, struct det_table_sum *out, char *err,
-			      uint32_t errlen)
+/* Steps `select` over the trace at db_path (read-only, its own connection),
+ * giving each row's `ncols` integers to row(v, ctx); a value that is not an
+ * integer is an error naming it. 0, or -1 with a message in err. */
+SUP_HIDDEN int det_scan_rows(const char *db_path, const char *select, int ncols,
+			     void (*row)(const int64_t *v, void *ctx), void *ctx, char *err, uint32_t errlen)
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	struct det_table_sum s;
-	memset(&s, 0, sizeof(s));
 	int r = -1, rc;
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, select, -1, &st, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s", db ? sqlite3_errmsg(db) : "out of memory");
 		goto out;
 	}
-	if (sqlite3_column_count(st) != DET_SUM_COLS) {
-		snprintf(err, errlen, "the checksum's query reads %d columns, not %d", sqlite3_column_count(st),
-			 DET_SUM_COLS);
+	if (ncols > 8 || sqlite3_column_count(st) != ncols) {
+		snprintf(err, errlen, "the query reads %d columns, not %d", sqlite3_column_count(st), ncols);
 		goto out;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t v[DET_SUM_COLS];
-		for (int i = 0; i < DET_SUM_COLS; i++) {
+		int64_t v[8];
+		for (int i = 0; i < ncols; i++) {
 			if (sqlite3_column_type(st, i) != SQLITE_INTEGER) {
 				snprintf(err, errlen, "row %lld: %s is not a number", (long long)sqlite3_column_int64(st, 0),
 					 sqlite3_column_name(st, i));
@@ -43,16 +44,31 @@ SUP_EXPORT int det_table_sums(const char *db_path, const char *select, struct de
 			}
 			v[i] = sqlite3_column_int64(st, i);
 		}
-		det_sum_row(&s, v, 1);
+		row(v, ctx);
 	}
 	if (rc != SQLITE_DONE) {
 		snprintf(err, errlen, "%s", sqlite3_errmsg(db));
 		goto out;
 	}
-	*out = s;
 	r = 0;
 out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return r;
+}
+
+static void add_row(const int64_t *v, void *sum)
+{
+	det_sum_row(sum, v, 1);
+}
+
+SUP_EXPORT int det_table_sums(const char *db_path, const char *select, struct det_table_sum *out, char *err,
+			      uint32_t errlen)
+{
+	struct det_table_sum s;
+	memset(&s, 0, sizeof(s));
+	if (det_scan_rows(db_path, select, DET_SUM_COLS, add_row, &s, err, errlen))
+		return -1;
+	*out = s;
+	return 0;
 }

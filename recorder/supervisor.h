@@ -67,5 +67,9 @@ SUP_HIDDEN void sup_feed_free(struct det_sup *s);
 SUP_HIDDEN int sup_schedule_deps(struct det_sup *s,
 				 void (*dep)(void *arg, uint32_t thread, uint64_t idx, const struct det_sched *e),
 				 void *arg);
+/* A trace's rows read with its own read-only connection: each row's ncols
+ * (<= 8) integers go to row(); 0, or -1 with a message (recorder/sums.c). */
+SUP_HIDDEN int det_scan_rows(const char *db_path, const char *select, int ncols,
+			     void (*row)(const int64_t *v, void *ctx), void *ctx, char *err, uint32_t errlen);
 
 #endif /* DET_SUPERVISOR_H */
