@@ -11,17 +11,26 @@
 #ifndef DET_SAMPLE_H
 #define DET_SAMPLE_H
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+/* One thread reports at a time, and the first to exit keeps the lock:
+ * exit's flush of stdout takes no lock, so a second thread printing while
+ * the first exits could have its line written twice or not at all (a race
+ * in libc's exit, not the sample's bug, and different in every run). */
+static pthread_mutex_t sample_bug_lock __attribute__((unused)) = PTHREAD_MUTEX_INITIALIZER;
+
 #define BUG(...)                                                                                   \
 	do {                                                                                       \
+		pthread_mutex_lock(&sample_bug_lock);                                              \
 		printf("BUG: ");                                                                   \
 		printf(__VA_ARGS__);                                                               \
 		printf("\n");                                                                      \
 		fflush(stdout);                                                                    \
 		if (!getenv("SAMPLE_KEEP_GOING"))                                                  \
 			exit(1);                                                                   \
+		pthread_mutex_unlock(&sample_bug_lock);                                            \
 	} while (0)
 
 /* argv[i] as a number, or dflt when absent. */
