@@ -13,7 +13,8 @@ independent, and a hunt's data are a few kept traces.
 
 Rules of this module:
  - A task records one seed on its worker (det.hunt.run_seed) into the
-   worker's temp directory, det-hunt-ID/, and returns the run's summary; the
+   worker's temp directory, det-hunt-ID-PID/ (one per worker process:
+   workers of one machine share /tmp), and returns the run's summary; the
    hunt merges summaries by seed and fetches only the traces it keeps
    (failing ones, and a passing partner), which the worker converts from
    their capture logs then (det.hunt.use_kept); the directory, and the
@@ -46,7 +47,9 @@ _CHECKED: dict[str, str] = {}  # on a worker: program path -> sha256, once per h
 
 
 def _scratch(hunt_id: str) -> Path:
-    return Path(tempfile.gettempdir()) / f"det-hunt-{hunt_id}"
+    # one per worker process: two workers on one machine share its /tmp, and
+    # each keeps its own last pass there (under one name, last-pass.db)
+    return Path(tempfile.gettempdir()) / f"det-hunt-{hunt_id}-{os.getpid()}"
 
 
 def _remote_run(spec: RunSpec, index: int, pct_k: int, hunt_id: str, det_version: str) -> RunSummary:
