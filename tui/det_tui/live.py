@@ -20,6 +20,7 @@ import itertools
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -111,9 +112,7 @@ class LiveSession:
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
-                err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-                said = [ln for ln in err.splitlines() if ln.strip()]
-                raise LiveError(said[-1] if said else f"detreplay --gdb exited ({self.process.returncode})")
+                raise self._exited()
             try:
                 rs = self.mi.get_gdb_response(timeout_sec=0.2, raise_error_on_timeout=False)
             except Exception as e:  # noqa: BLE001 - pygdbmi raises bare errors on a closed pipe
@@ -125,9 +124,24 @@ class LiveSession:
             if time.monotonic() > deadline:
                 raise LiveError(f"gdb did not answer in {timeout:g} s")
 
+    def _exited(self) -> LiveError:
+        """Why detreplay --gdb ended: the last line it printed."""
+        err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+        said = [ln for ln in err.splitlines() if ln.strip()]
+        return LiveError(said[-1] if said else f"detreplay --gdb exited ({self.process.returncode})")
+
     def _send(self, command: str) -> int:
         token = next(self._tokens)
-        self.mi.write(f"{token}{command}", read_response=False)
+        try:
+            self.mi.write(f"{token}{command}", read_response=False)
+        except OSError:
+            # detreplay refused the trace and exited before gdb read a line:
+            # what it said is the error, not the broken pipe.
+            try:
+                self.process.wait(timeout=STEP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise LiveError("gdb stopped reading its commands") from None
+            raise self._exited() from None
         return token
 
     def _barrier(self, before: list[dict[str, Any]], timeout: float) -> Position:
