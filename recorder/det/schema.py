@@ -1,13 +1,14 @@
 """The SQL schema of a det trace: the only place that spells it.
 
 Rules: standard library only (gdb's Python imports it). A change to any
-table bumps FORMAT_VERSION and docs/TRACE_FORMAT.md. libdetsup.so receives
+table, or to which calls are events (a replay needs the events the runtime
+makes), bumps FORMAT_VERSION and docs/TRACE_FORMAT.md. libdetsup.so receives
 the statements it needs from here and only binds values.
 """
 
 from __future__ import annotations
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 APPLICATION_ID = 0x64657431  # "det1"
 PAGE_SIZE = 4096  # (larger pages make small traces large and large ones no smaller)
 
