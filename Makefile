@@ -27,8 +27,8 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
-RUNTIME_HDR := recorder/runtime.h recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
+RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c recorder/openmp.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := recorder/runtime.h recorder/locks.h recorder/openmp.def recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := recorder/supervisor.c recorder/capture.c recorder/convert.c recorder/sums.c replayer/schedule.c replayer/sup_turns.c
 SUP_HDR     := recorder/supervisor.h recorder/sums.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 
@@ -130,6 +130,9 @@ testprogs: $(TESTPROGS)
 tests/bin/%: tests/programs/%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -pthread -o $@ $<
+tests/bin/omp_%: tests/programs/omp_%.c
+	@mkdir -p tests/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fopenmp -o $@ $<
 tests/bin/hello_static: tests/programs/hello.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -O1 $(WARN) -static -o $@ $<

@@ -15,6 +15,7 @@
  *    the event; replay returns them without performing the operation.
  */
 #include "runtime.h"
+#include "locks.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -270,89 +271,6 @@ DET_IMPL void det_impl_pthread_exit(void *ret)
 /* Does the calling thread itself hold this lock? (A relock of an
  * error-checking mutex fails with EDEADLK at once: strict mode must not wait
  * for a release that cannot come.) Reads glibc's own owner fields. */
-static int held_by_me(struct det_thread *t, enum det_objkind kind, const void *obj)
-{
-	if (kind == DET_OBJ_MUTEX)
-		return ((const pthread_mutex_t *)obj)->__data.__owner == t->slot->ktid;
-	if (kind == DET_OBJ_RWLOCK)
-		return ((const pthread_rwlock_t *)obj)->__data.__cur_writer == t->slot->ktid;
-	return 0;
-}
-
-/*
- * Acquire an ordered lock. Record tries first, so that only a contended call
- * is marked as blocked (what a deadlock report shows). Replay takes the lock
- * with try_call at its turn.
- */
-#define DET_LOCK_LIKE(kind, objkind, obj, try_call, block_call, may_block)                         \
-	do {                                                                      \
-		struct det_thread *t = det_enter();                               \
-		if (!t)                                                           \
-			return block_call;                                        \
-		struct det_op op = {0};                                           \
-		int r;                                                            \
-		if (det_acquire_begin(&op, t, kind, obj, objkind, DET_RA())) {    \
-			r = (int)op.rec->result;                                  \
-		} else if ((r = try_call) == EBUSY && !det_replaying() && (may_block)) { \
-			if (det_strict && !held_by_me(t, objkind, obj)) {         \
-				/* wait, not runnable, until it is released */    \
-				while (r == EBUSY) {                              \
-					det_strict_wait_for(&op, obj);            \
-					r = try_call;                             \
-				}                                                 \
-			} else {                                                  \
-				det_block(&op);                                   \
-				r = block_call;                                   \
-				det_unblock(&op);                                 \
-			}                                                         \
-		}                                                                 \
-		det_acquire_end(&op, r);                                          \
-		det_leave(t);                                                     \
-		return r;                                                         \
-	} while (0)
-
-#define DET_RELEASE_LIKE(kind, objkind, obj, call)                                  \
-	do {                                                                      \
-		struct det_thread *t = det_enter();                               \
-		if (!t)                                                           \
-			return call;                                              \
-		struct det_op op = {0};                                           \
-		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
-		int r = call;                                                     \
-		if (det_strict)                                                   \
-			det_strict_unlocked(t, obj);                              \
-		det_release_end(&op, r);                                          \
-		det_leave(t);                                                     \
-		return r;                                                         \
-	} while (0)
-
-/* Destroying a known object is an event; an unknown one never took part. */
-#define DET_DESTROY(kind, objkind, obj, call)                                       \
-	do {                                                                      \
-		struct det_thread *t = det_enter();                               \
-		if (!t)                                                           \
-			return call;                                              \
-		if (!det_obj_find(obj)) {                                         \
-			det_leave(t);                                             \
-			return call;                                              \
-		}                                                                 \
-		struct det_op op = {0};                                           \
-		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
-		int r = call;                                                     \
-		det_release_end(&op, r);                                          \
-		det_obj_forget(obj);                                              \
-		det_leave(t);                                                     \
-		return r;                                                         \
-	} while (0)
-
-/* (Re-)initialising memory makes a new object, whatever was there before. */
-#define DET_INIT(obj, call)                                                         \
-	do {                                                                      \
-		if (det_mode)                                                     \
-			det_obj_forget(obj);                                      \
-		return call;                                                      \
-	} while (0)
-
 DET_IMPL int det_impl_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a)
 {
 	det_init();

@@ -33,6 +33,7 @@ OBJKINDS: tuple[ObjKind, ...] = (
     ObjKind('ONCE', 8, 'pthread_once_t (std::call_once)'),
     ObjKind('FILE', 9, 'a stdio FILE'),
     ObjKind('ATOMIC', 10, 'a memory location used by C11/C++ atomics or __sync/__atomic builtins (programs built with det-cc)'),
+    ObjKind('OMP_LOCK', 11, 'an OpenMP lock (libgomp): an unnamed or named critical section, the atomic region, an omp_lock_t or omp_nest_lock_t'),
 )
 
 EVENTS: tuple[EventKind, ...] = (
@@ -129,6 +130,11 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
     EventKind('DIR_READ', 99, 'NONE', 'INPUT', 'readdir or readdir64: the entry it returned; listings change between runs (a trace being written, files the run itself made) and programs act on them (Python imports list their path); result = 1, 0 at the end, or -errno; data = inode, offset, type and name'),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
+    EventKind('OMP_LOCK', 77, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: a critical section or the atomic region entered (GOMP_critical_start, GOMP_critical_name_start, GOMP_atomic_start), or omp_set_lock or omp_set_nest_lock returned'),
+    EventKind('OMP_TESTLOCK', 78, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: omp_test_lock or omp_test_nest_lock returned; result = 0 if it took the lock, else EBUSY'),
+    EventKind('OMP_UNLOCK', 79, 'OMP_LOCK', 'RELEASE', 'OpenMP: a critical section or the atomic region left, or omp_unset_lock or omp_unset_nest_lock'),
+    EventKind('OMP_LOCK_DESTROY', 80, 'OMP_LOCK', 'DESTROY', 'OpenMP: omp_destroy_lock or omp_destroy_nest_lock'),
+    EventKind('OMP_SHARE', 81, 'NONE', 'INPUT', 'OpenMP: the share of a work-sharing construct libgomp handed this thread (first come, first served), which replay hands it again; aux = 0 a chunk of a loop (dynamic, guided or runtime schedule; result = 1 if there was one; data = its first and end iteration), 1 the same for an unsigned long long loop, 2 a section (result = its number, 0 for none), 3 a single construct (result = 1 in the thread that runs it)'),
 )
 
 THREAD_CREATE = 1
@@ -224,6 +230,11 @@ ACCESS = 97
 TEMP_NAME = 98
 DIR_READ = 99
 WRITE = 123
+OMP_LOCK = 77
+OMP_TESTLOCK = 78
+OMP_UNLOCK = 79
+OMP_LOCK_DESTROY = 80
+OMP_SHARE = 81
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
 OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}

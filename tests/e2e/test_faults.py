@@ -113,7 +113,9 @@ def test_deadlock_timeout_names_the_cycle(tmp_path: Path) -> None:
     from conftest import sample_bin
 
     trace = tmp_path / "dl.db"
-    r = detrec("--until-fail", "200", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"))
+    # 2000 transfers a run: on a loaded machine the two threads seldom overlap
+    # in 300 (CI once ran 200 such runs without a deadlock)
+    r = detrec("--until-fail", "500", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"), "2000")
     err = r.stderr.decode()
     assert r.returncode == 124, err
     assert "deadlock: T1 holds mutex" in err and "T2 holds mutex" in err

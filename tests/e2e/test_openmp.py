@@ -1,0 +1,46 @@
+"""OpenMP programs built with GCC (libgomp): which thread gets which share of
+work and the order of their locks are recorded and replayed
+(recorder/openmp.c). tests/programs/omp_share.c prints both."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import detrec, detreplay, program, query, replay_matches
+
+
+def kinds(trace: Path) -> dict[str, int]:
+    return dict(query(trace, "SELECT k.name, count(*) FROM events e JOIN event_kinds k ON k.kind = e.kind "
+                             "GROUP BY k.name"))
+
+
+def test_shares_and_locks_replay_as_recorded(tmp_path: Path) -> None:
+    for i in range(3):
+        trace = tmp_path / f"omp{i}.db"
+        r = detrec("-q", "-o", trace, "--", program("omp_share"))
+        assert r.returncode == 0, r.stderr.decode()
+        out = r.stdout.decode()
+        assert re.search(r"^loops [0-9a-f]+ sections [0-3]{4} single [0-3] total 48$", out, re.M), out
+        k = kinds(trace)
+        # every loop chunk, section and single is a share; every lock use an event
+        assert k.get("omp_share", 0) > 4000 // 7, k
+        assert k.get("omp_lock", 0) >= 4 * 8 * 4 and k.get("omp_unlock", 0) >= 4 * 8 * 4, k
+        assert k.get("omp_testlock", 0) >= 4 and k.get("omp_lock_destroy") == 2, k
+        shares = {aux for (aux,) in query(trace, "SELECT DISTINCT e.aux FROM events e JOIN event_kinds k "
+                                                 "ON k.kind = e.kind WHERE k.name = 'omp_share'")}
+        assert shares == {0, 1, 2, 3}, shares  # long and unsigned long long chunks, sections, single
+        replay_matches(trace, [], 2)
+        replay_matches(trace, ["--relaxed"], 1)
+
+
+def test_critical_order_is_the_recorded_one(tmp_path: Path) -> None:
+    """The lock order printed is the recording's in replay, not libgomp's
+    of the moment: the replay's output is the recording's, line by line."""
+    trace = tmp_path / "omp.db"
+    r = detrec("-q", "-o", trace, "--", program("omp_share"))
+    assert r.returncode == 0, r.stderr.decode()
+    for _ in range(3):
+        rr = detreplay(trace)
+        assert rr.returncode == 0, rr.stderr.decode()
+        assert rr.stdout.decode().splitlines() == r.stdout.decode().splitlines()
