@@ -442,6 +442,10 @@ def finish_run(c: Captured) -> RunResult:
         "convert_s": round(convert_s, 4),
         "forced": st.forced,
     })
+    if c.meta.get("mode") == "strict" and any(Path(m).name.startswith("libgomp.") for m, _ in c.writer.modules()):
+        note = ("the program uses OpenMP (libgomp), whose barriers and thread pool wait where strict mode "
+                "cannot see them: its replay is not exact (the default mode orders OpenMP's locks and shares)")
+        c.message = c.outcome["message"] = f"{c.message}; {note}" if c.message else note
     path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool,
                            (st.event_sum.value(), st.call_sum.value()))
     remember(path)  # det wrote it: opening it need not check every event again

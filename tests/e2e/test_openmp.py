@@ -44,3 +44,13 @@ def test_critical_order_is_the_recorded_one(tmp_path: Path) -> None:
         rr = detreplay(trace)
         assert rr.returncode == 0, rr.stderr.decode()
         assert rr.stdout.decode().splitlines() == r.stdout.decode().splitlines()
+
+
+def test_strict_says_openmp_is_not_exact(tmp_path: Path) -> None:
+    """Strict mode cannot see libgomp's own waits (barriers, its thread
+    pool): detrec says so, and which mode orders OpenMP."""
+    trace = tmp_path / "omp.db"
+    r = detrec("-q", "--strict", "-o", trace, "--", program("omp_share"))
+    assert r.returncode == 0, r.stderr.decode()
+    msg = query(trace, "SELECT message FROM outcome")[0][0]
+    assert "uses OpenMP (libgomp)" in msg and "the default mode orders OpenMP's locks" in msg, msg
