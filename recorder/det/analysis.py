@@ -20,7 +20,7 @@ from .trace import Trace, kind_name
 
 EOWNERDEAD = 130
 # Objects a thread holds (semaphores are counted, not owned).
-OWNED = {"MUTEX", "RWLOCK", "SPIN", "FILE"}
+OWNED = {"MUTEX", "RWLOCK", "SPIN", "FILE", "OMP_LOCK"}
 
 
 def _role_lists() -> tuple[list[int], list[int], list[int], list[int]]:

@@ -68,9 +68,9 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX16 = re.compile(r"[0-9a-f]{16}")
 
 # Kinds whose result is a pthread-style error number (0 or a positive errno).
-PTHREAD_RESULT = {"THREAD", "MUTEX", "COND", "RWLOCK", "SPIN"}
+PTHREAD_RESULT = {"THREAD", "MUTEX", "COND", "RWLOCK", "SPIN", "OMP_LOCK"}
 READ_LOCKS = {KIND[n] for n in ("RWLOCK_RDLOCK", "RWLOCK_TRYRDLOCK", "RWLOCK_TIMEDRDLOCK", "RWLOCK_CLOCKRDLOCK")}
-OWNED = {"MUTEX", "SPIN", "RWLOCK", "FILE"}  # objects one thread holds at a time (readers aside)
+OWNED = {"MUTEX", "SPIN", "RWLOCK", "FILE", "OMP_LOCK"}  # objects one thread holds at a time (readers aside)
 
 META_TYPES: dict[str, Callable[[Any], bool]] = {
     "format_version": lambda v: v == schema.FORMAT_VERSION,
@@ -510,9 +510,10 @@ def _events(tr: Trace, threads: dict[int, dict], processes: dict[int, dict], obj
     # holder, an input) are checked inline; the rest by _Order.event.
     holders = order.holders
     locks = {KIND[n] for n in ("MUTEX_LOCK", "MUTEX_TRYLOCK", "MUTEX_TIMEDLOCK", "MUTEX_CLOCKLOCK", "SPIN_LOCK",
-                               "SPIN_TRYLOCK")}
-    unlocks = {KIND["MUTEX_UNLOCK"], KIND["SPIN_UNLOCK"]}
-    mutexes = {o for o, k in objects.items() if k in (OBJKIND_NUMBER["MUTEX"], OBJKIND_NUMBER["SPIN"])}
+                               "SPIN_TRYLOCK", "OMP_LOCK", "OMP_TESTLOCK")}
+    unlocks = {KIND["MUTEX_UNLOCK"], KIND["SPIN_UNLOCK"], KIND["OMP_UNLOCK"]}
+    mutexes = {o for o, k in objects.items()
+               if k in (OBJKIND_NUMBER["MUTEX"], OBJKIND_NUMBER["SPIN"], OBJKIND_NUMBER["OMP_LOCK"])}
     last = -1
     marks = _Marks(tr)
     win = -1

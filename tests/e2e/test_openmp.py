@@ -4,6 +4,7 @@ work and the order of their locks are recorded and replayed
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -32,6 +33,10 @@ def test_shares_and_locks_replay_as_recorded(tmp_path: Path) -> None:
         assert shares == {0, 1, 2, 3}, shares  # long and unsigned long long chunks, sections, single
         replay_matches(trace, [], 2)
         replay_matches(trace, ["--relaxed"], 1)
+    # the validator's full pass knows omp locks (nest locks are taken twice)
+    env = dict(os.environ, DET_VALIDATE="full", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    info = detrec("info", trace, env=env)
+    assert info.returncode == 0 and b"omp_lock" in info.stdout, info.stderr.decode()
 
 
 def test_critical_order_is_the_recorded_one(tmp_path: Path) -> None:

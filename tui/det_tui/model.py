@@ -39,7 +39,7 @@ from det.trace import LANE_KINDS, Event, Trace, kind_name
 CLASSES = ("other", "output", "lock", "input", "sync", "thread", "sched", "signal")
 RANK = {c: i for i, c in enumerate(CLASSES)}
 THREAD_OBJECTS = {"THREAD"}
-LOCK_OBJECTS = {"MUTEX", "RWLOCK", "SPIN", "FILE", "SEM"}
+LOCK_OBJECTS = {"MUTEX", "RWLOCK", "SPIN", "FILE", "SEM", "OMP_LOCK"}
 SYNC_OBJECTS = {"COND", "BARRIER", "ONCE"}
 
 

@@ -17,8 +17,8 @@ from .. import events as ev
 SCHEDULING = {ev.BLOCK, ev.PREEMPT}
 
 MUTEX_ACQ = {ev.MUTEX_LOCK, ev.MUTEX_TRYLOCK, ev.MUTEX_TIMEDLOCK, ev.MUTEX_CLOCKLOCK, ev.SPIN_LOCK,
-             ev.SPIN_TRYLOCK, ev.FILE_LOCK}
-MUTEX_REL = {ev.MUTEX_UNLOCK, ev.SPIN_UNLOCK, ev.FILE_UNLOCK}
+             ev.SPIN_TRYLOCK, ev.FILE_LOCK, ev.OMP_LOCK, ev.OMP_TESTLOCK}
+MUTEX_REL = {ev.MUTEX_UNLOCK, ev.SPIN_UNLOCK, ev.FILE_UNLOCK, ev.OMP_UNLOCK}
 COND_WAITS = {ev.COND_WAIT, ev.COND_TIMEDWAIT, ev.COND_CLOCKWAIT}
 RD_ACQ = {ev.RWLOCK_RDLOCK, ev.RWLOCK_TRYRDLOCK, ev.RWLOCK_TIMEDRDLOCK, ev.RWLOCK_CLOCKRDLOCK}
 WR_ACQ = {ev.RWLOCK_WRLOCK, ev.RWLOCK_TRYWRLOCK, ev.RWLOCK_TIMEDWRLOCK, ev.RWLOCK_CLOCKWRLOCK}
@@ -30,7 +30,7 @@ KIND_BY_NAME = {e.name.lower(): e.number for e in ev.EVENTS}
 # A cut-short thread's next events from PASS stop before these: their
 # effects (output, other threads, outside data) are not FAIL's to borrow.
 EXTENSION_STOP = {"OUTPUT", "JOIN", "CREATE", "INPUT"}
-SYNC_OBJECTS = {"THREAD", "MUTEX", "COND", "RWLOCK", "BARRIER", "SEM", "SPIN", "ONCE"}
+SYNC_OBJECTS = {"THREAD", "MUTEX", "COND", "RWLOCK", "BARRIER", "SEM", "SPIN", "ONCE", "OMP_LOCK"}
 
 
 @dataclass(frozen=True)
