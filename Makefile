@@ -47,7 +47,9 @@ CC_SAMPLES  := atomic_spinlock spsc_queue seqlock dcl_bug check_then_act_flag lo
 WINDOW_BUGS := dcl_bug check_then_act_flag lost_update
 SAMPLE_BINS += $(patsubst %,samples/bin/%.mem,$(WINDOW_BUGS))
 TESTPROG_C  := $(wildcard tests/programs/*.c)
-TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) tests/bin/hello_static
+TESTPROG_CXX := $(wildcard tests/programs/*.cpp)
+TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) \
+	       $(patsubst tests/programs/%.cpp,tests/bin/%,$(TESTPROG_CXX)) tests/bin/hello_static
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
@@ -130,6 +132,9 @@ testprogs: $(TESTPROGS)
 tests/bin/%: tests/programs/%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -pthread -o $@ $<
+tests/bin/%: tests/programs/%.cpp
+	@mkdir -p tests/bin
+	$(CXX) -std=c++20 -O1 -g $(WARN) -pthread -o $@ $<
 tests/bin/omp_%: tests/programs/omp_%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fopenmp -o $@ $<

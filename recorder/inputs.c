@@ -2141,6 +2141,13 @@ DET_IMPL int det_impl_sysinfo(struct sysinfo *info)
 
 DET_IMPL int det_impl_sched_yield(void)
 {
+	struct det_thread *t = det_enter();
+	if (t) {
+		int event = !det_replaying() || det_replay_yield(t);
+		det_leave(t);
+		if (!event)
+			return real.sched_yield();
+	}
 	int passed;
 	int64_t r = simple_input(DET_EV_SCHED_YIELD, 0, do_yield, DET_RA(), &passed);
 	return passed ? real.sched_yield() : (int)ret_of(r);

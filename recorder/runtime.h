@@ -339,6 +339,8 @@ DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
 DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
 /* An ordered or relaxed replay that no debugger steps (not strict, no gdb). */
 DET_HIDDEN int det_replay_free_running(void);
+/* Replay: is this sched_yield an event (the recording made one here)? */
+DET_HIDDEN int det_replay_yield(struct det_thread *t);
 /* An input that may act before its turn: t's next event when it is this
  * input and still waits for its turn in a free-running ordered replay (no
  * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */

@@ -324,11 +324,18 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 
 /* Strict-mode scheduling events: the thread gave up its turn here (BLOCK),
  * or the watchdog took it (PREEMPT). Replay takes their turns where the
- * thread next enters det, which is where the recording made them. */
-static void skip_preemptions(struct det_thread *t)
+ * thread next enters det, which is where the recording made them. So too
+ * for the yields of a parallel recording that a spin loop no longer makes
+ * (det_replay_yield). */
+static int skipped(const struct det_sched *e, uint16_t kind)
 {
-	while (t->idx < t->sched_count &&
-	       (det_sched_at(t, t->idx)->kind == DET_EV_PREEMPT || det_sched_at(t, t->idx)->kind == DET_EV_BLOCK)) {
+	return e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK ||
+	       (e->kind == DET_EV_SCHED_YIELD && kind != DET_EV_SCHED_YIELD && !(det_hdr->flags & DET_F_STRICT));
+}
+
+static void skip_preemptions(struct det_thread *t, uint16_t kind)
+{
+	while (t->idx < t->sched_count && skipped(det_sched_at(t, t->idx), kind)) {
 		const struct det_sched *e = det_sched_at(t, t->idx);
 		struct det_op op = {.t = t, .kind = e->kind};
 		wait_turn(t, e);
@@ -340,7 +347,7 @@ static void skip_preemptions(struct det_thread *t)
 /* A recorded signal comes before this event: deliver it first. */
 static void signals_first(struct det_thread *t, uint16_t kind)
 {
-	skip_preemptions(t);
+	skip_preemptions(t, kind);
 	if (det_unlikely(t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
 			 kind != DET_EV_SIGNAL))
 		det_replay_signals_now(t);
@@ -382,6 +389,20 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	if (det_unlikely(det_gdb_control.attached))
 		gdb_check(t, e);
 	return e;
+}
+
+/*
+ * A parallel recording's sched_yield: a spin loop yields as often as its
+ * timing makes it. Replay consumes a recorded yield when the thread's next
+ * event is one (which paces the loop like the recording), skips the ones
+ * left when the thread moves on (skip_preemptions), and lets a yield the
+ * recording did not make pass without an event.
+ */
+int det_replay_yield(struct det_thread *t)
+{
+	if (det_hdr->flags & DET_F_STRICT)
+		return 1; /* a scheduling point: always an event */
+	return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SCHED_YIELD;
 }
 
 int det_replay_free_running(void)
