@@ -150,6 +150,7 @@ static void start_process(struct det_thread *t, uint32_t idx, uint32_t num, uint
 	t->nsigs = 0;
 	t->sigs_held = 0;
 	t->sig_due = 0;
+	t->kick_armed = 0; /* POSIX timers are not inherited */
 	t->self_signal = 0;
 	t->once_ran = 0;
 	det_thread_attach(t, num);

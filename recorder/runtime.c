@@ -390,6 +390,8 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	}
 	atomic_store(&t->slot->state, DET_TS_RUNNING);
 	t->active = 1;
+	if (det_mode == DET_MODE_REPLAY)
+		det_replay_signals_attached(t);
 }
 
 void det_thread_exit(struct det_thread *t)

@@ -91,6 +91,8 @@ struct det_thread {
 		int sig;
 		siginfo_t info;
 	} sigs[8];
+	int kick_timer;    /* a POSIX timer (kernel id) that re-signals the thread, or -1 (signals.c) */
+	int kick_armed;
 };
 
 extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
@@ -205,6 +207,7 @@ DET_HIDDEN void det_thread_exit(struct det_thread *t);
 
 DET_HIDDEN void det_signals_enter(struct det_thread *t);
 DET_HIDDEN void det_replay_signals_now(struct det_thread *t);
+DET_HIDDEN void det_replay_signals_attached(struct det_thread *t);
 
 /* Enter the runtime from an interposed call: NULL means "pass through". */
 static inline struct det_thread *det_enter(void)

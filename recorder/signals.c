@@ -10,9 +10,15 @@
  *    flag DET_SIG_BEFORE), or, if it arrived while the thread was inside
  *    det, as the thread leaves it. Both are points replay can find again.
  *  - A thread that makes no event keeps its signals held; when another one
- *    arrives meanwhile, all are delivered where the thread is, and recorded
- *    as unanchored (DET_SIG_UNANCHORED): replay delivers those after the
- *    preceding event, which may not be exact.
+ *    arrives meanwhile, or KICK_RECORD_MS later (a kick: a one-shot timer
+ *    of the thread's own that sends the held signal again, told apart by
+ *    its value), all are delivered where the thread is, and recorded as
+ *    unanchored (DET_SIG_UNANCHORED). So a loop that waits for a handler's
+ *    flag (alarm(1), then compute until it fires) ends. Replay delivers an
+ *    unanchored signal KICK_REPLAY_MS after the thread leaves det following
+ *    the preceding event, by the same kind of kick, or as the thread next
+ *    enters det if that comes first: the loop is there by then, but this
+ *    may not be exact.
  *  - Replay ignores real asynchronous signals and delivers each recorded
  *    one at its boundary by calling the handler.
  *  - Synchronous signals (faults, raise, pthread_kill to oneself) reproduce
@@ -147,6 +153,71 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
 static void deliver_held(struct det_thread *t, uint32_t where);
+static void replay_next_signal(struct det_thread *t);
+
+/* ------------------------------------------------------------------ */
+/* kicks: a held signal sent again, after a while, to the thread itself */
+
+#define KICK_RECORD_MS 50
+#define KICK_REPLAY_MS 10
+static const char kick_cookie; /* its address is a kick's si_value */
+
+static int is_kick(const siginfo_t *info)
+{
+	return info->si_code == SI_TIMER && info->si_value.sival_ptr == (void *)&kick_cookie;
+}
+
+static void kick_cancel(struct det_thread *t)
+{
+	if (t->kick_armed) {
+		det_sys(SYS_timer_delete, t->kick_timer, 0, 0, 0, 0, 0);
+		t->kick_armed = 0;
+	}
+}
+
+/* Send sig to this thread in ms milliseconds (one kick at a time). */
+static void kick_arm(struct det_thread *t, int sig, long ms)
+{
+	kick_cancel(t);
+	struct sigevent ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = sig;
+	ev.sigev_value.sival_ptr = (void *)&kick_cookie;
+	ev._sigev_un._tid = (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	int id;
+	if (det_sys(SYS_timer_create, CLOCK_MONOTONIC, (long)&ev, (long)&id, 0, 0, 0) != 0)
+		return; /* then only another signal or the next event delivers */
+	struct itimerspec when = {.it_value = {ms / 1000, (ms % 1000) * 1000000}};
+	if (det_sys(SYS_timer_settime, id, 0, (long)&when, 0, 0, 0) != 0) {
+		det_sys(SYS_timer_delete, id, 0, 0, 0, 0, 0);
+		return;
+	}
+	t->kick_timer = id;
+	t->kick_armed = 1;
+}
+
+/* A kick arrived: deliver what it was sent for, if that is still due. */
+static void kicked(struct det_thread *t)
+{
+	t->kick_armed = 0; /* one-shot: spent */
+	det_sys(SYS_timer_delete, t->kick_timer, 0, 0, 0, 0, 0);
+	if (!t->active || t->depth)
+		return; /* inside det: its signals go as it leaves */
+	if (det_replaying()) {
+		if (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
+		    (det_sched_at(t, t->idx)->aux & DET_SIG_UNANCHORED)) {
+			replay_next_signal(t);
+			t->depth = 0;
+		}
+		return;
+	}
+	if (t->sigs_held && t->nsigs) {
+		t->depth = 1;
+		deliver_held(t, DET_SIG_UNANCHORED);
+		t->depth = 0;
+	}
+}
 
 static int self_inflicted(int sig, const siginfo_t *info)
 {
@@ -162,6 +233,11 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 	struct det_thread *t = &det_tls;
 	int saved = errno;
 	if (sig == SIGSEGV && det_tsc_trapped && info->si_code == SI_KERNEL && emulate_tsc(t, ucv)) {
+		errno = saved;
+		return;
+	}
+	if (is_kick(info)) {
+		kicked(t);
 		errno = saved;
 		return;
 	}
@@ -185,7 +261,8 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		t->sig_due = 1; /* as the thread leaves det */
 	} else if (!t->sigs_held) {
 		hold(t, sig, info);
-		t->sigs_held = 1; /* as the thread next calls into det */
+		t->sigs_held = 1; /* as the thread next calls into det, or at the kick */
+		kick_arm(t, sig, KICK_RECORD_MS);
 	} else {
 		/* the thread makes no event while signals pile up (a loop that
 		 * waits for a handler's flag): deliver them here, unanchored */
@@ -211,6 +288,7 @@ static void hold(struct det_thread *t, int sig, siginfo_t *info)
 static void deliver_held(struct det_thread *t, uint32_t where)
 {
 	t->sigs_held = 0;
+	kick_cancel(t);
 	while (t->nsigs) {
 		int sig = t->sigs[0].sig;
 		siginfo_t info = t->sigs[0].info;
@@ -262,8 +340,15 @@ void det_signals_due(struct det_thread *t)
 	t->sig_due = 0;
 	if (det_replaying()) {
 		while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
-		       !(det_sched_at(t, t->idx)->aux & DET_SIG_BEFORE))
+		       !(det_sched_at(t, t->idx)->aux & DET_SIG_BEFORE)) {
+			const struct det_sched *e = det_sched_at(t, t->idx);
+			if ((e->aux & DET_SIG_UNANCHORED) && !(det_hdr->flags & DET_F_STRICT)) {
+				/* where the thread is a moment from now (kicked()) */
+				kick_arm(t, (int)(e->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
+				return;
+			}
 			replay_next_signal(t);
+		}
 		return;
 	}
 	t->depth = 1;
@@ -271,10 +356,20 @@ void det_signals_due(struct det_thread *t)
 	t->depth = 0;
 }
 
+/* Replay: a thread whose first event is a signal that came before any event
+ * of it (a loop waiting for an alarm from the start) gets it by a kick. */
+void det_replay_signals_attached(struct det_thread *t)
+{
+	if (t->sched_count && !(det_hdr->flags & DET_F_STRICT) && det_sched_at(t, 0)->kind == DET_EV_SIGNAL &&
+	    (det_sched_at(t, 0)->aux & DET_SIG_UNANCHORED))
+		kick_arm(t, (int)(det_sched_at(t, 0)->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
+}
+
 /* Replay: deliver every recorded signal that is next, wherever anchored
  * (called as the thread enters det, before its next event). */
 void det_replay_signals_now(struct det_thread *t)
 {
+	kick_cancel(t);
 	while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL)
 		replay_next_signal(t);
 	t->depth = 1;

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 # command -> Debian package
 need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
-  "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl"
+  "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl" "openssl:openssl"
   "man:man-db" "bash:bash" "setpriv:util-linux"
   "cmake:cmake" "autoconf:autoconf" "automake:automake"
   # make check-kmod: Debian's kernel booted in qemu with a busybox guest

@@ -9,12 +9,14 @@ comes from the event roles in events.def, never from kind names.
 from __future__ import annotations
 
 import shlex
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import events as ev
 from . import schema
 from .names import ObjectNames
+from .native import SIG_NUMBER, SIG_UNANCHORED
 from .symbols import Symbolizer
 from .trace import Trace, kind_name
 
@@ -175,6 +177,13 @@ def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | 
     return [text for _, _, text in sorted(out)]
 
 
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
 def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
     """What detreplay says when a default-mode recording does not replay in
     a way that has the shape of a data race: same program, same inputs, same
@@ -185,6 +194,13 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
     reason: one of RACE_REASONS, else nothing is said."""
     if trace.meta.get("mode") != "record" or reason not in RACE_REASONS or "changed since recording" in what:
         return []
+    unanchored = trace.q("SELECT e.aux & ?, count(*) FROM events e WHERE e.kind = ? AND e.aux & ? "
+                         "GROUP BY 1 ORDER BY 1", (SIG_NUMBER, ev.SIGNAL, SIG_UNANCHORED))
+    if unanchored:
+        sigs = ", ".join(_signal_name(n) + (f" x{c}" if c > 1 else "") for n, c in unanchored)
+        return [f"a signal came while its thread made no event ({sigs}: a loop waiting for a handler's flag, "
+                "like one that computes until alarm(1) fires): replay delivers it near that point, not at it, so "
+                "what the thread had done by then (a count, a partial result) can differ from the recording"]
     argv = shlex.join(trace.meta.get("argv") or ["PROGRAM"])
     lines = ["the recording was made in the default mode, which replays the order of det's events but not what "
              "threads do between them: this is most likely a data race (memory written under two different locks, "

@@ -22,6 +22,9 @@ DET_F_STRICT = 0x8
 DET_F_LOGICAL = 0x10
 DET_F_CC_POINTS = 0x20
 DET_F_NOTRACE = 0x40
+# aux of a SIGNAL event (include/det/shm.h DET_SIG_*)
+SIG_NUMBER = 0xFFFF
+SIG_UNANCHORED = 0x20000
 
 # enum det_thread_state
 THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
