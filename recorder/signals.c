@@ -342,7 +342,7 @@ void det_signals_due(struct det_thread *t)
 		while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
 		       !(det_sched_at(t, t->idx)->aux & DET_SIG_BEFORE)) {
 			const struct det_sched *e = det_sched_at(t, t->idx);
-			if ((e->aux & DET_SIG_UNANCHORED) && !(det_hdr->flags & DET_F_STRICT)) {
+			if (e->aux & DET_SIG_UNANCHORED) {
 				/* where the thread is a moment from now (kicked()) */
 				kick_arm(t, (int)(e->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
 				return;
@@ -360,7 +360,7 @@ void det_signals_due(struct det_thread *t)
  * of it (a loop waiting for an alarm from the start) gets it by a kick. */
 void det_replay_signals_attached(struct det_thread *t)
 {
-	if (t->sched_count && !(det_hdr->flags & DET_F_STRICT) && det_sched_at(t, 0)->kind == DET_EV_SIGNAL &&
+	if (t->sched_count && det_sched_at(t, 0)->kind == DET_EV_SIGNAL &&
 	    (det_sched_at(t, 0)->aux & DET_SIG_UNANCHORED))
 		kick_arm(t, (int)(det_sched_at(t, 0)->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
 }

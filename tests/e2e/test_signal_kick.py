@@ -23,6 +23,10 @@ def test_alarm_loop_records_and_replays(tmp_path: Path) -> None:
     assert unanchored == 2, unanchored
     replay_matches(trace, [], 2)
     replay_matches(trace, ["--relaxed"], 1)
+    strict = tmp_path / "strict.db"
+    r = detrec("-q", "--strict", "--timeout", "60", "-o", strict, "--", program("alarm_loop"), "2")
+    assert r.returncode == 0, r.stderr.decode()
+    replay_matches(strict, [], 2)
 
 
 def test_replay_says_where_an_unanchored_signal_lands(tmp_path: Path) -> None:
