@@ -109,7 +109,7 @@ class Symbolizer:
 
 
 # sizeof each object kind on x86-64 glibc: names elements of arrays.
-OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4, "OMP_LOCK": 4}
+OBJ_SIZES = {"MUTEX": 40, "COND": 48, "RWLOCK": 56, "BARRIER": 32, "SEM": 32, "SPIN": 4, "ONCE": 4}
 
 # glibc's FILE objects behind stdin, stdout and stderr.
 STDIO_NAMES = {"_IO_2_1_stdin_": "stdin", "_IO_2_1_stdout_": "stdout", "_IO_2_1_stderr_": "stderr"}
