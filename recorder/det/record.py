@@ -631,21 +631,24 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         what, msg = "failure", failed.message or failed.kind
         if failed.hung:
             what, msg = "hung run", msg.removeprefix("hung: ")
-        say(f"{what} after {rep.first_failure_at} run(s): {msg}; trace saved to {out}"
+        note = say if not quiet else (lambda _msg: None)
+        note(f"{what} after {rep.first_failure_at} run(s): {msg}; trace saved to {out}"
             + (f", a passing run to {pass_path}" if partner else "; no run passed"))
         for line in failed.report:
-            say("  " + line)
+            note("  " + line)
         for line in failed.tail:
-            say("  | " + line)
-        say(f"replay it with: detreplay {out}")
+            note("  | " + line)
+        note(f"replay it with: detreplay {out}")
         if failed.seed:
-            say(f"record it again with: detrec {opts.for_seed(failed.seed, failed.pct_k).repeat_flags()} -o {out} -- "
+            note(f"record it again with: detrec {opts.for_seed(failed.seed, failed.pct_k).repeat_flags()} -o {out} -- "
                 + " ".join(shlex.quote(a) for a in argv))
         return failed.exit_status
     if rep.interrupted:
-        say(f"interrupted after {rep.runs} run(s), none failed")
+        if not quiet:
+            say(f"interrupted after {rep.runs} run(s), none failed")
         return 130
-    say(f"no failure in {rep.runs} run(s); the last passing trace is {pass_path}")
+    if not quiet:
+        say(f"no failure in {rep.runs} run(s); the last passing trace is {pass_path}")
     return 0
 
 

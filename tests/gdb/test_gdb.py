@@ -108,7 +108,8 @@ def counter(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def deadlock(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("deadlock")
     trace = d / "hang.db"
-    r = detrec("-q", "--until-fail", "200", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"))
+    # 2000 transfers a run: on a loaded machine the two threads seldom overlap in 300
+    r = detrec("-q", "--until-fail", "500", "--timeout", "2", "-o", trace, sample_bin("lock_order_inversion"), "2000")
     assert r.returncode == 124, r.stderr.decode()
     return trace
 
