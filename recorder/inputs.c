@@ -2026,6 +2026,13 @@ static int64_t get_ppid(uint32_t a)
 	return real.getppid();
 }
 
+static int64_t get_cpu(uint32_t a)
+{
+	(void)a;
+	int r = real.sched_getcpu();
+	return r < 0 ? -(int64_t)errno : r;
+}
+
 static int64_t get_tid(uint32_t a)
 {
 	(void)a;
@@ -2137,6 +2144,45 @@ DET_IMPL int det_impl_sysinfo(struct sysinfo *info)
 	}
 	det_leave(t);
 	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_sched_getcpu(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_GETCPU, 0, get_cpu, DET_RA(), &passed);
+	return passed ? real.sched_getcpu() : (int)ret_of(r);
+}
+
+/* A call that fills one struct: its result and the struct are the input. */
+#define STRUCT_INPUT(kind, aux, ptr, call, ok)                                       \
+	do {                                                                      \
+		struct det_thread *t = det_enter();                               \
+		if (!t)                                                           \
+			return call;                                              \
+		struct det_op op = {0};                                           \
+		int64_t res;                                                      \
+		if (det_input_begin(&op, t, kind, aux, DET_RA())) {               \
+			res = op.rec->result;                                     \
+			if (ok && op.rec->data_len == sizeof(*ptr))               \
+				memcpy(ptr, det_replay_data(op.rec), sizeof(*ptr)); \
+			det_input_end(&op, res, NULL, 0);                         \
+		} else {                                                          \
+			res = call;                                               \
+			res = res == -1 ? -(int64_t)errno : res;                  \
+			det_input_end(&op, res, ptr, ok ? sizeof(*ptr) : 0);      \
+		}                                                                 \
+		det_leave(t);                                                     \
+		return ret_of(res);                                               \
+	} while (0)
+
+DET_IMPL int det_impl_getrusage(int who, struct rusage *usage)
+{
+	STRUCT_INPUT(DET_EV_RUSAGE, (uint32_t)who, usage, real.getrusage(who, usage), res == 0 && usage);
+}
+
+DET_IMPL clock_t det_impl_times(struct tms *buf)
+{
+	STRUCT_INPUT(DET_EV_TIMES, 0, buf, real.times(buf), res >= 0 && buf);
 }
 
 DET_IMPL int det_impl_sched_yield(void)

@@ -31,6 +31,7 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/resource.h>
+#include <sys/times.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdarg.h>

@@ -36,7 +36,7 @@ def test_every_input_family_replays(tmp_path: Path) -> None:
     # (recv on a socketpair of its own is a re-read pipe_read; curl and split_reads cover recv)
     for want in ("clock_gettime", "gettimeofday", "time", "clock", "getrandom", "read", "pipe_read",
                  "poll", "select", "epoll_wait", "getpid", "getppid", "gettid", "sysconf", "sysinfo",
-                 "sched_yield", "sleep", "signal", "rdtsc"):
+                 "sched_yield", "sleep", "signal", "rdtsc", "getcpu", "rusage", "times"):
         assert want in kinds, f"{want} was not recorded"
     # two natively different runs: the values are really inputs
     other = subprocess.run([program("inputs_tour")], capture_output=True).stdout

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -18,7 +19,9 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
+#include <sys/times.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +81,12 @@ int main(void)
 	struct sysinfo si;
 	sysinfo(&si);
 	printf("uptime %ld\n", si.uptime);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	struct tms tm;
+	clock_t ticks = times(&tm);
+	printf("cpu %d rusage %ld.%06ld %ld times %ld\n", sched_getcpu(), (long)ru.ru_utime.tv_sec,
+	       (long)ru.ru_utime.tv_usec, ru.ru_minflt, (long)ticks);
 	uint64_t t0 = __rdtsc(), t1 = __rdtsc();
 	printf("rdtsc delta %llu\n", (unsigned long long)(t1 - t0));
 	sched_yield();
