@@ -43,3 +43,20 @@ def test_replay_says_where_an_unanchored_signal_lands(tmp_path: Path) -> None:
     else:
         assert "a signal came while its thread made no event (SIGALRM" in err, err
         assert "data race" not in err, err
+
+
+def test_sigev_thread_timers_callbacks_are_recorded(tmp_path: Path) -> None:
+    """A SIGEV_THREAD timer's callbacks run in threads det starts
+    (recorder/timers.c), so their locks are events and replay orders them;
+    glibc's own threads were unrecorded and the replay diverged."""
+    for mode in ([], ["--strict"]):
+        trace = tmp_path / f"timers{len(mode)}.db"
+        r = detrec("-q", *mode, "-o", trace, "--", program("timer_thread"))
+        assert r.returncode == 0, r.stderr.decode()
+        assert len(r.stdout.decode().strip()) >= 8, r.stdout
+        # main, det's helper and a thread per expiry
+        threads = query(trace, "SELECT count(*) FROM threads")[0][0]
+        assert threads >= 10, threads
+        replay_matches(trace, [], 2)
+        if not mode:
+            replay_matches(trace, ["--relaxed"], 2)
