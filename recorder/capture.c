@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +31,29 @@
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
+
+/* The log's disk space is reserved ahead of its writes, in steps of
+ * LOG_RESERVE_STEP (a quarter of the log once it is larger), past its end
+ * (its size is what was written, so a reader never sees the reservation):
+ * appending to a delayed-allocation file system reserves and accounts
+ * blocks page by page, which was most of what the capture spent in the
+ * kernel, on a core the program's threads want. The part not written is
+ * given back when the capture ends (a killed detrec leaves it allocated
+ * until the log is removed). A file system without fallocate is simply
+ * written. */
+#define LOG_RESERVE_STEP (16ull << 20)
+
+static void reserve_log(struct det_sup *s, uint64_t end)
+{
+	if (end <= s->cap_reserved || s->cap_reserved == UINT64_MAX)
+		return;
+	uint64_t from = s->cap_reserved, step = end / 4 > LOG_RESERVE_STEP ? end / 4 : LOG_RESERVE_STEP;
+	uint64_t to = (end + step) & ~((1ull << 20) - 1);
+	if (fallocate(s->log_fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
+		s->cap_reserved = to;
+	else
+		s->cap_reserved = UINT64_MAX; /* not supported here (or no space: the write says so) */
+}
 
 /* Write a chunk made of up to two pieces of payload (the second may be
  * NULL); the payload is padded to 8 bytes. */
@@ -55,6 +79,7 @@ static int put_chunk(struct det_sup *s, uint32_t type, uint32_t thread, const vo
 	c.check = det_log_check(a, alen, type, c.bytes);
 	struct iovec iov[2] = {{&c, sizeof(c)}, {(void *)a, alen}};
 	size_t want = sizeof(c) + alen, done = 0;
+	reserve_log(s, s->cap.bytes + want);
 	int n = alen ? 2 : 1;
 	struct iovec *v = iov;
 	while (done < want) {
@@ -104,6 +129,7 @@ SUP_EXPORT int det_capture_open(struct det_sup *s, const char *log_path, const c
 	if (write(s->log_fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
 		return sup_fail(s, "cannot write %s: %s", log_path, strerror(errno));
 	s->cap.bytes = sizeof(h);
+	s->cap_reserved = 0;
 	s->tsc_start = __rdtsc();
 	s->mono_start = sup_mono_ns();
 	return put_chunk(s, DET_LOG_META, 0, meta_json, strlen(meta_json), NULL, 0);
@@ -284,8 +310,13 @@ SUP_EXPORT int det_capture_run(struct det_sup *s)
 		int stop = atomic_load(&s->stop);
 		uint64_t t0 = sup_mono_ns();
 		int r = capture_pass(s, stop);
-		if (r == 0 && stop)
+		if (r == 0 && stop) {
 			r = put_chunk(s, DET_LOG_END, 0, NULL, 0, NULL, 0);
+			/* give back the space reserved past the end */
+			if (r == 0 && s->cap_reserved > s->cap.bytes && s->cap_reserved != UINT64_MAX &&
+			    ftruncate(s->log_fd, (off_t)s->cap.bytes) != 0)
+				r = sup_fail(s, "cannot end the capture log: %s", strerror(errno));
+		}
 		s->cap.busy_ns += sup_mono_ns() - t0;
 		if (r < 0)
 			return -1;

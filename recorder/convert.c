@@ -69,6 +69,7 @@ struct stream {
 	int has_ident;
 	/* the next event and what came with it */
 	const struct det_rec *head;
+	uint64_t ts_raw;                  /* the timestamp the next event's dts counts from */
 	int64_t head_result;
 	int64_t head_ts;                  /* its ts, ns since the start */
 	const struct det_rec **pend;      /* OBJECT, DATA, AUXSEQ entries before it */
@@ -683,14 +684,14 @@ static int is_create(uint16_t kind)
 /* An event's ts in ns since the program started (CLOCK_MONOTONIC at the
  * runtime's start, mono0): a process that traps rdtsc logs CLOCK_MONOTONIC
  * ns, the others TSC ticks, placed by the capture's own (TSC, ns) pair. */
-static int64_t ts_ns(struct conv *c, const struct det_rec *e)
+static int64_t ts_ns(struct conv *c, uint64_t ts, uint16_t flags)
 {
 	const struct det_log_clock *k = &c->clock;
 	double ns;
-	if (e->flags & DET_RF_TS_NS)
-		ns = (double)e->ts - (double)k->mono0;
+	if (flags & DET_RF_TS_NS)
+		ns = (double)ts - (double)k->mono0;
 	else if (c->tsc_per_ns > 0)
-		ns = (double)k->mono1 - (double)k->mono0 + ((double)e->ts - (double)k->tsc1) / c->tsc_per_ns;
+		ns = (double)k->mono1 - (double)k->mono0 + ((double)ts - (double)k->tsc1) / c->tsc_per_ns;
 	else
 		return 0;
 	return ns > 0 ? (int64_t)ns : 0;
@@ -709,8 +710,9 @@ static int load_head(struct conv *c, struct stream *s)
 		advance(s);
 		if (e->kind < DET_KIND_LIMIT) {
 			s->head = e;
-			s->head_ts = ts_ns(c, e);
-			s->head_result = e->result;
+			s->ts_raw += e->dts;
+			s->head_ts = ts_ns(c, s->ts_raw, e->flags);
+			s->head_result = e->flags & DET_RF_PENDING ? DET_RESULT_PENDING : 0;
 			/* results that follow it are its own (the call came back) */
 			const struct det_rec *r;
 			while ((r = entry_at(c, s)) && r->kind == DET_REC_RESULT && r->seq == s->emitted) {
@@ -727,6 +729,10 @@ static int load_head(struct conv *c, struct stream *s)
 		if (e->kind == DET_REC_AUXSEQ) {
 			s->aux_pos = e->seq;
 			s->aux_obj = e->obj;
+			continue;
+		}
+		if (e->kind == DET_REC_TS) {
+			s->ts_raw = e->ts;
 			continue;
 		}
 		uint64_t cap = s->cap_pend;
@@ -907,15 +913,12 @@ static int emit_data(struct conv *c, struct stream *s, uint64_t seq)
 		const struct det_rec *p = s->pend[i];
 		if (p->kind != DET_REC_DATA)
 			continue;
-		uint32_t k = p->len <= DET_DATA_CHUNK ? p->len : DET_DATA_CHUNK;
+		uint32_t k = p->flags <= DET_DATA_CHUNK ? p->flags : DET_DATA_CHUNK;
 		if (grow((void **)&c->data, &c->cap_data, len + k, 1))
 			return fail(c, "out of memory");
 		memcpy(c->data + len, p, k);
 		len += k;
 	}
-	if (len != s->head->len)
-		return fail(c, "T%u's event %llu says %u bytes of data, its log has %llu", (unsigned)(s - c->st),
-			    (unsigned long long)s->emitted, s->head->len, (unsigned long long)len);
 	if (!len)
 		return 0;
 	c->stats.data_bytes += len;

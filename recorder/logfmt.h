@@ -22,7 +22,7 @@
 #include "det/shm.h"
 
 #define DET_LOG_MAGIC   "DETLOG\r\n"
-#define DET_LOG_VERSION 1
+#define DET_LOG_VERSION 2
 
 struct det_log_header {
 	char magic[8];

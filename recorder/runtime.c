@@ -5,7 +5,7 @@
  *  - The record hot path (det_rec_* and det_obj for a known object) takes no
  *    lock, makes no syscall and allocates nothing: an event is one atomic add
  *    on its object's counter (strict mode: on the global clock) plus a
- *    48-byte store into the thread's own ring in memory shared with detrec.
+ *    32-byte store into the thread's own ring in memory shared with detrec.
  *  - No event is ever dropped: a full ring makes its thread wait for detrec.
  *  - Never call an interposed function from here; use real.* or raw syscalls.
  *  - Memory ordering arguments assume x86-64 (TSO); they are spelled out
@@ -39,7 +39,7 @@ char det_shm_name[32]; /* DET_SHM_ENV's value, kept for exec'd images even if th
 static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 
-_Static_assert(sizeof(struct det_rec) == 48, "ring entry size is ABI");
+_Static_assert(sizeof(struct det_rec) == 32, "ring entry size is ABI");
 _Static_assert(sizeof(struct det_slot) == 384, "slot size is ABI");
 _Static_assert(sizeof(struct det_sched) == 64, "schedule entry size is ABI");
 _Static_assert(sizeof(struct det_proc) == 128, "process entry size is ABI");
@@ -341,6 +341,7 @@ static void claim_ring(struct det_thread *t)
 				atomic_store(&t->slot->head, 0);
 				atomic_store(&t->slot->tail, 0);
 				t->head = t->pos = t->tail_seen = t->published = t->kick_at = 0;
+				t->ts_last = 0; /* its first event says its whole timestamp */
 				return;
 			}
 		}
@@ -619,14 +620,12 @@ static void emit_object(struct det_thread *t, uint32_t id, enum det_objkind kind
 	ring_reserve(t, 2);
 	struct det_rec *r = ring_put(t);
 	r->seq = 0;
-	r->ts = 0;
 	r->ra = addr;
-	r->result = 0;
 	r->obj = id;
 	r->aux = kind;
+	r->dts = 0;
 	r->kind = DET_REC_OBJECT;
 	r->flags = 0;
-	r->len = 0;
 }
 
 /*
@@ -677,35 +676,59 @@ static inline void aux_place(struct det_op *op)
 	r->kind = DET_REC_AUXSEQ;
 }
 
-static inline void write_event_len(struct det_op *op, int64_t result, uint32_t len)
+/* A timestamp that does not fit an entry's dts (the thread's first, one
+ * after a long pause, or in other units) goes in a TS entry of its own. */
+static __attribute__((noinline)) void put_ts(struct det_thread *t, uint64_t now, uint16_t flags)
+{
+	struct det_rec *r = ring_put(t);
+	memset(r, 0, sizeof(*r));
+	r->ts = now;
+	r->kind = DET_REC_TS;
+	r->flags = flags;
+	t->ts_last = now;
+	t->ts_flags = flags;
+}
+
+/* The event, its result if not 0 (a RESULT entry after it: room for it was
+ * reserved), published together. */
+static inline void write_event(struct det_op *op, int64_t result)
 {
 	struct det_thread *t = op->t;
+	uint64_t now = det_now();
+	uint16_t flags = det_tsc_trapped ? DET_RF_TS_NS : 0;
+	if (det_unlikely(now - t->ts_last > UINT32_MAX || !t->ts_last || flags != t->ts_flags))
+		put_ts(t, now, flags);
 	struct det_rec *r = ring_put(t);
 	r->seq = op->seq;
-	r->ts = det_now();
 	r->ra = op->ra;
-	r->result = result;
 	r->obj = op->obj;
 	r->aux = op->aux;
+	r->dts = (uint32_t)(now - t->ts_last);
 	r->kind = op->kind;
-	r->flags = det_tsc_trapped ? DET_RF_TS_NS : 0;
-	r->len = len;
+	t->ts_last = now;
 	op->idx = t->idx++;
+	if (det_unlikely(result != 0)) {
+		if (result == DET_RESULT_PENDING) {
+			flags |= DET_RF_PENDING;
+		} else {
+			struct det_rec *x = ring_put(t);
+			memset(x, 0, sizeof(*x));
+			x->seq = op->idx;
+			x->result = result;
+			x->kind = DET_REC_RESULT;
+		}
+	}
+	r->flags = flags;
 	atomic_store_explicit(&t->slot->head, t->head, memory_order_release);
 }
 
-static inline void write_event(struct det_op *op, int64_t result)
-{
-	write_event_len(op, result, 0);
-}
-
-/* Take the event's places and publish it: room for `room` entries (the
- * event, its AUXSEQ, a later RESULT) was reserved. */
-static inline void log_event(struct det_op *op, int64_t result, uint32_t len, int observe)
+/* Take the event's places and publish it: room for its entries (a TS, the
+ * event, its AUXSEQ, its RESULT or a later one) was reserved. */
+static inline void log_event(struct det_op *op, int64_t result, int observe)
 {
 	op->seq = place(op, observe);
 	aux_place(op);
-	write_event_len(op, result, len);
+	write_event(op, result);
 }
 
 /*
@@ -719,8 +742,8 @@ void det_rec_release_begin(struct det_op *op)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 3); /* the event, its AUXSEQ, room for a result */
-	log_event(op, 0, 0, 0);
+	ring_reserve(op->t, 4); /* a TS, the event, its AUXSEQ, room for a result */
+	log_event(op, 0, 0);
 }
 
 /* The moment between two events: where strict mode may switch threads and
@@ -742,8 +765,8 @@ void det_rec_call_begin(struct det_op *op)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 3);
-	log_event(op, DET_RESULT_PENDING, 0, 0);
+	ring_reserve(op->t, 4); /* a TS, the event, its AUXSEQ, room for its result */
+	log_event(op, DET_RESULT_PENDING, 0);
 }
 
 void det_rec_call_end(struct det_op *op, int64_t result)
@@ -792,8 +815,8 @@ void det_rec_acquire_end(struct det_op *op, int64_t result)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 2);
-	log_event(op, result, 0, only_looked(op->kind, result));
+	ring_reserve(op->t, 4); /* a TS, the event, its AUXSEQ, its result */
+	log_event(op, result, only_looked(op->kind, result));
 	boundary(op->t, op->kind, result);
 }
 
@@ -809,8 +832,7 @@ void det_rec_data(struct det_thread *t, const void *data, uint32_t len)
 		uint32_t k = len < DET_DATA_CHUNK ? len : DET_DATA_CHUNK;
 		memcpy(r, p, k);
 		r->kind = DET_REC_DATA;
-		r->flags = 0;
-		r->len = k;
+		r->flags = (uint16_t)k;
 		p += k;
 		len -= k;
 		if (++n % 256 == 0)
@@ -821,10 +843,11 @@ void det_rec_data(struct det_thread *t, const void *data, uint32_t len)
 
 void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 {
+	(void)len; /* (the DATA entries before the event say it) */
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
 		det_strict_acquire(op->t);
-	ring_reserve(op->t, 1);
-	log_event(op, result, len, 0);
+	ring_reserve(op->t, 3); /* a TS, the event, its result */
+	log_event(op, result, 0);
 	boundary(op->t, op->kind, result);
 }
 
@@ -837,7 +860,7 @@ uint32_t det_rec_new_thread(struct det_op *op)
 {
 	struct det_thread *t = op->t;
 	det_logical_turn(t); /* thread numbers are taken in turn */
-	ring_reserve(t, 3); /* the object, the event, a result */
+	ring_reserve(t, 4); /* the object, a TS, the event, a result */
 	op->obj = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
 	emit_object(t, op->obj, DET_OBJ_THREAD, 0);
 	uint64_t add = det_strict ? 1 + DET_THREAD_ONE : DET_THREAD_ONE;
@@ -877,8 +900,8 @@ void det_rec_sched_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint
 	if (!t->holding)
 		det_strict_acquire(t);
 	struct det_op op = {.t = t, .kind = kind, .obj = obj, .aux = aux, .ra = ra};
-	ring_reserve(t, 1);
-	log_event(&op, result, 0, 0);
+	ring_reserve(t, 3); /* a TS, the event, its result */
+	log_event(&op, result, 0);
 }
 
 void det_rec_unblock(struct det_thread *t)

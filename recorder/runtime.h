@@ -70,6 +70,8 @@ struct det_thread {
 	uint64_t tail_seen;
 	uint64_t kick_at;  /* head at which it wakes the capture again */
 	uint64_t published;
+	uint64_t ts_last;  /* its last event's timestamp (0: none yet), which the next one's dts counts from */
+	uint16_t ts_flags; /* ... and its DET_RF_TS_NS */
 	/* replay: this thread's recorded events */
 	const struct det_sched *sched;
 	uint64_t sched_count;

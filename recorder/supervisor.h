@@ -37,6 +37,7 @@ struct det_sup {
 	size_t cap_procs_len;
 	uint32_t cap_modules;    /* modules last written */
 	uint64_t cap_state_at;   /* when the tables were last compared */
+	uint64_t cap_reserved;   /* the log's disk space is reserved up to here (UINT64_MAX: cannot be) */
 	pthread_t cap_thread;    /* det_capture_start's, running det_capture_run */
 	int cap_started, cap_rc;
 

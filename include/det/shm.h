@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 7
+#define DET_SHM_VERSION 8
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -70,8 +70,9 @@ enum det_thread_state {
 };
 
 /*
- * One entry of a thread's ring; 48 bytes. The capture log holds these as
- * they are (docs/TRACE_FORMAT.md), so this layout is part of the log format.
+ * One entry of a thread's ring; 32 bytes, two to a cache line. The capture
+ * log holds these as they are (docs/TRACE_FORMAT.md), so this layout is
+ * part of the log format.
  *
  * seq is the event's place in the order:
  *  - strict mode: its number in the global order (the clock);
@@ -81,22 +82,32 @@ enum det_thread_state {
  *    failed trylock: n of the object's events came before it, and it does
  *    not count as one); DET_SEQ_NONE for an input, which needs no order.
  *    The total order is built after the run (recorder/convert.c).
+ *
+ * An event's timestamp is dts ticks after the thread's previous one (its
+ * previous event's, or a DET_REC_TS entry's); its result is 0 unless a
+ * RESULT entry follows it (or flags say DET_RF_PENDING); its input data,
+ * if any, is in the DATA entries before it.
  */
 struct det_rec {
 	uint64_t seq;
-	uint64_t ts;      /* TSC ticks; header.tsc0/mono0 and the supervisor's clock convert */
-	uint64_t ra;      /* return address of the interposed call */
-	int64_t result;
+	union {
+		uint64_t ra;     /* event: return address of the interposed call; OBJECT: the object's address */
+		int64_t result;  /* RESULT: the result */
+		uint64_t ts;     /* TS: the timestamp the thread's next dts counts from */
+	};
 	uint32_t obj;     /* object id (0: none) */
 	uint32_t aux;     /* kind-specific, see events.def */
+	uint32_t dts;     /* event: timestamp (TSC ticks, or ns: DET_RF_TS_NS) minus the thread's previous one */
 	uint16_t kind;    /* enum det_kind, or DET_REC_* */
-	uint16_t flags;   /* DET_RF_* */
-	uint32_t len;     /* payload bytes carried in the entries that follow */
+	uint16_t flags;   /* DET_RF_*; DATA: the bytes it carries */
 };
 
 /* det_rec.flags: ts is CLOCK_MONOTONIC ns, not TSC ticks (this process
  * traps rdtsc; the others of the same program may not). */
 #define DET_RF_TS_NS 0x1
+/* det_rec.flags of an event: its result is DET_RESULT_PENDING (a RESULT
+ * entry says what it became, if it came back) */
+#define DET_RF_PENDING 0x2
 
 /* aux of a SIGNAL event: the signal number and where it was delivered; one
  * delivered neither BEFORE nor UNANCHORED came as the thread left det after
@@ -112,13 +123,14 @@ struct det_rec {
  * thread (or its process) died in it. Replay does not come back either. */
 #define DET_RESULT_PENDING INT64_MIN
 
-/* Ring entries that are not events. OBJECT, DATA and AUXSEQ belong to the
- * thread's next event; RESULT to one of its earlier ones. */
+/* Ring entries that are not events. OBJECT, DATA, AUXSEQ and TS belong to
+ * the thread's next event; RESULT to its latest one or an earlier one. */
 #define DET_REC_OBJECT 0x8001 /* a new object: obj = id, aux = enum det_objkind, ra = its address */
 #define DET_REC_RESULT 0x8002 /* the thread's event number `seq` (its index) returned `result`, not 0 */
-#define DET_REC_DATA   0x8003 /* up to DET_DATA_CHUNK bytes of the next event's data, in place */
+#define DET_REC_DATA   0x8003 /* up to DET_DATA_CHUNK bytes of the next event's data, in place; flags: how many */
 #define DET_REC_AUXSEQ 0x8004 /* parallel: the next event's position `seq` on its second object `obj` */
-#define DET_DATA_CHUNK 40     /* a data entry carries its bytes over seq..aux */
+#define DET_REC_TS     0x8005 /* the next event's dts counts from `ts` (flags: DET_RF_TS_NS), not the last event's */
+#define DET_DATA_CHUNK 28     /* a data entry carries its bytes over seq..dts */
 
 /* Per-object event counters of a parallel recording, one cache line each
  * (two objects used by two threads never share a line). */

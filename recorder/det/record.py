@@ -68,7 +68,7 @@ from .watchdog import watched
 EXIT_TIMEOUT = 124
 EXIT_STOPPED = 125
 
-RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 48  # per thread
+RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 32  # per thread (struct det_rec)
 PCT_K = 1000  # PCT's k before a hunt has learned it from its runs
 
 
