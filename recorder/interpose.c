@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -666,6 +667,109 @@ DET_IMPL int det_impl_pthread_spin_trylock(pthread_spinlock_t *l)
 DET_IMPL int det_impl_pthread_spin_unlock(pthread_spinlock_t *l)
 {
 	DET_RELEASE_LIKE(DET_EV_SPIN_UNLOCK, DET_OBJ_SPIN, (void *)l, real.pthread_spin_unlock(l));
+}
+
+/* ------------------------------------------------------------------ */
+/* C++ function-local statics: the first thread to call __cxa_guard_acquire
+ * runs the initializer while later ones wait (compiled code calls it only
+ * while the guard's first byte says "not done"). Which thread initializes is
+ * the event; a call that finds the static done, or waits for it, is one only
+ * in strict mode: in parallel modes whether a thread calls at all depends on
+ * timing. Replay lets the recorded initializer take the guard at its turn;
+ * any other caller waits until the static is done, then finds it so. */
+
+static void *guard_fn(const char *name, void **cache)
+{
+	if (!*cache) {
+		*cache = dlsym(RTLD_NEXT, name);
+		if (!*cache)
+			det_fatal("cannot find %s in the C++ runtime", name);
+	}
+	return *cache;
+}
+
+static int guard_done(const uint64_t *g)
+{
+	return __atomic_load_n((const uint8_t *)g, __ATOMIC_ACQUIRE) != 0;
+}
+
+DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
+{
+	static void *fn;
+	int (*acquire)(uint64_t *) = (int (*)(uint64_t *))guard_fn("__cxa_guard_acquire", &fn);
+	struct det_thread *t = det_enter();
+	if (!t)
+		return acquire(g);
+	int strict = (det_hdr->flags & DET_F_STRICT) != 0;
+	uint64_t ra = DET_RA();
+	struct det_op op = {0};
+	int r;
+	if (det_replaying()) {
+		if (!strict && !(t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_GUARD_ACQUIRE)) {
+			/* not the recorded initializer: wait for it to finish */
+			while (!guard_done(g)) {
+				struct timespec nap = {0, 50000};
+				det_sys(SYS_nanosleep, (long)&nap, 0, 0, 0, 0, 0);
+			}
+			r = acquire(g);
+			det_leave(t);
+			return r;
+		}
+		if (det_acquire_begin(&op, t, DET_EV_GUARD_ACQUIRE, g, DET_OBJ_ONCE, ra))
+			r = 0; /* strict: it found the static done */
+		else
+			r = acquire(g);
+		det_acquire_end(&op, r ? 0 : 1);
+		det_leave(t);
+		return r;
+	}
+	op.t = t;
+	op.kind = DET_EV_GUARD_ACQUIRE;
+	op.ra = ra;
+	if (strict)
+		det_block(&op); /* another thread may be initializing it: give up the turn */
+	r = acquire(g);
+	if (strict)
+		det_unblock(&op);
+	if (r || strict) {
+		struct det_op ev = {0};
+		det_acquire_begin(&ev, t, DET_EV_GUARD_ACQUIRE, g, DET_OBJ_ONCE, ra);
+		det_acquire_end(&ev, r ? 0 : 1);
+	}
+	det_leave(t);
+	return r;
+}
+
+DET_IMPL void det_impl___cxa_guard_release(uint64_t *g)
+{
+	static void *fn;
+	void (*release)(uint64_t *) = (void (*)(uint64_t *))guard_fn("__cxa_guard_release", &fn);
+	struct det_thread *t = det_enter();
+	if (!t) {
+		release(g);
+		return;
+	}
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_GUARD_RELEASE, g, DET_OBJ_ONCE, DET_RA());
+	release(g);
+	det_release_end(&op, 0);
+	det_leave(t);
+}
+
+DET_IMPL void det_impl___cxa_guard_abort(uint64_t *g)
+{
+	static void *fn;
+	void (*abort_fn)(uint64_t *) = (void (*)(uint64_t *))guard_fn("__cxa_guard_abort", &fn);
+	struct det_thread *t = det_enter();
+	if (!t) {
+		abort_fn(g);
+		return;
+	}
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_GUARD_ABORT, g, DET_OBJ_ONCE, DET_RA());
+	abort_fn(g);
+	det_release_end(&op, 0);
+	det_leave(t);
 }
 
 /* ------------------------------------------------------------------ */

@@ -30,7 +30,7 @@ OBJKINDS: tuple[ObjKind, ...] = (
     ObjKind('BARRIER', 5, 'pthread_barrier_t'),
     ObjKind('SEM', 6, 'unnamed sem_t'),
     ObjKind('SPIN', 7, 'pthread_spinlock_t'),
-    ObjKind('ONCE', 8, 'pthread_once_t (std::call_once)'),
+    ObjKind('ONCE', 8, 'pthread_once_t (std::call_once), or the guard of a C++ function-local static'),
     ObjKind('FILE', 9, 'a stdio FILE'),
     ObjKind('ATOMIC', 10, 'a memory location used by C11/C++ atomics or __sync/__atomic builtins (programs built with det-cc)'),
     ObjKind('OMP_LOCK', 11, 'an OpenMP lock (libgomp): an unnamed or named critical section, the atomic region, an omp_lock_t or omp_nest_lock_t'),
@@ -82,6 +82,9 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SPIN_DESTROY', 55, 'SPIN', 'DESTROY', 'pthread_spin_destroy'),
     EventKind('ONCE', 57, 'ONCE', 'OTHER', 'pthread_once returned; result 1 if this thread ran the init routine'),
     EventKind('ONCE_INIT', 58, 'ONCE', 'OTHER', 'this thread begins the init routine of a pthread_once'),
+    EventKind('GUARD_ACQUIRE', 85, 'ONCE', 'OTHER', '__cxa_guard_acquire: result 0, this thread initializes a C++ function-local static (the others wait for it); in strict mode also result 1, a call that found it initialized'),
+    EventKind('GUARD_RELEASE', 86, 'ONCE', 'OTHER', '__cxa_guard_release: the static is initialized'),
+    EventKind('GUARD_ABORT', 87, 'ONCE', 'OTHER', "__cxa_guard_abort: the static's initializer threw; another call may initialize it"),
     EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
     EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
     EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
@@ -185,6 +188,9 @@ SPIN_UNLOCK = 54
 SPIN_DESTROY = 55
 ONCE = 57
 ONCE_INIT = 58
+GUARD_ACQUIRE = 85
+GUARD_RELEASE = 86
+GUARD_ABORT = 87
 STDIO_WRITE = 60
 FILE_LOCK = 61
 FILE_UNLOCK = 62
