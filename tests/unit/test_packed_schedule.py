@@ -19,7 +19,6 @@ from conftest import ROOT, detrec, detreplay, program, query, reseal, sample_bin
 sys.path.insert(0, str(ROOT / "recorder"))
 from det import native, schema  # noqa: E402
 
-
 # ---------------------------------------------------------------- the format page's decoder
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:
