@@ -158,6 +158,11 @@ int det_schedule_build(const char *db_path, const char *const *sql, uint32_t nsq
  * no, err names the first event that differs; < 0: unreadable (err). */
 int det_schedule_check(const char *db_path, const char *rows_sql, const char *chunks_sql, struct det_table_sum *sum,
 		       char *err, uint32_t errlen);
+/* The identity of the file at path (recorder/identity.c: every byte and the
+ * length, 256 bits, at memory speed; not cryptographic), as 64 hex digits in
+ * hex (len >= 65): the key of det.validate's cache of traces that passed.
+ * 0, or -1 with a message in hex. */
+int det_file_identity(const char *path, char *hex, uint32_t len);
 /* The META chunk of a capture log (a JSON object), NUL-terminated in buf;
  * returns its length, or < 0 with a message in buf. */
 int det_log_meta(const char *log_path, char *buf, uint32_t len);

@@ -129,6 +129,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_files_lost": (U32, [P]),
         "det_sup_replay_new": (P, [C, C, C, C, C, C, U64, C, C, U32, C, U32]),
         "det_sup_replay_packed": (I, [P]),
+        "det_file_identity": (I, [C, C, U32]),
         "det_schedule_build": (I, [C, ctypes.POINTER(C), U32, ctypes.POINTER(TableSum), C, U32]),
         "det_schedule_check": (I, [C, C, C, ctypes.POINTER(TableSum), C, U32]),
         "det_sup_events_done": (U64, [P]),
@@ -358,6 +359,15 @@ def schedule_check(db_path: str | os.PathLike[str]) -> tuple[str | None, list[in
     if r < 0:
         raise sqlite3.DatabaseError(err.value.decode(errors="replace"))
     return (err.value.decode(errors="replace"), []) if r else (None, s.value())
+
+
+def file_identity(path: str | os.PathLike[str]) -> str:
+    """A file's identity (recorder/identity.c: all its bytes, 256 bits, read
+    at memory speed): det.validate's key for traces known to be valid."""
+    buf = ctypes.create_string_buffer(400)
+    if lib().det_file_identity(_b(path), buf, len(buf)) != 0:
+        raise OSError(buf.value.decode(errors="replace"))
+    return buf.value.decode()
 
 
 def log_meta(log_path: Path) -> str:

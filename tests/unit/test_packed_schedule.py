@@ -306,3 +306,44 @@ def test_the_replayer_reads_rows_when_the_counts_differ(counter_trace: Path, tmp
         db.execute("UPDATE meta SET value = '[1, 0, 0]' WHERE key = 'schedule_rows'")
     db.close()
     assert not packed(trace)
+
+
+# ---------------------------------------------------------------- the validator's cache key
+
+def test_the_identity_sees_every_byte_and_the_length(tmp_path: Path) -> None:
+    """det.validate's cache key (native.file_identity, no longer SHA-256)
+    changes with any one bit flipped, wherever it is (each of the four lanes,
+    the partial last stripe, past the first read), and with the length, zero
+    bytes added included."""
+    from det.validate import file_identity
+
+    rng = random.Random(3)
+    f = tmp_path / "f"
+    for size in (0, 1, 31, 32, 33, 100003, (1 << 20) + 45):
+        data = rng.randbytes(size)
+        f.write_bytes(data)
+        base = file_identity(f)
+        assert base is not None and base == file_identity(f)
+        for at in {0, 7, 8, 15, 16, 24, 31, size // 2, size - 1, (1 << 20) + 3, rng.randrange(size or 1)}:
+            if 0 <= at < size:
+                f.write_bytes(data[:at] + bytes([data[at] ^ 1 << rng.randrange(8)]) + data[at + 1:])
+                assert file_identity(f) != base, (size, at)
+        f.write_bytes(data + b"\0")
+        assert file_identity(f) != base, size
+
+
+def test_a_remembered_trace_edited_afterwards_is_checked_again(tmp_path: Path) -> None:
+    """detrec remembers the trace it wrote as valid; once its packed schedule
+    is edited, the next detreplay does the full pass again and refuses it."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    trace = tmp_path / "t.db"
+    r = detrec("-q", "-o", trace, ROOT / "bench" / "bin" / "mutex_counter", "20000", "2", env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert (tmp_path / "cache" / "det" / "valid-traces").read_text().strip()
+    db = sqlite3.connect(trace)
+    db.create_function("flip", 2, _flip_byte)
+    with db:
+        assert db.execute(_flip(1, 40)).rowcount == 1
+    db.close()
+    r = detreplay(trace, env=env)
+    assert r.returncode == 2 and "packed schedule" in r.stderr.decode() and not r.stdout, r.stderr.decode()
