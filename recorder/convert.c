@@ -558,6 +558,11 @@ static void writer_start(struct conv *c)
 {
 	/* DET_CONVERT_WRITER=0 or 1 decides instead (tests take both ways) */
 	const char *force = getenv("DET_CONVERT_WRITER");
+	/* DET_CONVERT_REPACK=1 makes the packed schedule from the rows after the
+	 * merge, as a very late result does (tests compare both ways) */
+	const char *repack = getenv("DET_CONVERT_REPACK");
+	if (repack && *repack == '1')
+		c->pack_lost = 1;
 	if (force && *force ? *force == '0' : !cpu_free())
 		return; /* ops run at once */
 	struct writer *w = calloc(1, sizeof(*w));
