@@ -45,14 +45,15 @@
 struct det_pack_thread {
 	uint32_t mru[DET_PACK_MRU]; /* its recent calls, the latest first (0: none) */
 	uint64_t last_result;       /* its last nonzero result in the chunk */
-	uint64_t epoch;             /* the chunk (+ 1) the above belong to */
+	uint64_t epoch;             /* the chunk the above belong to (struct det_pack_state's epoch) */
 };
 
 /* What encoding and decoding share: where the chunk stands. */
 struct det_pack_state {
 	struct det_pack_thread *th; /* by thread number, grown as needed */
 	uint32_t nth;
-	uint64_t epoch;        /* this chunk + 1 */
+	uint64_t epoch;        /* chunks begun, this one included: a thread's state from an
+				* earlier one (or an earlier pass: the feeder rewinds) is stale */
 	uint64_t next_seq;     /* the seq an event with no gap has */
 	uint32_t prev, other;  /* thread codes 0 and 1 */
 	int last;              /* the last event byte, if it had no payload; else -1 */
@@ -79,9 +80,9 @@ static inline struct det_pack_thread *det_pack_thread_of(struct det_pack_state *
 	return th;
 }
 
-static inline void det_pack_begin(struct det_pack_state *s, uint64_t chunk, uint64_t first_seq)
+static inline void det_pack_begin(struct det_pack_state *s, uint64_t first_seq)
 {
-	s->epoch = chunk + 1;
+	s->epoch++;
 	s->next_seq = first_seq;
 	s->prev = s->other = 0;
 	s->last = -1;
@@ -164,7 +165,7 @@ static inline int det_pack_flush_run(struct det_pack_enc *e)
 /* Start chunk `chunk` (its events are added next, from seq first_seq on). */
 static inline void det_pack_start(struct det_pack_enc *e, uint64_t chunk, uint64_t first_seq)
 {
-	det_pack_begin(&e->s, chunk, first_seq);
+	det_pack_begin(&e->s, first_seq);
 	e->len = 0;
 	e->run = 0;
 	e->chunk = chunk;
@@ -240,17 +241,17 @@ struct det_pack_dec {
 	uint32_t nthreads;
 };
 
-/* Decode chunk `chunk` of `events` events from first_seq on, in bytes
- * [p, p + n): the caller keeps them in place until the chunk is done. */
-static inline int det_unpack_start(struct det_pack_dec *d, uint64_t chunk, uint64_t first_seq, uint64_t events,
-				   const void *p, uint64_t n)
+/* Decode a chunk of `events` events from first_seq on, in bytes [p, p + n):
+ * the caller keeps them in place until the chunk is done. */
+static inline int det_unpack_start(struct det_pack_dec *d, uint64_t first_seq, uint64_t events, const void *p,
+				   uint64_t n)
 {
-	det_pack_begin(&d->s, chunk, first_seq);
+	det_pack_begin(&d->s, first_seq);
 	d->p = p;
 	d->end = d->p + n;
 	d->left = events;
 	d->repeat = 0;
-	return events > 0 && (n > 0 || !events) ? 0 : -1;
+	return events > 0 && n > 0 ? 0 : -1;
 }
 
 static inline int det_unpack_varint(struct det_pack_dec *d, uint64_t *v)
@@ -412,7 +413,7 @@ static inline int det_unpack_row(struct det_unpacker *u, int64_t v[4], char *err
 		int len = sqlite3_column_bytes(u->st, 3);
 		if (n < 0 || (uint64_t)n != u->chunk || first < 0 || (uint64_t)first < u->after || events <= 0 ||
 		    events > (int64_t)DET_PACK_EVENTS || sqlite3_column_type(u->st, 3) != SQLITE_BLOB ||
-		    det_unpack_start(&u->d, u->chunk, (uint64_t)first, (uint64_t)events, bytes, (uint64_t)len)) {
+		    det_unpack_start(&u->d, (uint64_t)first, (uint64_t)events, bytes, (uint64_t)len)) {
 			snprintf(err, errlen, "the packed schedule is damaged (chunk %llu is not chunk %lld, events %lld "
 				 "from %lld)", (unsigned long long)u->chunk, (long long)n, (long long)events, (long long)first);
 			return -1;

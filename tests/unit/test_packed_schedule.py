@@ -376,3 +376,17 @@ def test_packed_as_converted_or_made_again_from_the_rows(prog: str, tmp_path: Pa
     assert got[0] == got[1] and got[0][0] and got[0][1]
     if prog == "mutex_counter":
         assert len(got[0][0]) >= 2
+
+
+def test_the_decoder_rewinds(tmp_path: Path) -> None:
+    """The feeder rewinds its decoder when the program starts again (gdb):
+    a thread's recent calls from the pass before must not leak into the next
+    (tests/unit/c/sched_rewind.c: three passes over three chunks)."""
+    import subprocess
+
+    exe = tmp_path / "sched_rewind"
+    subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", ROOT / "include", "-I",
+                    ROOT / "recorder", "-o", exe, ROOT / "tests" / "unit" / "c" / "sched_rewind.c", "-lsqlite3"],
+                   check=True)
+    r = subprocess.run([exe], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "same\n", r.stdout
