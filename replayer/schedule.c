@@ -195,6 +195,14 @@ struct feeder {
 	uint64_t *fed;            /* per thread: entries written */
 	uint64_t *published;      /* per thread: entries published (sched_filled) */
 	uint64_t *done_seen;      /* per thread: its done counter, as last read (it only grows) */
+	/* per thread: its window, as in its slot (whose line holds its done
+	 * counter, which it writes at every event: read per row, that line
+	 * would move between the feeder and the thread at every event) */
+	struct window {
+		struct det_sched *base;
+		uint64_t count; /* its recorded events */
+		uint32_t size;  /* entries */
+	} *win;
 	struct order order;
 	uint64_t seen, total;
 	uint64_t data_at, data_end;
@@ -214,8 +222,8 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 
 static struct det_sched *entry(struct det_sup *s, uint32_t thread, uint64_t idx)
 {
-	struct det_slot *sl = det_shm_slot(s->hdr, thread);
-	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + (idx & (sl->sched_window - 1));
+	const struct window *w = &s->feed->win[thread];
+	return w->base + (idx & (w->size - 1));
 }
 
 /* Is thread's event idx still to be done (its entry in place, not reused)?
@@ -351,13 +359,13 @@ static int feed_some(struct det_sup *s)
 			return feed_fail(s, "event %lld of the trace is damaged (thread %lld, call %lld)", (long long)seq,
 					 (long long)num, (long long)call);
 		uint32_t t = (uint32_t)num;
-		struct det_slot *sl = det_shm_slot(h, t);
+		const struct window *w = &f->win[t];
 		uint64_t idx = f->fed[t];
-		if (idx >= sl->sched_count)
+		if (idx >= w->count)
 			return feed_fail(s, "event %lld of the trace is one more than T%u has", (long long)seq, t);
-		if (idx >= f->done_seen[t] + sl->sched_window - 2 && sl->sched_window < sl->sched_count) {
-			f->done_seen[t] = atomic_load(&sl->done);
-			if (idx >= f->done_seen[t] + sl->sched_window - 2) {
+		if (idx >= f->done_seen[t] + w->size - 2 && w->size < w->count) {
+			f->done_seen[t] = atomic_load(&det_shm_slot(h, t)->done);
+			if (idx >= f->done_seen[t] + w->size - 2) {
 				publish_all(s, UINT32_MAX);
 				return moved; /* its window is full: it has to move first */
 			}
@@ -457,6 +465,7 @@ void sup_feed_free(struct det_sup *s)
 	free(f->fed);
 	free(f->published);
 	free(f->done_seen);
+	free(f->win);
 	free(f->order.last_obj);
 	free(f);
 	s->feed = NULL;
@@ -613,11 +622,17 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	f->fed = calloc(nthreads, sizeof(*f->fed));
 	f->published = calloc(nthreads, sizeof(*f->published));
 	f->done_seen = calloc(nthreads, sizeof(*f->done_seen));
+	f->win = calloc(nthreads, sizeof(*f->win));
 	f->order.max_obj = f->max_obj;
 	f->order.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->order.last_obj));
-	if (!f->fed || !f->published || !f->done_seen || !f->order.last_obj) {
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj) {
 		sup_fail(s, "out of memory");
 		goto out;
+	}
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(h, i);
+		f->win[i] = (struct window){(struct det_sched *)((char *)h + sl->sched_off), sl->sched_count,
+					    sl->sched_window};
 	}
 	/* the packed schedule when it is there and holds the threads' events
 	 * (one made from other rows would not), else the rows */
@@ -691,7 +706,7 @@ int sup_schedule_deps(struct det_sup *s, void (*dep)(void *arg, uint32_t thread,
 	while ((r = source_next(&src, v)) > 0) {
 		int64_t num = v[1], call = v[2];
 		if (num < 0 || (uint64_t)num >= f->nthreads || call <= 0 || (uint64_t)call >= f->ncalls ||
-		    !f->calls[call].kind || count[num] >= det_shm_slot(h, (uint32_t)num)->sched_count) {
+		    !f->calls[call].kind || count[num] >= f->win[num].count) {
 			sup_fail(s, "event %lld of the trace is damaged", (long long)v[0]);
 			goto out;
 		}
