@@ -29,8 +29,8 @@ SETUP   := $(VENV)/.det-setup
 
 RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c recorder/openmp.c recorder/timers.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
 RUNTIME_HDR := recorder/runtime.h recorder/locks.h recorder/openmp.def recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
-SUP_SRC     := recorder/supervisor.c recorder/capture.c recorder/convert.c recorder/sums.c replayer/schedule.c replayer/sup_turns.c
-SUP_HDR     := recorder/supervisor.h recorder/sums.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
+SUP_SRC     := recorder/supervisor.c recorder/capture.c recorder/convert.c recorder/sums.c recorder/schedpack.c recorder/identity.c replayer/schedule.c replayer/sup_turns.c
+SUP_HDR     := recorder/supervisor.h recorder/sums.h recorder/schedpack.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22

@@ -31,6 +31,13 @@
  *  - The checksum lanes of event_rows and calls (recorder/sums.h) are added
  *    up as rows are made, and corrected when a late result changes one, so
  *    the seal needs no second pass over the tables.
+ *  - The packed schedule (recorder/schedpack.h) is made from the same rows
+ *    as they are made: the last two chunks' events wait unpacked, so a late
+ *    result still finds its event there; one that comes later than that (a
+ *    thread held up for a whole chunk of others' events between an event
+ *    and its result) has the schedule made again from the rows, in the
+ *    same transaction, after the merge. meta schedule_rows holds the lanes
+ *    of the rows it was made from.
  *  - SQLite's inserts cost several times the merge, so while the merge runs
  *    every row it makes goes, in order, through a queue of ops to a writer
  *    thread, the only user of the connection meanwhile (the merge reads the
@@ -41,6 +48,7 @@
  */
 #include "supervisor.h"
 #include "logfmt.h"
+#include "schedpack.h"
 #include "sums.h"
 
 #include <errno.h>
@@ -143,6 +151,18 @@ struct conv {
 	uint64_t digest, digest_n; /* the schedule digest so far, over digest_n events */
 	uint8_t *data;
 	uint64_t cap_data;
+	/* the packed schedule: the last two chunks' events, unpacked (cur is
+	 * the one filling), and the encoder */
+	struct pack_ev {
+		uint64_t seq;
+		uint32_t thread, call;
+		int64_t result;
+	} *pack[2];
+	uint32_t npack[2], pack_cur;
+	uint64_t pack_chunks; /* chunks written */
+	int pack_lost;        /* a late result missed them: made again from the rows */
+	struct det_pack_enc enc;
+	const char *sched_sql[DET_SCHED_SQL_COUNT];
 	struct det_convert_stats stats;
 	char err[512];
 };
@@ -458,11 +478,12 @@ static int run_op(struct conv *c, uint32_t stmt, uint32_t nv, const int64_t *v, 
 	sqlite3_stmt *st = c->st_sql[stmt];
 	for (uint32_t i = 0; i < nv; i++)
 		sqlite3_bind_int64(st, (int)i + 1, v[i]);
-	if (stmt == DET_SQL_DATA)
+	if (stmt == DET_SQL_DATA || stmt == DET_SQL_SCHED_CHUNK)
 		sqlite3_bind_blob64(st, (int)nv + 1, blob, nblob, SQLITE_STATIC);
 	static const char *const what[DET_SQL_COUNT] = {
 		[DET_SQL_CALL] = "a call", [DET_SQL_SITE] = "a site", [DET_SQL_OBJECT] = "an object",
 		[DET_SQL_DATA] = "input data", [DET_SQL_MARK] = "a mark", [DET_SQL_RESULT] = "a result",
+		[DET_SQL_SCHED_CHUNK] = "the packed schedule",
 	};
 	return step(c, st, what[stmt] ? what[stmt] : "a row");
 }
@@ -538,6 +559,11 @@ static void writer_start(struct conv *c)
 {
 	/* DET_CONVERT_WRITER=0 or 1 decides instead (tests take both ways) */
 	const char *force = getenv("DET_CONVERT_WRITER");
+	/* DET_CONVERT_REPACK=1 makes the packed schedule from the rows after the
+	 * merge, as a very late result does (tests compare both ways) */
+	const char *repack = getenv("DET_CONVERT_REPACK");
+	if (repack && *repack == '1')
+		c->pack_lost = 1;
 	if (force && *force ? *force == '0' : !cpu_free())
 		return; /* ops run at once */
 	struct writer *w = calloc(1, sizeof(*w));
@@ -641,6 +667,102 @@ static int call_of(struct conv *c, uint32_t kind, uint32_t obj, uint32_t aux, ui
 	return put(c, DET_SQL_CALL, 5, (const int64_t[]){*call, kind, obj, aux, site}, NULL, 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* the packed schedule */
+
+_Static_assert(DET_SQL_SCHED_CLEAR - DET_SQL_SCHED_ROWS == DET_SCHED_SQL_CLEAR &&
+		       DET_SQL_SCHED_CHUNK - DET_SQL_SCHED_ROWS == DET_SCHED_SQL_CHUNK &&
+		       DET_SQL_SCHED_META - DET_SQL_SCHED_ROWS == DET_SCHED_SQL_META,
+	       "the converter's schedule statements are enum det_sched_sql's");
+
+/* Pack and write the waiting chunk in buffer b. */
+static int pack_write(struct conv *c, uint32_t b)
+{
+	uint32_t n = c->npack[b];
+	struct pack_ev *ev = c->pack[b];
+	if (!n || c->pack_lost)
+		return 0;
+	det_pack_start(&c->enc, c->pack_chunks, ev[0].seq);
+	for (uint32_t i = 0; i < n; i++)
+		if (det_pack_add(&c->enc, ev[i].seq, ev[i].thread, ev[i].call, ev[i].result)) {
+			c->pack_lost = 1; /* (made again from the rows, which say why) */
+			return 0;
+		}
+	if (det_pack_end(&c->enc))
+		return fail(c, "out of memory");
+	c->npack[b] = 0;
+	return put(c, DET_SQL_SCHED_CHUNK, 3,
+		   (const int64_t[]){(int64_t)c->pack_chunks++, (int64_t)ev[0].seq, (int64_t)n}, c->enc.buf, c->enc.len);
+}
+
+static int pack_event(struct conv *c, uint64_t seq, uint32_t t, uint32_t call, int64_t result)
+{
+	if (c->pack_lost)
+		return 0;
+	uint32_t b = c->pack_cur;
+	if (c->npack[b] == DET_PACK_EVENTS) { /* the older chunk can change no more */
+		if (pack_write(c, !b))
+			return -1;
+		b = c->pack_cur = !b;
+	}
+	if (!c->pack[b] && !(c->pack[b] = malloc(DET_PACK_EVENTS * sizeof(*c->pack[b]))))
+		return fail(c, "out of memory");
+	c->pack[b][c->npack[b]++] = (struct pack_ev){seq, t, call, result};
+	return 0;
+}
+
+/* Event seq's result changed after it was packed (or is waiting). */
+static void pack_fix(struct conv *c, uint64_t seq, int64_t result)
+{
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t b = k ? !c->pack_cur : c->pack_cur, lo = 0, hi = c->npack[b];
+		struct pack_ev *ev = c->pack[b];
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (ev[mid].seq < seq)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < c->npack[b] && ev[lo].seq == seq) {
+			ev[lo].result = result;
+			return;
+		}
+	}
+	c->pack_lost = 1;
+}
+
+/* Every row is made: the last chunks, and what they were made from. */
+static int pack_finish(struct conv *c)
+{
+	uint32_t older = !c->pack_cur;
+	if (pack_write(c, older) || pack_write(c, c->pack_cur))
+		return -1;
+	if (c->pack_lost) {
+		char why[300];
+		if (sup_schedule_build(c->db, c->sched_sql[DET_SCHED_SQL_ROWS], c->sched_sql[DET_SCHED_SQL_CLEAR],
+				       c->sched_sql[DET_SCHED_SQL_CHUNK], c->sched_sql[DET_SCHED_SQL_META], NULL, why,
+				       sizeof(why)) == 0)
+			return 0;
+		/* (rows the schedule cannot hold: the trace goes without one, and
+		 * replay reads the rows) */
+		return sqlite3_exec(c->db, c->sched_sql[DET_SCHED_SQL_CLEAR], NULL, NULL, NULL) == SQLITE_OK
+			       ? 0
+			       : fail(c, "cannot drop the packed schedule: %s", sqlite3_errmsg(c->db));
+	}
+	char text[96];
+	const struct det_table_sum *sum = &c->stats.event_sum;
+	snprintf(text, sizeof(text), "[%llu, %lld, %lld]", (unsigned long long)sum->rows, (long long)sum->lane[0],
+		 (long long)sum->lane[1]);
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(c->db, c->sched_sql[DET_SCHED_SQL_META], -1, &st, NULL) != SQLITE_OK)
+		return fail(c, "cannot prepare \"%.60s\": %s", c->sched_sql[DET_SCHED_SQL_META], sqlite3_errmsg(c->db));
+	sqlite3_bind_text(st, 1, text, -1, SQLITE_TRANSIENT);
+	int r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return r == SQLITE_DONE ? 0 : fail(c, "cannot store meta schedule_rows: %s", sqlite3_errmsg(c->db));
+}
+
 /* An event already emitted turned out to return `result`. */
 static int late_result(struct conv *c, struct stream *s, uint64_t idx, int64_t result)
 {
@@ -653,6 +775,7 @@ static int late_result(struct conv *c, struct stream *s, uint64_t idx, int64_t r
 	det_sum_row(&c->stats.event_sum, (const int64_t[]){(int64_t)seq, tid, call, s->recent_result[idx % 16]}, -1);
 	det_sum_row(&c->stats.event_sum, (const int64_t[]){(int64_t)seq, tid, call, result}, 1);
 	s->recent_result[idx % 16] = result;
+	pack_fix(c, seq, result);
 	if (c->w) { /* its row may not have left the merge's chunk yet */
 		struct op *ops = c->w->chunk[c->w->head % CHUNKS].ops;
 		for (uint32_t i = c->w->chunk[c->w->head % CHUNKS].n; i-- > 0;)
@@ -957,7 +1080,8 @@ static int store(struct conv *c, uint32_t t, uint64_t seq)
 		s->memo[s->memo_next++ % 4] = (struct call_memo){e->ra, e->kind, e->obj, e->aux, call};
 	}
 	int64_t ts = s->head_ts;
-	if (put(c, OP_EVENT, 5, (const int64_t[]){(int64_t)seq, t, call, s->head_result, ts - s->last_ts}, NULL, 0))
+	if (put(c, OP_EVENT, 5, (const int64_t[]){(int64_t)seq, t, call, s->head_result, ts - s->last_ts}, NULL, 0) ||
+	    pack_event(c, seq, t, call, s->head_result))
 		return -1;
 	/* (what a late result corrects: late_result) */
 	s->recent_call[s->emitted % 16] = call;
@@ -1212,6 +1336,11 @@ static int open_db(struct conv *c, const char *db_path, const char *const *sql, 
 	for (int i = 0; i < DET_SQL_COUNT; i++) {
 		if (i == DET_SQL_EVENTS || i == DET_SQL_EVENT_ROW || i == DET_SQL_INDEXES)
 			continue;
+		if (i >= DET_SQL_SCHED_ROWS && i <= DET_SQL_SCHED_META) {
+			c->sched_sql[i - DET_SQL_SCHED_ROWS] = sql[i]; /* (pack_finish's) */
+			if (i != DET_SQL_SCHED_CHUNK)
+				continue;
+		}
 		if (sqlite3_prepare_v2(c->db, sql[i], -1, &c->st_sql[i], NULL) != SQLITE_OK)
 			return fail(c, "cannot prepare \"%.60s\": %s", sql[i], sqlite3_errmsg(c->db));
 	}
@@ -1263,6 +1392,9 @@ static void conv_free(struct conv *c)
 	free(c->calls.vals);
 	free(c->call_keys);
 	free(c->data);
+	free(c->pack[0]);
+	free(c->pack[1]);
+	det_pack_enc_free(&c->enc);
 }
 
 static int map_log(struct conv *c, const char *log_path, int *fd, int writable)
@@ -1329,7 +1461,7 @@ static int run(struct conv *c, const char *log_path, const char *db_path, const 
 	int merged = merge(c);
 	if (c->w) /* (the merge failed midway) */
 		writer_end(c);
-	if (merged || leftovers(c) || write_tables(c))
+	if (merged || leftovers(c) || write_tables(c) || pack_finish(c))
 		goto out;
 	c->stats.schedule = digest_end(c->digest, c->digest_n);
 	if (store_digest(c))

@@ -72,5 +72,11 @@ SUP_HIDDEN int sup_schedule_deps(struct det_sup *s,
  * (<= 8) integers go to row(); 0, or -1 with a message (recorder/sums.c). */
 SUP_HIDDEN int det_scan_rows(const char *db_path, const char *select, int ncols,
 			     void (*row)(const int64_t *v, void *ctx), void *ctx, char *err, uint32_t errlen);
+/* The packed schedule made again from event_rows on an open connection, in
+ * the caller's transaction (statements as enum det_sched_sql names them);
+ * sum gets event_rows' checksum lanes. 0, or -1 with a message
+ * (recorder/schedpack.c). */
+SUP_HIDDEN int sup_schedule_build(sqlite3 *db, const char *rows_sql, const char *clear_sql, const char *chunk_sql,
+				  const char *meta_sql, struct det_table_sum *sum, char *err, uint32_t errlen);
 
 #endif /* DET_SUPERVISOR_H */

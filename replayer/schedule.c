@@ -27,8 +27,15 @@
  *  - Rows that contradict themselves (unknown threads or calls, more
  *    events than a thread has) stop the replay with a message: what the
  *    feeder reads before the program starts is checked before it starts.
+ *  - The events come from the trace's packed schedule when it has one that
+ *    holds as many events as its threads (recorder/schedpack.h: a byte or
+ *    less an event, decoded here, where a row through SQLite costs ~110
+ *    ns), else from event_rows; both give the same (seq, thread, call,
+ *    result), and the validator checked that they agree before detreplay
+ *    got here. DET_REPLAY_ROWS=1 reads the rows whatever the trace has.
  */
 #include "../recorder/supervisor.h"
+#include "../recorder/schedpack.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -117,9 +124,68 @@ static void order_reset(struct order *o)
 	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));
 }
 
+/* Where events come from: event_rows (st steps the rows) or the packed
+ * schedule (u.st steps its chunks). */
+struct source {
+	int packed;
+	sqlite3_stmt *st;
+	struct det_unpacker u;
+	char err[200];
+};
+
+static int source_open(sqlite3 *db, const char *sql, int packed, uint32_t nthreads, struct source *src)
+{
+	memset(src, 0, sizeof(*src));
+	src->packed = packed;
+	src->u.d.nthreads = nthreads;
+	return sqlite3_prepare_v2(db, sql, -1, packed ? &src->u.st : &src->st, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static void source_rewind(struct source *src)
+{
+	if (src->packed)
+		det_unpack_rewind(&src->u);
+	else
+		sqlite3_reset(src->st);
+}
+
+static void source_close(struct source *src)
+{
+	sqlite3_finalize(src->st);
+	sqlite3_finalize(src->u.st);
+	det_pack_dec_free(&src->u.d);
+	memset(src, 0, sizeof(*src));
+}
+
+static const char *source_sql(struct source *src)
+{
+	return sqlite3_sql(src->packed ? src->u.st : src->st);
+}
+
+/* The next event (seq, thread, call, result): 1, 0 at the end, -1 with a
+ * message in src->err. */
+static inline int source_next(struct source *src, int64_t v[4])
+{
+	if (src->packed)
+		return det_unpack_row(&src->u, v, src->err, sizeof(src->err));
+	int rc = sqlite3_step(src->st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW) {
+		snprintf(src->err, sizeof(src->err), "the trace cannot be read (%s)",
+			 sqlite3_errmsg(sqlite3_db_handle(src->st)));
+		return -1;
+	}
+	for (int i = 0; i < 4; i++)
+		v[i] = sqlite3_column_int64(src->st, i);
+	return 1;
+}
+
 struct feeder {
 	sqlite3 *db;
-	sqlite3_stmt *ev, *data;
+	struct source ev;
+	sqlite3_stmt *data;
+	int64_t cur[4];           /* the event read: seq, thread, call, result */
 	const char *db_path;
 	int drc;                  /* the data statement's last step */
 	struct call *calls;
@@ -129,6 +195,14 @@ struct feeder {
 	uint64_t *fed;            /* per thread: entries written */
 	uint64_t *published;      /* per thread: entries published (sched_filled) */
 	uint64_t *done_seen;      /* per thread: its done counter, as last read (it only grows) */
+	/* per thread: its window, as in its slot (whose line holds its done
+	 * counter, which it writes at every event: read per row, that line
+	 * would move between the feeder and the thread at every event) */
+	struct window {
+		struct det_sched *base;
+		uint64_t count; /* its recorded events */
+		uint32_t size;  /* entries */
+	} *win;
 	struct order order;
 	uint64_t seen, total;
 	uint64_t data_at, data_end;
@@ -148,8 +222,8 @@ static int query(struct det_sup *s, sqlite3 *db, const char *sql, sqlite3_stmt *
 
 static struct det_sched *entry(struct det_sup *s, uint32_t thread, uint64_t idx)
 {
-	struct det_slot *sl = det_shm_slot(s->hdr, thread);
-	return (struct det_sched *)((char *)s->hdr + sl->sched_off) + (idx & (sl->sched_window - 1));
+	const struct window *w = &s->feed->win[thread];
+	return w->base + (idx & (w->size - 1));
 }
 
 /* Is thread's event idx still to be done (its entry in place, not reused)?
@@ -204,7 +278,7 @@ static int feed_fail(struct det_sup *s, const char *fmt, ...)
 static void feed_rewind(struct det_sup *s, uint32_t gen)
 {
 	struct feeder *f = s->feed;
-	sqlite3_reset(f->ev);
+	source_rewind(&f->ev);
 	sqlite3_reset(f->data);
 	f->drc = sqlite3_step(f->data);
 	memset(f->fed, 0, f->nthreads * sizeof(*f->fed));
@@ -265,33 +339,33 @@ static int feed_some(struct det_sup *s)
 			publish_all(s, last_thread);
 		}
 		if (!f->row) {
-			int rc = sqlite3_step(f->ev);
-			if (rc == SQLITE_DONE) {
+			int rc = source_next(&f->ev, f->cur);
+			if (rc == 0) {
 				if (f->seen != f->total)
 					return feed_fail(s, "the trace has %llu events but its threads account for %llu",
 							 (unsigned long long)f->seen, (unsigned long long)f->total);
 				f->done = 1;
 				break;
 			}
-			if (rc != SQLITE_ROW)
-				return feed_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(f->db));
+			if (rc < 0)
+				return feed_fail(s, "%s", f->ev.err);
 			f->row = 1;
 		}
-		int64_t seq = sqlite3_column_int64(f->ev, 0);
-		int64_t num = sqlite3_column_int64(f->ev, 1);
-		int64_t call = sqlite3_column_int64(f->ev, 2);
+		int64_t seq = f->cur[0];
+		int64_t num = f->cur[1];
+		int64_t call = f->cur[2];
 		if (num < 0 || (uint64_t)num >= f->nthreads || call <= 0 || (uint64_t)call >= f->ncalls ||
 		    !f->calls[call].kind)
 			return feed_fail(s, "event %lld of the trace is damaged (thread %lld, call %lld)", (long long)seq,
 					 (long long)num, (long long)call);
 		uint32_t t = (uint32_t)num;
-		struct det_slot *sl = det_shm_slot(h, t);
+		const struct window *w = &f->win[t];
 		uint64_t idx = f->fed[t];
-		if (idx >= sl->sched_count)
+		if (idx >= w->count)
 			return feed_fail(s, "event %lld of the trace is one more than T%u has", (long long)seq, t);
-		if (idx >= f->done_seen[t] + sl->sched_window - 2 && sl->sched_window < sl->sched_count) {
-			f->done_seen[t] = atomic_load(&sl->done);
-			if (idx >= f->done_seen[t] + sl->sched_window - 2) {
+		if (idx >= f->done_seen[t] + w->size - 2 && w->size < w->count) {
+			f->done_seen[t] = atomic_load(&det_shm_slot(h, t)->done);
+			if (idx >= f->done_seen[t] + w->size - 2) {
 				publish_all(s, UINT32_MAX);
 				return moved; /* its window is full: it has to move first */
 			}
@@ -300,7 +374,7 @@ static int feed_some(struct det_sup *s)
 		struct det_sched *e = entry(s, t, idx);
 		memset(e, 0, sizeof(*e));
 		e->seq = (uint64_t)seq;
-		e->result = sqlite3_column_int64(f->ev, 3);
+		e->result = f->cur[3];
 		e->obj = k->obj;
 		e->aux = k->aux;
 		e->kind = (uint16_t)k->kind;
@@ -384,13 +458,14 @@ void sup_feed_free(struct det_sup *s)
 	struct feeder *f = s->feed;
 	if (!f)
 		return;
-	sqlite3_finalize(f->ev);
+	source_close(&f->ev);
 	sqlite3_finalize(f->data);
 	sqlite3_close(f->db);
 	free(f->calls);
 	free(f->fed);
 	free(f->published);
 	free(f->done_seen);
+	free(f->win);
 	free(f->order.last_obj);
 	free(f);
 	s->feed = NULL;
@@ -398,6 +473,7 @@ void sup_feed_free(struct det_sup *s)
 
 SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql,
 					      const char *max_obj_sql, const char *calls_sql, const char *events_sql,
+					      const char *schedule_sql, uint64_t schedule_events,
 					      const char *data_size_sql, const char *data_sql, uint32_t flags,
 					      char *err, uint32_t errlen)
 {
@@ -546,13 +622,29 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	f->fed = calloc(nthreads, sizeof(*f->fed));
 	f->published = calloc(nthreads, sizeof(*f->published));
 	f->done_seen = calloc(nthreads, sizeof(*f->done_seen));
+	f->win = calloc(nthreads, sizeof(*f->win));
 	f->order.max_obj = f->max_obj;
 	f->order.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->order.last_obj));
-	if (!f->fed || !f->published || !f->done_seen || !f->order.last_obj) {
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
-	if (query(s, db, events_sql, &f->ev) || query(s, db, data_sql, &f->data))
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(h, i);
+		f->win[i] = (struct window){(struct det_sched *)((char *)h + sl->sched_off), sl->sched_count,
+					    sl->sched_window};
+	}
+	/* the packed schedule when it is there and holds the threads' events
+	 * (one made from other rows would not), else the rows */
+	const char *rows = getenv("DET_REPLAY_ROWS");
+	int packed = schedule_sql && schedule_events == total && !(rows && *rows && *rows != '0');
+	if (packed && source_open(db, schedule_sql, 1, nthreads, &f->ev))
+		packed = 0; /* (no such table: a trace made before it) */
+	if (!packed && source_open(db, events_sql, 0, nthreads, &f->ev)) {
+		sup_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(db));
+		goto out;
+	}
+	if (query(s, db, data_sql, &f->data))
 		goto out;
 	/* what fits goes in now: the program starts with it (a trace smaller
 	 * than the windows is all there and checked before it starts) */
@@ -598,20 +690,24 @@ int sup_schedule_deps(struct det_sup *s, void (*dep)(void *arg, uint32_t thread,
 	struct order o = {.max_obj = f->max_obj};
 	uint64_t *count = calloc(f->nthreads, sizeof(*count));
 	o.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*o.last_obj));
-	sqlite3_stmt *st = NULL;
+	struct source src;
+	memset(&src, 0, sizeof(src));
 	int rc = -1;
 	if (!count || !o.last_obj) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
-	if (query(s, f->db, sqlite3_sql(f->ev), &st))
+	if (source_open(f->db, source_sql(&f->ev), f->ev.packed, f->nthreads, &src)) {
+		sup_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(f->db));
 		goto out;
+	}
 	int r;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t num = sqlite3_column_int64(st, 1), call = sqlite3_column_int64(st, 2);
+	int64_t v[4];
+	while ((r = source_next(&src, v)) > 0) {
+		int64_t num = v[1], call = v[2];
 		if (num < 0 || (uint64_t)num >= f->nthreads || call <= 0 || (uint64_t)call >= f->ncalls ||
-		    !f->calls[call].kind || count[num] >= det_shm_slot(h, (uint32_t)num)->sched_count) {
-			sup_fail(s, "event %lld of the trace is damaged", (long long)sqlite3_column_int64(st, 0));
+		    !f->calls[call].kind || count[num] >= f->win[num].count) {
+			sup_fail(s, "event %lld of the trace is damaged", (long long)v[0]);
 			goto out;
 		}
 		struct call *k = &f->calls[call];
@@ -624,16 +720,21 @@ int sup_schedule_deps(struct det_sup *s, void (*dep)(void *arg, uint32_t thread,
 		}
 		dep(arg, (uint32_t)num, count[num]++, &e);
 	}
-	if (r != SQLITE_DONE) {
-		sup_fail(s, "the trace cannot be read (%s)", sqlite3_errmsg(f->db));
+	if (r < 0) {
+		sup_fail(s, "%s", src.err);
 		goto out;
 	}
 	rc = 0;
 out:
-	sqlite3_finalize(st);
+	source_close(&src);
 	free(count);
 	free(o.last_obj);
 	return rc;
+}
+
+SUP_EXPORT int det_sup_replay_packed(struct det_sup *s)
+{
+	return s->feed && s->feed->ev.packed;
 }
 
 SUP_EXPORT uint64_t det_sup_events_done(struct det_sup *s)

@@ -103,6 +103,10 @@ enum det_convert_sql {
 	DET_SQL_MODULE,    /* path, base */
 	DET_SQL_RESULT,    /* result, seq: an event already stored returned this */
 	DET_SQL_META,      /* key, value: a meta row (the schedule digest) */
+	DET_SQL_SCHED_ROWS,  /* the packed schedule (enum det_sched_sql, in that order): rows to pack... */
+	DET_SQL_SCHED_CLEAR, /* ... */
+	DET_SQL_SCHED_CHUNK, /* ... */
+	DET_SQL_SCHED_META,  /* ... */
 	DET_SQL_INDEXES,   /* run once everything is loaded */
 	DET_SQL_COUNT,
 };
@@ -130,6 +134,35 @@ int det_trace_digest(const char *db_path, const char *rows_sql, uint64_t *digest
  * integers a row) reads from the trace at db_path; 0, or < 0 with a
  * message in err (a value that is not an integer is one). */
 int det_table_sums(const char *db_path, const char *select, struct det_table_sum *out, char *err, uint32_t errlen);
+/*
+ * The packed schedule (recorder/schedpack.h, docs/TRACE_FORMAT.md table
+ * schedule): the statements that make it, in this order (schema.py's
+ * SCHEDULE_SQL; det_convert takes them too, as DET_SQL_SCHED_*).
+ */
+enum det_sched_sql {
+	DET_SCHED_SQL_ROWS,  /* no parameters: rows (seq, thread, call, result) of event_rows in seq order */
+	DET_SCHED_SQL_CLEAR, /* no parameters: drop every chunk */
+	DET_SCHED_SQL_CHUNK, /* chunk, first seq, events, bytes */
+	DET_SCHED_SQL_META,  /* value of meta schedule_rows: "[rows, lane 0, lane 1]" of the rows packed */
+	DET_SCHED_SQL_COUNT,
+};
+/* Make the packed schedule again from event_rows, in one transaction of its
+ * own on the file at db_path (nothing else may be writing it), with meta
+ * schedule_rows; sum gets event_rows' checksum lanes (recorder/sums.h), read
+ * in the same scan. 0, or < 0 with a message in err. */
+int det_schedule_build(const char *db_path, const char *const *sql, uint32_t nsql, struct det_table_sum *sum,
+		       char *err, uint32_t errlen);
+/* Does the packed schedule (rows of chunks_sql: chunk, first seq, events,
+ * bytes, by chunk) hold exactly the events of rows_sql (seq, thread, call,
+ * result in seq order)? 0: yes, and sum gets the rows' checksum lanes; 1:
+ * no, err names the first event that differs; < 0: unreadable (err). */
+int det_schedule_check(const char *db_path, const char *rows_sql, const char *chunks_sql, struct det_table_sum *sum,
+		       char *err, uint32_t errlen);
+/* The identity of the file at path (recorder/identity.c: every byte and the
+ * length, 256 bits, at memory speed; not cryptographic), as 64 hex digits in
+ * hex (len >= 65): the key of det.validate's cache of traces that passed.
+ * 0, or -1 with a message in hex. */
+int det_file_identity(const char *path, char *hex, uint32_t len);
 /* The META chunk of a capture log (a JSON object), NUL-terminated in buf;
  * returns its length, or < 0 with a message in buf. */
 int det_log_meta(const char *log_path, char *buf, uint32_t len);
@@ -177,14 +210,22 @@ uint32_t det_sup_files_lost(struct det_sup *s);
  *   max_obj_sql: one row, the largest object id
  *   calls_sql:   rows (call, kind, object, aux)
  *   events_sql:  rows (seq, thread, call, result) in seq order
+ *   schedule_sql: NULL, or the packed schedule's chunks (chunk, first seq,
+ *                events, bytes, by chunk: recorder/schedpack.h), read
+ *                instead of events_sql when it holds schedule_events events
+ *                and every thread's count adds up to that (else the rows are
+ *                read: older traces, traces whose rows were rewritten)
  *   data_size_sql: one row, the total bytes of input data
  *   data_sql:    rows (seq, bytes) in seq order
  *   flags: DET_F_* (DET_F_RELAXED: per-object order; DET_F_STRICT: a strict
  *          trace, every event ordered and threads run only in their turn)
  */
 struct det_sup *det_sup_replay_new(const char *db_path, const char *threads_sql, const char *max_obj_sql,
-				   const char *calls_sql, const char *events_sql, const char *data_size_sql, const char *data_sql,
-				   uint32_t flags, char *err, uint32_t errlen);
+				   const char *calls_sql, const char *events_sql, const char *schedule_sql,
+				   uint64_t schedule_events, const char *data_size_sql, const char *data_sql, uint32_t flags,
+				   char *err, uint32_t errlen);
+/* Which the feeder reads: 1 the packed schedule, 0 event_rows. */
+int det_sup_replay_packed(struct det_sup *s);
 /* Replay: stream the rest of the schedule into the threads' windows, as
  * they advance, until det_sup_feed_stop() (run it in its own thread while
  * the program runs; a damaged trace stops the program with a message). */

@@ -32,6 +32,10 @@ from typing import IO, Any
 from .errors import DetError
 from .native import PROC_STATES, libdet_path
 
+# Exit statuses of detrec and detreplay besides the program's own (README.md).
+EXIT_TIMEOUT = 124  # --timeout stopped the program
+EXIT_STOPPED = 125  # det stopped it (a replay divergence, or something det cannot follow)
+
 ADDR_NO_RANDOMIZE = 0x0040000
 PR_SET_PDEATHSIG = 1
 SHM_ENV = "_DET_SHM"

@@ -8,6 +8,7 @@ mirror include/det/sup.h and are checked against det_sup_abi() on load.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import sqlite3
 import threading
@@ -129,7 +130,11 @@ def lib() -> ctypes.CDLL:
         "det_sup_module": (I, [P, U32, ctypes.POINTER(U64), C, U32]),
         "det_sup_file": (I, [P, U32, C, U32, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
         "det_sup_files_lost": (U32, [P]),
-        "det_sup_replay_new": (P, [C, C, C, C, C, C, C, U32, C, U32]),
+        "det_sup_replay_new": (P, [C, C, C, C, C, C, U64, C, C, U32, C, U32]),
+        "det_sup_replay_packed": (I, [P]),
+        "det_file_identity": (I, [C, C, U32]),
+        "det_schedule_build": (I, [C, ctypes.POINTER(C), U32, ctypes.POINTER(TableSum), C, U32]),
+        "det_schedule_check": (I, [C, C, C, ctypes.POINTER(TableSum), C, U32]),
         "det_sup_events_done": (U64, [P]),
         "det_sup_feed_run": (I, [P]),
         "det_sup_feed_stop": (None, [P]),
@@ -321,17 +326,51 @@ def trace_digest(db_path: Path) -> str:
     if lib().det_trace_digest(_b(db_path), schema.SCHEDULE_ROWS.encode(), ctypes.byref(value), err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return digest_hex(value.value)
-def table_sums(db_path: str | os.PathLike[str]) -> tuple[list[int | None], list[int | None]]:
+def table_sums(db_path: str | os.PathLike[str], events: bool = True) -> tuple[list[int | None], list[int | None]]:
     """The checksum lanes of event_rows and calls, read from the (committed)
-    trace file: what det_convert hands over as it writes them."""
-    out = []
-    for table, select in (("event_rows", schema.EVENT_SUM_ROWS), ("calls", schema.CALL_SUM_ROWS)):
+    trace file: what det_convert hands over as it writes them (events=False:
+    calls only, event_rows' come back as [])."""
+    out: list[list[int | None]] = [] if events else [[]]
+    for table, select in (("event_rows", schema.EVENT_SUM_ROWS), ("calls", schema.CALL_SUM_ROWS))[0 if events else 1:]:
         s = TableSum()
         err = ctypes.create_string_buffer(300)
         if lib().det_table_sums(_b(db_path), select.encode(), ctypes.byref(s), err, 300) != 0:
             raise sqlite3.DatabaseError(f"{table} {err.value.decode(errors='replace')}")
         out.append(s.value())
     return out[0], out[1]
+
+
+def schedule_build(db_path: str | os.PathLike[str]) -> list[int | None]:
+    """Make the trace's packed schedule again from its event_rows (in a
+    transaction of its own: commit first), with meta schedule_rows; returns
+    event_rows' checksum lanes, read in the same scan."""
+    sql = (ctypes.c_char_p * len(schema.SCHEDULE_SQL))(*[q.encode() for q in schema.SCHEDULE_SQL])
+    s = TableSum()
+    err = ctypes.create_string_buffer(300)
+    if lib().det_schedule_build(_b(db_path), sql, len(schema.SCHEDULE_SQL), ctypes.byref(s), err, 300) != 0:
+        raise sqlite3.DatabaseError(err.value.decode(errors="replace"))
+    return s.value()
+
+
+def schedule_check(db_path: str | os.PathLike[str]) -> tuple[str | None, list[int | None]]:
+    """Does the trace's packed schedule hold exactly its event_rows? (None,
+    event_rows' checksum lanes) if so, else (what differs first, [])."""
+    s = TableSum()
+    err = ctypes.create_string_buffer(300)
+    r = lib().det_schedule_check(_b(db_path), schema.REPLAY_EVENTS.encode(), schema.REPLAY_SCHEDULE.encode(),
+                                 ctypes.byref(s), err, 300)
+    if r < 0:
+        raise sqlite3.DatabaseError(err.value.decode(errors="replace"))
+    return (err.value.decode(errors="replace"), []) if r else (None, s.value())
+
+
+def file_identity(path: str | os.PathLike[str]) -> str:
+    """A file's identity (recorder/identity.c: all its bytes, 256 bits, read
+    at memory speed): det.validate's key for traces known to be valid."""
+    buf = ctypes.create_string_buffer(400)
+    if lib().det_file_identity(_b(path), buf, len(buf)) != 0:
+        raise OSError(buf.value.decode(errors="replace"))
+    return buf.value.decode()
 
 
 def log_meta(log_path: Path) -> str:
@@ -350,14 +389,39 @@ def turns_backends() -> list[str]:
     return out
 
 
+def schedule_events(value: object) -> int | None:
+    """The event count of meta schedule_rows ("[rows, lane 0, lane 1]": the
+    rows the packed schedule was made from), None when it says none."""
+    try:
+        v = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    ok = isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v) and v[0] >= 0
+    return v[0] if ok else None
+
+
 class Replayer(Region):
     def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False,
                  backend: str = "futex") -> None:
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
+        try:
+            db = sqlite3.connect(f"file:{trace_path}?mode=ro", uri=True)
+            try:
+                procs = db.execute(schema.REPLAY_PROCESSES).fetchall()
+                threads = db.execute(schema.REPLAY_THREAD_PROCESSES).fetchall()
+                packed = db.execute(schema.REPLAY_SCHEDULE_ROWS).fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error as e:
+            raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
+        # the packed schedule, when the trace has one (libdetsup.so reads the
+        # rows when its event count is not the threads')
+        events = schedule_events(packed[0] if packed else None)
         h = lib().det_sup_replay_new(
             _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_CALLS),
-            _b(schema.REPLAY_EVENTS),
+            _b(schema.REPLAY_EVENTS), _b(schema.REPLAY_SCHEDULE if events is not None else None),
+            2**64 - 1 if events is None else events,
             _b(schema.REPLAY_DATA_SIZE), _b(schema.REPLAY_DATA),
             (DET_F_RELAXED if relaxed else 0) | (DET_F_STRICT if strict else 0), err, 512,
         )
@@ -365,14 +429,8 @@ class Replayer(Region):
             raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")
         super().__init__(h)
         try:
-            db = sqlite3.connect(f"file:{trace_path}?mode=ro", uri=True)
-            try:
-                procs = db.execute(schema.REPLAY_PROCESSES).fetchall()
-                threads = db.execute(schema.REPLAY_THREAD_PROCESSES).fetchall()
-            finally:
-                db.close()
             self.set_processes(procs, threads)
-        except (sqlite3.Error, DetError) as e:
+        except DetError as e:
             self.close()
             raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
         if lib().det_sup_turns(self.h, backend.encode()) != 0:
@@ -392,6 +450,11 @@ class Replayer(Region):
 
     def events_done(self) -> int:
         return lib().det_sup_events_done(self.h)
+
+    @property
+    def packed(self) -> bool:
+        """Whether the schedule is read from the trace's packed schedule (else from event_rows)."""
+        return bool(lib().det_sup_replay_packed(self.h))
 
     def turns_state(self) -> str:
         """The enforcement backend's own view of who waits ("" if it has none)."""

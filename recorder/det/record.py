@@ -32,6 +32,8 @@ from . import __version__, machine, schema, tracedir
 from .analysis import Waiter, block_report
 from .errors import DetError
 from .launch import (
+    EXIT_STOPPED,
+    EXIT_TIMEOUT,
     FED_KINDS,
     Program,
     StdinFeed,
@@ -61,12 +63,8 @@ from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
 from .trust import library_hashes, sha256_recorded
-from .trust import sha256_file as sha256_file  # (detreplay imports it from here)
 from .validate import remember
 from .watchdog import watched
-
-EXIT_TIMEOUT = 124
-EXIT_STOPPED = 125
 
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 32  # per thread (struct det_rec)
 PCT_K = 1000  # PCT's k before a hunt has learned it from its runs

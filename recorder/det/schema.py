@@ -2,8 +2,11 @@
 
 Rules: standard library only (gdb's Python imports it). A change to any
 table, or to which calls are events (a replay needs the events the runtime
-makes), bumps FORMAT_VERSION and docs/TRACE_FORMAT.md. libdetsup.so receives
-the statements it needs from here and only binds values.
+makes), bumps FORMAT_VERSION and docs/TRACE_FORMAT.md; an optional table of
+derived data (OPTIONAL_TABLES: every reader does without it, and a trace of
+the same version made before it existed is read as before) only changes
+docs/TRACE_FORMAT.md. libdetsup.so receives the statements it needs from
+here and only binds values.
 """
 
 from __future__ import annotations
@@ -77,6 +80,14 @@ CREATE TABLE event_rows (
     result INTEGER NOT NULL,          -- return value (errno values; -errno for sem_*)
     dts    INTEGER NOT NULL           -- ns since the thread's previous event (its first: since the start)
 );
+-- Derived from event_rows for replay's speed (docs/TRACE_FORMAT.md): every event's seq,
+-- thread, call and result, packed, a chunk of consecutive events a row. Optional.
+CREATE TABLE schedule (
+    chunk     INTEGER PRIMARY KEY,    -- 0, 1, ...: the events in seq order, 65536 a chunk
+    first_seq INTEGER NOT NULL,       -- the seq of its first event
+    events    INTEGER NOT NULL,       -- events in it
+    bytes     BLOB NOT NULL           -- packed (recorder/schedpack.h)
+);
 CREATE TABLE marks (
     win INTEGER NOT NULL,             -- seq / 1024
     tid INTEGER NOT NULL,             -- a thread with events in that window...
@@ -148,8 +159,25 @@ CREATE TABLE outcome (
 REQUIRED_TABLES = ("meta", "event_kinds", "threads", "processes", "objects", "sites", "calls", "event_rows", "marks",
                    "events", "outcome")
 
+# Tables a trace may lack (made by this format version before they existed):
+# derived data, which readers do without.
+OPTIONAL_TABLES = ("schedule",)
+
 # Seqs per marks window (include/det/sup.h DET_MARK_WINDOW).
 MARK_WINDOW = 1024
+
+# The packed schedule (include/det/sup.h enum det_sched_sql, recorder/schedpack.h):
+# the rows it is made from and checked against, dropping it, a chunk, and meta
+# schedule_rows (the checksum lanes of the rows it was made from).
+REPLAY_EVENTS = "SELECT seq, tid, call, result FROM event_rows ORDER BY seq"
+SCHEDULE_SQL = (
+    REPLAY_EVENTS,
+    "DELETE FROM schedule",
+    "INSERT INTO schedule(chunk, first_seq, events, bytes) VALUES (?,?,?,?)",
+    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schedule_rows', ?)",
+)
+REPLAY_SCHEDULE = "SELECT chunk, first_seq, events, bytes FROM schedule ORDER BY chunk"
+REPLAY_SCHEDULE_ROWS = "SELECT value FROM meta WHERE key = 'schedule_rows'"
 
 # What libdetsup.so's det_convert() binds, in include/det/sup.h's enum det_convert_sql order.
 CONVERT_SQL = (
@@ -166,6 +194,7 @@ CONVERT_SQL = (
     "INSERT INTO modules(path, base) VALUES (?,?)",
     "UPDATE event_rows SET result = ? WHERE seq = ?",
     "INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)",
+    *SCHEDULE_SQL,
     "CREATE INDEX marks_by_thread ON marks(tid, idx);",
 )
 
@@ -213,6 +242,5 @@ REPLAY_PROCESSES = "SELECT process, pid, status FROM processes ORDER BY process"
 REPLAY_THREAD_PROCESSES = "SELECT tid, process, end_state FROM threads ORDER BY tid"
 REPLAY_MAX_OBJECT = "SELECT max(coalesce((SELECT max(obj) FROM objects), 0), coalesce((SELECT max(obj) FROM calls), 0))"
 REPLAY_CALLS = "SELECT call, kind, obj, aux FROM calls"
-REPLAY_EVENTS = "SELECT seq, tid, call, result FROM event_rows ORDER BY seq"
 REPLAY_DATA_SIZE = "SELECT coalesce(sum(length(bytes)), 0) FROM data"
 REPLAY_DATA = "SELECT seq, bytes FROM data ORDER BY seq"

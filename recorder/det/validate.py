@@ -4,7 +4,8 @@
 
 Rules of this file:
   - Standard library only (gdb's Python imports it through det.trace), and
-    libdetsup.so through det.native (ctypes) for the checksum's row lanes.
+    libdetsup.so through det.native (ctypes) for the checksum's row lanes,
+    the packed schedule's check and the file identity.
   - A trace that is wrong in any way becomes a TraceError whose message is
     one line naming the table, row and value at fault; nothing else escapes
     (no sqlite3, json, Unicode or type error).
@@ -24,8 +25,16 @@ Rules of this file:
     the stored tables (event_rows and calls, no join); their row lanes are
     summed in C (recorder/sums.h): by the converter as it writes them, so
     detrec's seal reads no event again, and here by one C scan of each.
-  - The full pass runs once per content: the SHA-256 of a trace det wrote,
-    or of one that passed, is kept in the user's cache
+  - The packed schedule (table schedule, meta schedule_rows) is derived
+    data for replay's speed, outside the checksum: the full pass checks, in
+    C (native.schedule_check, one scan of both), that it holds exactly
+    event_rows' (seq, tid, call, result) and says which rows it was made
+    from, so a stale or edited one is refused like any other damage; that
+    scan's lanes of event_rows serve the checksum too. A trace without one
+    (made before it existed) is read from its rows.
+  - The full pass runs once per content: the identity of a trace det wrote,
+    or of one that passed (native.file_identity: all its bytes, 256 bits,
+    read at memory speed), is kept in the user's cache
     ($XDG_CACHE_HOME/det/valid-traces), and a file with those exact bytes
     needs only the cheap checks. DET_VALIDATE=full forces the full pass.
 """
@@ -111,10 +120,12 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "cpu_model": lambda v: isinstance(v, str),
     "cpu_flags": lambda v: isinstance(v, str),
     "files_lost": lambda v: isinstance(v, int) and v >= 0,
+    "schedule_rows": lambda v: isinstance(v, list) and len(v) == 3 and all(_int(x) for x in v) and v[0] >= 0,
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
 }
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points"}  # (det.trace's too)
+# (det.trace's too)
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows"}
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 
@@ -177,16 +188,19 @@ def validate(tr: Trace) -> None:
         _events(tr, threads, processes, objects, outcome)
         _data(tr)
         _files(tr)
+        stale, rows_sum = _schedule(tr, meta)
         if outcome is not None:
             want = meta.get("content_sum")
             if want is None:
                 raise TraceDamage("the trace has no content checksum (meta content_sum), so it cannot be "
                                   "trusted to be what was recorded")
-            if content_sum(tr.db) != want:
+            if content_sum(tr.db, _sums_with(tr.db, rows_sum)) != want:
                 raise TraceDamage("its contents differ from what was recorded (the checksum in meta "
                                   "content_sum does not match): the trace was modified or damaged")
-            if ident is not None:
-                remember(tr.path)
+        if stale:
+            raise TraceDamage(stale)
+        if outcome is not None and ident is not None:
+            remember(tr.path)
     except sqlite3.DatabaseError as e:
         raise TraceDamage(f"the trace is damaged ({e})") from None
     except (UnicodeDecodeError, OverflowError, ValueError, TypeError) as e:
@@ -207,6 +221,8 @@ def _schema(tr: Trace) -> None:
                 what = problems[0].replace("*** in database main ***", "").strip().splitlines()[0]
                 raise TraceDamage(f"the trace is damaged (table {table}: {what})")
     for table, cols in COLUMNS.items():
+        if table not in tables and table in schema.OPTIONAL_TABLES:
+            continue
         if table not in tables:
             raise TraceDamage(f"the trace is damaged (no {table} table)")
         have = {r[1] for r in tr.db.execute(f"PRAGMA table_info({table})")}
@@ -635,6 +651,38 @@ class _Marks:
             raise TraceDamage(f"marks has a row for window {w} (T{tid}), which holds no event of T{tid}")
 
 
+def _schedule(tr: Trace, meta: dict[str, Any]) -> tuple[str | None, list[Any] | None]:
+    """The packed schedule against event_rows: (what is wrong with it or
+    None, event_rows' checksum lanes when the scan read them all)."""
+    from . import native
+
+    have = tr.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schedule'").fetchone()
+    made_from = meta.get("schedule_rows")
+    if have is None:
+        if made_from is not None:
+            raise TraceDamage("meta schedule_rows names a packed schedule, but the trace has no schedule table")
+        return None, None
+    if made_from is None:
+        if tr.db.execute("SELECT 1 FROM schedule LIMIT 1").fetchone() is not None:
+            return ("the packed schedule (table schedule) does not say which rows it was made from (no meta "
+                    "schedule_rows)"), None
+        return None, None
+    problem, rows_sum = native.schedule_check(_db_file(tr.db))
+    if problem:
+        return f"{problem}: table schedule was edited, or made from other rows than event_rows", None
+    if [x or 0 for x in rows_sum] != made_from:
+        return (f"meta schedule_rows says the packed schedule was made from other rows ({_show(made_from)}) than "
+                f"event_rows ({_show([x or 0 for x in rows_sum])})"), rows_sum
+    return None, rows_sum
+
+
+def _sums_with(db: sqlite3.Connection, rows_sum: list[Any] | None) -> TableSums | None:
+    """The checksum's table lanes, event_rows' from a scan already made."""
+    from . import native
+
+    return None if rows_sum is None else (rows_sum, native.table_sums(_db_file(db), events=False)[1])
+
+
 def _data(tr: Trace) -> None:
     bad = tr.db.execute(
         "SELECT seq FROM data WHERE typeof(seq) != 'integer' OR typeof(bytes) != 'blob' "
@@ -735,8 +783,16 @@ def content_sum(db: sqlite3.Connection, sums: TableSums | None = None) -> str:
 
 def seal(db: sqlite3.Connection, sums: TableSums | None = None) -> None:
     """Store the content checksum (det's own writers call this after they
-    wrote or changed a complete trace; the converter's `sums` spare a scan)."""
+    wrote or changed a complete trace; the converter's `sums` spare a scan,
+    and it made the packed schedule with the rows). Without them the rows
+    may be new: the packed schedule is made again from them, in the scan
+    that sums them (a trace made before it existed goes on without one)."""
+    from . import native
+
     db.commit()  # (the lanes are read from the file)
+    if sums is None and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schedule'"
+                                   ).fetchone() is not None:
+        sums = _sums_with(db, native.schedule_build(_db_file(db)))
     with db:
         db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('content_sum', ?)", (content_sum(db, sums),))
 
@@ -751,18 +807,19 @@ def _cache_file() -> Path | None:
 
 
 def file_identity(path: Path) -> str | None:
-    """The file's bytes, hashed (SHA-256 reads ~1 GB/s: far less than a full
-    pass); None while it is being written (its WAL holds part of it)."""
+    """The file's bytes, hashed (native.file_identity: every byte and the
+    length, 256 bits, at memory speed, where SHA-256 cost a replay of a 60 MB
+    trace 0.1 s; not cryptographic, and need not be: recorder/identity.c says
+    why); None while it is being written (its WAL holds part of it) or when
+    it cannot be read."""
+    from . import native  # (ctypes only here: gdb's Python imports this module)
+
     if Path(str(path) + "-wal").exists():
         return None
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-    except OSError:
+        return "i1:" + native.file_identity(path)
+    except (OSError, DetError):
         return None
-    return h.hexdigest()
 
 
 def _cache_read() -> set[str]:

@@ -18,14 +18,13 @@ from pathlib import Path
 from det import __version__, tracedir
 from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, race_hint
 from det.errors import DetError
-from det.launch import FED_KINDS, Program, StdinFeed, describe_status, shell_status
+from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
 from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer, turns_backends
-from det.record import EXIT_STOPPED, EXIT_TIMEOUT, sha256_file
 from det.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
-from det.trust import check_libraries, check_owner
+from det.trust import check_libraries, check_owner, sha256_file
 from det.watchdog import watched
 
 from .view import PackedView, host_differences, is_packed, open_view

@@ -31,8 +31,8 @@ from det import paths
 from det.errors import DetError
 from det.launch import FED_KINDS, program_env
 from det.native import DET_F_STDIN_FED, Replayer
-from det.record import sha256_file
 from det.trace import Trace
+from det.trust import sha256_file
 
 from .view import PackedView, open_view
 
