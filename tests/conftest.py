@@ -185,3 +185,25 @@ def build_packed_program(d: Path) -> Path:
     (d / "data.txt").write_text("the data\n")
     (d / "copy.txt").write_text("the data\n")
     return d / "main"
+
+
+def convert_each_way(tmp_path: Path, prog: str, args: list[str], env: str) -> list[tuple[Path, object]]:
+    """Capture one run of a test program (inputs_tour) or of bench's
+    mutex_counter, then convert copies of its capture log with the converter
+    switch `env` set to 0 and to 1: [(trace, ConvertStats)] for each."""
+    from det import native
+    from det.record import Options, capture_run
+
+    exe = str(program(prog)) if prog != "mutex_counter" else str(ROOT / "bench" / "bin" / "mutex_counter")
+    c = capture_run(exe, [exe, *args], tmp_path / "t.db", Options())
+    out = []
+    for value in ("0", "1"):
+        db, log = tmp_path / f"{env}{value}.db", tmp_path / f"{env}{value}.db.log"
+        shutil.copy(c.writer.path, db)
+        shutil.copy(c.writer.log, log)
+        os.environ[env] = value
+        try:
+            out.append((db, native.convert(log, db)))
+        finally:
+            del os.environ[env]
+    return out

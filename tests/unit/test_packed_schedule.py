@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, detrec, detreplay, program, query, reseal, sample_bin
+from conftest import ROOT, convert_each_way, detrec, detreplay, program, query, reseal, sample_bin
 
 sys.path.insert(0, str(ROOT / "recorder"))
 from det import native, schema  # noqa: E402
@@ -355,21 +355,9 @@ def test_packed_as_converted_or_made_again_from_the_rows(prog: str, tmp_path: Pa
     schedule again from the rows after the merge when a result comes too
     late for the events it holds back (DET_CONVERT_REPACK=1 takes that way
     every time): both give the same chunks and meta schedule_rows."""
-    from det.record import Options, capture_run
-
-    exe, args = ((str(program("inputs_tour")), []) if prog == "inputs_tour"
-                 else (str(ROOT / "bench" / "bin" / "mutex_counter"), ["40000", "3"]))
-    c = capture_run(exe, [exe, *args], tmp_path / "t.db", Options())
     got = []
-    for repack in ("0", "1"):
-        db, log = tmp_path / f"r{repack}.db", tmp_path / f"r{repack}.db.log"
-        shutil.copy(c.writer.path, db)
-        shutil.copy(c.writer.log, log)
-        os.environ["DET_CONVERT_REPACK"] = repack
-        try:
-            native.convert(log, db)
-        finally:
-            del os.environ["DET_CONVERT_REPACK"]
+    for db, _ in convert_each_way(tmp_path, prog, [] if prog == "inputs_tour" else ["40000", "3"],
+                                  "DET_CONVERT_REPACK"):
         got.append((query(db, "SELECT * FROM schedule ORDER BY chunk"),
                     query(db, "SELECT value FROM meta WHERE key = 'schedule_rows'")))
         assert decoded(db) == rows(db)

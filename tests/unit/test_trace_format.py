@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, detrec, program, query, reseal, sample_bin
+from conftest import ROOT, convert_each_way, detrec, program, query, reseal, sample_bin
 
 sys.path.insert(0, str(ROOT / "recorder"))
 from det import schema  # noqa: E402
@@ -162,21 +162,10 @@ def test_conversion_with_and_without_its_writer_thread(prog: str, tmp_path: Path
     in the merge's own: both make the same trace, byte for byte (late
     results, input data, many chunks of rows), with the same sums."""
     from det import native
-    from det.record import Options, capture_run
 
-    exe, args = ((str(program("inputs_tour")), []) if prog == "inputs_tour"
-                 else (str(ROOT / "bench" / "bin" / "mutex_counter"), ["30000"]))
-    c = capture_run(exe, [exe, *args], tmp_path / "t.db", Options())
     dumps = []
-    for writer in ("0", "1"):
-        db, log = tmp_path / f"w{writer}.db", tmp_path / f"w{writer}.db.log"
-        shutil.copy(c.writer.path, db)
-        shutil.copy(c.writer.log, log)
-        os.environ["DET_CONVERT_WRITER"] = writer
-        try:
-            st = native.convert(log, db)
-        finally:
-            del os.environ["DET_CONVERT_WRITER"]
+    for db, st in convert_each_way(tmp_path, prog, [] if prog == "inputs_tour" else ["30000"],
+                                   "DET_CONVERT_WRITER"):
         assert (st.event_sum.value(), st.call_sum.value()) == native.table_sums(db)
         dumps.append(db.read_bytes())
     assert st.events > (100 if prog == "inputs_tour" else 100000)
