@@ -1,8 +1,8 @@
 /* tests/programs/fail_kinds.c - three workers race to be first under a
  * lock; how the program ends depends on who won: worker 1 fails an
  * assertion, worker 2 exits with status 3, worker 3 passes. With
- * FAIL_ONCE=PATH set, the first run (PATH does not exist yet) exits 4
- * and creates PATH, whoever won. */
+ * FAIL_ONCE=PATH set, the first run (the one that creates PATH) exits 4,
+ * whoever won. */
 #include <assert.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,10 +25,9 @@ static void *worker(void *arg)
 int main(void)
 {
 	const char *once = getenv("FAIL_ONCE");
-	if (once && access(once, F_OK) != 0) {
-		int fd = open(once, O_CREAT | O_WRONLY, 0600);
-		if (fd >= 0)
-			close(fd);
+	int fd = once ? open(once, O_CREAT | O_EXCL | O_WRONLY, 0600) : -1;
+	if (fd >= 0) { /* (O_EXCL: of two runs at once, exactly one makes it) */
+		close(fd);
 		printf("first run: failing once\n");
 		return 4;
 	}
