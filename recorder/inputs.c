@@ -2126,33 +2126,6 @@ DET_IMPL long det_impl_get_avphys_pages(void)
 	return passed ? real.get_avphys_pages() : (long)r;
 }
 
-DET_IMPL int det_impl_sysinfo(struct sysinfo *info)
-{
-	struct det_thread *t = det_enter();
-	if (!t)
-		return real.sysinfo(info);
-	struct det_op op = {0};
-	int64_t res;
-	if (det_input_begin(&op, t, DET_EV_SYSINFO, 0, DET_RA())) {
-		res = op.rec->result;
-		if (res == 0 && op.rec->data_len == sizeof(*info))
-			memcpy(info, det_replay_data(op.rec), sizeof(*info));
-		det_input_end(&op, res, NULL, 0);
-	} else {
-		res = real.sysinfo(info) ? -(int64_t)errno : 0;
-		det_input_end(&op, res, info, res == 0 ? sizeof(*info) : 0);
-	}
-	det_leave(t);
-	return (int)ret_of(res);
-}
-
-DET_IMPL int det_impl_sched_getcpu(void)
-{
-	int passed;
-	int64_t r = simple_input(DET_EV_GETCPU, 0, get_cpu, DET_RA(), &passed);
-	return passed ? real.sched_getcpu() : (int)ret_of(r);
-}
-
 /* A call that fills one struct: its result and the struct are the input. */
 #define STRUCT_INPUT(kind, aux, ptr, call, ok)                                       \
 	do {                                                                      \
@@ -2175,6 +2148,18 @@ DET_IMPL int det_impl_sched_getcpu(void)
 		return ret_of(res);                                               \
 	} while (0)
 
+DET_IMPL int det_impl_sysinfo(struct sysinfo *info)
+{
+	STRUCT_INPUT(DET_EV_SYSINFO, 0, info, real.sysinfo(info), res == 0);
+}
+
+DET_IMPL int det_impl_sched_getcpu(void)
+{
+	int passed;
+	int64_t r = simple_input(DET_EV_GETCPU, 0, get_cpu, DET_RA(), &passed);
+	return passed ? real.sched_getcpu() : (int)ret_of(r);
+}
+
 DET_IMPL int det_impl_getrusage(int who, struct rusage *usage)
 {
 	STRUCT_INPUT(DET_EV_RUSAGE, (uint32_t)who, usage, real.getrusage(who, usage), res == 0 && usage);
@@ -2187,9 +2172,9 @@ DET_IMPL clock_t det_impl_times(struct tms *buf)
 
 DET_IMPL int det_impl_sched_yield(void)
 {
-	struct det_thread *t = det_enter();
+	struct det_thread *t = det_replaying() ? det_enter() : NULL;
 	if (t) {
-		int event = !det_replaying() || det_replay_yield(t);
+		int event = det_replay_yield(t);
 		det_leave(t);
 		if (!event)
 			return real.sched_yield();

@@ -680,11 +680,8 @@ DET_IMPL int det_impl_pthread_spin_unlock(pthread_spinlock_t *l)
 
 static void *guard_fn(const char *name, void **cache)
 {
-	if (!*cache) {
-		*cache = dlsym(RTLD_NEXT, name);
-		if (!*cache)
-			det_fatal("cannot find %s in the C++ runtime", name);
-	}
+	if (!*cache)
+		*cache = det_real_late(name, "libstdc++.so.6");
 	return *cache;
 }
 
@@ -740,36 +737,31 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 	return r;
 }
 
-DET_IMPL void det_impl___cxa_guard_release(uint64_t *g)
+/* The initializer ended (release) or threw (abort): an event before it. */
+static void guard_end(uint64_t *g, uint16_t kind, void (*end)(uint64_t *))
 {
-	static void *fn;
-	void (*release)(uint64_t *) = (void (*)(uint64_t *))guard_fn("__cxa_guard_release", &fn);
 	struct det_thread *t = det_enter();
 	if (!t) {
-		release(g);
+		end(g);
 		return;
 	}
 	struct det_op op = {0};
-	det_release_begin(&op, t, DET_EV_GUARD_RELEASE, g, DET_OBJ_ONCE, DET_RA());
-	release(g);
+	det_release_begin(&op, t, kind, g, DET_OBJ_ONCE, DET_RA());
+	end(g);
 	det_release_end(&op, 0);
 	det_leave(t);
+}
+
+DET_IMPL void det_impl___cxa_guard_release(uint64_t *g)
+{
+	static void *fn;
+	guard_end(g, DET_EV_GUARD_RELEASE, (void (*)(uint64_t *))guard_fn("__cxa_guard_release", &fn));
 }
 
 DET_IMPL void det_impl___cxa_guard_abort(uint64_t *g)
 {
 	static void *fn;
-	void (*abort_fn)(uint64_t *) = (void (*)(uint64_t *))guard_fn("__cxa_guard_abort", &fn);
-	struct det_thread *t = det_enter();
-	if (!t) {
-		abort_fn(g);
-		return;
-	}
-	struct det_op op = {0};
-	det_release_begin(&op, t, DET_EV_GUARD_ABORT, g, DET_OBJ_ONCE, DET_RA());
-	abort_fn(g);
-	det_release_end(&op, 0);
-	det_leave(t);
+	guard_end(g, DET_EV_GUARD_ABORT, (void (*)(uint64_t *))guard_fn("__cxa_guard_abort", &fn));
 }
 
 /* ------------------------------------------------------------------ */

@@ -32,7 +32,6 @@
 #include "runtime.h"
 #include "locks.h"
 
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,15 +46,7 @@ enum omp_share { SHARE_CHUNK = 0, SHARE_CHUNK_ULL = 1, SHARE_SECTION = 2, SHARE_
 
 static void *gomp_sym(const char *name)
 {
-	void *f = dlsym(RTLD_NEXT, name);
-	if (!f) { /* loaded privately by a dlopen'ed library */
-		void *h = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
-		if (h)
-			f = dlsym(h, name);
-	}
-	if (!f)
-		det_fatal("cannot find %s in libgomp", name);
-	return f;
+	return det_real_late(name, "libgomp.so.1");
 }
 
 /* ------------------------------------------------------------------ */
@@ -194,11 +185,16 @@ DET_IMPL void det_impl_GOMP_atomic_end(void)
 	omp_release(&omp_atomic, &omp_atomic);
 }
 
-DET_IMPL void det_impl_omp_init_lock(void *lock)
+static void lock_init(void *lock, int recursive)
 {
 	det_init();
-	__atomic_store_n((uint32_t *)lock, lock_new(0), __ATOMIC_RELEASE);
+	__atomic_store_n((uint32_t *)lock, lock_new(recursive), __ATOMIC_RELEASE);
 	omp_init(lock);
+}
+
+DET_IMPL void det_impl_omp_init_lock(void *lock)
+{
+	lock_init(lock, 0);
 }
 
 DET_IMPL void det_impl_omp_init_lock_with_hint(void *lock, int hint)
@@ -209,9 +205,7 @@ DET_IMPL void det_impl_omp_init_lock_with_hint(void *lock, int hint)
 
 DET_IMPL void det_impl_omp_init_nest_lock(void *lock)
 {
-	det_init();
-	__atomic_store_n((uint32_t *)lock, lock_new(1), __ATOMIC_RELEASE);
-	omp_init(lock);
+	lock_init(lock, 1);
 }
 
 DET_IMPL void det_impl_omp_init_nest_lock_with_hint(void *lock, int hint)

@@ -115,6 +115,19 @@ static void resolve_real(void)
 #undef DET_REAL
 }
 
+void *det_real_late(const char *name, const char *soname)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f) { /* loaded privately by a dlopen'ed library */
+		void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			f = dlsym(h, name);
+	}
+	if (!f)
+		det_fatal("cannot find %s in %s", name, soname);
+	return f;
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;

@@ -519,6 +519,10 @@ extern DET_HIDDEN __thread struct det_stack det_stk __attribute__((tls_model("in
 #define DET_IMPL __attribute__((visibility("hidden")))
 DET_HIDDEN void det_stack_attach(uint32_t num);
 DET_HIDDEN void *det_stack_new(uint32_t num);
+/* A function of a library the program may load after det started (libgomp,
+ * libstdc++): the next definition after det's, else the one in soname if
+ * a dlopen'ed library loaded it privately; fatal if neither. */
+DET_HIDDEN void *det_real_late(const char *name, const char *soname);
 DET_HIDDEN uint32_t det_stack_adopt(void *base);
 DET_HIDDEN void det_stack_free(void *base);
 DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);

@@ -197,6 +197,23 @@ static void kick_arm(struct det_thread *t, int sig, long ms)
 	t->kick_armed = 1;
 }
 
+/* Replay: t's next event, if it is a signal recorded as unanchored. */
+static const struct det_sched *unanchored_next(struct det_thread *t)
+{
+	const struct det_sched *e = t->idx < t->sched_count ? det_sched_at(t, t->idx) : NULL;
+	return e && e->kind == DET_EV_SIGNAL && (e->aux & DET_SIG_UNANCHORED) ? e : NULL;
+}
+
+/* Replay: deliver an unanchored signal where the thread is a moment from
+ * now (kicked()); does nothing when the next event is not one. */
+static int kick_for_unanchored(struct det_thread *t)
+{
+	const struct det_sched *e = unanchored_next(t);
+	if (e)
+		kick_arm(t, (int)(e->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
+	return e != NULL;
+}
+
 /* A kick arrived: deliver what it was sent for, if that is still due. */
 static void kicked(struct det_thread *t)
 {
@@ -205,8 +222,7 @@ static void kicked(struct det_thread *t)
 	if (!t->active || t->depth)
 		return; /* inside det: its signals go as it leaves */
 	if (det_replaying()) {
-		if (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
-		    (det_sched_at(t, t->idx)->aux & DET_SIG_UNANCHORED)) {
+		if (unanchored_next(t)) {
 			replay_next_signal(t);
 			t->depth = 0;
 		}
@@ -341,12 +357,8 @@ void det_signals_due(struct det_thread *t)
 	if (det_replaying()) {
 		while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
 		       !(det_sched_at(t, t->idx)->aux & DET_SIG_BEFORE)) {
-			const struct det_sched *e = det_sched_at(t, t->idx);
-			if (e->aux & DET_SIG_UNANCHORED) {
-				/* where the thread is a moment from now (kicked()) */
-				kick_arm(t, (int)(e->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
+			if (kick_for_unanchored(t))
 				return;
-			}
 			replay_next_signal(t);
 		}
 		return;
@@ -360,9 +372,7 @@ void det_signals_due(struct det_thread *t)
  * of it (a loop waiting for an alarm from the start) gets it by a kick. */
 void det_replay_signals_attached(struct det_thread *t)
 {
-	if (t->sched_count && det_sched_at(t, 0)->kind == DET_EV_SIGNAL &&
-	    (det_sched_at(t, 0)->aux & DET_SIG_UNANCHORED))
-		kick_arm(t, (int)(det_sched_at(t, 0)->aux & DET_SIG_NUMBER), KICK_REPLAY_MS);
+	kick_for_unanchored(t);
 }
 
 /* Replay: deliver every recorded signal that is next, wherever anchored

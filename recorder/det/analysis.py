@@ -9,12 +9,12 @@ comes from the event roles in events.def, never from kind names.
 from __future__ import annotations
 
 import shlex
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import events as ev
 from . import schema
+from .launch import signal_name
 from .names import ObjectNames
 from .native import SIG_NUMBER, SIG_UNANCHORED
 from .symbols import Symbolizer
@@ -177,13 +177,6 @@ def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | 
     return [text for _, _, text in sorted(out)]
 
 
-def _signal_name(n: int) -> str:
-    try:
-        return signal.Signals(n).name
-    except ValueError:
-        return f"signal {n}"
-
-
 def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
     """What detreplay says when a default-mode recording does not replay in
     a way that has the shape of a data race: same program, same inputs, same
@@ -197,7 +190,7 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
     unanchored = trace.q("SELECT e.aux & ?, count(*) FROM events e WHERE e.kind = ? AND e.aux & ? "
                          "GROUP BY 1 ORDER BY 1", (SIG_NUMBER, ev.SIGNAL, SIG_UNANCHORED))
     if unanchored:
-        sigs = ", ".join(_signal_name(n) + (f" x{c}" if c > 1 else "") for n, c in unanchored)
+        sigs = ", ".join(signal_name(n) + (f" x{c}" if c > 1 else "") for n, c in unanchored)
         return [f"a signal came while its thread made no event ({sigs}: a loop waiting for a handler's flag, "
                 "like one that computes until alarm(1) fires): replay delivers it near that point, not at it, so "
                 "what the thread had done by then (a count, a partial result) can differ from the recording"]

@@ -478,13 +478,17 @@ def shell_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def signal_name(n: int) -> str:
+    """SIGABRT for 6; `signal N` for a number Python has no name for."""
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
 def describe_status(returncode: int) -> str:
     if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}"
+        return f"killed by {signal_name(-returncode)}"
     return f"exit {returncode}"
 
 
