@@ -702,7 +702,7 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 	struct det_op op = {0};
 	int r;
 	if (det_replaying()) {
-		if (!strict && !(t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_GUARD_ACQUIRE)) {
+		if (!strict && det_replay_next_kind(t, DET_EV_GUARD_ACQUIRE) != DET_EV_GUARD_ACQUIRE) {
 			/* not the recorded initializer: wait for it to finish */
 			while (!guard_done(g)) {
 				struct timespec nap = {0, 50000};
@@ -814,7 +814,7 @@ DET_IMPL int det_impl_pthread_once(pthread_once_t *o, void (*fn)(void))
 		return real.pthread_once(o, fn);
 	uint64_t ra = DET_RA();
 	if (det_replaying()) {
-		int runs = t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_ONCE_INIT;
+		int runs = det_replay_next_kind(t, DET_EV_ONCE_INIT) == DET_EV_ONCE_INIT;
 		if (runs) {
 			once_event(t, DET_EV_ONCE_INIT, o, 0, ra);
 			det_leave(t);

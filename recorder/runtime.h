@@ -347,6 +347,11 @@ DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
 DET_HIDDEN int det_replay_free_running(void);
 /* Replay: is this sched_yield an event (the recording made one here)? */
 DET_HIDDEN int det_replay_yield(struct det_thread *t);
+/* Replay: the kind of t's next recorded event as an event of this kind would
+ * meet it, for a call that decides by it (is this thread the initializer?):
+ * recorded signals due first are delivered and a parallel recording's leftover
+ * yields skipped, as det_replay_begin does. 0 past the recording's end. */
+DET_HIDDEN uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind);
 /* An input that may act before its turn: t's next event when it is this
  * input and still waits for its turn in a free-running ordered replay (no
  * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */

@@ -405,6 +405,12 @@ int det_replay_yield(struct det_thread *t)
 	return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SCHED_YIELD;
 }
 
+uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind)
+{
+	signals_first(t, kind);
+	return t->idx < t->sched_count ? det_sched_at(t, t->idx)->kind : 0;
+}
+
 int det_replay_free_running(void)
 {
 	return !(det_hdr->flags & DET_F_STRICT) && !det_gdb_control.attached;
