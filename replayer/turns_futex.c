@@ -14,7 +14,7 @@
  *  - A waiter spins while the thread it waits for is running, for at most
  *    SPIN_LIMIT steps of relax() (a hand-off by sleeping costs both
  *    threads a few microseconds; a run of the other thread's events takes
- *    about as long), and sleeps at once when that thread waits itself.
+ *    about as long), and sleeps at once when that thread sleeps itself.
  *  - Works across processes: the region is shared, the futexes are not
  *    private.
  */
@@ -57,11 +57,16 @@ static uint64_t futex_done_count(uint32_t num)
 	return atomic_load_explicit(&det_shm_slot(det_hdr, num)->done, memory_order_acquire);
 }
 
-/* Is the thread d doing its events (not waiting for a turn itself)? */
+/* Is the thread d doing its events, or about to (waiting for a turn but not
+ * asleep: it spins, or its wake is under way)? Counting a woken thread as
+ * asleep made a ping-pong of two threads sleep at every hand-off once one of
+ * them had: each waited for the other while that one was still waking, and
+ * slept too (a wake-up, several microseconds, per switch). */
 static int moving(struct det_slot *d)
 {
-	return !atomic_load_explicit(&d->at_turnstile, memory_order_relaxed) &&
-	       atomic_load_explicit(&d->state, memory_order_relaxed) == DET_TS_RUNNING;
+	return atomic_load_explicit(&d->state, memory_order_relaxed) == DET_TS_RUNNING &&
+	       (!atomic_load_explicit(&d->at_turnstile, memory_order_relaxed) ||
+		!atomic_load_explicit(&d->sleeping, memory_order_relaxed));
 }
 
 /* Spin until d has done its event idx, or until spinning looks useless;
