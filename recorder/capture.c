@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -180,7 +181,7 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 	struct det_shm_header *h = s->hdr;
 	/* now and then, threads that died without saying so (a child process
 	 * killed by a signal) */
-	int check_running = s->cap.passes % 128 == 0;
+	int check_running = s->cap.passes % 128 == 0, freed = 0;
 	for (uint32_t i = 0; i < nthreads; i++) {
 		struct det_slot *sl = det_shm_slot(h, i);
 		uint32_t st = atomic_load(&sl->state);
@@ -197,6 +198,11 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 		if (st == DET_TS_EXITING)
 			atomic_store(&sl->state, DET_TS_FREE);
 		atomic_store(det_shm_ring_owner(h, ring), 0);
+		freed = 1;
+	}
+	if (freed) { /* new threads may wait for one (recorder/runtime.c claim_ring) */
+		atomic_fetch_add(&h->rings_freed, 1);
+		syscall(SYS_futex, &h->rings_freed, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}
 }
 

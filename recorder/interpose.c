@@ -109,7 +109,7 @@ DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, 
 	} else {
 		child = det_rec_new_thread(&op);
 		if (child >= det_hdr->max_threads)
-			det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)",
+			det_fatal("too many threads: T%u (this run allows %u, detrec --max-threads raises it)",
 				  child, det_hdr->max_threads);
 		if (det_strict)
 			det_strict_created(child);

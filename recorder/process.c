@@ -446,11 +446,11 @@ static int begin_create(struct det_thread *t, struct det_op *op, uint16_t kind, 
 	} else {
 		*child = det_rec_new_thread(op);
 		if (*child >= det_hdr->max_threads)
-			det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)", *child,
+			det_fatal("too many threads: T%u (this run allows %u, detrec --max-threads raises it)", *child,
 				  det_hdr->max_threads);
 		*idx = atomic_fetch_add(&det_hdr->next_proc, 1);
 		if (*idx >= det_hdr->max_procs)
-			det_fatal("too many processes: %u (this run allows %u, see DET_MAX_THREADS)", *idx + 1,
+			det_fatal("too many processes: %u (this run allows %u, detrec --max-threads raises it)", *idx + 1,
 				  det_hdr->max_procs);
 		if (det_strict)
 			det_strict_created(*child);

@@ -341,7 +341,9 @@ static void claim_ring(struct det_thread *t)
 {
 	struct det_shm_header *h = det_hdr;
 	uint32_t n = h->ring_count;
+	unsigned idle = 0;
 	for (unsigned attempt = 0;; attempt++) {
+		uint32_t freed = atomic_load(&h->rings_freed);
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t r = (t->num + i) % n;
 			uint32_t expected = 0;
@@ -359,13 +361,22 @@ static void claim_ring(struct det_thread *t)
 			}
 		}
 		/* Every ring belongs to a live thread or waits to be captured. */
-		if (attempt == 200)
-			det_msg("T%u waits for a free event ring (%u threads alive; raise DET_RINGS)",
+		static _Atomic int told;
+		if (idle == 20 && !atomic_exchange(&told, 1)) /* a second with no ring freed */
+			det_msg("T%u waits for a free event ring: %u threads are alive (detrec --rings raises the limit)",
 				t->num, n);
-		atomic_fetch_add(&h->capture_kick, 1);
-		futex(&h->capture_kick, FUTEX_WAKE, 1, NULL);
-		struct timespec ts = {0, 5 * 1000 * 1000};
-		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		if (det_strict)
+			det_strict_not_ready(t->num);
+		/* Wait for the capture to free one: it wakes every waiter when it
+		 * does (polling with a kick each, a thousand waiters kept it
+		 * scanning and the system busy: 25 s for stress-ng's 0.3 s). */
+		if (attempt == 0) {
+			atomic_fetch_add(&h->capture_kick, 1);
+			futex(&h->capture_kick, FUTEX_WAKE, 1, NULL);
+		}
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		if (futex(&h->rings_freed, FUTEX_WAIT, freed, &ts) == -ETIMEDOUT)
+			idle++;
 	}
 }
 
@@ -373,7 +384,7 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 {
 	struct det_shm_header *h = det_hdr;
 	if (num >= h->max_threads)
-		det_fatal("too many threads: T%u (this run allows %u, see DET_MAX_THREADS)", num,
+		det_fatal("too many threads: T%u (this run allows %u, detrec --max-threads raises it)", num,
 			  h->max_threads);
 	det_stack_attach(num); /* (stack.c: det's work runs off the program's stack) */
 	t->num = num;

@@ -151,6 +151,8 @@ enum det_point {
 DET_HIDDEN enum det_point det_strict_point_of(uint16_t kind, int64_t result);
 DET_HIDDEN void det_strict_after_event(struct det_thread *t, enum det_point why);
 DET_HIDDEN void det_strict_created(uint32_t child);
+/* A new thread waits for an event ring: not runnable, the token passed on. */
+DET_HIDDEN void det_strict_not_ready(uint32_t num);
 DET_HIDDEN void det_strict_runnable(uint32_t num);
 DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime,
 			       clockid_t clock);

@@ -116,8 +116,9 @@ static uint64_t deferred_until(struct det_slot *s)
 
 /* The runnable thread to run next, other than t: round robin after t, or
  * under chaos the highest priority one among those that do not defer (or
- * that stop deferring first), ties to the lower number. */
-static int pick(struct det_thread *t, uint32_t *out)
+ * that stop deferring first), ties to the lower number. self: the thread
+ * that passes the token on. */
+static int pick(uint32_t self, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
 	uint32_t n = nthreads();
@@ -129,7 +130,7 @@ static int pick(struct det_thread *t, uint32_t *out)
 		uint64_t best_until = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct det_slot *s = det_shm_slot(h, i);
-			if (i == t->num || !atomic_load(&s->strict_wants))
+			if (i == self || !atomic_load(&s->strict_wants))
 				continue;
 			int32_t p = atomic_load(&s->prio);
 			uint64_t until = deferred_until(s);
@@ -143,8 +144,8 @@ static int pick(struct det_thread *t, uint32_t *out)
 		return found;
 	}
 	for (uint32_t d = 1; d <= n; d++) {
-		uint32_t i = (t->num + d) % n;
-		if (i != t->num && atomic_load(&det_shm_slot(h, i)->strict_wants)) {
+		uint32_t i = (self + d) % n;
+		if (i != self && atomic_load(&det_shm_slot(h, i)->strict_wants)) {
 			*out = i;
 			return 1;
 		}
@@ -323,14 +324,14 @@ void det_strict_release(struct det_thread *t)
 		return;
 	t->holding = 0;
 	uint32_t next;
-	if (pick(t, &next)) {
+	if (pick(t->num, &next)) {
 		hand_to(next);
 		return;
 	}
 	atomic_store(&det_hdr->strict_owner, 0);
 	/* a thread back from the outside world may have become runnable
 	 * after we looked */
-	if (pick(t, &next)) {
+	if (pick(t->num, &next)) {
 		uint32_t free = 0;
 		if (atomic_compare_exchange_strong(&det_hdr->strict_owner, &free, next + 1))
 			wake(det_shm_slot(det_hdr, next));
@@ -463,8 +464,8 @@ static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
 	struct det_shm_header *h = det_hdr;
 	if (!h->chaos_seed) {
 		if (why == DET_POINT_YIELD || why == DET_POINT_TICK)
-			return pick(t, next);
-		return --t->quantum <= 0 && pick(t, next);
+			return pick(t->num, next);
+		return --t->quantum <= 0 && pick(t->num, next);
 	}
 	if (why == DET_POINT_TICK)
 		why = t->idx == t->tick_idx ? DET_POINT_SPIN : DET_POINT_EVENT;
@@ -482,7 +483,7 @@ static int decide(struct det_thread *t, enum det_point why, uint32_t *next)
 			t->run_steps = 0;
 		}
 	}
-	if (!pick(t, next))
+	if (!pick(t->num, next))
 		return 0;
 	uint64_t mine = deferred_until(t->slot), theirs = deferred_until(det_shm_slot(h, *next));
 	if (mine != theirs)
@@ -552,6 +553,27 @@ void det_strict_created(uint32_t child)
 	if (det_hdr->chaos_seed)
 		atomic_store(&det_shm_slot(det_hdr, child)->prio, priority(child));
 	det_strict_runnable(child);
+}
+
+/* A new thread waits for an event ring before its first event
+ * (recorder/runtime.c claim_ring: every ring belongs to a live thread): it
+ * is not runnable meanwhile, and a token handed to it goes on, for the
+ * threads whose exits free rings to run (before, the token stayed with it
+ * until the watchdog took it, a second each time). Called again while it
+ * waits: a holder may have handed it the token as it stopped being
+ * runnable. Its first event then comes where it got a ring, in the order
+ * recorded like any other. */
+void det_strict_not_ready(uint32_t num)
+{
+	if (det_logical)
+		return;
+	not_runnable(det_shm_slot(det_hdr, num));
+	uint32_t mine = num + 1, next;
+	if (atomic_load(&det_hdr->strict_owner) != mine)
+		return;
+	uint32_t to = pick(num, &next) ? next + 1 : 0;
+	if (atomic_compare_exchange_strong(&det_hdr->strict_owner, &mine, to) && to)
+		wake(det_shm_slot(det_hdr, next));
 }
 
 /*

@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 8
+#define DET_SHM_VERSION 9
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -356,6 +356,8 @@ struct det_shm_header {
 	/* written by the runtime */
 	DET_ATOMIC(uint32_t) attached;   /* program pid once libdet is initialised */
 	DET_ATOMIC(uint32_t) capture_kick; /* futex: bumped when a ring is full (wakes the capture) */
+	DET_ATOMIC(uint32_t) rings_freed;  /* futex: bumped by the capture when it frees rings */
+	uint32_t pad_rings_freed;
 	uint64_t tsc0, mono0;            /* TSC and CLOCK_MONOTONIC (ns) at attach */
 	DET_ATOMIC(uint32_t) failed;     /* nonzero: the runtime stopped the program */
 	DET_ATOMIC(uint32_t) diverged;

@@ -177,6 +177,19 @@ def held_at_end(trace: Trace, names: ObjectNames, label: Callable[[int], str] | 
     return [text for _, _, text in sorted(out)]
 
 
+def preemption_hint(trace: Trace) -> list[str]:
+    """A strict recording's watchdog preemptions: a thread ran without any
+    event for the watchdog's time (a busy-wait det does not see) and lost
+    its turn there, a point its replay cannot make exact."""
+    seqs = [seq for (seq,) in trace.q("SELECT seq FROM events WHERE kind = ? ORDER BY seq", (ev.PREEMPT,))]
+    if not seqs:
+        return []
+    at = ", ".join(str(s) for s in seqs[:5]) + (", ..." if len(seqs) > 5 else "")
+    return [f"the recording has {len(seqs)} watchdog preemption(s) (event {at}): a thread ran without any event "
+            "until the watchdog took its turn (a busy-wait det does not see), and strict replay is not exact from "
+            "there; build the program with det-cc (docs/det-cc.md) to make such points exact"]
+
+
 def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
     """What detreplay says when a default-mode recording does not replay in
     a way that has the shape of a data race: same program, same inputs, same
@@ -184,8 +197,14 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
     a thread stuck, or every event replayed and another outcome). Nothing for
     a strict or logical trace (they replay races), or when det named the
     cause itself (a changed file, a program that sends other bytes).
-    reason: one of RACE_REASONS, else nothing is said."""
-    if trace.meta.get("mode") != "record" or reason not in RACE_REASONS or "changed since recording" in what:
+    reason: one of RACE_REASONS, else nothing is said. A strict recording
+    with watchdog preemptions gets the one line that says they are where
+    its replay is not exact."""
+    if reason not in RACE_REASONS or "changed since recording" in what:
+        return []
+    if trace.meta.get("mode") == "strict":
+        return preemption_hint(trace)
+    if trace.meta.get("mode") != "record":
         return []
     unanchored = trace.q("SELECT e.aux & ?, count(*) FROM events e WHERE e.kind = ? AND e.aux & ? "
                          "GROUP BY 1 ORDER BY 1", (SIG_NUMBER, ev.SIGNAL, SIG_UNANCHORED))

@@ -700,6 +700,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("--rings", type=int, default=1024, metavar="N",
+                   help="threads alive at once before a new one waits for an event ring (default 1024; each "
+                        "ring is 4 MiB of shared memory, used as the thread writes)")
     p.add_argument("program", nargs="?", help="the program to record").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return p
@@ -718,6 +721,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--timeout needs a positive number of seconds")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
+    if not 1 <= ns.rings <= 65535:
+        p.error("--rings must be between 1 and 65535")
     if ns.logical and ns.strict:
         p.error("--logical and --strict are two different schedulers: pick one")
     if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
@@ -752,7 +757,8 @@ def main(argv: list[str] | None = None) -> int:
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
-        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, forward=True, stdin=stdin_source(),
+        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, rings=min(ns.rings, ns.max_threads),
+                       forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)

@@ -49,6 +49,9 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert r.returncode == 2 and b"usage" in r.stderr
     r = detrec("--until-fail", "0", program("hello"))
     assert r.returncode == 2
+    for opt in ("--rings", "--max-threads"):
+        r = detrec(opt, "0", program("hello"))
+        assert r.returncode == 2 and f"{opt} must be between 1 and 65535".encode() in r.stderr, r.stderr
     r = detreplay()
     assert r.returncode == 2
 
