@@ -83,6 +83,14 @@ def test_spinning_thread_is_preempted(tmp_path: Path) -> None:
     n = query(trace, "SELECT value FROM meta WHERE key = 'preemptions'")[0][0]
     assert int(n) >= 1
     assert query(trace, "SELECT count(*) FROM events WHERE kind = 125")[0][0] >= 1
+    # what detreplay adds to a divergence of this trace: the preemptions
+    from det.analysis import race_hint
+    from det.names import ObjectNames
+    from det.trace import Trace
+
+    with Trace(trace) as tr:
+        hint = race_hint(tr, ObjectNames(tr, symbolize=False), "kind")
+    assert len(hint) == 1 and f"the recording has {n} watchdog preemption(s)" in hint[0], hint
 
 
 def test_thread_waiting_for_its_turn_at_the_end_stays_there(tmp_path: Path) -> None:
