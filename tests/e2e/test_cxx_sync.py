@@ -17,16 +17,22 @@ def yields(trace: Path) -> int:
                         "WHERE k.name = 'sched_yield'")[0][0]
 
 
-def test_cxx20_latch_and_barrier_replay(tmp_path: Path) -> None:
+def recorded_yields_replay(tmp_path: Path, name: str, runs: int) -> int:
+    """Record `name` `runs` times in the default mode and replay each
+    (ordered twice, relaxed once); the yields the recordings made."""
     recorded = 0
-    for i in range(4):
-        trace = tmp_path / f"latch{i}.db"
-        r = detrec("-q", "-o", trace, "--", program("cxx20_latch"))
+    for i in range(runs):
+        trace = tmp_path / f"{name}{i}.db"
+        r = detrec("-q", "-o", trace, "--", program(name))
         assert r.returncode == 0, r.stderr.decode()
         recorded += yields(trace)
         replay_matches(trace, [], 2)
         replay_matches(trace, ["--relaxed"], 1)
-    assert recorded > 0, "no recording yielded: the test saw no spin loop"
+    return recorded
+
+
+def test_cxx20_latch_and_barrier_replay(tmp_path: Path) -> None:
+    assert recorded_yields_replay(tmp_path, "cxx20_latch", 4) > 0, "no recording yielded: the test saw no spin loop"
 
 
 def test_strict_replays_every_yield(tmp_path: Path) -> None:
@@ -64,12 +70,4 @@ def test_initializer_whose_recorded_yield_is_not_made_again(tmp_path: Path) -> N
     itself; 5 of 6 replays stalled, and CI's replay of cxx_static_init).
     Not strict: there every yield is made again, and the bumper thread spins
     without events, which strict mode replays only approximately."""
-    recorded = 0
-    for i in range(3):
-        trace = tmp_path / f"init{i}.db"
-        r = detrec("-q", "-o", trace, "--", program("yield_then_init"))
-        assert r.returncode == 0, r.stderr.decode()
-        recorded += yields(trace)
-        replay_matches(trace, [], 2)
-        replay_matches(trace, ["--relaxed"], 1)
-    assert recorded > 0, "no recording yielded before an initialization"
+    assert recorded_yields_replay(tmp_path, "yield_then_init", 3) > 0, "no recording yielded before an initialization"
