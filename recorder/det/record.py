@@ -395,7 +395,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         status, message, exit_status = "signaled", describe_status(rc), shell_status(rc)
     else:
         status, message, exit_status = "exited", "", rc
-    if not attached and not failure:
+    # (a run stopped by Ctrl-C before libdet's constructor ran is only interrupted)
+    if not attached and not failure and status != "interrupted":
         message = (message + "; " if message else "") + "libdet.so was never loaded into the program"
     if preemptions:
         note = (f"{preemptions} watchdog preemption(s): a thread ran without any event for "
@@ -462,7 +463,7 @@ def finish_run(c: Captured) -> RunResult:
             report = [rep.summary] + rep.lines
             message = f"{message}: {rep.summary}"
             _set_message(path, message)
-    if not c.attached and not c.failure:
+    if not c.attached and not c.failure and c.status != "interrupted":
         raise DetError(
             f"{path.name}: libdet.so was never loaded into the program (is it statically linked, or does "
             f"it reset LD_PRELOAD?); trace kept in {path}",
