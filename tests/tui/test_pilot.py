@@ -48,6 +48,17 @@ async def settle(app: DetTui, pilot: Pilot, timeout: float = 30) -> None:
     await pilot.pause(0.1)
 
 
+async def focus(app: DetTui, pilot: Pilot, widget) -> None:  # noqa: ANN001 - any focusable widget
+    """Focus a widget and wait until it has it: Widget.focus() only schedules the change, so a key
+    pressed straight after it can still reach the widget that had the focus."""
+    widget.focus()
+    for _ in range(100):
+        await pilot.pause(0.02)
+        if app.focused is widget:
+            return
+    raise AssertionError(f"{widget!r} never got the focus (focused: {app.focused!r})")
+
+
 def line_text(widget, y: int) -> str:  # noqa: ANN001 - a line-API widget
     return "".join(seg.text for seg in widget.render_line(y))
 
@@ -79,7 +90,7 @@ def test_navigation_keys_move_list_timeline_and_details(recorded: Path) -> None:
         assert s.timeline.per == 1
         assert s.timeline.start <= s.timeline.cursor < s.timeline.start + s.timeline.columns
         # Zoom keys on the timeline, then back to the whole run.
-        s.timeline.focus()
+        await focus(app, pilot, s.timeline)
         await pilot.press("minus", "minus")
         assert s.timeline.per == 5
         await pilot.press("0")
@@ -247,7 +258,7 @@ def test_diff_view_shows_detdiffs_comparison(bank: str, bank_swapped: str) -> No
         it = items[1]
         assert (ea.cursor, eb.cursor) == (it.a if it.a is not None else it.b, it.b if it.b is not None else it.a)
         # moving one list moves the other (aligned by position)
-        ea.focus()
+        await focus(app, pilot, ea)
         await pilot.press("j")
         await pilot.pause(0.1)
         assert eb.cursor == ea.cursor
