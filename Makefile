@@ -84,7 +84,7 @@ $(DETPASS): llvm/DetPass.cpp include/det/events.def include/det/events.h
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build

@@ -425,7 +425,7 @@ static ssize_t det_getrandom(struct det_thread *t, void *buf, size_t n, unsigned
 
 DET_IMPL ssize_t det_impl_getrandom(void *buf, size_t n, unsigned int flags)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.getrandom(buf, n, flags);
 	ssize_t r = det_getrandom(t, buf, n, flags, 0, DET_RA());
@@ -437,7 +437,7 @@ DET_IMPL ssize_t det_impl_getrandom(void *buf, size_t n, unsigned int flags)
 
 DET_IMPL int det_impl_getentropy(void *buf, size_t n)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.getentropy(buf, n);
 	ssize_t r = det_getrandom(t, buf, n, 0, 1, DET_RA());
@@ -721,7 +721,7 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 
 #define DET_READ_CALL(rc, pass)                                                                    \
 	do {                                                                                       \
-		struct det_thread *t = det_enter();                                                \
+		DET_ENTER(t);                                                \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		ssize_t r = det_read(t, &rc, DET_RA());                                            \
@@ -836,7 +836,7 @@ static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int fl
 
 #define DET_RECV_CALL(fd, msg, flags, pass)                                                        \
 	do {                                                                                       \
-		struct det_thread *t = det_enter();                                                \
+		DET_ENTER(t);                                                \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		ssize_t r = det_recv(t, fd, &msg, flags, DET_RA());                                \
@@ -855,7 +855,7 @@ DET_IMPL ssize_t det_impl_recvfrom(int fd, void *buf, size_t n, int flags, struc
 {
 	struct iovec iov = {buf, n};
 	struct msghdr msg = {addr, addr && alen ? *alen : 0, &iov, 1, NULL, 0, 0};
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.recvfrom(fd, buf, n, flags, addr, alen);
 	ssize_t r = det_recv(t, fd, &msg, flags, DET_RA());
@@ -1021,7 +1021,7 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 
 #define DET_SEND_CALL(fd, iov, iovcnt, perform, args, pass, streams)                               \
 	do {                                                                                       \
-		struct det_thread *t = det_enter();                                                \
+		DET_ENTER(t);                                                \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		enum fd_class c = fd_class(fd);                                                    \
@@ -1097,7 +1097,7 @@ static int move_fd(int fd, int want)
 static int64_t fd_event(uint32_t aux, uint64_t ra, int64_t (*perform)(void *), void *ctx, int pair,
 			enum fd_class cls)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return perform(ctx);
 	struct det_op op = {.aux = aux};
@@ -1284,7 +1284,7 @@ static int stand_in(int want)
 
 static int det_accept(int fd, struct sockaddr *addr, socklen_t *alen, int flags, int four, uint64_t ra)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return four ? real.accept4(fd, addr, alen, flags) : real.accept(fd, addr, alen);
 	struct det_op op = {0};
@@ -1333,7 +1333,7 @@ DET_IMPL int det_impl_accept4(int fd, struct sockaddr *addr, socklen_t *alen, in
 
 DET_IMPL int det_impl_connect(int fd, const struct sockaddr *addr, socklen_t alen)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.connect(fd, addr, alen);
 	struct det_op op = {0};
@@ -1362,7 +1362,7 @@ DET_IMPL int det_impl_connect(int fd, const struct sockaddr *addr, socklen_t ale
  */
 static int64_t close_event(int fd, int64_t (*perform)(void *), void *ctx, uint64_t ra)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return perform(ctx);
 	struct det_op op = {.aux = (uint32_t)fd};
@@ -1612,7 +1612,7 @@ static __attribute__((noreturn)) void diverge_path(struct det_op *op, const char
 
 static int det_stat(struct stat_call *c, uint32_t aux, size_t size, uint64_t ra)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return perform_stat(c);
 	struct det_op op = {0};
@@ -1711,7 +1711,7 @@ static int64_t do_access(int dirfd, const char *path, int mode, int flags)
 static int det_access(int dirfd, const char *path, int mode, int flags, uint64_t ra)
 {
 	det_init();
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return (int)ret_of(do_access(dirfd, path, mode, flags));
 	struct det_op op = {0};
@@ -1749,7 +1749,7 @@ DET_IMPL int det_impl_euidaccess(const char *path, int mode)
 static int det_mktemp(char *tmpl, int suffixlen, int flags, int dir, uint64_t ra)
 {
 	det_init();
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return dir ? (real.mkdtemp(tmpl) ? 0 : -1) : real.mkostemps(tmpl, suffixlen, flags);
 	size_t len = strlen(tmpl);
@@ -1826,7 +1826,7 @@ static __thread unsigned replayed_next;
 DET_IMPL struct dirent *det_impl_readdir(DIR *dir)
 {
 	det_init();
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.readdir(dir);
 	uint64_t ra = DET_RA();
@@ -1878,7 +1878,7 @@ DET_IMPL struct dirent *det_impl_readdir(DIR *dir)
 static int det_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask,
 		     uint64_t ra)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.ppoll(fds, n, timeout, mask);
 	struct det_op op = {0};
@@ -1923,7 +1923,7 @@ DET_IMPL int det_impl___poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, s
 
 DET_IMPL int det_impl_pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pselect(nfds, r, w, x, timeout, mask);
 	struct det_op op = {0};
@@ -1970,7 +1970,7 @@ DET_IMPL int det_impl_select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct t
 
 DET_IMPL int det_impl_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.epoll_pwait(epfd, ev, max, timeout, mask);
 	struct det_op op = {0};
@@ -2001,7 +2001,7 @@ DET_IMPL int det_impl_epoll_wait(int epfd, struct epoll_event *ev, int max, int 
 
 static int64_t simple_input(uint16_t kind, uint32_t aux, int64_t (*get)(uint32_t), uint64_t ra, int *passed)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		*passed = 1;
 		return 0;
@@ -2129,7 +2129,7 @@ DET_IMPL long det_impl_get_avphys_pages(void)
 /* A call that fills one struct: its result and the struct are the input. */
 #define STRUCT_INPUT(kind, aux, ptr, call, ok)                                       \
 	do {                                                                      \
-		struct det_thread *t = det_enter();                               \
+		DET_ENTER(t);                               \
 		if (!t)                                                           \
 			return call;                                              \
 		struct det_op op = {0};                                           \
@@ -2189,7 +2189,7 @@ DET_IMPL int det_impl_sched_yield(void)
 
 static int det_sleep(struct timespec *rem, int (*perform)(void *), void *ctx, uint64_t ra, int *passed)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		*passed = 1;
 		return 0;

@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -48,7 +49,7 @@ struct det_start {
 };
 
 DET_HIDDEN struct det_start det_thread_begin(uint32_t num);
-DET_HIDDEN void det_thread_end(void *(*fn)(void *));
+DET_HIDDEN void det_thread_end(void *(*fn)(void *), int unwinding);
 
 DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
 {
@@ -70,28 +71,43 @@ DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
 	return st;
 }
 
-DET_IMPL void det_impl_det_thread_end(void *(*fn)(void *))
+/* Its exit event: as its start routine returns, or (unwinding) as a
+ * cancellation ends it. A cancellation that acted where det does not see
+ * (a cancellation point inside libc) is logged here, late. */
+DET_IMPL void det_impl_det_thread_end(void *(*fn)(void *), int unwinding)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (t == &det_tls) {
+		if (unwinding && !t->canceled && !det_replaying())
+			det_log_canceled(t, DET_AUX_THREAD_CANCELED_ELSEWHERE, 0, (uint64_t)(uintptr_t)fn);
 		det_exit_event(t, (uint64_t)(uintptr_t)fn);
 		det_leave(t);
 	}
+}
+
+/* Unwinding past the start routine without an exit event: a cancellation
+ * (pthread_exit logs the exit before it unwinds; a C++ exception that leaves
+ * the start routine terminates the process before anything unwinds). */
+static void thread_unwinds(struct det_start *st)
+{
+	if (st->fn && !det_tls.exited)
+		det_thread_end(st->fn, 1);
 }
 
 /* The thread's start: everything that depends on det's mode happens on the
  * det stack, so the program's start routine finds the same stack here. */
 static void *det_thread_main(void *arg)
 {
-	struct det_start st = det_thread_begin(det_stack_adopt(arg));
+	struct det_start st __attribute__((cleanup(thread_unwinds))) = det_thread_begin(det_stack_adopt(arg));
 	void *ret = st.fn(st.arg);
-	det_thread_end(st.fn);
+	det_thread_end(st.fn, 0);
+	st.fn = NULL;
 	return ret;
 }
 
 DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_create(th, attr, fn, arg);
 	struct det_op op = {.t = t, .kind = DET_EV_THREAD_CREATE, .ra = DET_RA()};
@@ -154,7 +170,7 @@ static int det_join(struct det_thread *t, uint16_t kind, pthread_t th, void **re
 					target = det_shm_slot(det_hdr, i);
 			while (target && atomic_load(&target->state) != DET_TS_EXITING &&
 			       atomic_load(&target->state) != DET_TS_FREE)
-				det_strict_wait_for(&op, (void *)th);
+				det_strict_wait_for_cancelable(&op, (void *)th);
 		}
 		if (det_strict && kind == DET_EV_THREAD_JOIN && target) {
 			/* it has done its exit event: the rest of its way out needs
@@ -207,7 +223,7 @@ static int join_clock(void *p)
 
 DET_IMPL int det_impl_pthread_join(pthread_t th, void **ret)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_join(th, ret);
 	struct join_args a = {th, ret, 0, NULL};
@@ -216,7 +232,7 @@ DET_IMPL int det_impl_pthread_join(pthread_t th, void **ret)
 
 DET_IMPL int det_impl_pthread_tryjoin_np(pthread_t th, void **ret)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_tryjoin_np(th, ret);
 	struct join_args a = {th, ret, 0, NULL};
@@ -225,7 +241,7 @@ DET_IMPL int det_impl_pthread_tryjoin_np(pthread_t th, void **ret)
 
 DET_IMPL int det_impl_pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_timedjoin_np(th, ret, abstime);
 	struct join_args a = {th, ret, 0, abstime};
@@ -234,7 +250,7 @@ DET_IMPL int det_impl_pthread_timedjoin_np(pthread_t th, void **ret, const struc
 
 DET_IMPL int det_impl_pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock, const struct timespec *abstime)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_clockjoin_np(th, ret, clock, abstime);
 	struct join_args a = {th, ret, clock, abstime};
@@ -243,7 +259,7 @@ DET_IMPL int det_impl_pthread_clockjoin_np(pthread_t th, void **ret, clockid_t c
 
 DET_IMPL int det_impl_pthread_detach(pthread_t th)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_detach(th);
 	struct det_op op = {0};
@@ -256,14 +272,164 @@ DET_IMPL int det_impl_pthread_detach(pthread_t th)
 
 DET_IMPL void det_impl_pthread_exit(void *ret)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (t) {
+		det_load_unwinder();
 		if (!t->exited)
 			det_exit_event(t, DET_RA());
 		det_leave(t);
 	}
 	real.pthread_exit(ret);
 	__builtin_unreachable();
+}
+
+/* ------------------------------------------------------------------ */
+/* The unwinder (libgcc_s, which glibc loads for cancellation and
+ * pthread_exit) calls pthread_once for its own tables at every step it
+ * begins; how many it makes depends on which frames are det's, which differ
+ * between record and replay: those calls are not the program's, and pass
+ * through (det_impl_pthread_once). Its text is found where unwinding may
+ * begin: in pthread_cancel, pthread_exit and replay's cancellation. */
+
+static uintptr_t unwinder_lo, unwinder_hi;
+
+static int find_unwinder(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "libgcc_s.so"))
+		return 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	if (hi) {
+		unwinder_hi = hi;
+		unwinder_lo = lo;
+	}
+	return 1;
+}
+
+/* Load it as glibc would (it stays loaded), and find its text. */
+void det_load_unwinder(void)
+{
+	if (unwinder_hi)
+		return;
+	if (!dlopen("libgcc_s.so.1", RTLD_NOW))
+		return; /* (glibc's unwinding aborts the same way) */
+	dl_iterate_phdr(find_unwinder, NULL);
+}
+
+/* Called by the unwinder: its return address (DET_RA: from the program's
+ * stack, the stub's return address; on the det stack, where the unwinder
+ * runs when it unwinds det's frames, the stub jumps, and the caller's is
+ * this function's own). */
+static int from_unwinder(uint64_t ra, uint64_t own_ra)
+{
+	return (ra >= unwinder_lo && ra < unwinder_hi) || (own_ra >= unwinder_lo && own_ra < unwinder_hi);
+}
+
+/* ------------------------------------------------------------------ */
+/* cancellation: a request is an event (THREAD_CANCEL); where a thread acts
+ * on it is another (THREAD_CANCELED), after which its cleanup handlers and
+ * its exit are recorded as usual. Replay sends no request: each thread ends
+ * where its THREAD_CANCELED says (enforce.c det_replay_cancel). Asynchronous
+ * cancellation is not ordered. */
+
+void det_log_canceled(struct det_thread *t, uint32_t where, int64_t calls, uint64_t ra)
+{
+	struct det_op op = {.id = t->slot->obj, .aux = where};
+	t->canceled = 1;
+	det_acquire_begin(&op, t, DET_EV_THREAD_CANCELED, NULL, DET_OBJ_THREAD, ra);
+	det_acquire_end(&op, calls);
+}
+
+/* The thread unwinds out of det with det's own libc call canceled (see
+ * DET_ENTER; det runs program code only outside det). Record: what the call
+ * leaves half done is finished (the FILE det locked is unlocked; a
+ * condition wait's wake-up is logged, as glibc took the mutex back), then
+ * THREAD_CANCELED. Then it leaves det: its cleanup handlers are recorded. */
+void det_unwound(struct det_thread *t, uint64_t ra)
+{
+	if (!det_replaying() && t->active && !t->exited && !t->canceled) {
+		if (t->cancel_file) {
+			FILE *f = t->cancel_file;
+			t->cancel_file = NULL;
+			real.funlockfile(f);
+			if (det_strict)
+				det_strict_unlocked(t, f);
+		}
+		if (t->cancel_cond) {
+			struct det_op wake = {.aux_addr = t->cancel_mutex, .auxkind = DET_OBJ_MUTEX};
+			const void *c = t->cancel_cond;
+			t->cancel_cond = NULL;
+			det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+			det_acquire_end(&wake, ECANCELED);
+		}
+		if (t->in_testcancel)
+			det_log_canceled(t, DET_AUX_THREAD_CANCELED_TESTCANCEL, t->testcancel_calls, ra);
+		else
+			det_log_canceled(t, DET_AUX_THREAD_CANCELED_IN_CALL, 0, ra);
+	}
+	t->in_testcancel = 0;
+	det_leave(t);
+}
+
+DET_IMPL int det_impl_pthread_cancel(pthread_t th)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.pthread_cancel(th);
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_THREAD_CANCEL, (void *)th, DET_OBJ_THREAD, DET_RA());
+	int r;
+	det_load_unwinder();
+	if (det_replaying()) {
+		r = (int)op.rec->result;
+	} else {
+		r = real.pthread_cancel(th);
+		if (r == 0 && det_strict)
+			det_strict_canceled((uint64_t)th);
+	}
+	det_release_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
+/* Not an event unless it acts: it counts its calls since the thread's last
+ * event, and the THREAD_CANCELED of the one that acted says which it was, so
+ * that replay ends the thread in the same call. */
+DET_IMPL void det_impl_pthread_testcancel(void)
+{
+	DET_ENTER(t);
+	if (!t) {
+		real.pthread_testcancel();
+		return;
+	}
+	if (t->testcancel_idx != t->idx + 1) {
+		t->testcancel_idx = t->idx + 1;
+		t->testcancel_calls = 0;
+	}
+	uint32_t calls = ++t->testcancel_calls;
+	if (det_replaying()) {
+		if (det_replay_cancel_next(t)) {
+			const struct det_sched *e = det_sched_at(t, t->idx);
+			if (e->aux == DET_AUX_THREAD_CANCELED_TESTCANCEL && e->result == calls)
+				det_replay_cancel(t);
+		}
+		det_leave(t);
+		return;
+	}
+	det_logical_turn(t); /* logical time: whether a request came is decided in turn order */
+	t->in_testcancel = 1;
+	real.pthread_testcancel(); /* (if it acts, det_unwound logs where) */
+	t->in_testcancel = 0;
+	det_leave(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -291,7 +457,7 @@ DET_IMPL int det_impl_pthread_mutex_lock(pthread_mutex_t *m)
 
 DET_IMPL int det_impl_pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_mutex_trylock(m);
 	struct det_op op = {0};
@@ -345,6 +511,8 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 			det_diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
 				    "the mutex of a condition wait was not free at its recorded turn");
 		det_acquire_end(&wake, r);
+		if (r == ECANCELED && det_replay_cancel_next(t)) /* canceled in the wait, mutex held */
+			det_replay_cancel(t);
 		return r;
 	}
 	/* Publish the wait before blocking in it. */
@@ -352,19 +520,33 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	if (det_strict) {
 		/* emulated: the mutex is released, the thread runs again when a
 		 * signal picks it (or its deadline passes), then retakes it */
+		t->cancel_cond = c; /* a request already made acts as the wait begins */
+		t->cancel_mutex = m;
+		real.pthread_testcancel();
+		t->cancel_cond = NULL;
 		real.pthread_mutex_unlock(m);
 		det_strict_signal(m, 1); /* those waiting for the mutex try again */
 		clockid_t ck = how == COND_CLOCK ? clock
 			       : (c->__data.__wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+		atomic_store(&t->slot->strict_cancel_point, 1);
 		int timedout = det_strict_wait(t, c, how == COND_PLAIN ? NULL : abstime, ck);
+		atomic_store(&t->slot->strict_cancel_point, 0);
 		while ((r = real.pthread_mutex_trylock(m)) == EBUSY)
 			det_strict_wait_for(&wait, m);
+		/* a pthread_cancel may have woken it: a cancellation point, with
+		 * the mutex held again, as in glibc's wait */
+		t->cancel_cond = c;
+		t->cancel_mutex = m;
+		real.pthread_testcancel();
+		t->cancel_cond = NULL;
 		r = timedout ? ETIMEDOUT : r;
 		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 		det_acquire_end(&wake, r);
 		return r;
 	}
 	det_block(&wait);
+	t->cancel_cond = c; /* a cancellation takes the mutex back and unwinds */
+	t->cancel_mutex = m;
 	switch (how) {
 	case COND_PLAIN:
 		r = real.pthread_cond_wait(c, m);
@@ -376,6 +558,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		r = real.pthread_cond_clockwait(c, m, clock, abstime);
 		break;
 	}
+	t->cancel_cond = NULL;
 	det_unblock(&wait);
 	det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 	det_acquire_end(&wake, r);
@@ -395,7 +578,7 @@ DET_IMPL int det_impl_pthread_cond_destroy(pthread_cond_t *c)
 
 DET_IMPL int det_impl_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_cond_wait(c, m);
 	int r = det_cond_wait(t, DET_EV_COND_WAIT, c, m, COND_PLAIN, 0, NULL, DET_RA());
@@ -405,7 +588,7 @@ DET_IMPL int det_impl_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 
 DET_IMPL int det_impl_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_cond_timedwait(c, m, abstime);
 	int r = det_cond_wait(t, DET_EV_COND_TIMEDWAIT, c, m, COND_TIMED, 0, abstime, DET_RA());
@@ -416,7 +599,7 @@ DET_IMPL int det_impl_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t 
 DET_IMPL int det_impl_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
 				  const struct timespec *abstime)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_cond_clockwait(c, m, clock, abstime);
 	int r = det_cond_wait(t, DET_EV_COND_CLOCKWAIT, c, m, COND_CLOCK, clock, abstime, DET_RA());
@@ -428,7 +611,7 @@ DET_IMPL int det_impl_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t 
  * created through pthread_create) must not sleep for ever. */
 static int det_cond_signal(pthread_cond_t *c, int all, uint64_t ra)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return all ? real.pthread_cond_broadcast(c) : real.pthread_cond_signal(c);
 	struct det_op op = {0};
@@ -537,7 +720,7 @@ DET_IMPL int det_impl_pthread_barrier_destroy(pthread_barrier_t *b)
 
 DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.pthread_barrier_wait(b);
 	uint64_t ra = DET_RA();
@@ -564,7 +747,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 
 #define DET_SEM_WAIT(kind, s, try_call, block_call, may_block)                                    \
 	do {                                                                      \
-		struct det_thread *t = det_enter();                               \
+		DET_ENTER(t);                               \
 		if (!t)                                                           \
 			return block_call;                                        \
 		struct det_op op = {0};                                           \
@@ -575,7 +758,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying() && (may_block)) { \
 			if (det_strict) {                                         \
 				while (r != 0 && errno == EAGAIN) {               \
-					det_strict_wait_for(&op, s);              \
+					det_strict_wait_for_cancelable(&op, s);   \
 					r = try_call;                             \
 				}                                                 \
 			} else {                                                  \
@@ -624,7 +807,7 @@ DET_IMPL int det_impl_sem_clockwait(sem_t *s, clockid_t clock, const struct time
 
 DET_IMPL int det_impl_sem_post(sem_t *s)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.sem_post(s);
 	struct det_op op = {0};
@@ -694,7 +877,7 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 {
 	static void *fn;
 	int (*acquire)(uint64_t *) = (int (*)(uint64_t *))guard_fn("__cxa_guard_acquire", &fn);
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return acquire(g);
 	int strict = (det_hdr->flags & DET_F_STRICT) != 0;
@@ -740,7 +923,7 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 /* The initializer ended (release) or threw (abort): an event before it. */
 static void guard_end(uint64_t *g, uint16_t kind, void (*end)(uint64_t *))
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		end(g);
 		return;
@@ -809,10 +992,13 @@ static void once_nothing(void)
 
 DET_IMPL int det_impl_pthread_once(pthread_once_t *o, void (*fn)(void))
 {
-	struct det_thread *t = det_enter();
-	if (!t)
+	DET_ENTER(t);
+	uint64_t ra = t ? DET_RA() : 0;
+	if (!t || from_unwinder(ra, (uint64_t)(uintptr_t)__builtin_return_address(0))) {
+		if (t)
+			det_leave(t);
 		return real.pthread_once(o, fn);
-	uint64_t ra = DET_RA();
+	}
 	if (det_replaying()) {
 		int runs = det_replay_next_kind(t, DET_EV_ONCE_INIT) == DET_EV_ONCE_INIT;
 		if (runs) {
@@ -890,6 +1076,7 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 			det_unblock(op);
 		}
 	}
+	t->cancel_file = f; /* its write may be canceled (det_unwound) */
 	det_rec_call_begin(op);
 }
 
@@ -904,6 +1091,7 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 		}
 	} else {
 		det_rec_call_end(op, r);
+		op->t->cancel_file = NULL;
 		if (f) {
 			real.funlockfile(f);
 			if (det_strict)
@@ -916,7 +1104,7 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 
 #define DET_STDIO(f, call)                                                          \
 	do {                                                                      \
-		struct det_thread *t = det_enter();                               \
+		DET_ENTER(t);                               \
 		if (!t)                                                           \
 			return call;                                              \
 		struct det_op op = {0};                                           \
@@ -956,7 +1144,7 @@ DET_IMPL int det_impl_det_stdio_va(enum stdio_va which, FILE *f, int flag, const
 {
 #define VCALL (which == VA_PRINTF ? real.vprintf(fmt, ap) : which == VA_FPRINTF ? real.vfprintf(f, fmt, ap) \
 	       : which == VA_PRINTF_CHK ? real.__vprintf_chk(flag, fmt, ap) : real.__vfprintf_chk(f, flag, fmt, ap))
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return VCALL;
 	struct det_op op = {0};
@@ -1023,7 +1211,7 @@ DET_IMPL int det_impl_putchar(int c)
 
 DET_IMPL size_t det_impl_fwrite(const void *p, size_t size, size_t n, FILE *f)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.fwrite(p, size, n, f);
 	struct det_op op = {0};
@@ -1040,7 +1228,7 @@ DET_IMPL int det_impl_fflush(FILE *f)
 
 DET_IMPL void det_impl_perror(const char *s)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		real.perror(s);
 		return;
@@ -1055,7 +1243,7 @@ DET_IMPL void det_impl_perror(const char *s)
 
 DET_IMPL void det_impl_flockfile(FILE *f)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		real.flockfile(f);
 		return;
@@ -1077,7 +1265,7 @@ DET_IMPL void det_impl_flockfile(FILE *f)
 
 DET_IMPL int det_impl_ftrylockfile(FILE *f)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t)
 		return real.ftrylockfile(f);
 	struct det_op op = {0};
@@ -1097,7 +1285,7 @@ DET_IMPL int det_impl_ftrylockfile(FILE *f)
 
 DET_IMPL void det_impl_funlockfile(FILE *f)
 {
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		real.funlockfile(f);
 		return;

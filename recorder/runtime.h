@@ -86,7 +86,7 @@ struct det_thread {
 	uint32_t sigs_held; /* record: some of them wait for the thread's next call into det */
 	uint32_t holding;  /* strict: holds the run token */
 	int32_t quantum;   /* strict: events left before it offers the token */
-	uint32_t run_steps; /* strict chaos: steps run in a row while others waited */
+	uint32_t run_steps; /* strict chaos: steps run while others waited, since it last deferred */
 	uint32_t polls;     /* strict chaos: polls in a row (each defers it twice as long) */
 	uint64_t tick_idx; /* strict: t->idx at its last tick (det-cc's quantum end) */
 	uint64_t rng;      /* chaos: this thread's generator */
@@ -96,6 +96,15 @@ struct det_thread {
 	} sigs[8];
 	int kick_timer;    /* a POSIX timer (kernel id) that re-signals the thread, or -1 (signals.c) */
 	int kick_armed;
+	/* record: what a cancellation that acts in det's current libc call
+	 * leaves to finish (det_unwound) */
+	FILE *cancel_file;          /* stdio: the FILE det locked around the call */
+	const void *cancel_cond;    /* a condition wait: its wake-up is logged, the mutex held again */
+	const void *cancel_mutex;
+	uint32_t canceled;          /* its THREAD_CANCELED is done */
+	uint32_t in_testcancel;     /* in pthread_testcancel, its call testcancel_calls... */
+	uint32_t testcancel_calls;  /* ...since its event testcancel_idx - 1 */
+	uint64_t testcancel_idx;
 };
 
 extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
@@ -118,6 +127,7 @@ struct det_op {
 	uint32_t aux;                /* kind-specific value, or the id of aux_addr */
 	uint16_t kind;
 	uint16_t auxkind;            /* enum det_objkind of aux_addr */
+	uint32_t waits;              /* strict: times it waited for its object to be released */
 };
 
 /* --- signals and rdtsc (signals.c) --- */
@@ -158,6 +168,11 @@ DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const stru
 			       clockid_t clock);
 /* Wait until obj is released (not runnable meanwhile); for a contended lock. */
 DET_HIDDEN void det_strict_wait_for(struct det_op *op, const void *obj);
+/* The same at a cancellation point (a join, a semaphore): a pthread_cancel
+ * wakes the thread, which acts on it here. */
+DET_HIDDEN void det_strict_wait_for_cancelable(struct det_op *op, const void *obj);
+/* pthread_cancel(th) was sent: wake th if it waits at a cancellation point. */
+DET_HIDDEN void det_strict_canceled(uint64_t th);
 DET_HIDDEN int det_strict_signal(const void *obj, int all);
 DET_HIDDEN void det_strict_unlocked(struct det_thread *t, const void *obj);
 DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
@@ -233,6 +248,35 @@ static inline struct det_thread *det_enter(void)
 }
 
 DET_HIDDEN void det_signals_due(struct det_thread *t);
+
+/*
+ * pthread_cancel acts at a cancellation point; when that is a libc call det
+ * makes for the program (a condition wait, a join, a read, a sleep), the
+ * thread unwinds out of det's frames. DET_ENTER's guard notices it (the
+ * thread is still inside det as its frame unwinds: every return path leaves
+ * first) and det_unwound logs where the thread ended, then leaves det, so
+ * that the cleanup handlers' events are recorded. Needs -fexceptions, which
+ * makes cleanups run as frames unwind. Wrappers that never reach a
+ * cancellation point (locks) use det_enter() alone.
+ */
+struct det_guard {
+	struct det_thread *t;
+	uint64_t ra;
+};
+DET_HIDDEN void det_unwound(struct det_thread *t, uint64_t ra);
+static inline void det_guard_check(struct det_guard *g)
+{
+	if (g->t && det_unlikely(g->t->depth != 0))
+		det_unwound(g->t, g->ra);
+}
+#define DET_ENTER(t)                                                                               \
+	struct det_thread *t = det_enter();                                                        \
+	struct det_guard det_guard_ __attribute__((cleanup(det_guard_check), unused)) = {t, t ? DET_RA() : 0}
+/* Load libgcc_s, the unwinder, and note its text: its own pthread_once
+ * calls pass through (interpose.c). Before anything unwinds a thread. */
+DET_HIDDEN void det_load_unwinder(void);
+/* THREAD_CANCELED: t ends here (where: DET_AUX_THREAD_CANCELED_*). */
+DET_HIDDEN void det_log_canceled(struct det_thread *t, uint32_t where, int64_t calls, uint64_t ra);
 
 static inline void det_leave(struct det_thread *t)
 {
@@ -334,6 +378,11 @@ DET_HIDDEN void det_rec_call_begin(struct det_op *op);
 DET_HIDDEN void det_rec_call_end(struct det_op *op, int64_t result);
 /* Replay: the recording's call never came back; neither does this one. */
 DET_HIDDEN __attribute__((noreturn)) void det_replay_vanish(struct det_op *op);
+/* Replay: t's next event is its THREAD_CANCELED: take its turn and end the
+ * thread as the cancellation did (cleanup handlers, then its exit). */
+DET_HIDDEN __attribute__((noreturn)) void det_replay_cancel(struct det_thread *t);
+/* Replay: is t's next event a THREAD_CANCELED? */
+DET_HIDDEN int det_replay_cancel_next(struct det_thread *t);
 /* An event already published turned out to return `result`. */
 DET_HIDDEN void det_rec_fix_result(struct det_op *op, int64_t result);
 

@@ -481,7 +481,7 @@ static int det_sigwait(const sigset_t *set, siginfo_t *info, const struct timesp
 {
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
-	struct det_thread *t = det_enter();
+	DET_ENTER(t);
 	if (!t) {
 		long r = sys_sigtimedwait(set, info ? info : &si, timeout);
 		return r < 0 ? (errno = (int)-r, -1) : (int)r;

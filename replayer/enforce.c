@@ -245,6 +245,8 @@ static void wait_turn(struct det_thread *t, const struct det_sched *e)
 void det_replay_vanish(struct det_op *op)
 {
 	det_replay_end(op, op->rec->result);
+	if (det_replay_cancel_next(op->t)) /* not killed: canceled in the call */
+		det_replay_cancel(op->t);
 	park(op->t);
 }
 
@@ -292,6 +294,33 @@ static void gdb_check(struct det_thread *t, const struct det_sched *e)
 	c->reason = reason;
 	c->stops++;
 	det_gdb_stop();
+}
+
+int det_replay_cancel_next(struct det_thread *t)
+{
+	return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_THREAD_CANCELED;
+}
+
+/*
+ * The recording's thread acted on a cancellation here. Replay never sends
+ * the request (pthread_cancel is an event only): where it acts in a real run
+ * depends on timing. The thread takes the turn of its THREAD_CANCELED and
+ * ends as cancellation ends a thread: pthread_exit(PTHREAD_CANCELED) unwinds
+ * the same frames and runs the same cleanup handlers, outside det, whose
+ * events follow in the trace, and its joiner gets PTHREAD_CANCELED.
+ */
+void det_replay_cancel(struct det_thread *t)
+{
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	struct det_op op = {.t = t, .kind = e->kind, .rec = e};
+	wait_turn(t, e);
+	if (det_unlikely(det_gdb_control.attached))
+		gdb_check(t, e);
+	det_replay_end(&op, e->result);
+	det_load_unwinder(); /* (its own calls are not events: interpose.c) */
+	det_leave(t);
+	real.pthread_exit(PTHREAD_CANCELED);
+	__builtin_unreachable();
 }
 
 void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const void *got_addr, uint64_t ra,
@@ -371,8 +400,11 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	}
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	wait_turn(t, e);
-	if (e->kind != op->kind)
+	if (e->kind != op->kind) {
+		if (e->kind == DET_EV_THREAD_CANCELED && e->aux != DET_AUX_THREAD_CANCELED_TESTCANCEL)
+			det_replay_cancel(t); /* canceled in this call, before its event */
 		det_diverge(t, DET_DIV_KIND, op->kind, addr, op->ra, "another kind of event");
+	}
 	if (op->id == UINT32_MAX)
 		op->obj = e->obj; /* the event makes its object (a new thread) */
 	else if (op->id ? op->id != e->obj : !det_obj_match(addr, e->obj, objkind))
@@ -442,8 +474,11 @@ const struct det_sched *det_replay_input(struct det_op *op)
 	}
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	wait_turn(t, e); /* none, except for the ordered ones (accept) */
-	if (e->kind != op->kind)
+	if (e->kind != op->kind) {
+		if (e->kind == DET_EV_THREAD_CANCELED && e->aux != DET_AUX_THREAD_CANCELED_TESTCANCEL)
+			det_replay_cancel(t); /* canceled in this call, before its event */
 		det_diverge(t, DET_DIV_KIND, op->kind, NULL, op->ra, "another kind of event");
+	}
 	if (e->aux != op->aux)
 		det_diverge(t, DET_DIV_OBJECT, op->kind, NULL, op->ra,
 			    "the same input from another file descriptor or clock");

@@ -226,12 +226,16 @@ void det_logical_leave(struct det_thread *t)
 }
 
 /* In the waker's turn: `num` takes part again, after the waker. A thread
- * that makes itself runnable (a timed wait that timed out) just rejoins. */
+ * that makes itself runnable (a timed wait that timed out) just rejoins.
+ * One that found its lock taken again when it last woke goes next: with
+ * WAKE_DELAY alone, a holder that relocks every few events could be at the
+ * same point of its loop, lock held, whenever the waiter's turn came, every
+ * time (a waiter starved for ever: pthread_cancel's test saw it). */
 void det_logical_runnable(struct det_thread *waker, uint32_t num)
 {
 	struct det_slot *s = det_shm_slot(det_hdr, num);
 	if (waker->active && num != waker->num) {
-		uint64_t after = clock_of() + WAKE_DELAY;
+		uint64_t after = clock_of() + (atomic_load(&s->lt_retry) ? 0 : WAKE_DELAY);
 		if (atomic_load(&s->lt_clock) < after)
 			atomic_store(&s->lt_clock, after);
 	}

@@ -40,8 +40,9 @@
  *    a holder that polls (a sched_yield, a failed trylock, an empty poll,
  *    EAGAIN: see det_strict_point_of) defers: runnable threads that do not
  *    defer go first, until the others have made 2, 4, 8... events (doubling
- *    with each poll in a row); one that has run strict_spin_steps steps in
- *    a row while others wait defers for as many. So whoever a poller waits
+ *    with each poll in a row); one that has run strict_spin_steps steps
+ *    while others waited (since it last ran with no one waiting, or last
+ *    deferred so) defers for as many. So whoever a poller waits
  *    for runs, and the poller competes again by its priority after.
  */
 #include "runtime.h"
@@ -298,12 +299,16 @@ static void wait_token(struct det_thread *t)
 	not_runnable(me);
 	t->holding = 1;
 	t->quantum = (int32_t)h->strict_quantum;
-	t->run_steps = 0;
+	/* (run_steps go on: two threads that loop and outrank the rest, handing
+	 * the token to each other, would otherwise starve the rest for ever) */
 }
 
 void det_strict_acquire(struct det_thread *t)
 {
-	if (t->holding)
+	/* past its exit event (a key destructor, the unwinder's own calls as a
+	 * cancellation ends it) a thread runs without a turn: its joiner may
+	 * hold one while it waits */
+	if (t->holding || t->exited)
 		return;
 	if (det_logical) {
 		det_logical_acquire(t);
@@ -451,7 +456,7 @@ static uint64_t pct_steps(enum det_point why)
  *  - plain strict: a quantum of events, then round robin; sched_yield and
  *    the end of a det-cc tick quantum at once;
  *  - chaos (PCT): the highest-priority runnable thread runs, except that a
- *    thread that polls, or has run strict_spin_steps steps in a row while
+ *    thread that polls, or has run strict_spin_steps steps while
  *    others wait, defers to the others for a while (no starvation, decided
  *    from events alone; priorities stay PCT's). PCT's steps are events, or
  *    det-cc memory points for a program built with them (pct_steps).
@@ -542,8 +547,39 @@ void det_strict_wait_for(struct det_op *op, const void *obj)
 	s->blocked_addr = det_obj_key(obj);
 	s->blocked_ra = op->ra;
 	atomic_store_explicit(&s->blocked_kind, op->kind, memory_order_release);
+	atomic_store(&s->lt_retry, op->waits++ != 0);
 	det_strict_wait(op->t, obj, NULL, 0);
 	atomic_store_explicit(&s->blocked_kind, 0, memory_order_relaxed);
+}
+
+void det_strict_wait_for_cancelable(struct det_op *op, const void *obj)
+{
+	struct det_slot *s = op->t->slot;
+	real.pthread_testcancel(); /* a request already made acts as the wait begins */
+	atomic_store(&s->strict_cancel_point, 1);
+	det_strict_wait_for(op, obj);
+	atomic_store(&s->strict_cancel_point, 0);
+	real.pthread_testcancel(); /* (acts if the wake-up was a pthread_cancel) */
+}
+
+/* pthread_cancel(th) was sent, by the holder: a thread waiting at a
+ * cancellation point is woken (POSIX allows the spurious wake-up), and acts
+ * on the request where it wakes, as glibc's own wait would. A thread blocked
+ * elsewhere (a mutex, a barrier) acts at its next cancellation point. */
+void det_strict_canceled(uint64_t th)
+{
+	struct det_shm_header *h = det_hdr;
+	uint32_t n = nthreads();
+	for (uint32_t i = 0; i < n; i++) {
+		struct det_slot *s = det_shm_slot(h, i);
+		if (s->pthread != th || atomic_load(&s->state) == DET_TS_FREE || !atomic_load(&s->strict_cancel_point))
+			continue;
+		uint64_t key = atomic_load(&s->strict_cond);
+		if (key && atomic_compare_exchange_strong(&s->strict_cond, &key, 0)) {
+			det_strict_runnable(i);
+			wake(s);
+		}
+	}
 }
 
 /* A thread just created is runnable at once, with its priority (not when

@@ -18,25 +18,32 @@ OUT = ROOT / "recorder" / "det" / "events.py"
 
 OBJ_RE = re.compile(r'^DET_OBJKIND\((\w+),\s*(\d+),\s*"([^"]*)"\)\s*$')
 EV_RE = re.compile(r'^DET_EVENT\((\w+),\s*(\d+),\s*(\w+),\s*(\w+),\s*"([^"]*)"\)\s*$')
+AUX_RE = re.compile(r'^DET_AUX\((\w+),\s*(\w+),\s*(\d+),\s*"([^"]*)"\)\s*$')
 
 
-def parse(text: str) -> tuple[list[tuple], list[tuple]]:
-    objkinds, events = [], []
+def parse(text: str) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    objkinds, events, auxes = [], [], []
     for line in text.splitlines():
         line = line.strip()
         if m := OBJ_RE.match(line):
             objkinds.append((m[1], int(m[2]), m[3]))
         elif m := EV_RE.match(line):
             events.append((m[1], int(m[2]), m[3], m[4], m[5]))
-        elif line.startswith(("DET_OBJKIND(", "DET_EVENT(")):
+        elif m := AUX_RE.match(line):
+            auxes.append((m[1], m[2], int(m[3]), m[4]))
+        elif line.startswith(("DET_OBJKIND(", "DET_EVENT(", "DET_AUX(")):
             raise SystemExit(f"gen_events: cannot parse: {line}")
     numbers = [e[1] for e in events]
     if len(set(numbers)) != len(numbers):
         raise SystemExit("gen_events: an event number is used twice")
-    return objkinds, events
+    names = {e[0] for e in events}
+    for kind, name, *_ in auxes:
+        if kind not in names:
+            raise SystemExit(f"gen_events: DET_AUX({kind}, {name}): no such event kind")
+    return objkinds, events, auxes
 
 
-def render(objkinds: list[tuple], events: list[tuple]) -> str:
+def render(objkinds: list[tuple], events: list[tuple], auxes: list[tuple]) -> str:
     out = [
         '"""Event and object kinds: GENERATED from include/det/events.def by',
         "tools/gen_events.py. Do not edit; `make check` fails when this copy is stale.",
@@ -68,6 +75,8 @@ def render(objkinds: list[tuple], events: list[tuple]) -> str:
     out += [f"    EventKind({n!r}, {num}, {o!r}, {r!r}, {d!r})," for n, num, o, r, d in events]
     out += [")", ""]
     out += [f"{n} = {num}" for n, num, *_ in events]
+    out += ["", "# Named values of an event's aux field (DET_AUX)."]
+    out += [f"AUX_{kind}_{name} = {num}" for kind, name, num, _ in auxes]
     out += [
         "",
         "BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}",

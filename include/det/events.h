@@ -18,6 +18,12 @@ enum det_kind {
 #include "events.def"
 };
 
+/* Named values of an event's aux field: DET_AUX_<kind>_<name>. */
+enum det_aux {
+#define DET_AUX(kind, name, number, description) DET_AUX_##kind##_##name = number,
+#include "events.def"
+};
+
 enum det_role {
 	DET_ROLE_ACQUIRE, DET_ROLE_RELEASE, DET_ROLE_WAIT, DET_ROLE_WAKE,
 	DET_ROLE_SIGNAL, DET_ROLE_CREATE, DET_ROLE_START, DET_ROLE_EXIT,

@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 9
+#define DET_SHM_VERSION 10
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -208,12 +208,15 @@ struct det_slot {
 	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
 	uint64_t strict_ticket;            /* the order in which waiters started waiting */
 	DET_ATOMIC(uint32_t) strict_timedout;
-	uint32_t pad5a;
+	DET_ATOMIC(uint32_t) strict_cancel_point; /* its wait is a cancellation point (a condition wait,
+						   * a join, a semaphore): pthread_cancel wakes it */
 	DET_ATOMIC(uint64_t) lt_clock;     /* logical time: the thread's clock, as last published */
 	DET_ATOMIC(uint32_t) lt_counted;   /* logical time: it takes part in the turn order (not blocked) */
 	DET_ATOMIC(uint32_t) lt_sleeping;  /* logical time: asleep until its turn may have come... */
 	DET_ATOMIC(uint32_t) lt_wake;      /* ...on this futex word */
-	uint8_t pad5[20];
+	DET_ATOMIC(uint32_t) lt_retry;     /* logical time: it waits for a lock again, which was taken
+					    * again when it was woken: its next waker lets it go first */
+	uint8_t pad5[16];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */

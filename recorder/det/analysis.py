@@ -190,6 +190,19 @@ def preemption_hint(trace: Trace) -> list[str]:
             "there; build the program with det-cc (docs/det-cc.md) to make such points exact"]
 
 
+def cancel_hint(trace: Trace) -> list[str]:
+    """Threads a pthread_cancel ended at a cancellation point det does not see
+    (inside libc): replay cannot end them at the same point."""
+    rows = trace.q("SELECT tid, seq FROM events WHERE kind = ? AND aux = ? ORDER BY seq",
+                   (ev.THREAD_CANCELED, ev.AUX_THREAD_CANCELED_ELSEWHERE))
+    if not rows:
+        return []
+    who = ", ".join(f"T{tid} (event {seq})" for tid, seq in rows[:5]) + (", ..." if len(rows) > 5 else "")
+    return [f"pthread_cancel ended {who} at a cancellation point det does not see (a libc call det does not "
+            "wrap): replay ends such a thread at its next call into det instead, or never if it makes none, so "
+            "the replay is not exact from there"]
+
+
 def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
     """What detreplay says when a default-mode recording does not replay in
     a way that has the shape of a data race: same program, same inputs, same
@@ -199,9 +212,12 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
     cause itself (a changed file, a program that sends other bytes).
     reason: one of RACE_REASONS, else nothing is said. A strict recording
     with watchdog preemptions gets the one line that says they are where
-    its replay is not exact."""
+    its replay is not exact; so does a thread canceled where det does not
+    see it."""
     if reason not in RACE_REASONS or "changed since recording" in what:
         return []
+    if canceled := cancel_hint(trace):
+        return canceled
     if trace.meta.get("mode") == "strict":
         return preemption_hint(trace)
     if trace.meta.get("mode") != "record":

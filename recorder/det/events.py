@@ -44,6 +44,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('THREAD_TRYJOIN', 5, 'THREAD', 'JOIN', 'pthread_tryjoin_np returned'),
     EventKind('THREAD_TIMEDJOIN', 6, 'THREAD', 'JOIN', 'pthread_timedjoin_np or pthread_clockjoin_np returned'),
     EventKind('THREAD_DETACH', 7, 'THREAD', 'OTHER', 'pthread_detach'),
+    EventKind('THREAD_CANCEL', 8, 'THREAD', 'OTHER', 'pthread_cancel; obj = the thread asked to end; replay does not send the request: the thread ends where its THREAD_CANCELED says'),
+    EventKind('THREAD_CANCELED', 9, 'THREAD', 'OTHER', "the thread acted on a cancellation request: its cleanup handlers and its exit follow; obj = the thread; aux = where (see DET_AUX); result = for pthread_testcancel, its calls since the thread's previous event, this one included"),
     EventKind('MUTEX_LOCK', 10, 'MUTEX', 'ACQUIRE', 'pthread_mutex_lock returned'),
     EventKind('MUTEX_TRYLOCK', 11, 'MUTEX', 'ACQUIRE', 'pthread_mutex_trylock returned'),
     EventKind('MUTEX_TIMEDLOCK', 12, 'MUTEX', 'ACQUIRE', 'pthread_mutex_timedlock returned'),
@@ -150,6 +152,8 @@ THREAD_JOIN = 4
 THREAD_TRYJOIN = 5
 THREAD_TIMEDJOIN = 6
 THREAD_DETACH = 7
+THREAD_CANCEL = 8
+THREAD_CANCELED = 9
 MUTEX_LOCK = 10
 MUTEX_TRYLOCK = 11
 MUTEX_TIMEDLOCK = 12
@@ -247,6 +251,11 @@ OMP_TESTLOCK = 78
 OMP_UNLOCK = 79
 OMP_LOCK_DESTROY = 80
 OMP_SHARE = 81
+
+# Named values of an event's aux field (DET_AUX).
+AUX_THREAD_CANCELED_IN_CALL = 0
+AUX_THREAD_CANCELED_TESTCANCEL = 1
+AUX_THREAD_CANCELED_ELSEWHERE = 2
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
 OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}

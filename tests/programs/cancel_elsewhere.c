@@ -1,0 +1,53 @@
+/*
+ * tests/programs/cancel_elsewhere.c - pthread_cancel of a thread that acts
+ * on it at a cancellation point det does not wrap (fsync). By default the
+ * thread also counts its rounds under a lock, so it calls into det right
+ * after each such point; with the argument "quiet" it makes no call into det
+ * at all once it loops.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static int started, quiet, fds[2];
+static long rounds;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&m);
+	started = 1;
+	pthread_cond_signal(&c);
+	pthread_mutex_unlock(&m);
+	for (;;) {
+		fsync(fds[1]); /* a cancellation point (EINVAL on a pipe) */
+		if (!quiet) {
+			pthread_mutex_lock(&m);
+			rounds++;
+			pthread_mutex_unlock(&m);
+		}
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	quiet = argc > 1 && strcmp(argv[1], "quiet") == 0;
+	if (pipe(fds) != 0)
+		return 1;
+	pthread_t t;
+	pthread_create(&t, NULL, worker, NULL);
+	pthread_mutex_lock(&m);
+	while (!started)
+		pthread_cond_wait(&c, &m);
+	pthread_mutex_unlock(&m);
+	usleep(20000);
+	pthread_cancel(t);
+	void *ret;
+	pthread_join(t, &ret);
+	printf("canceled %d after %s rounds\n", ret == PTHREAD_CANCELED, rounds > 0 ? "some" : "no");
+	return 0;
+}
