@@ -288,8 +288,11 @@ DET_IMPL void det_impl_pthread_exit(void *ret)
  * pthread_exit) calls pthread_once for its own tables at every step it
  * begins; how many it makes depends on which frames are det's, which differ
  * between record and replay: those calls are not the program's, and pass
- * through (det_impl_pthread_once). Its text is found where unwinding may
- * begin: in pthread_cancel, pthread_exit and replay's cancellation. */
+ * through (det_impl_pthread_once). Its text is found at start-up (a C++
+ * program links it) and where unwinding may begin: in pthread_cancel,
+ * pthread_exit and replay's cancellation. (A C program that loads it
+ * otherwise, for backtrace(), has its calls recorded until then, in both
+ * modes alike.) */
 
 static uintptr_t unwinder_lo, unwinder_hi;
 
@@ -315,6 +318,12 @@ static int find_unwinder(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+void det_find_unwinder(void)
+{
+	if (!unwinder_hi)
+		dl_iterate_phdr(find_unwinder, NULL);
+}
+
 /* Load it as glibc would (it stays loaded), and find its text. */
 void det_load_unwinder(void)
 {
@@ -322,7 +331,7 @@ void det_load_unwinder(void)
 		return;
 	if (!dlopen("libgcc_s.so.1", RTLD_NOW))
 		return; /* (glibc's unwinding aborts the same way) */
-	dl_iterate_phdr(find_unwinder, NULL);
+	det_find_unwinder();
 }
 
 /* Called by the unwinder: its return address (DET_RA: from the program's

@@ -311,6 +311,7 @@ void det_init(void)
 		/* the program itself, or one of its children (recorder/process.c) */
 		if (det_process_attach()) {
 			det_note_modules();
+			det_find_unwinder(); /* (a C++ program has it from the start) */
 			det_hdr->tsc0 = det_now();
 			det_hdr->mono0 = mono_ns();
 			det_thread_attach(&det_tls, 0);

@@ -275,6 +275,7 @@ static inline void det_guard_check(struct det_guard *g)
 /* Load libgcc_s, the unwinder, and note its text: its own pthread_once
  * calls pass through (interpose.c). Before anything unwinds a thread. */
 DET_HIDDEN void det_load_unwinder(void);
+DET_HIDDEN void det_find_unwinder(void); /* the same if it is loaded already */
 /* THREAD_CANCELED: t ends here (where: DET_AUX_THREAD_CANCELED_*). */
 DET_HIDDEN void det_log_canceled(struct det_thread *t, uint32_t where, int64_t calls, uint64_t ra);
 

@@ -534,6 +534,11 @@ void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_t
 		yield_to(t, next);
 }
 
+/* Logical time: times a waiter may find its lock taken again before its
+ * waker lets it go next (only a starving waiter: with 2, bounded_buffer's
+ * logical schedule changed and its bug showed). */
+#define LT_RETRIES 16
+
 /* A contended lock (or a thread to join): stop here, not runnable, until
  * whoever holds obj releases it; the caller then tries again. Meanwhile the
  * thread is marked blocked in it, for detrec's deadlock report. */
@@ -547,7 +552,8 @@ void det_strict_wait_for(struct det_op *op, const void *obj)
 	s->blocked_addr = det_obj_key(obj);
 	s->blocked_ra = op->ra;
 	atomic_store_explicit(&s->blocked_kind, op->kind, memory_order_release);
-	atomic_store(&s->lt_retry, op->waits++ != 0);
+	/* logical time: a waiter back too many times goes next (logical.c) */
+	atomic_store(&s->lt_retry, op->waits++ >= LT_RETRIES);
 	det_strict_wait(op->t, obj, NULL, 0);
 	atomic_store_explicit(&s->blocked_kind, 0, memory_order_relaxed);
 }
