@@ -71,3 +71,17 @@ def test_initializer_whose_recorded_yield_is_not_made_again(tmp_path: Path) -> N
     Not strict: there every yield is made again, and the bumper thread spins
     without events, which strict mode replays only approximately."""
     assert recorded_yields_replay(tmp_path, "yield_then_init", 3) > 0, "no recording yielded before an initialization"
+
+
+def test_call_once_whose_callable_throws(tmp_path: Path) -> None:
+    """std::call_once's callable throws twice: the exception unwinds through
+    det's pthread_once wrapper, and the unwinder (libgcc_s) calls pthread_once
+    for its own tables as it goes, as often as there are det frames to unwind,
+    which differ between record and replay: those calls are not events
+    (before: replay diverged at the unwinder's first call)."""
+    for mode in ([], ["--strict"]):
+        trace = tmp_path / f"once{len(mode)}.db"
+        r = detrec("-q", *mode, "-o", trace, "--", program("once_throw"))
+        assert r.returncode == 0, r.stderr.decode()
+        assert r.stdout.decode().splitlines() == ["attempt 1 threw", "attempt 2 threw", "thread saw 3 tries", "tries=3"]
+        replay_matches(trace, [], 2)
