@@ -365,6 +365,8 @@ void det_log_canceled(struct det_thread *t, uint32_t where, int64_t calls, uint6
  * THREAD_CANCELED. Then it leaves det: its cleanup handlers are recorded. */
 void det_unwound(struct det_thread *t, uint64_t ra)
 {
+	/* no longer blocked in the call (what a deadlock report shows) */
+	atomic_store_explicit(&t->slot->blocked_kind, 0, memory_order_relaxed);
 	if (!det_replaying() && t->active && !t->exited && !t->canceled) {
 		if (t->cancel_file) {
 			FILE *f = t->cancel_file;
