@@ -6,7 +6,8 @@
  *    passes straight through when det_enter() says the runtime is off.
  *    Wrappers whose libc call may be a cancellation point enter with
  *    DET_ENTER, whose guard logs a cancellation that unwinds them
- *    (det_unwound); only lock-like ones, never one, use det_enter().
+ *    (det_unwound); lock-like ones, never a cancellation point, use
+ *    det_enter().
  *  - Wrappers say what an operation is (its event kind, object, whether it
  *    releases or acquires) and leave the mode to runtime.h's begin/end pairs.
  *  - Replay never blocks inside libc on an ordered object: at its turn an
