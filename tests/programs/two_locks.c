@@ -51,8 +51,13 @@ static void *checker(void *arg)
 	(void)arg;
 	for (long i = 0; i < checks; i++) {
 		pthread_mutex_lock(&lock_b);
-		if (x != y) {
-			fprintf(stderr, "BUG: x %ld != y %ld at check %ld\n", x, y, i);
+		/* x again after y: if x did not move, the writer was between its
+		 * stores when y was read (inside lock_a); a checker preempted
+		 * between two plain reads could see the writer's old x and its
+		 * new y after it had left (a failure with the writer outside) */
+		long x0 = x, y0 = y, x1 = x;
+		if (x0 == x1 && x0 != y0) {
+			fprintf(stderr, "BUG: x %ld != y %ld at check %ld\n", x0, y0, i);
 			abort();
 		}
 		pthread_mutex_unlock(&lock_b);
