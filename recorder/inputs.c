@@ -14,6 +14,8 @@
  *  - Writes to stdout, stderr, files and pipes happen in replay; writes to
  *    sockets are checked against the recording, never sent.
  *  - Results are stored as -errno on failure; wrappers restore errno.
+ *  - Wrappers enter with DET_ENTER (interpose.c): most of these calls are
+ *    cancellation points, and for the others its guard is one compare.
  */
 #include "runtime.h"
 #include "logfmt.h"
@@ -721,7 +723,7 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 
 #define DET_READ_CALL(rc, pass)                                                                    \
 	do {                                                                                       \
-		DET_ENTER(t);                                                \
+		DET_ENTER(t);                                                                      \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		ssize_t r = det_read(t, &rc, DET_RA());                                            \
@@ -836,7 +838,7 @@ static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int fl
 
 #define DET_RECV_CALL(fd, msg, flags, pass)                                                        \
 	do {                                                                                       \
-		DET_ENTER(t);                                                \
+		DET_ENTER(t);                                                                      \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		ssize_t r = det_recv(t, fd, &msg, flags, DET_RA());                                \
@@ -1021,7 +1023,7 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 
 #define DET_SEND_CALL(fd, iov, iovcnt, perform, args, pass, streams)                               \
 	do {                                                                                       \
-		DET_ENTER(t);                                                \
+		DET_ENTER(t);                                                                      \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		enum fd_class c = fd_class(fd);                                                    \
@@ -1370,6 +1372,8 @@ static int64_t close_event(int fd, int64_t (*perform)(void *), void *ctx, uint64
 	int replaying = det_replaying();
 	if (!replaying)
 		det_rec_call_begin(&op);
+	else if (op.rec->result == DET_RESULT_PENDING) /* it never returned: canceled or killed in it */
+		det_replay_vanish(&op);
 	int64_t res = perform(ctx);
 	if (replaying)
 		det_replay_end(&op, res);
@@ -2129,7 +2133,7 @@ DET_IMPL long det_impl_get_avphys_pages(void)
 /* A call that fills one struct: its result and the struct are the input. */
 #define STRUCT_INPUT(kind, aux, ptr, call, ok)                                       \
 	do {                                                                      \
-		DET_ENTER(t);                               \
+		DET_ENTER(t);                                                     \
 		if (!t)                                                           \
 			return call;                                              \
 		struct det_op op = {0};                                           \

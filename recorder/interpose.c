@@ -4,10 +4,11 @@
  * Rules of this file:
  *  - One wrapper per libc entry point, with libc's exact signature; each
  *    passes straight through when det_enter() says the runtime is off.
- *    Wrappers whose libc call may be a cancellation point enter with
- *    DET_ENTER, whose guard logs a cancellation that unwinds them
- *    (det_unwound); lock-like ones, never a cancellation point, use
- *    det_enter().
+ *    Wrappers whose libc call may act on a cancellation (a cancellation
+ *    point, or pthread_cancel of the caller itself) enter with DET_ENTER,
+ *    whose guard logs a cancellation that unwinds them (det_unwound); the
+ *    rest (locks, signals and broadcasts, posts, thread bookkeeping, once)
+ *    use det_enter().
  *  - Wrappers say what an operation is (its event kind, object, whether it
  *    releases or acquires) and leave the mode to runtime.h's begin/end pairs.
  *  - Replay never blocks inside libc on an ordered object: at its turn an
@@ -80,7 +81,7 @@ DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
  * (a cancellation point inside libc) is logged here, late. */
 DET_IMPL void det_impl_det_thread_end(void *(*fn)(void *), int unwinding)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (t == &det_tls) {
 		if (unwinding && !t->canceled && !det_replaying())
 			det_log_canceled(t, DET_AUX_THREAD_CANCELED_ELSEWHERE, 0, (uint64_t)(uintptr_t)fn);
@@ -111,7 +112,7 @@ static void *det_thread_main(void *arg)
 
 DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.pthread_create(th, attr, fn, arg);
 	struct det_op op = {.t = t, .kind = DET_EV_THREAD_CREATE, .ra = DET_RA()};
@@ -236,7 +237,7 @@ DET_IMPL int det_impl_pthread_join(pthread_t th, void **ret)
 
 DET_IMPL int det_impl_pthread_tryjoin_np(pthread_t th, void **ret)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.pthread_tryjoin_np(th, ret);
 	struct join_args a = {th, ret, 0, NULL};
@@ -263,7 +264,7 @@ DET_IMPL int det_impl_pthread_clockjoin_np(pthread_t th, void **ret, clockid_t c
 
 DET_IMPL int det_impl_pthread_detach(pthread_t th)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.pthread_detach(th);
 	struct det_op op = {0};
@@ -276,7 +277,7 @@ DET_IMPL int det_impl_pthread_detach(pthread_t th)
 
 DET_IMPL void det_impl_pthread_exit(void *ret)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (t) {
 		det_load_unwinder();
 		if (!t->exited)
@@ -472,7 +473,7 @@ DET_IMPL int det_impl_pthread_mutex_lock(pthread_mutex_t *m)
 
 DET_IMPL int det_impl_pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.pthread_mutex_trylock(m);
 	struct det_op op = {0};
@@ -508,6 +509,16 @@ DET_IMPL int det_impl_pthread_mutex_unlock(pthread_mutex_t *m)
 
 enum cond_how { COND_PLAIN, COND_TIMED, COND_CLOCK };
 
+/* Strict mode's emulated wait: a cancellation point with the mutex held,
+ * which det_unwound logs as the wait's wake-up (ECANCELED) if it acts. */
+static void cond_cancel_point(struct det_thread *t, pthread_cond_t *c, pthread_mutex_t *m)
+{
+	t->cancel_cond = c;
+	t->cancel_mutex = m;
+	real.pthread_testcancel();
+	t->cancel_cond = NULL;
+}
+
 static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c, pthread_mutex_t *m,
 			 enum cond_how how, clockid_t clock, const struct timespec *abstime, uint64_t ra)
 {
@@ -535,10 +546,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	if (det_strict) {
 		/* emulated: the mutex is released, the thread runs again when a
 		 * signal picks it (or its deadline passes), then retakes it */
-		t->cancel_cond = c; /* a request already made acts as the wait begins */
-		t->cancel_mutex = m;
-		real.pthread_testcancel();
-		t->cancel_cond = NULL;
+		cond_cancel_point(t, c, m); /* a request already made acts as the wait begins */
 		real.pthread_mutex_unlock(m);
 		det_strict_signal(m, 1); /* those waiting for the mutex try again */
 		clockid_t ck = how == COND_CLOCK ? clock
@@ -550,10 +558,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 			det_strict_wait_for(&wait, m);
 		/* a pthread_cancel may have woken it: a cancellation point, with
 		 * the mutex held again, as in glibc's wait */
-		t->cancel_cond = c;
-		t->cancel_mutex = m;
-		real.pthread_testcancel();
-		t->cancel_cond = NULL;
+		cond_cancel_point(t, c, m);
 		r = timedout ? ETIMEDOUT : r;
 		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 		det_acquire_end(&wake, r);
@@ -626,7 +631,7 @@ DET_IMPL int det_impl_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t 
  * created through pthread_create) must not sleep for ever. */
 static int det_cond_signal(pthread_cond_t *c, int all, uint64_t ra)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return all ? real.pthread_cond_broadcast(c) : real.pthread_cond_signal(c);
 	struct det_op op = {0};
@@ -735,7 +740,7 @@ DET_IMPL int det_impl_pthread_barrier_destroy(pthread_barrier_t *b)
 
 DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.pthread_barrier_wait(b);
 	uint64_t ra = DET_RA();
@@ -762,7 +767,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 
 #define DET_SEM_WAIT(kind, s, try_call, block_call, may_block)                                    \
 	do {                                                                      \
-		DET_ENTER(t);                               \
+		DET_ENTER(t);                                                     \
 		if (!t)                                                           \
 			return block_call;                                        \
 		struct det_op op = {0};                                           \
@@ -822,7 +827,7 @@ DET_IMPL int det_impl_sem_clockwait(sem_t *s, clockid_t clock, const struct time
 
 DET_IMPL int det_impl_sem_post(sem_t *s)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.sem_post(s);
 	struct det_op op = {0};
@@ -892,7 +897,7 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 {
 	static void *fn;
 	int (*acquire)(uint64_t *) = (int (*)(uint64_t *))guard_fn("__cxa_guard_acquire", &fn);
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return acquire(g);
 	int strict = (det_hdr->flags & DET_F_STRICT) != 0;
@@ -938,7 +943,7 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 /* The initializer ended (release) or threw (abort): an event before it. */
 static void guard_end(uint64_t *g, uint16_t kind, void (*end)(uint64_t *))
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t) {
 		end(g);
 		return;
@@ -1007,7 +1012,7 @@ static void once_nothing(void)
 
 DET_IMPL int det_impl_pthread_once(pthread_once_t *o, void (*fn)(void))
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	uint64_t ra = t ? DET_RA() : 0;
 	if (!t || from_unwinder(ra, (uint64_t)(uintptr_t)__builtin_return_address(0))) {
 		if (t)
@@ -1119,7 +1124,7 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 
 #define DET_STDIO(f, call)                                                          \
 	do {                                                                      \
-		DET_ENTER(t);                               \
+		DET_ENTER(t);                                                     \
 		if (!t)                                                           \
 			return call;                                              \
 		struct det_op op = {0};                                           \
@@ -1258,7 +1263,7 @@ DET_IMPL void det_impl_perror(const char *s)
 
 DET_IMPL void det_impl_flockfile(FILE *f)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t) {
 		real.flockfile(f);
 		return;
@@ -1280,7 +1285,7 @@ DET_IMPL void det_impl_flockfile(FILE *f)
 
 DET_IMPL int det_impl_ftrylockfile(FILE *f)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.ftrylockfile(f);
 	struct det_op op = {0};
@@ -1300,7 +1305,7 @@ DET_IMPL int det_impl_ftrylockfile(FILE *f)
 
 DET_IMPL void det_impl_funlockfile(FILE *f)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t) {
 		real.funlockfile(f);
 		return;

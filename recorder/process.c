@@ -508,7 +508,7 @@ static pid_t det_fork(struct det_thread *t, uint64_t ra)
 
 static pid_t fork_from(uint64_t ra)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.fork();
 	pid_t r = det_fork(t, ra);
@@ -589,7 +589,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 
 #define DET_EXEC_CALL(call, dirfd, path, argv, envp, flags, pass)                                 \
 	do {                                                                                       \
-		DET_ENTER(t);                                                \
+		struct det_thread *t = det_enter();                                                \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		int r = det_exec(t, call, dirfd, path, argv, envp, flags, DET_RA());              \
@@ -845,7 +845,7 @@ static int det_spawn(struct det_thread *t, pid_t *pidp, const char *file, int se
 DET_IMPL int det_impl_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 		       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.posix_spawn(pid, path, fa, attr, argv, envp);
 	int r = det_spawn(t, pid, path, 0, fa, attr, argv, envp, DET_RA());
@@ -856,7 +856,7 @@ DET_IMPL int det_impl_posix_spawn(pid_t *pid, const char *path, const posix_spaw
 DET_IMPL int det_impl_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 			const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return real.posix_spawnp(pid, file, fa, attr, argv, envp);
 	int r = det_spawn(t, pid, file, 1, fa, attr, argv, envp, DET_RA());
@@ -869,7 +869,7 @@ DET_IMPL int det_impl_posix_spawnp(pid_t *pid, const char *file, const posix_spa
 
 static int attached(void)
 {
-	DET_ENTER(t);
+	struct det_thread *t = det_enter();
 	if (!t)
 		return 0;
 	det_leave(t);
@@ -1101,7 +1101,7 @@ static pid_t det_wait4(struct det_thread *t, pid_t pid, int *status, int options
 
 #define DET_WAIT_CALL(pid, status, options, ru, pass)                                              \
 	do {                                                                                       \
-		DET_ENTER(t);                                                \
+		DET_ENTER(t);                                                                      \
 		if (!t)                                                                            \
 			return pass;                                                               \
 		pid_t r = det_wait4(t, pid, status, options, ru, DET_RA());                        \

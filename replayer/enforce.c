@@ -351,6 +351,15 @@ void det_diverge(struct det_thread *t, uint32_t reason, uint16_t got_kind, const
 	det_fatal("replay diverged at T%u's event %lu: %s", t->num, (unsigned long)t->idx, what);
 }
 
+/* The thread's next event is not this call's: a cancellation that acted in
+ * this call before its event ends the thread; anything else diverges. */
+static __attribute__((noreturn)) void other_kind(struct det_thread *t, const struct det_sched *e, const struct det_op *op, const void *addr)
+{
+	if (e->kind == DET_EV_THREAD_CANCELED && e->aux != DET_AUX_THREAD_CANCELED_TESTCANCEL)
+		det_replay_cancel(t);
+	det_diverge(t, DET_DIV_KIND, op->kind, addr, op->ra, "another kind of event");
+}
+
 /* Strict-mode scheduling events: the thread gave up its turn here (BLOCK),
  * or the watchdog took it (PREEMPT). Replay takes their turns where the
  * thread next enters det, which is where the recording made them. So too
@@ -400,11 +409,8 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 	}
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	wait_turn(t, e);
-	if (e->kind != op->kind) {
-		if (e->kind == DET_EV_THREAD_CANCELED && e->aux != DET_AUX_THREAD_CANCELED_TESTCANCEL)
-			det_replay_cancel(t); /* canceled in this call, before its event */
-		det_diverge(t, DET_DIV_KIND, op->kind, addr, op->ra, "another kind of event");
-	}
+	if (e->kind != op->kind)
+		other_kind(t, e, op, addr);
 	if (op->id == UINT32_MAX)
 		op->obj = e->obj; /* the event makes its object (a new thread) */
 	else if (op->id ? op->id != e->obj : !det_obj_match(addr, e->obj, objkind))
@@ -474,11 +480,8 @@ const struct det_sched *det_replay_input(struct det_op *op)
 	}
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	wait_turn(t, e); /* none, except for the ordered ones (accept) */
-	if (e->kind != op->kind) {
-		if (e->kind == DET_EV_THREAD_CANCELED && e->aux != DET_AUX_THREAD_CANCELED_TESTCANCEL)
-			det_replay_cancel(t); /* canceled in this call, before its event */
-		det_diverge(t, DET_DIV_KIND, op->kind, NULL, op->ra, "another kind of event");
-	}
+	if (e->kind != op->kind)
+		other_kind(t, e, op, NULL);
 	if (e->aux != op->aux)
 		det_diverge(t, DET_DIV_OBJECT, op->kind, NULL, op->ra,
 			    "the same input from another file descriptor or clock");

@@ -227,11 +227,11 @@ void det_logical_leave(struct det_thread *t)
 
 /* In the waker's turn: `num` takes part again, after the waker. A thread
  * that makes itself runnable (a timed wait that timed out) just rejoins.
- * One that found its lock taken again each time it woke (strict.c's
- * LT_RETRIES times) goes next: with
- * WAKE_DELAY alone, a holder that relocks every few events could be at the
- * same point of its loop, lock held, whenever the waiter's turn came, every
- * time (a waiter starved for ever: pthread_cancel's test saw it). */
+ * One that found its lock taken again each of its last LT_RETRIES
+ * wake-ups (strict.c) goes next: with WAKE_DELAY alone, a holder that
+ * relocks every few events could be at the same point of its loop, lock
+ * held, whenever the waiter's turn came, every time (a waiter starved for
+ * ever: pthread_cancel's test saw it). */
 void det_logical_runnable(struct det_thread *waker, uint32_t num)
 {
 	struct det_slot *s = det_shm_slot(det_hdr, num);

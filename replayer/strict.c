@@ -568,6 +568,18 @@ void det_strict_wait_for_cancelable(struct det_op *op, const void *obj)
 	real.pthread_testcancel(); /* (acts if the wake-up was a pthread_cancel) */
 }
 
+/* Wake thread i if it still waits on key (not woken by another signal, nor
+ * timed out, meanwhile); it is runnable again. Returns 1 if it woke. */
+static int wake_waiter(uint32_t i, uint64_t key)
+{
+	struct det_slot *s = det_shm_slot(det_hdr, i);
+	if (!atomic_compare_exchange_strong(&s->strict_cond, &key, 0))
+		return 0;
+	det_strict_runnable(i);
+	wake(s);
+	return 1;
+}
+
 /* pthread_cancel(th) was sent, by the holder: a thread waiting at a
  * cancellation point is woken (POSIX allows the spurious wake-up), and acts
  * on the request where it wakes, as glibc's own wait would. A thread blocked
@@ -581,10 +593,8 @@ void det_strict_canceled(uint64_t th)
 		if (s->pthread != th || atomic_load(&s->state) == DET_TS_FREE || !atomic_load(&s->strict_cancel_point))
 			continue;
 		uint64_t key = atomic_load(&s->strict_cond);
-		if (key && atomic_compare_exchange_strong(&s->strict_cond, &key, 0)) {
-			det_strict_runnable(i);
-			wake(s);
-		}
+		if (key)
+			wake_waiter(i, key);
 	}
 }
 
@@ -682,13 +692,7 @@ int det_strict_signal(const void *obj, int all)
 		}
 		if (!found)
 			return woke;
-		struct det_slot *s = det_shm_slot(h, who);
-		uint64_t mine = key;
-		if (atomic_compare_exchange_strong(&s->strict_cond, &mine, 0)) {
-			det_strict_runnable(who);
-			wake(s);
-			woke++;
-		}
+		woke += wake_waiter(who, key);
 		if (!all)
 			return woke;
 	}

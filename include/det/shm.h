@@ -214,8 +214,8 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) lt_counted;   /* logical time: it takes part in the turn order (not blocked) */
 	DET_ATOMIC(uint32_t) lt_sleeping;  /* logical time: asleep until its turn may have come... */
 	DET_ATOMIC(uint32_t) lt_wake;      /* ...on this futex word */
-	DET_ATOMIC(uint32_t) lt_retry;     /* logical time: it waits for a lock again, which was taken
-					    * again when it was woken: its next waker lets it go first */
+	DET_ATOMIC(uint32_t) lt_retry;     /* logical time: it found its lock taken again each of its
+					    * last LT_RETRIES wake-ups: its next waker lets it go first */
 	uint8_t pad5[16];
 };
 

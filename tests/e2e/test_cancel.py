@@ -14,7 +14,7 @@ import pytest
 from conftest import detrec, detreplay, program, query, replay_matches
 from det import events as ev
 
-WORKERS = ["cond", "timedcond", "join", "sem", "sleep", "read", "print", "testcancel"]
+WORKERS = ["cond", "timedcond", "join", "sem", "sleep", "read", "print", "close", "testcancel"]
 
 MODES = {
     "default": ([], [[], ["--relaxed"]]),

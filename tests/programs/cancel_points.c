@@ -1,7 +1,8 @@
 /*
  * tests/programs/cancel_points.c - pthread_cancel of threads waiting at
  * each kind of cancellation point det wraps: a condition wait (plain and
- * timed), a join, a semaphore, a sleep, a pipe read, stdio output, and a
+ * timed), a join, a semaphore, a sleep, a pipe read, stdio output, a
+ * close() entered with the request already pending, and a
  * pthread_testcancel loop. Every thread's cleanup handler makes events (a
  * lock, a count); main cancels them one by one, joins them, and prints what
  * each cleanup saw. Replay must end each thread at the same point, with the
@@ -15,12 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { COND, TIMEDCOND, JOIN, SEM, SLEEP, READ, PRINT, TESTCANCEL, WORKERS };
-static const char *const names[WORKERS] = {"cond", "timedcond", "join", "sem", "sleep", "read", "print", "testcancel"};
+enum { COND, TIMEDCOND, JOIN, SEM, SLEEP, READ, PRINT, CLOSE, TESTCANCEL, WORKERS };
+static const char *const names[WORKERS] = {"cond", "timedcond", "join", "sem", "sleep", "read", "print", "close",
+						 "testcancel"};
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER, ready_c = PTHREAD_COND_INITIALIZER;
-static int ready, cleaned[WORKERS];
+static int ready, sent[WORKERS], cleaned[WORKERS];
 static long rounds, round_call; /* the testcancel loop's progress when it ended */
 static sem_t never;
 static int pipe_fds[2];
@@ -104,6 +106,21 @@ static void *worker(void *arg)
 		for (long i = 0;; i++)
 			fprintf(devnull, "line %ld of output nobody reads\n", i);
 		break;
+	case CLOSE: {
+		/* the request comes while cancellation is off: it acts at the
+		 * next cancellation point, the close (a pending result) */
+		int was, done = 0;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
+		say_ready();
+		while (!done) {
+			pthread_mutex_lock(&m);
+			done = sent[CLOSE];
+			pthread_mutex_unlock(&m);
+		}
+		pthread_setcancelstate(was, NULL);
+		close(dup(pipe_fds[1]));
+		break;
+	}
 	case TESTCANCEL:
 		say_ready();
 		for (long i = 0;; i++) {
@@ -142,6 +159,9 @@ int main(int argc, char **argv)
 		if (i == SLEEP && !sleeper)
 			continue;
 		int r = pthread_cancel(threads[i]);
+		pthread_mutex_lock(&m);
+		sent[i] = 1;
+		pthread_mutex_unlock(&m);
 		pthread_join(threads[i], &ret);
 		pthread_mutex_lock(&m);
 		printf("%s: cancel %d, canceled %d, cleanup %d\n", names[i], r, ret == PTHREAD_CANCELED, cleaned[i]);
