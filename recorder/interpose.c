@@ -67,6 +67,10 @@ DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
 	 * loader's lock (which a dlopen making events may hold). */
 	if (det_mode == DET_MODE_RECORD)
 		det_note_modules();
+	/* Its own id names it from its first instruction on: a thread may
+	 * detach itself before pthread_create has returned in its creator, and
+	 * a detached thread's id, once it exited, is reused by a later one. */
+	det_obj_bind((void *)pthread_self(), s->obj, DET_OBJ_THREAD);
 	det_thread_attach(t, num);
 	t->depth = 1;
 	struct det_op op = {.id = s->obj};
@@ -146,8 +150,8 @@ DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, 
 	int r = real.pthread_create(th, attr, det_thread_main, stack);
 	if (r != 0)
 		det_stack_free(stack);
-	if (r == 0)
-		det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD);
+	if (r == 0 && atomic_load(&cs->state) == DET_TS_STARTING)
+		det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD); /* (a started child bound it itself) */
 	det_release_end(&op, r);
 	det_leave(t);
 	return r;
@@ -519,6 +523,18 @@ static void cond_cancel_point(struct det_thread *t, pthread_cond_t *c, pthread_m
 	t->cancel_cond = NULL;
 }
 
+/* Replay, at a condition wait's turn: did the recorded wait fail without
+ * waiting, the mutex untouched (a bad deadline or clock: EINVAL; an
+ * error-checking mutex the caller does not hold: EPERM)? Its wake-up, the
+ * thread's next event, says. */
+static int wait_failed_at_once(struct det_thread *t)
+{
+	if (t->idx + 1 >= t->sched_count)
+		return 0;
+	const struct det_sched *w = det_sched_at(t, t->idx + 1);
+	return w->kind == DET_EV_COND_WAKE && (w->result == EINVAL || w->result == EPERM);
+}
+
 static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c, pthread_mutex_t *m,
 			 enum cond_how how, clockid_t clock, const struct timespec *abstime, uint64_t ra)
 {
@@ -530,6 +546,13 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	if (det_replaying()) {
 		/* The wait releases the mutex; the turn of the wake-up event is
 		 * the recorded moment the wait returned. */
+		if (wait_failed_at_once(t)) {
+			det_release_end(&wait, 0);
+			det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+			r = (int)wake.rec->result;
+			det_acquire_end(&wake, r);
+			return r;
+		}
 		det_release_end(&wait, real.pthread_mutex_unlock(m));
 		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 		r = (int)wake.rec->result;
@@ -547,7 +570,15 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		/* emulated: the mutex is released, the thread runs again when a
 		 * signal picks it (or its deadline passes), then retakes it */
 		cond_cancel_point(t, c, m); /* a request already made acts as the wait begins */
-		real.pthread_mutex_unlock(m);
+		/* as glibc's wait: a bad deadline or clock, or an error-checking
+		 * mutex the caller does not hold, fails at once */
+		int bad = how != COND_PLAIN && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000 ||
+						(how == COND_CLOCK && clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC));
+		if ((r = bad ? EINVAL : real.pthread_mutex_unlock(m))) {
+			det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+			det_acquire_end(&wake, r);
+			return r;
+		}
 		det_strict_signal(m, 1); /* those waiting for the mutex try again */
 		clockid_t ck = how == COND_CLOCK ? clock
 			       : (c->__data.__wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;

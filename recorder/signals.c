@@ -21,8 +21,8 @@
  *    may not be exact.
  *  - Replay ignores real asynchronous signals and delivers each recorded
  *    one at its boundary by calling the handler.
- *  - Synchronous signals (faults, raise, pthread_kill to oneself) reproduce
- *    by themselves and are delivered at once in both modes.
+ *  - Synchronous signals (faults, raise, pthread_kill to oneself, abort)
+ *    reproduce by themselves and are delivered at once in both modes.
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
@@ -235,9 +235,14 @@ static void kicked(struct det_thread *t)
 	}
 }
 
+/* Sent by the kernel for a write the program made, or by abort(), whose
+ * raise is libc's own call, past det's: both reproduce by themselves. (A
+ * SIGABRT another thread sends with pthread_kill looks the same; it is
+ * delivered at once too.) */
 static int self_inflicted(int sig, const siginfo_t *info)
 {
-	return (sig == SIGPIPE || sig == SIGXFSZ) && info->si_code == SI_USER &&
+	int code = sig == SIGABRT ? SI_TKILL : SI_USER;
+	return (sig == SIGPIPE || sig == SIGXFSZ || sig == SIGABRT) && info->si_code == code &&
 	       info->si_pid == (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 }
 

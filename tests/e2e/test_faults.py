@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query
+from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query, replay_matches
 
 SIGNALS = {"segv": signal.SIGSEGV, "abort": signal.SIGABRT, "assert": signal.SIGABRT, "fpe": signal.SIGFPE}
 
@@ -33,6 +33,19 @@ def test_crash_leaves_complete_trace(mode: str, tmp_path: Path) -> None:
         rr = detreplay(*mode_args, trace)
         assert rr.returncode == 128 + sig, rr.stderr.decode()
         assert b"outcome matches the recording" in rr.stderr
+
+
+@pytest.mark.parametrize("flags", [[], ["--strict"]])
+def test_abort_caught_by_the_program(flags: list[str], tmp_path: Path) -> None:
+    """abort()'s SIGABRT comes from libc's own raise, past det's wrapper:
+    it is delivered at once, like a fault, so a handler that jumps back
+    runs (before, detrec held it for the thread's next event, and abort
+    then killed the program: exit 134 where the program exits 3)."""
+    trace = tmp_path / "caught.db"
+    r = detrec("-q", *flags, "-o", trace, "--", program("crash"), "caught-abort")
+    assert r.returncode == 3, r.stderr.decode()
+    assert r.stdout == b"abort caught\n"
+    replay_matches(trace, [], 2)
 
 
 def test_main_exits_while_threads_run(tmp_path: Path) -> None:

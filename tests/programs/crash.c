@@ -1,7 +1,10 @@
 /* tests/programs/crash.c - a thread dies of the fault MODE names after some
- * synchronization: segv, abort, assert, fpe. */
+ * synchronization: segv, abort, assert, fpe; or (caught-abort) it aborts
+ * with a SIGABRT handler that jumps back, locks again and exits 3. */
 #include <assert.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +12,12 @@
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static const char *mode;
 static volatile int zero;
+static sigjmp_buf caught;
+
+static void on_abort(int sig)
+{
+	siglongjmp(caught, sig);
+}
 
 static void *victim(void *arg)
 {
@@ -25,6 +34,15 @@ static void *victim(void *arg)
 		assert(zero == 1);
 	else if (!strcmp(mode, "fpe"))
 		printf("%d\n", 1000 / zero);
+	else if (!strcmp(mode, "caught-abort")) {
+		signal(SIGABRT, on_abort);
+		if (sigsetjmp(caught, 1) == 0)
+			abort();
+		pthread_mutex_lock(&m);
+		printf("abort caught\n");
+		fflush(stdout);
+		exit(3); /* (with m held: main never takes it again) */
+	}
 	return NULL;
 }
 
