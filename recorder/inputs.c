@@ -1877,6 +1877,113 @@ DET_IMPL struct dirent *det_impl_readdir(DIR *dir)
 }
 
 /* ------------------------------------------------------------------ */
+/* resolved names: realpath and readlink ask the file system what a name
+ * is (glibc's realpath reads links inside libc, past det), and programs act
+ * on the answer: whether the file they are about to write exists yet
+ * (ImageMagick resolves its output's name), where /proc/self/exe points. */
+
+enum { PATH_REAL = 0, PATH_LINK = 1 };
+
+/* Record: `out` holds the result's bytes (n of them, n = the result when
+ * >= 0); they are logged, then the name asked about. Replay: the recorded
+ * bytes are copied into `out` (at most cap) and the name checked. */
+static int64_t path_event(uint32_t which, int dirfd, const char *path, char *out, size_t cap, uint64_t ra)
+{
+	DET_ENTER(t);
+	int64_t r;
+	if (!t) {
+		if (which == PATH_REAL)
+			return real.realpath(path, out) ? (int64_t)strlen(out) : -errno;
+		r = real.readlinkat(dirfd, path, out, cap);
+		return r >= 0 ? r : -errno;
+	}
+	struct det_op op = {0};
+	size_t plen = path ? strnlen(path, PATH_MAX) : 0;
+	if (!det_input_begin(&op, t, DET_EV_PATH_RESOLVE, which, ra)) {
+		if (which == PATH_REAL)
+			r = real.realpath(path, out) ? (int64_t)strnlen(out, PATH_MAX - 1) : -errno;
+		else if ((r = real.readlinkat(dirfd, path, out, cap)) < 0)
+			r = -errno;
+		size_t n = r > 0 ? (size_t)r : 0;
+		char *buf = malloc(n + plen + 1);
+		if (buf) {
+			memcpy(buf, out, n);
+			memcpy(buf + n, path ? path : "", plen);
+		}
+		det_input_end(&op, r, buf, buf ? (uint32_t)(n + plen) : 0);
+		free(buf);
+	} else {
+		r = op.rec->result;
+		size_t n = r > 0 ? (size_t)r : 0;
+		const char *data = det_replay_data(op.rec);
+		if (op.rec->data_len < n || op.rec->data_len - n != plen || memcmp(data + n, path ? path : "", plen)) {
+			char recorded[STAT_PATH_MAX + 1];
+			size_t rl = op.rec->data_len > n ? op.rec->data_len - n : 0;
+			memcpy(recorded, data + n, rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX);
+			recorded[rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX] = 0;
+			diverge_path(&op, which == PATH_REAL ? "realpath" : "readlink", path, recorded);
+		}
+		if (n > cap)
+			diverge_data(&op, "a resolved name longer than the buffer it goes in");
+		memcpy(out, data, n);
+		if (which == PATH_REAL && r >= 0)
+			out[n] = 0;
+		det_input_end(&op, r, NULL, 0);
+	}
+	det_leave(t);
+	return r;
+}
+
+DET_IMPL char *det_impl_realpath(const char *path, char *resolved)
+{
+	det_init();
+	char buf[PATH_MAX];
+	int64_t r = path_event(PATH_REAL, AT_FDCWD, path, resolved ? resolved : buf, PATH_MAX - 1, DET_RA());
+	if (r < 0) {
+		errno = (int)-r;
+		return NULL;
+	}
+	return resolved ? resolved : strdup(buf);
+}
+
+DET_IMPL char *det_impl___realpath_chk(const char *path, char *resolved, size_t resolvedlen)
+{
+	if (resolved && resolvedlen < PATH_MAX)
+		abort(); /* what glibc's fortify check does */
+	return realpath(path, resolved);
+}
+
+DET_IMPL char *det_impl_canonicalize_file_name(const char *path)
+{
+	return realpath(path, NULL);
+}
+
+DET_IMPL ssize_t det_impl_readlinkat(int dirfd, const char *path, char *buf, size_t n)
+{
+	det_init();
+	return (ssize_t)ret_of(path_event(PATH_LINK, dirfd, path, buf, n, DET_RA()));
+}
+
+DET_IMPL ssize_t det_impl_readlink(const char *path, char *buf, size_t n)
+{
+	return readlinkat(AT_FDCWD, path, buf, n);
+}
+
+DET_IMPL ssize_t det_impl___readlink_chk(const char *path, char *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		abort(); /* what glibc's fortify check does */
+	return readlinkat(AT_FDCWD, path, buf, n);
+}
+
+DET_IMPL ssize_t det_impl___readlinkat_chk(int dirfd, const char *path, char *buf, size_t n, size_t buflen)
+{
+	if (n > buflen)
+		abort(); /* what glibc's fortify check does */
+	return readlinkat(dirfd, path, buf, n);
+}
+
+/* ------------------------------------------------------------------ */
 /* readiness */
 
 static int det_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask,

@@ -523,16 +523,12 @@ static void cond_cancel_point(struct det_thread *t, pthread_cond_t *c, pthread_m
 	t->cancel_cond = NULL;
 }
 
-/* Replay, at a condition wait's turn: did the recorded wait fail without
- * waiting, the mutex untouched (a bad deadline or clock: EINVAL; an
- * error-checking mutex the caller does not hold: EPERM)? Its wake-up, the
- * thread's next event, says. */
-static int wait_failed_at_once(struct det_thread *t)
+/* A deadline or clock glibc's timed wait refuses at once (EINVAL), before
+ * it touches the mutex. */
+static int bad_deadline(enum cond_how how, clockid_t clock, const struct timespec *abstime)
 {
-	if (t->idx + 1 >= t->sched_count)
-		return 0;
-	const struct det_sched *w = det_sched_at(t, t->idx + 1);
-	return w->kind == DET_EV_COND_WAKE && (w->result == EINVAL || w->result == EPERM);
+	return how != COND_PLAIN && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000 ||
+				     (how == COND_CLOCK && clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC));
 }
 
 static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c, pthread_mutex_t *m,
@@ -546,16 +542,17 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	if (det_replaying()) {
 		/* The wait releases the mutex; the turn of the wake-up event is
 		 * the recorded moment the wait returned. */
-		if (wait_failed_at_once(t)) {
-			det_release_end(&wait, 0);
-			det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
-			r = (int)wake.rec->result;
+		int u = bad_deadline(how, clock, abstime) ? EINVAL : real.pthread_mutex_unlock(m);
+		det_release_end(&wait, 0); /* (published before it ran) */
+		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
+		r = (int)wake.rec->result;
+		if (u) { /* as glibc's wait, it fails at once (EINVAL, EPERM): so did the recorded one */
+			if (r != u)
+				det_diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
+					    "a condition wait failed at once where the recorded one did not");
 			det_acquire_end(&wake, r);
 			return r;
 		}
-		det_release_end(&wait, real.pthread_mutex_unlock(m));
-		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
-		r = (int)wake.rec->result;
 		if (real.pthread_mutex_trylock(m) != 0)
 			det_diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
 				    "the mutex of a condition wait was not free at its recorded turn");
@@ -572,9 +569,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		cond_cancel_point(t, c, m); /* a request already made acts as the wait begins */
 		/* as glibc's wait: a bad deadline or clock, or an error-checking
 		 * mutex the caller does not hold, fails at once */
-		int bad = how != COND_PLAIN && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000 ||
-						(how == COND_CLOCK && clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC));
-		if ((r = bad ? EINVAL : real.pthread_mutex_unlock(m))) {
+		if ((r = bad_deadline(how, clock, abstime) ? EINVAL : real.pthread_mutex_unlock(m))) {
 			det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 			det_acquire_end(&wake, r);
 			return r;

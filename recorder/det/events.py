@@ -136,6 +136,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('STAT', 96, 'NONE', 'INPUT', 'stat, lstat, fstat, fstatat, statx (and their 64 and __xstat forms): file metadata steers programs like make; aux = the fd, or a hash of the path; result = 0 or -errno; data = the struct the call filled'),
     EventKind('ACCESS', 97, 'NONE', 'INPUT', 'access, faccessat, eaccess or euidaccess; aux = a hash of the path and mode; result = 0 or -errno'),
     EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
+    EventKind('PATH_RESOLVE', 88, 'NONE', 'INPUT', "realpath, canonicalize_file_name, readlink or readlinkat: what the file system says a name is (links read, whether it exists: glibc's realpath reads links inside libc, past det); aux = 0 realpath, 1 readlink; result = the length of the path returned, or -errno; data = that path, then the name asked about"),
     EventKind('DIR_READ', 99, 'NONE', 'INPUT', 'readdir or readdir64: the entry it returned; listings change between runs (a trace being written, files the run itself made) and programs act on them (Python imports list their path); result = 1, 0 at the end, or -errno; data = inode, offset, type and name'),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
     EventKind('OMP_LOCK', 77, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: a critical section or the atomic region entered (GOMP_critical_start, GOMP_critical_name_start, GOMP_atomic_start), or omp_set_lock or omp_set_nest_lock returned'),
@@ -244,6 +245,7 @@ CC_YIELD = 75
 STAT = 96
 ACCESS = 97
 TEMP_NAME = 98
+PATH_RESOLVE = 88
 DIR_READ = 99
 WRITE = 123
 OMP_LOCK = 77

@@ -11,7 +11,7 @@ here and only binds values.
 
 from __future__ import annotations
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 APPLICATION_ID = 0x64657431  # "det1"
 PAGE_SIZE = 4096  # (larger pages make small traces large and large ones no smaller)
 

@@ -131,6 +131,27 @@ def test_directory_listing_is_the_recorded_one(tmp_path: Path) -> None:
     assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.DIR_READ,))[0][0] == len(names) + 1
 
 
+@pytest.mark.parametrize("flags", [[], ["--strict"]])
+def test_resolved_names_are_the_recorded_ones(flags: list[str], tmp_path: Path) -> None:
+    """realpath, canonicalize_file_name and readlink (glibc's realpath reads
+    links inside libc, past det): replay runs where the file the recording
+    made exists and the link points elsewhere, and sees what the recording
+    saw (before: ImageMagick's convert, which resolves its output's name,
+    diverged in every replay)."""
+    (tmp_path / "link").symlink_to("first")
+    trace = tmp_path / "names.db"
+    r = detrec("-q", *flags, "-o", trace, "--", program("resolve_names"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().splitlines() == ["before: No such file or directory", "after: made.txt", "link: first"]
+    (tmp_path / "link").unlink()
+    (tmp_path / "link").symlink_to("second")
+    for mode in ([], ["--relaxed"]) if not flags else ([],):
+        rr = detreplay("-q", *mode, trace, cwd=tmp_path)
+        assert rr.returncode == 0, rr.stderr.decode()
+        assert rr.stdout == r.stdout
+    assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.PATH_RESOLVE,))[0][0] == 3
+
+
 def test_proc_files_are_recorded(tmp_path: Path) -> None:
     """/proc/self/stat differs in every run (pid, times): cat's reads of it
     are recorded like a device's, not re-read and found changed."""
