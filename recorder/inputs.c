@@ -1614,6 +1614,20 @@ static __attribute__((noreturn)) void diverge_path(struct det_op *op, const char
 	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
 }
 
+/* Replay: the recorded data holds n bytes of result, then the name the call
+ * was asked about (plen bytes); a call about another name diverges. */
+static void check_name(struct det_op *op, const char *call, const char *path, size_t plen, size_t n)
+{
+	const char *data = det_replay_data(op->rec);
+	if (op->rec->data_len >= n && op->rec->data_len - n == plen && memcmp(data + n, path ? path : "", plen) == 0)
+		return;
+	char recorded[STAT_PATH_MAX + 1];
+	size_t rl = op->rec->data_len > n ? op->rec->data_len - n : 0;
+	memcpy(recorded, data + n, rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX);
+	recorded[rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX] = 0;
+	diverge_path(op, call, path, recorded);
+}
+
 static int det_stat(struct stat_call *c, uint32_t aux, size_t size, uint64_t ra)
 {
 	DET_ENTER(t);
@@ -1634,14 +1648,7 @@ static int det_stat(struct stat_call *c, uint32_t aux, size_t size, uint64_t ra)
 		r = op.rec->result;
 		size_t n = r == 0 ? size : 0;
 		const char *data = det_replay_data(op.rec);
-		if (op.rec->data_len < n || op.rec->data_len - n != plen ||
-		    memcmp(data + n, c->path ? c->path : "", plen) != 0) {
-			char recorded[STAT_PATH_MAX + 1];
-			size_t rl = op.rec->data_len > n ? op.rec->data_len - n : 0;
-			memcpy(recorded, data + n, rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX);
-			recorded[rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX] = 0;
-			diverge_path(&op, "stat", c->path, recorded);
-		}
+		check_name(&op, "stat", c->path, plen, n);
 		if (n)
 			memcpy(c->buf, data, n);
 		det_input_end(&op, r, NULL, 0);
@@ -1887,23 +1894,25 @@ enum { PATH_REAL = 0, PATH_LINK = 1 };
 /* Record: `out` holds the result's bytes (n of them, n = the result when
  * >= 0); they are logged, then the name asked about. Replay: the recorded
  * bytes are copied into `out` (at most cap) and the name checked. */
+/* The call itself: the length of what it put in out, or -errno. */
+static int64_t resolve(uint32_t which, int dirfd, const char *path, char *out, size_t cap)
+{
+	if (which == PATH_REAL)
+		return real.realpath(path, out) ? (int64_t)strnlen(out, PATH_MAX - 1) : -errno;
+	ssize_t r = real.readlinkat(dirfd, path, out, cap);
+	return r >= 0 ? r : -errno;
+}
+
 static int64_t path_event(uint32_t which, int dirfd, const char *path, char *out, size_t cap, uint64_t ra)
 {
 	DET_ENTER(t);
-	int64_t r;
-	if (!t) {
-		if (which == PATH_REAL)
-			return real.realpath(path, out) ? (int64_t)strlen(out) : -errno;
-		r = real.readlinkat(dirfd, path, out, cap);
-		return r >= 0 ? r : -errno;
-	}
+	if (!t)
+		return resolve(which, dirfd, path, out, cap);
 	struct det_op op = {0};
+	int64_t r;
 	size_t plen = path ? strnlen(path, PATH_MAX) : 0;
 	if (!det_input_begin(&op, t, DET_EV_PATH_RESOLVE, which, ra)) {
-		if (which == PATH_REAL)
-			r = real.realpath(path, out) ? (int64_t)strnlen(out, PATH_MAX - 1) : -errno;
-		else if ((r = real.readlinkat(dirfd, path, out, cap)) < 0)
-			r = -errno;
+		r = resolve(which, dirfd, path, out, cap);
 		size_t n = r > 0 ? (size_t)r : 0;
 		char *buf = malloc(n + plen + 1);
 		if (buf) {
@@ -1915,17 +1924,10 @@ static int64_t path_event(uint32_t which, int dirfd, const char *path, char *out
 	} else {
 		r = op.rec->result;
 		size_t n = r > 0 ? (size_t)r : 0;
-		const char *data = det_replay_data(op.rec);
-		if (op.rec->data_len < n || op.rec->data_len - n != plen || memcmp(data + n, path ? path : "", plen)) {
-			char recorded[STAT_PATH_MAX + 1];
-			size_t rl = op.rec->data_len > n ? op.rec->data_len - n : 0;
-			memcpy(recorded, data + n, rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX);
-			recorded[rl < STAT_PATH_MAX ? rl : STAT_PATH_MAX] = 0;
-			diverge_path(&op, which == PATH_REAL ? "realpath" : "readlink", path, recorded);
-		}
+		check_name(&op, which == PATH_REAL ? "realpath" : "readlink", path, plen, n);
 		if (n > cap)
 			diverge_data(&op, "a resolved name longer than the buffer it goes in");
-		memcpy(out, data, n);
+		memcpy(out, det_replay_data(op.rec), n);
 		if (which == PATH_REAL && r >= 0)
 			out[n] = 0;
 		det_input_end(&op, r, NULL, 0);

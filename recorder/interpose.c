@@ -367,6 +367,15 @@ void det_log_canceled(struct det_thread *t, uint32_t where, int64_t calls, uint6
 	det_acquire_end(&op, calls);
 }
 
+/* Record: unlock a FILE det locked for the program; strict mode's waiters
+ * for it try again. */
+static void file_unlocked(struct det_thread *t, FILE *f)
+{
+	real.funlockfile(f);
+	if (det_strict)
+		det_strict_unlocked(t, f);
+}
+
 /* The thread unwinds out of det with det's own libc call canceled (see
  * DET_ENTER; det runs program code only outside det). Record: what the call
  * leaves half done is finished (the FILE det locked is unlocked; a
@@ -380,9 +389,7 @@ void det_unwound(struct det_thread *t, uint64_t ra)
 		if (t->cancel_file) {
 			FILE *f = t->cancel_file;
 			t->cancel_file = NULL;
-			real.funlockfile(f);
-			if (det_strict)
-				det_strict_unlocked(t, f);
+			file_unlocked(t, f);
 		}
 		if (t->cancel_cond) {
 			struct det_op wake = {.aux_addr = t->cancel_mutex, .auxkind = DET_OBJ_MUTEX};
@@ -1138,11 +1145,8 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 	} else {
 		det_rec_call_end(op, r);
 		op->t->cancel_file = NULL;
-		if (f) {
-			real.funlockfile(f);
-			if (det_strict)
-				det_strict_unlocked(op->t, f);
-		}
+		if (f)
+			file_unlocked(op->t, f);
 	}
 	det_leave(op->t);
 	return r;
@@ -1338,9 +1342,7 @@ DET_IMPL void det_impl_funlockfile(FILE *f)
 	}
 	struct det_op op = {0};
 	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, DET_RA());
-	real.funlockfile(f);
-	if (det_strict)
-		det_strict_unlocked(t, f);
+	file_unlocked(t, f);
 	det_release_end(&op, 0);
 	det_leave(t);
 }
