@@ -160,7 +160,7 @@ SUP_EXPORT int det_schedule_check(const char *db_path, const char *rows_sql, con
 	memset(&s, 0, sizeof(s));
 	u.d.nthreads = DET_PACK_THREADS;
 	err[0] = 0;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	if (det_open_trace_ro(db_path, &db) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, rows_sql, -1, &rows, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, chunks_sql, -1, &u.st, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s", db ? sqlite3_errmsg(db) : "out of memory");

@@ -8,13 +8,51 @@
  *    rows (the schedule digest's det_trace_digest uses it too). Every value must be an integer: anything else is named in
  *    the error, never converted (SQL's % would have converted it).
  *  - Read-only: the file is opened with its own connection, so the caller
- *    commits its changes first.
+ *    commits its changes first. Every reader of a trace in libdetsup.so
+ *    opens it with det_open_trace_ro: immutable (det/tracefile.py's rule),
+ *    so SQLite never reads, rolls back or writes a journal, WAL or -shm
+ *    file beside the trace.
  */
 #include "supervisor.h"
 #include "sums.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+SUP_HIDDEN int det_open_trace_ro(const char *db_path, sqlite3 **db)
+{
+	/* "file:" URI with immutable=1; the path is percent-encoded where a URI
+	 * would read it otherwise ('%', '?', '#'), and made absolute. */
+	char cwd[4096] = "";
+	if (db_path[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		*db = NULL;
+		return SQLITE_CANTOPEN;
+	}
+	size_t n = strlen(cwd) + 1 + strlen(db_path);
+	char *uri = malloc(5 + 3 * n + sizeof("?immutable=1"));
+	if (!uri) {
+		*db = NULL;
+		return SQLITE_NOMEM;
+	}
+	char *o = stpcpy(uri, "file:");
+	for (int part = 0; part < 2; part++) {
+		const char *in = part ? db_path : cwd;
+		for (; *in; in++) {
+			if (*in == '%' || *in == '?' || *in == '#')
+				o += sprintf(o, "%%%02X", (unsigned char)*in);
+			else
+				*o++ = *in;
+		}
+		if (!part && cwd[0])
+			*o++ = '/';
+	}
+	strcpy(o, "?immutable=1");
+	int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+	free(uri);
+	return rc;
+}
 
 /* Steps `select` over the trace at db_path (read-only, its own connection),
  * giving each row's `ncols` integers to row(v, ctx); a value that is not an
@@ -25,7 +63,7 @@ SUP_HIDDEN int det_scan_rows(const char *db_path, const char *select, int ncols,
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	int r = -1, rc;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	if (det_open_trace_ro(db_path, &db) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, select, -1, &st, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s", db ? sqlite3_errmsg(db) : "out of memory");
 		goto out;

@@ -68,6 +68,9 @@ SUP_HIDDEN void sup_feed_free(struct det_sup *s);
 SUP_HIDDEN int sup_schedule_deps(struct det_sup *s,
 				 void (*dep)(void *arg, uint32_t thread, uint64_t idx, const struct det_sched *e),
 				 void *arg);
+/* A read-only connection to the trace at db_path, immutable: SQLite reads
+ * the file alone and never a journal or WAL beside it (recorder/sums.c). */
+SUP_HIDDEN int det_open_trace_ro(const char *db_path, sqlite3 **db);
 /* A trace's rows read with its own read-only connection: each row's ncols
  * (<= 8) integers go to row(); 0, or -1 with a message (recorder/sums.c). */
 SUP_HIDDEN int det_scan_rows(const char *db_path, const char *select, int ncols,

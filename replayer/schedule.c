@@ -493,7 +493,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 		sup_fail(s, "out of memory");
 		goto out;
 	}
-	if (sqlite3_open_v2(db_path, &f->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	if (det_open_trace_ro(db_path, &f->db) != SQLITE_OK) {
 		sup_fail(s, "cannot open %s: %s", db_path, sqlite3_errmsg(f->db));
 		goto out;
 	}

@@ -45,6 +45,7 @@ from .errors import DetError
 from .names import THREAD_KIND, ObjectNames
 from .symbols import DataSymbols, Symbolizer, variable_name
 from .trace import Trace, TraceError, kind_name, objkind_name
+from .tracefile import read_only
 
 # Characters per event in the fetched string: tid, kind, obj, site, result.
 WIDTH = 5
@@ -299,7 +300,7 @@ class _Side:
             code = 1
             try:
                 os.close(r)
-                db = sqlite3.connect(f"file:{self.tr.path.absolute()}?mode=ro", uri=True)
+                db = read_only(self.tr.path)
                 db.text_factory = bytes
                 data = db.execute(_LOAD_SQL).fetchone()[0] or b""
                 with os.fdopen(w, "wb") as f:

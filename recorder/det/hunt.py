@@ -67,6 +67,7 @@ from .record import (
     needs_trace,
 )
 from .trace import Trace
+from .tracefile import TraceLock, private_dir
 from .trust import sha256_file
 from .watchdog import watched
 
@@ -245,8 +246,7 @@ class LocalEngine:
 
     def __init__(self, jobs: int, scratch: Path) -> None:
         self.slots = jobs
-        self.scratch = scratch
-        scratch.mkdir(parents=True, exist_ok=True)
+        self.scratch = private_dir(scratch, "runs in progress")
         for stale in (*scratch.glob("run-*"), *scratch.glob("last-pass.db*")):  # left by a hunt that was killed
             stale.unlink(missing_ok=True)
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if jobs > 1 else None
@@ -585,28 +585,34 @@ def main(argv: list[str] | None = None) -> int:
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else Path(f"{os.path.basename(ns.program)}.hunt")
-        runs = out / ".runs"  # LocalEngine's runs in progress: a killed dethunt's watchdog removes them,
-        if runs.is_dir() and not runs.is_symlink():  # unless it was killed too
-            check_output_dir(runs, "runs in progress", ("run-",))
-            shutil.rmtree(runs)
-        check_output_dir(out, "hunt's traces", ("summary.json",))  # before any run
-        out.mkdir(exist_ok=True)
-        opts = Options(timeout=ns.timeout, forward=False, stdin=stdin_source(), strict=ns.strict,
-                       seed=ns.seed or random.randrange(1, 2**31), pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K,
-                       env=dict(os.environ), cwd=os.getcwd())
-        if opts.stdin and opts.stdin["kind"] == "pipe":
-            opts.stdin_bytes = list(read_own_stdin())
-        spec = make_spec(exe, prog_argv, opts)
-        INTERRUPT.install()
-        # Before any thread: whatever ends dethunt, no process of a run outlives it.
-        with watched(runs):
-            return _hunt(ns, spec, out, prog_argv)
+        with TraceLock(out, "dethunt"):  # one hunt per directory
+            return _start(ns, exe, prog_argv, out)
     except DetError as e:
         say(str(e))
         return e.status
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+
+
+def _start(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path) -> int:
+    """Check and prepare the output directory (its lock held), then hunt."""
+    runs = out / ".runs"  # LocalEngine's runs in progress: a killed dethunt's watchdog removes them,
+    if runs.is_dir() and not runs.is_symlink():  # unless it was killed too
+        check_output_dir(runs, "runs in progress", ("run-",))
+        shutil.rmtree(runs)
+    check_output_dir(out, "hunt's traces", ("summary.json",))  # before any run
+    out.mkdir(exist_ok=True)
+    opts = Options(timeout=ns.timeout, forward=False, stdin=stdin_source(), strict=ns.strict,
+                   seed=ns.seed or random.randrange(1, 2**31), pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K,
+                   env=dict(os.environ), cwd=os.getcwd())
+    if opts.stdin and opts.stdin["kind"] == "pipe":
+        opts.stdin_bytes = list(read_own_stdin())
+    spec = make_spec(exe, prog_argv, opts)
+    INTERRUPT.install()
+    # Before any thread: whatever ends dethunt, no process of a run outlives it.
+    with watched(runs):
+        return _hunt(ns, spec, out, prog_argv)
 
 
 def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]) -> int:

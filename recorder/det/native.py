@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import paths, schema
 from .errors import DetError
+from .tracefile import read_only
 
 DET_F_RELAXED = 0x1
 DET_F_STDIN_FED = 0x2
@@ -406,7 +407,7 @@ class Replayer(Region):
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         try:
-            db = sqlite3.connect(f"file:{trace_path}?mode=ro", uri=True)
+            db = read_only(trace_path)
             try:
                 procs = db.execute(schema.REPLAY_PROCESSES).fetchall()
                 threads = db.execute(schema.REPLAY_THREAD_PROCESSES).fetchall()

@@ -16,7 +16,11 @@ Rules:
     /run) and det's own libdet.so (the replaying det brings its own).
   - Each distinct content is stored once (blobs, keyed by SHA-256), zlib
     compressed in chunks of at most 16 MiB (`raw` when that does not pay).
-  - Packing again replaces the previous pack. The trace stays mode 0600.
+  - Packing again replaces the previous pack. The trace stays mode 0600,
+    and its owner's.
+  - A trace that is not yours alone is packed only when trusted (--trust;
+    det.trust), and then with only the files its owner could read
+    themselves: packing is never a way to read what the owner cannot.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import sqlite3
 import stat
 import sys
@@ -35,7 +40,8 @@ from pathlib import Path
 from . import __version__, tracedir
 from .errors import DetError
 from .trace import Trace
-from .trust import sha256_file
+from .tracefile import TraceLock, WorkDir, user_name
+from .trust import check_owner, readable_by, sha256_file
 
 CHUNK = 16 << 20
 MACHINE_STATE = ("/proc/", "/sys/", "/dev/", "/run/")
@@ -104,8 +110,9 @@ def _is_det_runtime(path: str, meta: dict) -> bool:
         return False
 
 
-def plan_pack(tr: Trace) -> Plan:
-    """Everything the trace's program read, checked against the recording."""
+def plan_pack(tr: Trace, reader: int | None = None) -> Plan:
+    """Everything the trace's program read, checked against the recording;
+    with `reader` (a uid), only what that user could read themselves."""
     meta = tr.meta
     plan = Plan()
     wanted: list[tuple[str, tuple[int, int] | None, str | None]] = []  # (path, (size, mtime) then, sha256)
@@ -129,7 +136,7 @@ def plan_pack(tr: Trace) -> Plan:
         plan.left_out.append(f"{meta['files_lost']} more files the program read: the recording could list "
                              "only the first ones")
     for path, then, sha in wanted:
-        _add(plan, path, then, sha, exe)
+        _add(plan, path, then, sha, exe, reader)
     cwd = meta.get("cwd")
     if cwd:
         links, real = walk(cwd)
@@ -149,7 +156,8 @@ def _add_link(plan: Plan, link: str, target: str) -> None:
         plan.entries[link] = Entry(link, "symlink", 0o777, st.st_mtime_ns, target=target)
 
 
-def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, exe: str) -> None:
+def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, exe: str,
+         reader: int | None) -> None:
     if path.startswith(MACHINE_STATE):
         return
     try:
@@ -168,6 +176,9 @@ def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, e
         plan.left_out.append(f"{path}: gone since it was read")
         return
     if not stat.S_ISREG(st.st_mode):
+        return
+    if reader is not None and not all(readable_by(p, reader) for p in [real] + [link for link, _ in links]):
+        plan.left_out.append(f"{path}: the trace's owner ({user_name(reader)}) could not read it")
         return
     if then is not None and (st.st_size, st.st_mtime_ns) != then:
         plan.left_out.append(f"{path}: changed since the program read it")
@@ -223,39 +234,63 @@ class PackReport:
     left_out: list[str]
 
 
-def pack_trace(path: Path, quiet: bool = False) -> PackReport:
-    """Pack `path` in place; returns what was done (and says it unless quiet)."""
+def pack_trace(path: Path, quiet: bool = False, trust: bool = False) -> PackReport:
+    """Pack `path` (its lock held: one writer per trace); returns what was
+    done (and says it unless quiet). The packed trace is written in a
+    private work directory and takes the trace's place (det.tracefile),
+    with the trace's owner."""
+    with TraceLock(path, "detrec pack"):
+        return _pack(path, quiet, trust)
+
+
+def _pack(path: Path, quiet: bool, trust: bool) -> PackReport:
     with Trace(path) as tr:
+        check_owner(tr.path, tr.meta, trust, doing="packing it would copy files you can read into a file its "
+                    "owner can read (only those they could read themselves would be packed)")
         if not tr.complete:
             raise DetError(f"{path}: the trace is incomplete; only a finished recording can be packed")
         if not tr.q1("SELECT count(*) FROM sqlite_master WHERE name = 'packed'"):
             raise DetError(f"{path}: this trace format has no room for packed files")
-        plan = plan_pack(tr)
-    db = sqlite3.connect(path)
+        owner = os.stat(path).st_uid
+        plan = plan_pack(tr, None if owner == os.geteuid() else owner)
+    work = WorkDir(path)
+    tmp = work.file(path.name)
     try:
-        with db:
-            db.execute("DELETE FROM packed")
-            repacked = db.execute("DELETE FROM blobs").rowcount > 0
-            stored = 0
-            seen: set[str] = set()
-            for e in sorted(plan.entries.values(), key=lambda e: e.path):
-                db.execute("INSERT INTO packed(path, type, mode, mtime_ns, size, sha256, target) "
-                           "VALUES (?,?,?,?,?,?,?)", (e.path, e.type, e.mode, e.mtime_ns, e.size, e.sha256, e.target))
-                if e.type != "file" or e.sha256 in seen:
-                    continue
-                seen.add(e.sha256)
-                if sha256_file(e.path) != e.sha256:
-                    raise DetError(f"{e.path} changed while it was being packed")
-                for i, (codec, size, data) in enumerate(_chunks(e.path)):
-                    db.execute("INSERT INTO blobs(sha256, chunk, codec, size, bytes) VALUES (?,?,?,?,?)",
-                               (e.sha256, i, codec, size, data))
-                    stored += len(data)
-        if repacked:
-            db.execute("VACUUM")  # give back what the previous pack took
+        shutil.copyfile(path, tmp)
+        os.chmod(tmp, 0o600)
+        db = sqlite3.connect(tmp)
+        try:
+            with db:
+                db.execute("DELETE FROM packed")
+                repacked = db.execute("DELETE FROM blobs").rowcount > 0
+                stored = 0
+                seen: set[str] = set()
+                for e in sorted(plan.entries.values(), key=lambda e: e.path):
+                    db.execute("INSERT INTO packed(path, type, mode, mtime_ns, size, sha256, target) "
+                               "VALUES (?,?,?,?,?,?,?)",
+                               (e.path, e.type, e.mode, e.mtime_ns, e.size, e.sha256, e.target))
+                    if e.type != "file" or e.sha256 in seen:
+                        continue
+                    seen.add(e.sha256)
+                    if sha256_file(e.path) != e.sha256:
+                        raise DetError(f"{e.path} changed while it was being packed")
+                    for i, (codec, size, data) in enumerate(_chunks(e.path)):
+                        db.execute("INSERT INTO blobs(sha256, chunk, codec, size, bytes) VALUES (?,?,?,?,?)",
+                                   (e.sha256, i, codec, size, data))
+                        stored += len(data)
+            if repacked:
+                db.execute("VACUUM")  # give back what the previous pack took
+        finally:
+            db.close()
+        if owner != os.geteuid():
+            os.chown(tmp, owner, -1)
+        work.publish(tmp, path)
     except sqlite3.Error as e:
         raise DetError(f"{path}: cannot write the pack ({e})") from None
+    except OSError as e:
+        raise DetError(f"{path}: cannot write the pack ({e.strerror})") from None
     finally:
-        db.close()
+        work.remove()
     files = [e for e in plan.entries.values() if e.type == "file"]
     rep = PackReport(len(files), sum(1 for e in plan.entries.values() if e.type == "symlink"),
                      sum(e.size for e in files), stored, len(seen), plan.left_out)
@@ -283,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     tracedir.trace_argument(p, "trace", nargs="?", metavar="TRACE",
                             help="a trace path, or a name listed by `detrec ls` (default: the latest)")
     p.add_argument("-q", "--quiet", action="store_true", help="say nothing but errors")
+    p.add_argument("--trust", action="store_true",
+                   help="pack a trace that is not yours alone (then only files its owner could read go in)")
     p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     return p
 
@@ -290,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        pack_trace(tracedir.resolve(ns.trace) if ns.trace else tracedir.latest(), quiet=ns.quiet)
+        pack_trace(tracedir.resolve(ns.trace) if ns.trace else tracedir.latest(), quiet=ns.quiet, trust=ns.trust)
     except DetError as e:
         print(f"detrec pack: {e}", file=sys.stderr)
         return e.status

@@ -13,6 +13,7 @@ stays readable. Exit status: the program's, as a shell reports it; 124 when
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -62,6 +63,7 @@ from .native import (
 from .outpath import check_output_dir, check_trace_output
 from .symbols import Symbolizer
 from .trace import Trace, TraceWriter
+from .tracefile import TraceLock
 from .trust import library_hashes, sha256_recorded
 from .validate import remember
 from .watchdog import watched
@@ -246,8 +248,7 @@ class Captured:
         """A run nobody keeps: its log and trace go, unconverted."""
         if self.spool is not None:
             self.spool.close()
-        for p in (self.writer.log, self.writer.path):
-            p.unlink(missing_ok=True)
+        self.writer.discard()
 
 
 def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: threading.Event | None = None) -> RunResult:
@@ -377,7 +378,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         preemptions = rec.preemptions()
         cc_points = rec.cc_points() if over_points else 0
     except BaseException:
-        writer.log.unlink(missing_ok=True)
+        writer.discard()
         raise
     finally:
         if rec is not None:
@@ -427,6 +428,14 @@ def finish_run(c: Captured) -> RunResult:
     """Turn a captured run's log into its trace, and finish the trace."""
     t0 = time.monotonic()
     try:
+        return _finish_run(c, t0)
+    except BaseException:
+        c.writer.work.remove()  # (the capture log stays: detrec salvage makes the trace from it)
+        raise
+
+
+def _finish_run(c: Captured, t0: float) -> RunResult:
+    try:
         st = convert(c.writer.log, c.writer.path)
     except DetError as e:
         raise DetError(f"cannot write the trace: {e}; the capture log stays in {c.writer.log} "
@@ -448,10 +457,6 @@ def finish_run(c: Captured) -> RunResult:
     path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool,
                            (st.event_sum.value(), st.call_sum.value()))
     remember(path)  # det wrote it: opening it need not check every event again
-    c.writer.log.unlink(missing_ok=True)
-    if c.spool is not None:
-        c.spool.close()
-    write_s = time.monotonic() - t0
     message = c.message
     report: list[str] = []
     if c.blocked and (c.timed_out or c.status == "interrupted"):
@@ -463,6 +468,11 @@ def finish_run(c: Captured) -> RunResult:
             report = [rep.summary] + rep.lines
             message = f"{message}: {rep.summary}"
             _set_message(path, message)
+    path = c.writer.publish()
+    c.writer.log.unlink(missing_ok=True)
+    if c.spool is not None:
+        c.spool.close()
+    write_s = time.monotonic() - t0
     if not c.attached and not c.failure and c.status != "interrupted":
         raise DetError(
             f"{path.name}: libdet.so was never loaded into the program (is it statically linked, or does "
@@ -772,9 +782,13 @@ def main(argv: list[str] | None = None) -> int:
             # same schedule, so each run explores with its own PCT seed
             opts.seed = random.randrange(1, 2**31)
         INTERRUPT.install()
-        # Before any thread: whatever ends detrec, no process of the program outlives it.
-        with watched(runs_dir(out) if ns.until_fail else None):
-            return _record(ns, exe, prog_argv, out, opts)
+        outputs = [out, pass_output(out)] if ns.until_fail else [out]
+        with contextlib.ExitStack() as locks:
+            for path in outputs:  # one writer per trace name, for the whole recording
+                locks.enter_context(TraceLock(path))
+            # Before any thread: whatever ends detrec, no process of the program outlives it.
+            with watched(runs_dir(out) if ns.until_fail else None, outputs):
+                return _record(ns, exe, prog_argv, out, opts)
     except DetError as e:
         say(str(e))
         return e.status

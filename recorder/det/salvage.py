@@ -19,29 +19,40 @@ from pathlib import Path
 
 from .errors import DetError
 from .native import convert, log_meta
-from .trace import INCOMPLETE, TraceWriter, log_path
+from .trace import TraceWriter, log_path
+from .tracefile import INCOMPLETE, LOG_SUFFIX, TraceLock, check_not_being_written
+from .trust import check_owner
 
-LOG_SUFFIX = ".log"
 
-
-def salvage(log: Path) -> tuple[Path, str]:
+def salvage(log: Path, trust: bool = False) -> tuple[Path, str]:
     """Build NAME.incomplete from NAME.incomplete.log; returns it and a
-    sentence saying what was recovered."""
+    sentence saying what was recovered. Refused while a recording still
+    writes the log, and for a log that is not yours alone (det.trust):
+    the trace made from it would be yours, and replay it as you."""
     if not log.name.endswith(INCOMPLETE + LOG_SUFFIX):
         raise DetError(f"{log}: not a capture log (its name ends in {INCOMPLETE}{LOG_SUFFIX})", status=2)
     if not log.is_file():
         raise DetError(f"{log}: no such capture log", status=2)
-    try:
-        meta = json.loads(log_meta(log))
-    except ValueError:
-        raise DetError(f"{log}: its META chunk is not JSON: not a det capture log") from None
+    check_not_being_written(log)
+    check_owner(log, {}, trust, doing="the trace made from it would be yours, and replaying it would run what "
+                "it names as you")
     target = log.with_name(log.name[: -len(LOG_SUFFIX)])
     final = target.with_name(target.name[: -len(INCOMPLETE)])
-    writer = TraceWriter(final, incomplete=target)
-    writer.set_meta(meta)
-    st = convert(log, target)
-    writer.set_meta({"salvaged": 1, "forced": st.forced, "cut": st.cut, "torn_bytes": st.torn_bytes})
-    log.unlink()
+    with TraceLock(final, "detrec salvage"):
+        try:
+            meta = json.loads(log_meta(log))
+        except ValueError:
+            raise DetError(f"{log}: its META chunk is not JSON: not a det capture log") from None
+        writer = TraceWriter(final, incomplete=target)
+        try:
+            writer.set_meta(meta)
+            st = convert(log, writer.path)
+            writer.set_meta({"salvaged": 1, "forced": st.forced, "cut": st.cut, "torn_bytes": st.torn_bytes})
+            writer.publish()
+        except BaseException:
+            writer.work.remove()
+            raise
+        log.unlink()
     cut = f", {st.torn_bytes} bytes of a torn end cut off" if st.torn_bytes else ""
     if st.cut:
         cut += f", {st.cut} later events of some threads left out to keep the order consistent"
@@ -49,9 +60,9 @@ def salvage(log: Path) -> tuple[Path, str]:
                     f" (incomplete: no outcome{cut})")
 
 
-def ensure_trace(path: str | os.PathLike[str], quiet: bool = False) -> Path:
+def ensure_trace(path: str | os.PathLike[str], quiet: bool = False, trust: bool = False) -> Path:
     """The trace to open for `path`, salvaging a killed detrec's capture log
-    first when there is one."""
+    first when there is one (never the log of a recording still running)."""
     p = Path(path)
     log = None
     if p.name.endswith(INCOMPLETE + LOG_SUFFIX):
@@ -64,7 +75,7 @@ def ensure_trace(path: str | os.PathLike[str], quiet: bool = False) -> Path:
             log = log_path(inc)
     if log is None or not log.exists():
         return p
-    target, what = salvage(log)
+    target, what = salvage(log, trust)
     if not quiet:
         print(f"det: {what}", file=sys.stderr)
     return target
@@ -74,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="detrec salvage",
                                 description="Turn the capture log a killed detrec left into a trace.")
     p.add_argument("log", help="NAME.incomplete.log (or NAME, or NAME.incomplete)").complete = "file"
+    p.add_argument("--trust", action="store_true",
+                   help="salvage a log that is not yours alone (another user's, or one others may change)")
     return p
 
 
@@ -84,7 +97,7 @@ def main(argv: list[str]) -> int:
         if not arg.name.endswith(LOG_SUFFIX):
             inc = arg if arg.name.endswith(INCOMPLETE) else arg.with_name(arg.name + INCOMPLETE)
             arg = log_path(inc)
-        _, what = salvage(arg)
+        _, what = salvage(arg, ns.trust)
     except DetError as e:
         print(f"detrec salvage: {e}", file=sys.stderr)
         return e.status

@@ -12,7 +12,9 @@ what it read from a pipe or the terminal, and the random bytes it drew
   - The copy is sealed like any trace det writes (det.validate), rebuilt so
     that no old value survives in its free pages, and says which variables
     were scrubbed (meta `scrubbed`); the original is not touched. The
-    output path is checked like detrec -o's (det.outpath).
+    output path is checked like detrec -o's (det.outpath), and written as
+    det writes every trace (det.tracefile). A trace that is not yours alone
+    is copied only when trusted: the copy is yours, and would replay as you.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pathlib import Path
 from .errors import DetError
 from .outpath import check_trace_output
 from .trace import Trace
+from .tracefile import TraceLock, WorkDir
+from .trust import check_owner, what_it_runs
 from .validate import remember, seal
 
 KEPT = ("PATH", "LANG", "LANGUAGE", "TERM", "SHELL", "TZ", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES",
@@ -38,34 +42,40 @@ def kept(name: str, keep: set[str]) -> bool:
     return name in KEPT or name.startswith("LC_") or name in keep
 
 
-def scrub(src: str | os.PathLike[str], out: str | os.PathLike[str], keep: set[str]) -> list[str]:
+def scrub(src: str | os.PathLike[str], out: str | os.PathLike[str], keep: set[str], trust: bool = False) -> list[str]:
     """Write the scrubbed copy; returns the names of the variables scrubbed."""
     with Trace(src) as tr:
         if not tr.complete:
             raise DetError(f"{src}: the recording did not finish; scrub a complete trace", status=2)
+        check_owner(tr.path, tr.meta, trust, doing="the copy would be yours, and replaying it would run "
+                    f"{what_it_runs(tr.meta)} as you")
         env = tr.meta["env"]
     dst = check_trace_output(out, [str(Path(src).resolve())], "scrubbed trace")
     if dst.exists() and os.path.samefile(dst, src):
         raise DetError(f"{out}: is the trace being scrubbed; write the copy elsewhere", status=2)
     scrubbed = [k for k in env if not kept(k, keep) and env[k]]
     new_env = {k: ("x" * len(v) if k in scrubbed else v) for k, v in env.items()}
-    tmp = dst.with_name(dst.name + ".incomplete")
-    try:
-        shutil.copyfile(src, tmp)
-        os.chmod(tmp, 0o600)
-        db = sqlite3.connect(tmp)
+    with TraceLock(dst, "detrec scrub"):
+        work = WorkDir(dst)
+        tmp = work.file(dst.name)
         try:
-            with db:
-                db.execute("UPDATE meta SET value = ? WHERE key = 'env'", (json.dumps(new_env),))
-                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('scrubbed', ?)", (",".join(scrubbed),))
-            seal(db)
-            db.execute("VACUUM")  # rebuild the file: the old values must not stay in free pages
+            shutil.copyfile(src, tmp)
+            os.chmod(tmp, 0o600)
+            db = sqlite3.connect(tmp)
+            try:
+                with db:
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'env'", (json.dumps(new_env),))
+                    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('scrubbed', ?)",
+                               (",".join(scrubbed),))
+                seal(db)
+                db.execute("VACUUM")  # rebuild the file: the old values must not stay in free pages
+            finally:
+                db.close()
+            work.publish(tmp, dst)
+        except (OSError, sqlite3.Error) as e:
+            raise DetError(f"cannot write {dst}: {e}", status=1) from None
         finally:
-            db.close()
-        os.replace(tmp, dst)
-    except (OSError, sqlite3.Error) as e:
-        tmp.unlink(missing_ok=True)
-        raise DetError(f"cannot write {dst}: {e}", status=1) from None
+            work.remove()
     remember(dst)
     return scrubbed
 
@@ -82,13 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the copy (an existing det trace there is replaced)").complete = "file"
     p.add_argument("--keep", action="append", default=[], metavar="NAME",
                    help="keep this variable's value too (repeatable)")
+    p.add_argument("--trust", action="store_true", help="copy a trace that is not yours alone (det.trust)")
     return p
 
 
 def main(argv: list[str]) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        names = scrub(ns.trace, ns.output, set(ns.keep))
+        names = scrub(ns.trace, ns.output, set(ns.keep), ns.trust)
     except DetError as e:
         print(f"detrec scrub: {e}", file=sys.stderr)
         return e.status

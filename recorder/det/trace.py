@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ from . import events as ev
 from . import schema
 from .errors import DetError
 from .outpath import check_trace_output
+from .tracefile import INCOMPLETE, SQLITE_SIDE, WorkDir, check_not_being_written, check_side_files, read_only
 from .validate import JSON_META, seal, validate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-INCOMPLETE = ".incomplete"
 
 
 class TraceError(DetError):
@@ -226,7 +227,7 @@ class Trace:
         """What the program read on stdin, when det fed it (a pipe, a
         terminal), chunk by chunk, through a connection of its own: the
         thread that feeds the program may outlive this Trace's."""
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        db = read_only(self.path, check_same_thread=False)
         try:
             last = -1
             while True:
@@ -367,13 +368,28 @@ def _filters(tids: Iterable[int] | None, kinds: Iterable[int] | None, objs: Iter
 
 
 def _open_validated(path: Path) -> sqlite3.Connection:
-    if not path.exists():
-        raise TraceError(f"{path}: no such trace")
-    if not path.is_file():
+    """An immutable connection (det.tracefile) to the trace at path, once
+    the file, what lies beside it and its SQLite identity say it is one."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such trace") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
         raise TraceError(f"{path}: not a file")
-    size = path.stat().st_size
+    size = st.st_size
+    if path.name.endswith(INCOMPLETE):
+        try:
+            check_not_being_written(path)
+        except DetError as e:
+            raise TraceError(str(e)) from None
     if size == 0:
         raise TraceError(f"{path}: empty file, not a det trace")
+    try:
+        check_side_files(path, st.st_uid)
+    except DetError as e:
+        raise TraceError(str(e)) from None
     try:
         with open(path, "rb") as f:
             head = f.read(100)
@@ -393,16 +409,8 @@ def _open_validated(path: Path) -> sqlite3.Connection:
         )
     db = None
     try:
-        try:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            app_id, version = _ids(db)
-        except sqlite3.OperationalError:
-            # A trace still being written (or left behind by a killed detrec)
-            # is in WAL mode, which a read-only connection cannot always open.
-            if db is not None:
-                db.close()
-            db = sqlite3.connect(path, check_same_thread=False)
-            app_id, version = _ids(db)
+        db = read_only(path, check_same_thread=False)
+        app_id, version = _ids(db)
         if app_id != schema.APPLICATION_ID:
             raise TraceError(f"{path}: an SQLite database, but not a det trace")
         if version != schema.FORMAT_VERSION:
@@ -432,33 +440,44 @@ def _ids(db: sqlite3.Connection) -> tuple[int, int]:
 
 
 class TraceWriter:
-    """Creates NAME.incomplete (mode 0600) with det's tables, and renames it
-    to NAME when done. While the program runs, its events go to the capture
-    log NAME.incomplete.log; det_convert (recorder/convert.c) moves them into
-    the trace after the run. No connection stays open between calls, so the
-    converter has the file to itself."""
+    """Makes the trace NAME. While the program runs, its events go to the
+    capture log NAME.incomplete.log, and NAME.incomplete (an empty trace,
+    mode 0600) says that a recording is under way or was cut short;
+    det_convert (recorder/convert.c) moves the events into the trace after
+    the run. SQLite writes only `path`, a file in a private work directory
+    (det.tracefile's rules), sealed by finish() and renamed into place by
+    publish(). The caller holds NAME's TraceLock wherever another writer
+    could meet it. No connection stays open between calls, so the converter
+    has the file to itself.
+
+    incomplete: salvage's NAME.incomplete, made from the log already there
+    (publish() then renames the work file to it)."""
 
     def __init__(self, final_path: str | os.PathLike[str], incomplete: Path | None = None) -> None:
         self.final = Path(final_path) if incomplete else check_trace_output(final_path, what="trace")
-        self.path = incomplete or self.final.with_name(self.final.name + INCOMPLETE)
-        self.log = log_path(self.path)
-        old = [self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm"),
-               Path(str(self.path) + "-journal")]
-        for p in old + ([] if incomplete else [self.log]):  # (a salvage reads the log)
+        self.salvage = incomplete is not None
+        self.visible = incomplete or self.final.with_name(self.final.name + INCOMPLETE)
+        self.log = log_path(self.visible)
+        old = [Path(str(self.visible) + s) for s in SQLITE_SIDE]
+        for p in old + ([] if self.salvage else [self.visible, self.log]):  # (a salvage reads the log)
             try:
                 p.unlink()
             except FileNotFoundError:
                 pass
             except OSError as e:
                 raise DetError(f"cannot replace {p}: {e.strerror}") from None
+        self.work = WorkDir(self.final)
+        self.path = self.work.file(self.visible.name)
         try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            try:
-                os.write(fd, _empty_trace())
-            finally:
-                os.close(fd)
+            for p in [self.path] + ([] if self.salvage else [self.visible]):
+                fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+                try:
+                    os.write(fd, _empty_trace())
+                finally:
+                    os.close(fd)
         except OSError as e:
-            raise DetError(f"cannot create {self.path}: {e.strerror}") from None
+            self.work.remove()
+            raise DetError(f"cannot create {p}: {e.strerror}") from None
 
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path)
@@ -503,7 +522,8 @@ class TraceWriter:
         sums: tuple[list[Any], list[Any]] | None = None,
     ) -> Path:
         """The run's end, once its events are in: how each thread ended, who
-        was blocked, the outcome; then the file takes its final name. `sums`:
+        was blocked, the outcome, and the seal; returns the sealed file, still
+        in the work directory (publish() gives it its name). `sums`:
         the converter's checksum lanes of event_rows and calls (else the
         seal reads them from the file)."""
         db = self._db()
@@ -523,8 +543,28 @@ class TraceWriter:
             seal(db, sums)
         finally:
             db.close()
-        os.replace(self.path, self.final)
-        return self.final
+        return self.path
+
+    def publish(self) -> Path:
+        """The written trace takes its name (NAME, or a salvage's
+        NAME.incomplete); the work directory goes."""
+        dest = self.visible if self.salvage else self.final
+        try:
+            os.replace(self.path, dest)
+        except OSError as e:
+            self.work.remove()
+            raise DetError(f"cannot write {dest}: {e.strerror}", status=1) from None
+        if not self.salvage:
+            self.visible.unlink(missing_ok=True)
+        self.work.remove()
+        return dest
+
+    def discard(self) -> None:
+        """A run nobody keeps, or one that failed: its files go, the log too."""
+        self.work.remove()
+        if not self.salvage:
+            for p in (self.log, self.visible):
+                p.unlink(missing_ok=True)
 
 
 _EMPTY: bytes | None = None

@@ -70,7 +70,7 @@ def new_trace_path(program: str) -> Path:
     """A fresh NAME-N.db in the trace directory for a recording of `program`."""
     d = ensure_dir()
     stem = _stem(program)
-    pat = re.compile(re.escape(stem) + r"-(\d+)(?:-pass)?\.db(?:\.incomplete)?$")
+    pat = re.compile(re.escape(stem) + r"-(\d+)(?:-pass)?\.db(?:\.incomplete|\.lock)?$")
     taken = [int(m.group(1)) for p in d.iterdir() if (m := pat.match(p.name))]
     return d / f"{stem}-{max(taken, default=0) + 1}{SUFFIX}"
 

@@ -4,7 +4,17 @@ detreplay runs the binary, arguments, environment and working directory a
 trace names. Rules of this file:
   - A trace owned by another user is refused unless trusted explicitly
     (--trust, or DET_TRUST=1), as git refuses a repository another user
-    owns; the refusal says in one line what the trace would run.
+    owns; the refusal says in one line what the trace would run. So is a
+    trace that others could change: one their group or everyone may write,
+    or one in a directory another user owns or may write without the
+    sticky bit (they could put another file in its place).
+  - The tools that act on a trace for its user (detreplay, detdiff
+    --bisect, detrec pack, scrub and salvage) make that check; packing a
+    trusted foreign trace adds only files its owner could read themselves
+    (readable_by), so a trace is never a way to read what its owner cannot.
+  - The content seal (det.validate) finds damage and edits made without
+    det; it is not a signature: anyone with det can seal a trace they
+    wrote, so trust comes from who owns the file, never from its seal.
   - Every library the recording loaded is checked by hash, as the binary
     is: a changed libc, or a library swapped under the same path, is
     refused unless --force. A library the recorded environment preloads
@@ -19,10 +29,12 @@ import hashlib
 import os
 import pwd
 import shlex
+import stat
 from collections.abc import Callable
 from typing import Any
 
 from .errors import DetError
+from .tracefile import user_name
 
 TRUST_ENV = "DET_TRUST"
 PRELOAD_VARS = ("LD_PRELOAD", "LD_AUDIT")
@@ -65,25 +77,65 @@ def what_it_runs(meta: dict[str, Any]) -> str:
     return f"{cmd} in {meta.get('cwd')} with its recorded environment ({len(env)} variables{extra})"
 
 
-def _user(uid: int) -> str:
+def untrusted(path: str | os.PathLike[str]) -> str | None:
+    """Why the file at path is not yours alone (a clause), or None."""
     try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
-def check_owner(path: str | os.PathLike[str], meta: dict[str, Any], trust: bool) -> None:
-    """Refuse to run another user's trace unless trusted."""
-    if trust or os.environ.get(TRUST_ENV) == "1":
-        return
-    try:
-        uid = os.stat(path).st_uid
+        st = os.stat(path)
+        parent = os.path.dirname(os.path.abspath(path))
+        dst = os.stat(parent)
     except OSError as e:
         raise DetError(f"{path}: {e.strerror}", status=2) from None
-    if uid == os.geteuid():
+    me = os.geteuid()
+    if st.st_uid != me:
+        return f"belongs to {user_name(st.st_uid)}, not to you"
+    if st.st_mode & 0o022:
+        who = "anyone" if st.st_mode & 0o002 else "its group"
+        return f"can be changed by {who} (mode {stat.S_IMODE(st.st_mode):04o})"
+    if dst.st_uid not in (me, 0):
+        return f"is in {parent}, which belongs to {user_name(dst.st_uid)}, who could put another file in its place"
+    if dst.st_mode & 0o022 and not dst.st_mode & stat.S_ISVTX:
+        return f"is in {parent}, where others may put another file in its place (mode {stat.S_IMODE(dst.st_mode):04o})"
+    return None
+
+
+def check_owner(path: str | os.PathLike[str], meta: dict[str, Any], trust: bool,
+                doing: str | None = None) -> None:
+    """Refuse to act on a trace that is not yours alone, unless trusted.
+    doing: what acting on it would do (default: what replaying it runs)."""
+    if trust or os.environ.get(TRUST_ENV) == "1":
         return
-    raise DetError(f"{path} belongs to {_user(uid)}, not to you: replaying it would run {what_it_runs(meta)}; "
-                   f"if you trust it, replay with --trust (or {TRUST_ENV}=1)", status=2)
+    why = untrusted(path)
+    if why is None:
+        return
+    doing = doing or f"replaying it would run {what_it_runs(meta)}"
+    raise DetError(f"{path} {why}: {doing}; if you trust it, use --trust (or {TRUST_ENV}=1)", status=2)
+
+
+def readable_by(path: str, uid: int) -> bool:
+    """Could user uid read the file at path themselves (search permission
+    on every directory on the way, read permission on the file; by mode
+    bits, as the kernel checks them without ACLs)? path is absolute and
+    resolved (no symlink on the way)."""
+    if uid == 0:
+        return True
+    try:
+        name = user_name(uid)
+        gids = set(os.getgrouplist(name, pwd.getpwuid(uid).pw_gid)) if not name.startswith("uid ") else set()
+    except (KeyError, OSError):
+        gids = set()
+
+    def allows(st: os.stat_result, bit: int) -> bool:
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid in gids else 0
+        return bool(st.st_mode & (bit << shift))
+
+    parts = [p for p in path.split("/") if p]
+    try:
+        for i in range(len(parts)):
+            if not allows(os.stat("/" + "/".join(parts[:i])), 0o1):
+                return False
+        return allows(os.stat(path), 0o4)
+    except OSError:
+        return False
 
 
 def check_libraries(meta: dict[str, Any], force: bool, here: Callable[[str], str] = lambda p: p) -> None:

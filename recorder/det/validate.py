@@ -249,6 +249,11 @@ def _meta(tr: Trace) -> dict[str, Any]:
             except ValueError:
                 raise TraceDamage(f"meta {key} is not valid JSON") from None
         meta[key] = value
+    version = meta.get("format_version")
+    if isinstance(version, (int, str)) and str(version).isdigit() and int(version) != schema.FORMAT_VERSION:
+        newer = "a newer" if int(version) > schema.FORMAT_VERSION else "an older"
+        raise TraceDamage(f"meta says trace format version {version}, made by {newer} det; this det reads "
+                          f"version {schema.FORMAT_VERSION}")
     for key, ok in META_TYPES.items():
         if key not in meta:
             raise TraceDamage(f"meta has no {key}")

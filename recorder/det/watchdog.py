@@ -9,7 +9,8 @@ thread; it waits for detrec's end on a pipe. If detrec ends without saying
 done (kill -9, a crash), it kills every process of the program, found by
 the variable det puts in each one's environment (_DET_SHM names detrec's
 pid: it survives exec, setsid and double forks, and needs no cgroup), and
-removes the --until-fail work directory. Standard library only; it never
+removes the --until-fail work directory and the private directories of
+the traces it was writing (det.tracefile). Standard library only; it never
 raises into detrec.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .launch import SHM_ENV
+from .tracefile import remove_stale_work
 
 
 def _program_pids(marker: bytes) -> list[int]:
@@ -43,7 +45,7 @@ def _program_pids(marker: bytes) -> list[int]:
     return out
 
 
-def _cleanup(detrec_pid: int, work: str | None) -> None:
+def _cleanup(detrec_pid: int, work: str | None, outputs: list[Path]) -> None:
     marker = f"\0{SHM_ENV}={detrec_pid:07d}:".encode()  # as det.launch.program_env writes it
     for _ in range(20):  # until none is left (one may fork while the others die)
         pids = _program_pids(marker)
@@ -57,6 +59,8 @@ def _cleanup(detrec_pid: int, work: str | None) -> None:
         time.sleep(0.05)
     if work:
         shutil.rmtree(work, ignore_errors=True)
+    for out in outputs:  # a trace being written when detrec died (its capture log stays, to salvage)
+        remove_stale_work(out, detrec_pid)
 
 
 class Watchdog:
@@ -65,7 +69,7 @@ class Watchdog:
         self.pid = pid
 
     @classmethod
-    def start(cls, work: Path | None = None) -> Watchdog | None:
+    def start(cls, work: Path | None = None, outputs: list[Path] | None = None) -> Watchdog | None:
         detrec = os.getpid()
         try:
             r, w = os.pipe()
@@ -86,7 +90,7 @@ class Watchdog:
                 while chunk := os.read(r, 64):
                     said += chunk
                 if b"done" not in said:
-                    _cleanup(detrec, str(work) if work else None)
+                    _cleanup(detrec, str(work) if work else None, outputs or [])
             finally:
                 os._exit(0)
         os.close(r)
@@ -104,11 +108,12 @@ class Watchdog:
 
 
 @contextlib.contextmanager
-def watched(work: Path | None = None) -> Iterator[None]:
+def watched(work: Path | None = None, outputs: list[Path] | None = None) -> Iterator[None]:
     """A command's body under a watchdog (started before any thread): however
     the command ends, no process of the program outlives it; `work`, a
-    directory of runs, goes too unless it ended normally."""
-    watchdog = Watchdog.start(work)
+    directory of runs, goes too unless it ended normally, and so do the
+    work directories of the traces `outputs` (det.tracefile.WorkDir)."""
+    watchdog = Watchdog.start(work, outputs)
     try:
         yield
     finally:

@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--stall needs a positive number of seconds")
     try:
         if ns.trace:
-            ns.trace = str(ensure_trace(tracedir.resolve(ns.trace), quiet=ns.quiet))
+            ns.trace = str(ensure_trace(tracedir.resolve(ns.trace), quiet=ns.quiet, trust=ns.trust))
         else:
             ns.trace = str(tracedir.latest())
             if not ns.quiet:
