@@ -31,8 +31,10 @@ def salvage(log: Path, trust: bool = False) -> tuple[Path, str]:
     the trace made from it would be yours, and replay it as you."""
     if not log.name.endswith(INCOMPLETE + LOG_SUFFIX):
         raise DetError(f"{log}: not a capture log (its name ends in {INCOMPLETE}{LOG_SUFFIX})", status=2)
-    if not log.is_file():
+    if not log.exists():
         raise DetError(f"{log}: no such capture log", status=2)
+    if not log.is_file():
+        raise DetError(f"{log}: not a file, so not a capture log", status=2)
     check_not_being_written(log)
     check_owner(log, {}, trust, doing="the trace made from it would be yours, and replaying it would run what "
                 "it names as you")

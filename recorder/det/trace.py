@@ -390,9 +390,14 @@ def _open_validated(path: Path) -> sqlite3.Connection:
         check_side_files(path, st.st_uid)
     except DetError as e:
         raise TraceError(str(e)) from None
-    try:
-        with open(path, "rb") as f:
-            head = f.read(100)
+    try:  # (without blocking: a named pipe put in its place meanwhile is refused, not waited on)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TraceError(f"{path}: not a file")
+            head = os.pread(fd, 100, 0)
+        finally:
+            os.close(fd)
     except OSError as e:
         raise TraceError(f"{path}: cannot read ({e.strerror})") from None
     if not head.startswith(SQLITE_MAGIC):
