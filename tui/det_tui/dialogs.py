@@ -16,6 +16,8 @@ from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Header, Input, Label, Static
 
+from .model import open_regular
+
 KEYS = """\
 | key | what it does |
 |---|---|
@@ -153,7 +155,7 @@ class ErrorScreen(Screen[None]):
             return f"what is there: nothing ({e.strerror})"
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(st.st_mtime))
         try:
-            with open(self.path, "rb") as f:
+            with open_regular(self.path) as f:
                 head = f.read(16)
         except OSError as e:
             return f"what is there: {st.st_size} bytes, modified {when}, not readable ({e.strerror})"

@@ -14,8 +14,10 @@ Rules of this file:
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
+import stat
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable
@@ -23,11 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import IO, Any
 
 from det import events as ev
 from det.analysis import Waiter, block_report
 from det.difftext import outcome_words, result_text
 from det.names import ObjectNames
+from det.outpath import _kind
 from det.salvage import ensure_trace
 from det.symbols import Location, Symbolizer
 from det.trace import LANE_KINDS, Event, Trace, kind_name
@@ -405,6 +409,27 @@ def _lanes_from(path: Path, lo: int) -> str:
 # ---------------------------------------------------------------- source and code
 
 
+def _regular(st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"{_kind(st)}, not a regular file")
+
+
+def open_regular(path: str | os.PathLike[str], mode: str = "rb", **kw: Any) -> IO[Any]:
+    """open() for a file dettui reads by itself (a source or ELF file a trace
+    names, a file it cannot show): anything but a regular file is an OSError
+    saying what it is, before it is opened (a FIFO would block the open, and
+    the UI with it, for ever); the open does not block, and what it opened
+    is checked again (a FIFO put there in between)."""
+    _regular(os.stat(path))
+    f = open(path, mode, opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK), **kw)
+    try:
+        _regular(os.fstat(f.fileno()))
+    except OSError:
+        f.close()
+        raise
+    return f
+
+
 @dataclass
 class SourceView:
     path: str | None                 # the file read (absolute)
@@ -422,10 +447,11 @@ def source_around(loc: Location | None, cwd: str | None, context: int = 5) -> So
     if not os.path.isabs(path) and cwd:
         path = os.path.join(cwd, path)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open_regular(path, "r", encoding="utf-8", errors="replace") as f:
             text = f.read().splitlines()
     except OSError as e:
-        return SourceView(loc.file, loc.line, [], f"source file {loc.file} is not here ({e.strerror})")
+        what = "is not here" if isinstance(e, FileNotFoundError) else "cannot be read"
+        return SourceView(loc.file, loc.line, [], f"source file {loc.file} {what} ({e.strerror})")
     lo, hi = max(1, loc.line - context), min(len(text), loc.line + context)
     return SourceView(path, loc.line, [(n, text[n - 1]) for n in range(lo, hi + 1)], "", loc.file)
 
@@ -443,7 +469,7 @@ def elf_reader(modules: list[tuple[str, int]]) -> Callable[[int, int], bytes]:
         off = addr - base
         for vaddr, size, file_off in _load_segments(path):
             if vaddr <= off < vaddr + size:
-                with open(path, "rb") as f:
+                with open_regular(path) as f:
                     f.seek(file_off + off - vaddr)
                     return f.read(min(length, vaddr + size - off))
         raise ValueError(f"{os.path.basename(path)} has no code at {addr:#x}")
@@ -456,7 +482,7 @@ def _load_segments(path: str) -> list[tuple[int, int, int]]:
     """(vaddr, size in the file, file offset) of an ELF file's PT_LOAD segments."""
     from elftools.elf.elffile import ELFFile
 
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         return [(seg["p_vaddr"], seg["p_filesz"], seg["p_offset"]) for seg in ELFFile(f).iter_segments()
                 if seg["p_type"] == "PT_LOAD"]
 
@@ -476,6 +502,8 @@ def disassembly(addr: int, modules: list[tuple[str, int]], call_site: bool, who:
     err = det_gdb_disas.missing([])
     if err is not None:
         return [err]
+    # a module that is not a regular file is as good as gone (det_gdb_disas opens the ones it is given)
+    modules = [(path, base) for path, base in modules if path and os.path.isfile(path)]
     try:
         return det_gdb_disas.disassemble(addr, modules, elf_reader(modules), call_site, who)
     except (OSError, ValueError) as e:
