@@ -38,7 +38,8 @@ def is_det_trace_file(path: str | os.PathLike[str]) -> bool:
             and int.from_bytes(head[68:72], "big") == APPLICATION_ID)
 
 
-def _kind(st: os.stat_result) -> str:
+def file_kind(st: os.stat_result) -> str:
+    """What a file is, in words ("a named pipe"), for refusals."""
     m = st.st_mode
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"),
@@ -96,7 +97,7 @@ def check_trace_output(path: str | os.PathLike[str], program: list[str] | None =
             raise DetError(f"{candidate}: is the program being recorded ({same}); "
                            f"refusing to write the {what} over it", status=2)
         if not stat.S_ISREG(st.st_mode):
-            raise DetError(f"{candidate}: is {_kind(st)}, not a det trace; refusing to replace it "
+            raise DetError(f"{candidate}: is {file_kind(st)}, not a det trace; refusing to replace it "
                            f"with the {what}", status=2)
         if candidate.name.endswith("-shm"):
             continue  # SQLite's shared-memory index has no header to check; it goes with its trace
@@ -145,7 +146,7 @@ def check_output_dir(path: str | os.PathLike[str], what: str, owned_names: tuple
             raise DetError(f"{path}: cannot write in {parent} (permission denied)", status=2)
         return p
     if not stat.S_ISDIR(st.st_mode):
-        raise DetError(f"{path}: is {_kind(st)}, not a directory; refusing to use it for the {what}", status=2)
+        raise DetError(f"{path}: is {file_kind(st)}, not a directory; refusing to use it for the {what}", status=2)
     if not os.access(p, os.W_OK | os.X_OK):
         raise DetError(f"{path}: cannot write in it (permission denied)", status=2)
     for entry in os.scandir(p):

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from det import __version__
-from det.outpath import _kind
+from det.outpath import file_kind
 
 NEEDS_A_TERMINAL = (
     "dettui needs a terminal: it reads keys from stdin and draws on stderr, so with stdin, stdout or stderr "
@@ -58,7 +58,7 @@ def not_a_trace_file(path: str) -> str | None:
         st = os.stat(path)
     except OSError:
         return None
-    return None if stat.S_ISREG(st.st_mode) else f"{path}: is {_kind(st)}, not a trace"
+    return None if stat.S_ISREG(st.st_mode) else f"{path}: is {file_kind(st)}, not a trace"
 
 
 def no_terminal(ns: argparse.Namespace) -> str | None:

@@ -31,7 +31,7 @@ from det import events as ev
 from det.analysis import Waiter, block_report
 from det.difftext import outcome_words, result_text
 from det.names import ObjectNames
-from det.outpath import _kind
+from det.outpath import file_kind
 from det.salvage import ensure_trace
 from det.symbols import Location, Symbolizer
 from det.trace import LANE_KINDS, Event, Trace, kind_name
@@ -411,7 +411,7 @@ def _lanes_from(path: Path, lo: int) -> str:
 
 def _regular(st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EINVAL, f"{_kind(st)}, not a regular file")
+        raise OSError(errno.EINVAL, f"{file_kind(st)}, not a regular file")
 
 
 def open_regular(path: str | os.PathLike[str], mode: str = "rb", **kw: Any) -> IO[Any]:
