@@ -67,7 +67,7 @@ from .record import (
     needs_trace,
 )
 from .trace import Trace
-from .tracefile import TraceLock, private_dir
+from .tracefile import WORK_SUFFIX, TraceLock, private_dir
 from .trust import sha256_file
 from .watchdog import watched
 
@@ -249,6 +249,8 @@ class LocalEngine:
         self.scratch = private_dir(scratch, "runs in progress")
         for stale in (*scratch.glob("run-*"), *scratch.glob("last-pass.db*")):  # left by a hunt that was killed
             stale.unlink(missing_ok=True)
+        for stale in scratch.glob(".*" + WORK_SUFFIX):
+            shutil.rmtree(stale, ignore_errors=True)
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if jobs > 1 else None
         self.stop = threading.Event()
 

@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 from .errors import DetError
+from .tracefile import is_work_dir
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 APPLICATION_ID = 0x64657431  # schema.APPLICATION_ID, read here from the file header without SQLite
@@ -152,6 +153,8 @@ def check_output_dir(path: str | os.PathLike[str], what: str, owned_names: tuple
     for entry in os.scandir(p):
         if entry.name.startswith(owned_names) and entry.is_file(follow_symlinks=False):
             continue
+        if is_work_dir(entry.name) and entry.is_dir(follow_symlinks=False):
+            continue  # a killed writer's (det.tracefile.WorkDir)
         if entry.is_file(follow_symlinks=False) and is_det_trace_file(entry.path):
             continue
         raise DetError(f"{path}: holds {entry.name}, which is not det's; refusing to use it for the {what}",

@@ -224,6 +224,11 @@ class TraceLock:
 # ---------------------------------------------------------------- writing
 
 
+def is_work_dir(name: str) -> bool:
+    """Is this a name WorkDir gives its directories?"""
+    return name.startswith(".") and name.endswith(WORK_SUFFIX)
+
+
 def _work_glob(dest: Path, pid: int | None = None) -> str:
     who = str(pid) if pid is not None else "*"
     return str(dest.parent / f".{glob.escape(dest.name)}.{who}.*{WORK_SUFFIX}")
