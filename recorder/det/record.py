@@ -454,8 +454,8 @@ def _finish_run(c: Captured, t0: float) -> RunResult:
         note = ("the program uses OpenMP (libgomp), whose barriers and thread pool wait where strict mode "
                 "cannot see them: its replay is not exact (the default mode orders OpenMP's locks and shares)")
         c.message = c.outcome["message"] = f"{c.message}; {note}" if c.message else note
-    path = c.writer.finish(c.outcome, c.end_states, c.blocked, c.spool,
-                           (st.event_sum.value(), st.call_sum.value()))
+    path = c.writer.seal_outcome(c.outcome, c.end_states, c.blocked, c.spool,
+                                 (st.event_sum.value(), st.call_sum.value()))
     remember(path)  # det wrote it: opening it need not check every event again
     message = c.message
     report: list[str] = []

@@ -526,6 +526,18 @@ class TraceWriter:
         stdin: IO[bytes] | None = None,
         sums: tuple[list[Any], list[Any]] | None = None,
     ) -> Path:
+        """seal_outcome(), then publish(): the finished trace, at its name."""
+        self.seal_outcome(outcome, end_states, blocked, stdin, sums)
+        return self.publish()
+
+    def seal_outcome(
+        self,
+        outcome: dict[str, Any],
+        end_states: dict[int, str],
+        blocked: list[tuple[int, int, int, int]],
+        stdin: IO[bytes] | None = None,
+        sums: tuple[list[Any], list[Any]] | None = None,
+    ) -> Path:
         """The run's end, once its events are in: how each thread ended, who
         was blocked, the outcome, and the seal; returns the sealed file, still
         in the work directory (publish() gives it its name). `sums`:
