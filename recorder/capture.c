@@ -56,6 +56,18 @@ static void reserve_log(struct det_sup *s, uint64_t end)
 		s->cap_reserved = UINT64_MAX; /* not supported here (or no space: the write says so) */
 }
 
+/* A write of the log failed (a full disk, a quota, a file size limit, an
+ * I/O error): the log is cut back to its last whole chunk, which gives back
+ * the space reserved past it and the torn chunk's (a shrink needs no
+ * space), room the conversion of what was captured may need. The message
+ * is the system's alone: detrec says what could not be written. */
+static int log_write_failed(struct det_sup *s, int err)
+{
+	if (ftruncate(s->log_fd, (off_t)s->cap.bytes) == 0)
+		s->cap_reserved = s->cap.bytes; /* nothing reserved past the end now */
+	return sup_fail(s, "%s", strerror(err));
+}
+
 /* Write a chunk made of up to two pieces of payload (the second may be
  * NULL); the payload is padded to 8 bytes. */
 static int put_chunk(struct det_sup *s, uint32_t type, uint32_t thread, const void *a, size_t alen,
@@ -88,7 +100,7 @@ static int put_chunk(struct det_sup *s, uint32_t type, uint32_t thread, const vo
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return sup_fail(s, "cannot write the capture log: %s", strerror(errno));
+			return log_write_failed(s, errno);
 		}
 		done += (size_t)k;
 		while (n && (size_t)k >= v->iov_len) {
@@ -307,7 +319,7 @@ static int capture_pass(struct det_sup *s, int final)
 	return 0;
 }
 
-SUP_EXPORT int det_capture_run(struct det_sup *s)
+static int capture_loop(struct det_sup *s)
 {
 	if (put_state(s, 1))
 		return -1;
@@ -331,6 +343,21 @@ SUP_EXPORT int det_capture_run(struct det_sup *s)
 		struct timespec ts = {0, 1000 * 1000};
 		syscall(SYS_futex, &s->hdr->capture_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
 	}
+}
+
+SUP_EXPORT int det_capture_run(struct det_sup *s)
+{
+	int r = capture_loop(s);
+	/* Nothing drains the rings any more: the program's threads would wait
+	 * for room for ever. detrec polls this to stop the program at once. */
+	if (r < 0)
+		atomic_store(&s->cap_failed, 1);
+	return r;
+}
+
+SUP_EXPORT int det_capture_failed(struct det_sup *s)
+{
+	return atomic_load(&s->cap_failed);
 }
 
 /* det_capture_run on a thread of its own, started and joined here: a

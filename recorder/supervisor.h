@@ -40,6 +40,7 @@ struct det_sup {
 	uint64_t cap_reserved;   /* the log's disk space is reserved up to here (UINT64_MAX: cannot be) */
 	pthread_t cap_thread;    /* det_capture_start's, running det_capture_run */
 	int cap_started, cap_rc;
+	_Atomic int cap_failed;  /* det_capture_run ended on an error (det_capture_failed) */
 
 	uint64_t data_off;       /* replay: where recorded input data starts */
 	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */

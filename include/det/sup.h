@@ -82,6 +82,10 @@ void det_capture_stop(struct det_sup *s);
  * stops it and waits for it: 0, or < 0 with the error from det_sup_error. */
 int det_capture_start(struct det_sup *s);
 int det_capture_finish(struct det_sup *s);
+/* Has det_capture_run ended on an error (the log could not be written)?
+ * The program's threads then wait for ring room that never comes: the
+ * caller stops the program, and det_capture_finish gives the error. */
+int det_capture_failed(struct det_sup *s);
 void det_capture_stats(struct det_sup *s, struct det_capture_stats *out);
 
 /* --- after the run (recorder/convert.c): no region needed --- */

@@ -117,6 +117,7 @@ def lib() -> ctypes.CDLL:
         "det_capture_open": (I, [P, C, C]),
         "det_capture_start": (I, [P]),
         "det_capture_finish": (I, [P]),
+        "det_capture_failed": (I, [P]),
         "det_capture_stats": (None, [P, ctypes.POINTER(CaptureStats)]),
         "det_convert": (I, [C, C, ctypes.POINTER(C), U32, ctypes.POINTER(ConvertStats), C, U32]),
         "det_log_meta": (I, [C, C, U32]),
@@ -279,6 +280,11 @@ class Recorder(Region):
         """Capture on a thread of libdetsup.so's until capture_finish."""
         if lib().det_capture_start(self.h) != 0:
             raise DetError(lib().det_sup_error(self.h).decode())
+
+    def capture_failed(self) -> bool:
+        """Has the capture ended on an error (the log could not be written)?
+        The program's threads then wait for ring room for ever: stop it."""
+        return bool(lib().det_capture_failed(self.h))
 
     def capture_finish(self) -> str | None:
         """Stop capturing (the program has ended) once everything is in the

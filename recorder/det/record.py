@@ -21,6 +21,7 @@ import platform
 import random
 import shlex
 import signal
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -54,6 +55,7 @@ from .native import (
     PROC_STATES,
     THREAD_STATES,
     CaptureStats,
+    ConvertStats,
     Recorder,
     convert,
     digest_hex,
@@ -239,6 +241,7 @@ class Captured:
     over_points: bool = False  # PCT counted det-cc memory points (cc_points), not events
     files: list[dict] = field(default_factory=list)  # what the program read or loaded (detrec pack)
     meta: dict[str, object] = field(default_factory=dict)  # the trace's meta rows, written with its events
+    log_failed: bool = False   # the capture log could not be written: the events after that are lost
 
     @property
     def failed(self) -> bool:
@@ -334,6 +337,16 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         lim = limit()
         deadline = None if lim is None else t0 + lim
         blocked: list[tuple[int, int, int, int]] = []
+        log_failed = False
+
+        def log_broken() -> bool:
+            """The capture log could not be written (a full disk): nothing
+            drains the rings, and the program's threads would wait for room
+            for ever; it is stopped as --timeout stops it."""
+            nonlocal log_failed
+            log_failed = log_failed or rec.capture_failed()
+            return log_failed
+
         while rc is None:
             wait = 0.2
             if opts.auto_timeout is not None and opts.timeout is None:
@@ -344,6 +357,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                 wait = min(wait, max(0.0, deadline - time.monotonic()))
             rc = prog.wait(wait)
             if rc is not None:
+                break
+            if log_broken():
+                prog.kill()
+                rc = prog.wait()
                 break
             if stop is not None and stop.is_set():
                 prog.kill()
@@ -358,7 +375,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             nonlocal timed_out
             if deadline is not None and time.monotonic() >= deadline:
                 timed_out = True
-            return timed_out or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
+            return timed_out or log_broken() or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
 
         prog.wait_others(give_up)
         duration = time.monotonic() - t0
@@ -366,8 +383,6 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             INTERRUPT.programs.discard(prog)
         out_info, err_info = prog.outputs()
         capture_error = rec.capture_finish()
-        if capture_error:
-            raise DetError(f"cannot write the capture log: {capture_error}", status=1)
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
@@ -377,14 +392,19 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         files, files_lost = rec.files()
         preemptions = rec.preemptions()
         cc_points = rec.cc_points() if over_points else 0
-    except BaseException:
+    except BaseException:  # (the log gone, its empty trace would only look like a recording)
         writer.discard()
         raise
     finally:
         if rec is not None:
             rec.close()
 
-    if failure:
+    if capture_error:
+        # what was captured stays: the trace of it, or the log to salvage (finish_run)
+        ended = "the program was stopped" if log_failed else "the program had ended"
+        status, message, exit_status = ("stopped", f"the capture log could not be written ({capture_error}): {ended}",
+                                        EXIT_STOPPED)
+    elif failure:
         status, message, exit_status = "stopped", f"det stopped the program: {failure}", EXIT_STOPPED
     elif timed_out and opts.timeout is None and opts.auto_timeout is not None:
         status, message, exit_status = "timeout", f"hung: {opts.auto_timeout.describe(lim)}", EXIT_TIMEOUT
@@ -421,25 +441,13 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                  "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
                     attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
-                    over_points, files, meta)
+                    over_points, files, meta, bool(capture_error))
 
 
-def finish_run(c: Captured) -> RunResult:
-    """Turn a captured run's log into its trace, and finish the trace."""
-    t0 = time.monotonic()
-    try:
-        return _finish_run(c, t0)
-    except BaseException:
-        c.writer.work.remove()  # (the capture log stays: detrec salvage makes the trace from it)
-        raise
-
-
-def _finish_run(c: Captured, t0: float) -> RunResult:
-    try:
-        st = convert(c.writer.log, c.writer.path)
-    except DetError as e:
-        raise DetError(f"cannot write the trace: {e}; the capture log stays in {c.writer.log} "
-                       f"(detrec salvage {c.writer.log})", status=1) from None
+def _write_trace(c: Captured, t0: float) -> tuple[Path, ConvertStats]:
+    """The trace of a captured run, from its log (which stays: finish_run
+    removes it once the trace is whole), sealed in its work directory."""
+    st = convert(c.writer.log, c.writer.path)
     c.outcome["events"] = st.events
     c.writer.set_files(c.files)
     convert_s = time.monotonic() - t0
@@ -456,6 +464,30 @@ def _finish_run(c: Captured, t0: float) -> RunResult:
         c.message = c.outcome["message"] = f"{c.message}; {note}" if c.message else note
     path = c.writer.seal_outcome(c.outcome, c.end_states, c.blocked, c.spool,
                                  (st.event_sum.value(), st.call_sum.value()))
+    return path, st
+
+
+def finish_run(c: Captured) -> RunResult:
+    """Turn a captured run's log into its trace, and finish the trace."""
+    try:
+        return _finish_run(c)
+    finally:
+        c.writer.work.remove()  # (once published, gone already; on an error the capture log stays to salvage)
+
+
+def _finish_run(c: Captured) -> RunResult:
+    t0 = time.monotonic()
+    try:
+        path, st = _write_trace(c, t0)
+    except (DetError, sqlite3.Error, OSError) as e:  # a full disk, most likely: the log stays
+        log = c.writer.log
+        if c.log_failed:
+            why, when = f"{c.message} after {c.duration:.1f} s; cannot write the trace either", " once there is room"
+        else:
+            why, when = "cannot write the trace", ""
+        err = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise DetError(f"{why}: {err}; the capture log stays in {log} (`detrec salvage {log}` makes it a trace"
+                       f"{when})", status=1) from None
     remember(path)  # det wrote it: opening it need not check every event again
     message = c.message
     report: list[str] = []
@@ -507,8 +539,6 @@ def judge_run(c: Captured) -> RunResult:
 
 
 def _set_message(path: Path, message: str) -> None:
-    import sqlite3
-
     db = sqlite3.connect(path)
     with db:
         db.execute("UPDATE outcome SET message = ?", (message,))

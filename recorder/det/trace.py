@@ -475,11 +475,8 @@ class TraceWriter:
         self.path = self.work.file(self.visible.name)
         try:
             for p in [self.path] + ([] if self.salvage else [self.visible]):
-                fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-                try:
-                    os.write(fd, _empty_trace())
-                finally:
-                    os.close(fd)
+                with open(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600), "wb") as f:
+                    f.write(_empty_trace())  # (all of it, or an OSError: a full disk says so here)
         except OSError as e:
             self.work.remove()
             raise DetError(f"cannot create {p}: {e.strerror}") from None
