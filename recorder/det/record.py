@@ -344,7 +344,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             rc = prog.wait(wait)
             if rc is not None:
                 break
-            if stop is not None and stop.is_set():
+            if (stop is not None and stop.is_set()) or rec.capture_stopped():
                 prog.kill()
                 continue
             if deadline is not None and time.monotonic() >= deadline:
@@ -357,7 +357,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             nonlocal timed_out
             if deadline is not None and time.monotonic() >= deadline:
                 timed_out = True
-            return timed_out or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
+            return (timed_out or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
+                    or rec.capture_stopped())
 
         prog.wait_others(give_up)
         duration = time.monotonic() - t0
@@ -370,6 +371,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
+        if not failure and not timed_out and INTERRUPT.signal is None and not (stop is not None and stop.is_set()):
+            failure = _unfollowed_exec(rec)
         end_states = _end_states(rec)
         cap = rec.stats()
         attached = bool(rec.attached())
@@ -512,6 +515,18 @@ def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
         for t in rec.threads()
         if t.blocked_kind and THREAD_STATES.get(t.state) in ("running", "starting")
     ]
+
+
+def _unfollowed_exec(rec: Recorder) -> str | None:
+    """A process of the program exec'd an image that never started det's
+    runtime (libdet.so refuses what it knows it cannot follow; this is the
+    rest): what that image did is not in the trace, so the run does not
+    replay, whatever it printed."""
+    for p in rec.processes():
+        if PROC_STATES.get(p.state) == "exec":
+            return (f"process {p.pid} exec'd a program that never started det's runtime (its loader ignored "
+                    "LD_PRELOAD, or failed): what it did is not in the trace")
+    return None
 
 
 def _end_states(rec: Recorder) -> dict[int, str]:
