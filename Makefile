@@ -132,6 +132,9 @@ testprogs: $(TESTPROGS)
 tests/bin/%: tests/programs/%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -pthread -o $@ $<
+tests/bin/ring_scribble: tests/programs/ring_scribble.c include/det/shm.h
+	@mkdir -p tests/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Iinclude -pthread -o $@ $<
 tests/bin/%: tests/programs/%.cpp
 	@mkdir -p tests/bin
 	$(CXX) -std=c++20 -O1 -g $(WARN) -pthread -o $@ $<

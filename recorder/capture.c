@@ -13,6 +13,11 @@
  *  - The identities of threads, the process table and the loaded modules
  *    are copied into the log as they appear and once more at the end, so a
  *    log whose detrec was killed can still be made into a trace.
+ *  - The program can write anything into the region: every place in it is
+ *    found through the supervisor's own layout (sup_slot...), every count
+ *    read from it is bounded, and a ring whose indices make no sense is
+ *    not read again and stops the recording (ring_corrupt), rather than
+ *    being copied for ever.
  */
 #include "supervisor.h"
 #include "logfmt.h"
@@ -24,6 +29,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,13 +166,60 @@ SUP_EXPORT void det_capture_stats(struct det_sup *s, struct det_capture_stats *o
 	*out = s->cap;
 }
 
+SUP_EXPORT int det_capture_stopped(struct det_sup *s)
+{
+	return atomic_load(&s->cap_stopping);
+}
+
+/* Thread i's ring makes no sense: it is not read again, and the recording
+ * ends with the reason (recorder/det/record.py stops the program when
+ * det_capture_stopped says so). The program wrote over det's memory: a
+ * raw clone() thread that shares its creator's det state, a stray pointer. */
+static __attribute__((format(printf, 3, 4))) void ring_corrupt(struct det_sup *s, uint32_t i, const char *fmt, ...)
+{
+	s->cap_threads[i].corrupt = 1;
+	if (atomic_load(&s->cap_stopping))
+		return;
+	char why[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(s->cap_stopped, sizeof(s->cap_stopped),
+		 "its event ring of T%u is corrupt (%s): something in the program wrote over det's memory", i, why);
+	atomic_store(&s->cap_stopping, 1);
+}
+
+/* Are thread i's ring number (`ring`, its index + 1) and published index
+ * (`head`) ones the runtime can have written? It publishes at most a ring
+ * of entries past what the capture took (recorder/runtime.c ring_room),
+ * and only into the ring it owns. */
+static int ring_consistent(struct det_sup *s, uint32_t i, uint32_t ring, uint64_t head)
+{
+	uint64_t tail = s->cap_threads[i].tail;
+	if (ring > s->fixed.rings)
+		ring_corrupt(s, i, "ring number %u, of %u", ring, s->fixed.rings);
+	else if (atomic_load(sup_ring_owner(s, ring - 1)) != i + 1)
+		ring_corrupt(s, i, "ring %u is owned by T%d", ring, (int)atomic_load(sup_ring_owner(s, ring - 1)) - 1);
+	else if (head < tail)
+		ring_corrupt(s, i, "its index went back from %llu to %llu", (unsigned long long)tail,
+			     (unsigned long long)head);
+	else if (head - tail > s->fixed.ring_entries)
+		ring_corrupt(s, i, "its index %llu is %llu entries past what was captured, a ring holds %llu",
+			     (unsigned long long)head, (unsigned long long)(head - tail),
+			     (unsigned long long)s->fixed.ring_entries);
+	else
+		return 1;
+	return 0;
+}
+
 /* The kernel thread behind a slot is gone (or a zombie: it runs nothing). */
 static int thread_gone(struct det_sup *s, struct det_slot *sl)
 {
-	struct det_shm_header *h = s->hdr;
-	pid_t pid = sl->proc < h->max_procs ? atomic_load(&det_shm_proc(h, sl->proc)->pid) : 0;
+	uint32_t proc = sl->proc;
+	pid_t pid = proc < s->fixed.max_procs ? atomic_load(&sup_proc(s, proc)->pid) : 0;
 	if (!pid)
-		pid = (pid_t)atomic_load(&h->attached);
+		pid = (pid_t)atomic_load(&s->hdr->attached);
 	if (syscall(SYS_tgkill, pid, sl->ktid, 0) != 0)
 		return errno == ESRCH;
 	/* Only a process's first thread stays a zombie while the others run
@@ -195,21 +248,22 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 	 * killed by a signal) */
 	int check_running = s->cap.passes % 128 == 0, freed = 0;
 	for (uint32_t i = 0; i < nthreads; i++) {
-		struct det_slot *sl = det_shm_slot(h, i);
-		uint32_t st = atomic_load(&sl->state);
-		if (!sl->ring || (st != DET_TS_EXITING && !(check_running && i && st == DET_TS_RUNNING)))
+		struct det_slot *sl = sup_slot(s, i);
+		uint32_t st = atomic_load(&sl->state), ring = sl->ring;
+		if (!ring || ring > s->fixed.rings || s->cap_threads[i].corrupt ||
+		    (st != DET_TS_EXITING && !(check_running && i && st == DET_TS_RUNNING)))
 			continue;
 		if (!thread_gone(s, sl))
 			continue; /* the kernel thread may still run destructors */
-		if (atomic_load(&sl->head) != atomic_load(&sl->tail))
+		if (atomic_load(&sl->head) != s->cap_threads[i].tail)
 			continue; /* capture it first */
-		uint32_t ring = sl->ring - 1;
+		ring--;
 		sl->ring = 0;
 		/* a thread that died running (killed with its process) keeps that
 		 * state: the trace says where it was when the program ended */
 		if (st == DET_TS_EXITING)
 			atomic_store(&sl->state, DET_TS_FREE);
-		atomic_store(det_shm_ring_owner(h, ring), 0);
+		atomic_store(sup_ring_owner(s, ring), 0);
 		freed = 1;
 	}
 	if (freed) { /* new threads may wait for one (recorder/runtime.c claim_ring) */
@@ -220,7 +274,7 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 
 static int put_thread(struct det_sup *s, uint32_t i)
 {
-	struct det_slot *sl = det_shm_slot(s->hdr, i);
+	struct det_slot *sl = sup_slot(s, i);
 	struct det_log_thread t = {
 		.num = i,
 		.parent = i ? sl->parent : 0,
@@ -237,10 +291,10 @@ static int put_state(struct det_sup *s, int force)
 {
 	struct det_shm_header *h = s->hdr;
 	uint32_t np = atomic_load(&h->next_proc);
-	if (np > h->max_procs)
-		np = h->max_procs;
+	if (np > s->fixed.max_procs)
+		np = s->fixed.max_procs;
 	size_t plen = (size_t)np * sizeof(struct det_proc);
-	const void *procs = det_shm_proc(h, 0);
+	const void *procs = sup_proc(s, 0);
 	if (force || plen != s->cap_procs_len || memcmp(procs, s->cap_procs, plen) != 0) {
 		void *copy = realloc(s->cap_procs, plen ? plen : 1);
 		if (!copy)
@@ -267,26 +321,25 @@ static int put_state(struct det_sup *s, int force)
 /* One pass: everything published so far goes to the log. */
 static int capture_pass(struct det_sup *s, int final)
 {
-	struct det_shm_header *h = s->hdr;
-	uint32_t nthreads = (uint32_t)(atomic_load(&h->clock) >> DET_SEQ_BITS);
-	if (nthreads > h->max_threads)
-		nthreads = h->max_threads;
-	uint64_t cap = h->ring_entries, most = DET_LOG_CHUNK_MAX / sizeof(struct det_rec);
+	uint64_t threads = atomic_load(&s->hdr->clock) >> DET_SEQ_BITS;
+	uint32_t nthreads = threads > s->fixed.max_threads ? s->fixed.max_threads : (uint32_t)threads;
+	uint64_t cap = s->fixed.ring_entries, most = DET_LOG_CHUNK_MAX / sizeof(struct det_rec);
 	for (uint32_t i = 0; i < nthreads; i++) {
-		struct det_slot *sl = det_shm_slot(h, i);
+		struct det_slot *sl = sup_slot(s, i);
+		struct sup_cap_thread *ct = &s->cap_threads[i];
 		uint32_t ring = sl->ring;
-		if (!ring)
+		if (!ring || ct->corrupt)
 			continue;
 		uint64_t head = atomic_load_explicit(&sl->head, memory_order_acquire);
-		uint64_t tail = atomic_load_explicit(&sl->tail, memory_order_relaxed);
-		if (head == tail)
+		uint64_t tail = ct->tail;
+		if (head == tail || !ring_consistent(s, i, ring, head))
 			continue;
-		if (!s->cap_seen[i]) {
+		if (!ct->seen) {
 			if (put_thread(s, i))
 				return -1;
-			s->cap_seen[i] = 1;
+			ct->seen = 1;
 		}
-		struct det_rec *r = det_shm_ring(h, ring - 1);
+		struct det_rec *r = sup_ring(s, ring - 1);
 		while (tail < head) {
 			uint64_t at = tail % cap, n = head - tail;
 			if (n > cap - at)
@@ -298,6 +351,7 @@ static int capture_pass(struct det_sup *s, int final)
 			tail += n;
 			s->cap.entries += n;
 		}
+		ct->tail = head;
 		atomic_store_explicit(&sl->tail, head, memory_order_release);
 		if (atomic_load(&sl->waiting) && atomic_exchange(&sl->waiting, 0))
 			syscall(SYS_futex, &sl->waiting, FUTEX_WAKE, 1, NULL, NULL, 0);

@@ -2440,6 +2440,14 @@ EXPORT long syscall(long nr, ...)
 		return nanosleep((const struct timespec *)a[0], (struct timespec *)a[1]);
 	case SYS_close:
 		return close((int)a[0]);
+	case SYS_fork:
+	case SYS_vfork:
+	case SYS_clone:
+	case SYS_clone3: {
+		char call[40];
+		snprintf(call, sizeof(call), "syscall(%s)", syscall_name(nr));
+		return det_clone_syscall(nr, a, call, DET_RA());
+	}
 	case SYS_recvmmsg:
 	case SYS_io_uring_setup:
 	case SYS_io_uring_enter:
@@ -2454,10 +2462,6 @@ EXPORT long syscall(long nr, ...)
 	case SYS_preadv2:
 	case SYS_accept:
 	case SYS_accept4:
-	case SYS_fork:
-	case SYS_vfork:
-	case SYS_clone:
-	case SYS_clone3:
 	case SYS_execve:
 	case SYS_execveat:
 	case SYS_rt_sigaction:

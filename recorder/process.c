@@ -18,9 +18,11 @@
  *  - Replay makes real processes too. The pids the program sees are the
  *    recorded ones (fork's result, getpid, wait's result); calls that take
  *    a pid (kill, waitpid...) translate them back through the table.
- *  - A child det cannot follow (statically linked, set-user-ID, started by
- *    a raw clone) stops the run with a message naming it: a trace without
- *    it would not replay.
+ *  - A child det cannot follow (statically linked, set-user-ID, with file
+ *    capabilities it would gain, not x86-64, started by a raw clone) stops
+ *    the run with a message naming it: a trace without it would not replay.
+ *    A raw clone that is a plain fork is det's fork; one that shares the
+ *    program's memory (a thread) stops the run at the call.
  *  - Nothing here runs on a hot path; it may allocate.
  */
 #include "runtime.h"
@@ -30,10 +32,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -268,6 +275,44 @@ static int read_at(int fd, void *buf, size_t n, off_t off)
 	return det_sys(SYS_pread64, fd, (long)buf, (long)n, off, 0, 0) == (long)n;
 }
 
+/* Would exec'ing the file open as fd grant capabilities (its
+ * security.capability attribute)? Then the kernel runs it in secure mode,
+ * as it does a set-ID file. capabilities(7) and the kernel's
+ * cap_bprm_creds_from_file: for a real user other than root, the exec is
+ * secure when the file's effective bit is set or the new permitted set,
+ * (bounding & fP) | (inheritable & fI), is not empty, whatever the process
+ * held before; a nosuid mount ignores the attribute. (The same rule as
+ * recorder/det/launch.py grants_capabilities.) */
+static int grants_capabilities(long fd)
+{
+	struct vfs_ns_cap_data caps;
+	long n = det_sys(SYS_fgetxattr, fd, (long)"security.capability", (long)&caps, sizeof(caps), 0, 0);
+	struct statfs fs;
+	if (n < (long)sizeof(caps.magic_etc) || det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0) == 0 ||
+	    (det_sys(SYS_fstatfs, fd, (long)&fs, 0, 0, 0, 0) == 0 && (fs.f_flags & ST_NOSUID)))
+		return 0;
+	uint32_t rev = caps.magic_etc & VFS_CAP_REVISION_MASK;
+	if (n != (rev == VFS_CAP_REVISION_1   ? (long)XATTR_CAPS_SZ_1
+		  : rev == VFS_CAP_REVISION_2 ? (long)XATTR_CAPS_SZ_2
+		  : rev == VFS_CAP_REVISION_3 ? (long)XATTR_CAPS_SZ_3
+					      : -1))
+		return 0; /* malformed: the kernel refuses the exec itself */
+	if (caps.magic_etc & VFS_CAP_FLAGS_EFFECTIVE)
+		return 1;
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct held[2] = {{0}};
+	det_sys(SYS_capget, (long)&hdr, (long)held, 0, 0, 0, 0);
+	for (int w = 0; w < (rev == VFS_CAP_REVISION_1 ? 1 : 2); w++) {
+		if (caps.data[w].inheritable & held[w].inheritable)
+			return 1;
+		for (int bit = 0; bit < 32; bit++)
+			if ((caps.data[w].permitted >> bit & 1) &&
+			    det_sys(SYS_prctl, PR_CAPBSET_READ, w * 32 + bit, 0, 0, 0, 0) == 1)
+				return 1;
+	}
+	return 0;
+}
+
 /* Why det cannot follow an exec of `path` (opened relative to dirfd), or
  * NULL when it can, or when the exec will fail by itself. */
 static const char *unfollowable(int dirfd, const char *path, int depth)
@@ -281,6 +326,10 @@ static const char *unfollowable(int dirfd, const char *path, int depth)
 	    (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
 	     ((st.st_mode & S_ISGID) && st.st_gid != getegid()))) {
 		why = "it is set-user-ID or set-group-ID, so the kernel drops det's LD_PRELOAD";
+		goto out;
+	}
+	if (grants_capabilities(fd)) {
+		why = "it has file capabilities that running it would grant, so the kernel drops det's LD_PRELOAD";
 		goto out;
 	}
 	unsigned char head[128];
@@ -301,9 +350,13 @@ static const char *unfollowable(int dirfd, const char *path, int depth)
 		goto out;
 	}
 	Elf64_Ehdr eh;
-	if (!read_at((int)fd, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64)
+	if (!read_at((int)fd, &eh, sizeof(eh), 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
 		goto out;
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		/* (a 32-bit program runs, without det: its loader skips libdet.so) */
+		why = "it is not an x86-64 program, and det records x86-64 programs only";
+		goto out;
+	}
 	int interp = 0;
 	for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
 		Elf64_Phdr ph;
@@ -528,6 +581,90 @@ DET_IMPL pid_t det_impl_fork(void)
 DET_IMPL pid_t det_impl_vfork(void)
 {
 	return fork_from(DET_RA());
+}
+
+/* ------------------------------------------------------------------ */
+/* raw clone */
+
+/* glibc's own threads and spawns call the kernel themselves
+ * (__clone_internal), so these see the program's calls only. A task that
+ * shares the caller's memory would share its det state too (its TLS, its
+ * event ring): det stops the program at the call rather than record a
+ * thread it cannot tell apart. A plain fork is det's fork. */
+DET_IMPL long det_impl_det_clone(const struct det_clone_call *c, uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return c->fn ? real.clone(c->fn, c->stack, (int)(c->flags | c->exit_signal), c->arg, c->ptid, c->tls,
+					  c->ctid)
+			     : real.syscall(c->nr, c->args[0], c->args[1], c->args[2], c->args[3], c->args[4], c->args[5]);
+	unsigned long long flags = c->flags | c->exit_signal;
+	if (c->flags & CLONE_VM)
+		det_fatal("raw %s thread in " DET_CODE_AT " (CLONE_VM, flags %#llx): det records threads made with "
+			  "pthread_create only",
+			  c->call, (unsigned long long)ra, flags);
+	if ((c->flags & ~(uint64_t)CLONE_VFORK) || c->exit_signal != SIGCHLD || !c->plain)
+		det_fatal("raw %s in " DET_CODE_AT " (flags %#llx): det follows a raw clone only when it is a plain "
+			  "fork (SIGCHLD, no other flag or argument)",
+			  c->call, (unsigned long long)ra, flags);
+	pid_t r = det_fork(t, ra);
+	int e = errno;
+	det_leave(&det_tls);
+	errno = e;
+	return r;
+}
+
+/* The child of a fork-like clone runs fn on the stack it is on rather than
+ * the one given (its memory is a copy either way), and ends with _exit,
+ * which det records (glibc's ends the calling thread only: the same in a
+ * child that made no thread). */
+EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	if (!fn || !stack) { /* (glibc's check, before any system call) */
+		errno = EINVAL;
+		return -1;
+	}
+	va_list ap;
+	va_start(ap, arg);
+	struct det_clone_call c = {
+		.call = "clone()",
+		.flags = (uint32_t)flags & ~(uint32_t)CSIGNAL,
+		.exit_signal = (uint32_t)flags & CSIGNAL,
+		.plain = 1,
+		.fn = fn,
+		.stack = stack,
+		.arg = arg,
+		/* (read whether passed or not, as glibc's clone reads them) */
+		.ptid = va_arg(ap, pid_t *),
+		.tls = va_arg(ap, void *),
+		.ctid = va_arg(ap, pid_t *),
+	};
+	va_end(ap);
+	long r = det_clone(&c, DET_RA());
+	if (r == 0)
+		_exit(fn(arg));
+	return (int)r;
+}
+
+long det_clone_syscall(long nr, const long a[6], const char *call, uint64_t ra)
+{
+	struct det_clone_call c = {.call = call, .exit_signal = SIGCHLD, .plain = 1, .nr = nr, .args = a};
+	if (nr == SYS_clone) { /* x86-64: flags, stack, parent_tid, child_tid, tls */
+		c.flags = (uint64_t)a[0] & ~(uint64_t)CSIGNAL;
+		c.exit_signal = (uint64_t)a[0] & CSIGNAL;
+		c.plain = a[1] == 0;
+	} else if (nr == SYS_clone3) {
+		const struct clone_args *ca = (const struct clone_args *)a[0];
+		uint64_t size = (uint64_t)a[1];
+		if (!ca || size < CLONE_ARGS_SIZE_VER0)
+			return real.syscall(nr, a[0], a[1], 0, 0, 0, 0); /* EINVAL or EFAULT: no task */
+		c.flags = ca->flags;
+		c.exit_signal = ca->exit_signal;
+		c.plain = size <= sizeof(*ca) && !ca->stack && !ca->stack_size && !ca->tls &&
+			  (size <= CLONE_ARGS_SIZE_VER0 || (!ca->set_tid && !ca->set_tid_size)) &&
+			  (size <= CLONE_ARGS_SIZE_VER1 || !ca->cgroup);
+	}
+	return det_clone(&c, ra);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1022,39 +1159,71 @@ struct wait_data {
 	struct rusage ru;
 };
 
-static void note_status(pid_t pid, int status)
+/* The child `pid` ended with `status`. Returns its recorded pid if the
+ * image it last exec'd never took its thread on (never started det's
+ * runtime), else 0: see unattached_stop. */
+static pid_t note_status(pid_t pid, int status)
 {
-	if (!WIFEXITED(status) && !WIFSIGNALED(status))
-		return;
+	if (status < 0 || (!WIFEXITED(status) && !WIFSIGNALED(status)))
+		return 0;
+	pid_t lost = 0;
 	for (uint32_t i = 0; i < nprocs(); i++) {
 		struct det_proc *p = proc_at(i);
 		if (atomic_load(&p->pid) == pid) {
 			atomic_store(&p->status, status);
 			atomic_store(&p->status_known, 1);
-			atomic_store(&p->state, DET_PS_GONE);
+			if (atomic_exchange(&p->state, DET_PS_GONE) == DET_PS_EXEC)
+				lost = p->rec_pid;
 		}
 	}
+	return lost;
 }
 
-/* Reap `pid` (a recorded pid) for real in replay. */
-static void reap_real(struct det_op *op, idtype_t type, pid_t rec_pid, int options)
+/* A waitid's report of a child that ended (and was reaped): its wait
+ * status for note_status; -1 (neither exited nor signaled) otherwise. */
+static int reaped_status(const siginfo_t *si, int options)
 {
-	pid_t pid = det_pid_to_real(rec_pid);
+	if (!si->si_pid || (options & WNOWAIT))
+		return -1;
+	if (si->si_code == CLD_EXITED)
+		return W_EXITCODE(si->si_status, 0);
+	return si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED ? si->si_status : -1;
+}
+
+/* After the wait event that reaped it (so that a replay stops at the same
+ * wait): what the image did is not in the trace. recorder/det/record.py
+ * says the same of one nobody reaped. */
+static void unattached_stop(pid_t lost)
+{
+	if (lost)
+		det_fatal("process %d exec'd a program that never started det's runtime (its loader ignored "
+			  "LD_PRELOAD, or failed): what it did is not in the trace",
+			  lost);
+}
+
+/* Reap `pid` (a recorded pid) for real in replay; note_status's result. */
+static pid_t reap_real(struct det_op *op, idtype_t type, pid_t rec_pid, int options)
+{
+	pid_t pid = det_pid_to_real(rec_pid), lost = 0;
 	long r;
 	do {
 		if (type == P_PID) {
 			int st;
 			r = det_sys(SYS_wait4, pid, (long)&st, options & ~WNOHANG, 0, 0, 0);
 			if (r > 0)
-				note_status(pid, st);
+				lost = note_status(pid, st);
 		} else {
 			siginfo_t si;
+			memset(&si, 0, sizeof(si));
 			r = det_sys(SYS_waitid, P_PID, pid, (long)&si, options & ~WNOHANG, 0, 0);
+			if (r == 0)
+				lost = note_status(pid, reaped_status(&si, options));
 		}
 	} while (r == -EINTR);
 	if (r < 0)
 		det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra,
 			    "a child the recording waited for is not there to wait for");
+	return lost;
 }
 
 static pid_t det_wait4(struct det_thread *t, pid_t pid, int *status, int options, struct rusage *ru, uint64_t ra)
@@ -1067,9 +1236,9 @@ static pid_t det_wait4(struct det_thread *t, pid_t pid, int *status, int options
 			r = BLOCKING(&op, det_sys(SYS_wait4, pid, (long)&d.status, options, ru ? (long)&d.ru : 0, 0, 0));
 		while (r == -EINTR && !t->nsigs);
 		d.has_rusage = ru != NULL;
-		if (r > 0)
-			note_status((pid_t)r, d.status);
+		pid_t lost = r > 0 ? note_status((pid_t)r, d.status) : 0;
 		det_input_end(&op, r, r > 0 ? &d : NULL, r > 0 ? sizeof(d) : 0);
+		unattached_stop(lost);
 		if (r < 0) {
 			errno = (int)-r;
 			return -1;
@@ -1081,13 +1250,15 @@ static pid_t det_wait4(struct det_thread *t, pid_t pid, int *status, int options
 		return (pid_t)r;
 	}
 	int64_t r = op.rec->result;
+	pid_t lost = 0;
 	if (r > 0) {
 		if (op.rec->data_len == sizeof(d))
 			memcpy(&d, det_replay_data(op.rec), sizeof(d));
 		if (WIFEXITED(d.status) || WIFSIGNALED(d.status) || !(options & WNOWAIT))
-			reap_real(&op, P_PID, (pid_t)r, options);
+			lost = reap_real(&op, P_PID, (pid_t)r, options);
 	}
 	det_input_end(&op, r, NULL, 0);
+	unattached_stop(lost);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;
@@ -1144,19 +1315,19 @@ DET_IMPL int det_impl_waitid(idtype_t type, id_t id, siginfo_t *info, int option
 		do
 			r = BLOCKING(&op, det_sys(SYS_waitid, type, id, (long)&si, options, 0, 0));
 		while (r == -EINTR && !t->nsigs);
-		if (r == 0 && si.si_pid && (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED ||
-					    si.si_code == CLD_DUMPED) && !(options & WNOWAIT))
-			note_status(si.si_pid, si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
-									: si.si_status);
+		pid_t lost = r == 0 ? note_status(si.si_pid, reaped_status(&si, options)) : 0;
 		det_input_end(&op, r, r == 0 ? &si : NULL, r == 0 ? sizeof(si) : 0);
+		unattached_stop(lost);
 	} else {
 		r = op.rec->result;
+		pid_t lost = 0;
 		if (r == 0 && op.rec->data_len == sizeof(si)) {
 			memcpy(&si, det_replay_data(op.rec), sizeof(si));
 			if (si.si_pid)
-				reap_real(&op, P_ALL, si.si_pid, options);
+				lost = reap_real(&op, P_ALL, si.si_pid, options);
 		}
 		det_input_end(&op, r, NULL, 0);
+		unattached_stop(lost);
 	}
 	if (r == 0 && info)
 		*info = si;

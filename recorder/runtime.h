@@ -310,6 +310,27 @@ DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
 DET_HIDDEN uint64_t det_own_pipe(int fd);
 /* The top process: remember the stdin pipe det feeds (inputs.c). */
 DET_HIDDEN void det_note_stdin(void);
+/* A task the program makes without pthread_create or fork: clone(), or
+ * syscall(SYS_clone / SYS_clone3 / SYS_fork / SYS_vfork). Only a fork is
+ * det's to follow (det_clone). */
+struct det_clone_call {
+	const char *call;    /* for messages: "clone()", "syscall(SYS_clone3)" */
+	uint64_t flags;      /* CLONE_*, without the exit signal */
+	uint64_t exit_signal;
+	int plain;           /* nothing else asked of the kernel (a stack, TLS, ids...) */
+	/* the call itself, made where det is not (a thread det does not know) */
+	int (*fn)(void *);   /* clone(): its arguments... */
+	void *stack, *arg, *tls;
+	pid_t *ptid, *ctid;
+	long nr;             /* ...else syscall()'s */
+	const long *args;
+};
+/* A plain fork (exit signal SIGCHLD, no flag but CLONE_VFORK) is det's
+ * fork: the pid, 0 in the child; anything else stops the program at the
+ * call (ra), naming it. On the det stack (recorder/stack.c). */
+DET_HIDDEN long det_clone(const struct det_clone_call *c, uint64_t ra);
+/* syscall(nr, a...) for those four numbers (inputs.c's syscall()). */
+DET_HIDDEN long det_clone_syscall(long nr, const long a[6], const char *call, uint64_t ra);
 
 /* --- objects (runtime.c) --- */
 /* The object table's key: an address in this process (addresses repeat
@@ -587,6 +608,9 @@ DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);
 /* Where the program called det: the return address its call pushed, which
  * the entry stub keeps (the implementation's own is the stub's). */
 #define DET_RA() (det_stk.ra ? (uint64_t)det_stk.ra : (uint64_t)(uintptr_t)__builtin_return_address(0))
+/* A place in the program's code, in a message for det_fatal: the supervisor
+ * names its source line (recorder/det/symbols.py name_code_sites). */
+#define DET_CODE_AT "{code:%#llx}"
 
 /* A call that may block: marked for deadlock reports, and in strict mode
  * the thread gives up its turn meanwhile. errno survives. */

@@ -126,6 +126,21 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	h->files_off = files_off;
 	h->file_keys_off = file_keys_off;
 	h->files_cap = SUP_FILES;
+	s->fixed = (struct sup_fixed){
+		.mode = l->mode,
+		.max_threads = l->max_threads,
+		.rings = l->rings,
+		.max_procs = l->max_threads,
+		.objects_cap = l->objects_cap,
+		.files_cap = SUP_FILES,
+		.ring_entries = l->ring_entries,
+		.slots_off = slots_off,
+		.owners_off = owners_off,
+		.rings_off = rings_off,
+		.procs_off = procs_off,
+		.objects_off = objects_off,
+		.files_off = files_off,
+	};
 	return 0;
 }
 
@@ -152,7 +167,7 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 		close(s->fd);
 	if (s->log_fd >= 0)
 		close(s->log_fd);
-	free(s->cap_seen);
+	free(s->cap_threads);
 	free(s->cap_procs);
 	if (s->turns_fd >= 0)
 		close(s->turns_fd); /* kmod: the schedule dies with its owner */
@@ -162,18 +177,15 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 SUP_EXPORT uint32_t det_sup_threads(struct det_sup *s)
 {
 	struct det_shm_header *h = s->hdr;
-	if (h->mode == DET_MODE_REPLAY)
-		return h->threads_recorded;
-	uint64_t n = atomic_load(&h->clock) >> DET_SEQ_BITS;
-	return n > h->max_threads ? h->max_threads : (uint32_t)n;
+	uint64_t n = s->fixed.mode == DET_MODE_REPLAY ? h->threads_recorded : atomic_load(&h->clock) >> DET_SEQ_BITS;
+	return n > s->fixed.max_threads ? s->fixed.max_threads : (uint32_t)n;
 }
 
 SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread_info *out)
 {
-	struct det_shm_header *h = s->hdr;
-	if (num >= h->max_threads)
+	if (num >= s->fixed.max_threads)
 		return -1;
-	struct det_slot *sl = det_shm_slot(h, num);
+	struct det_slot *sl = sup_slot(s, num);
 	memset(out, 0, sizeof(*out));
 	out->num = num;
 	out->parent = sl->parent;
@@ -184,11 +196,11 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 	out->blocked_kind = atomic_load(&sl->blocked_kind);
 	out->blocked_obj = sl->blocked_obj;
 	if (!out->blocked_obj && sl->blocked_addr) /* bound by another thread since */
-		out->blocked_obj = det_obj_lookup(det_shm_objects(h), h->objects_cap, sl->blocked_addr);
+		out->blocked_obj = det_obj_lookup(sup_objects(s), s->fixed.objects_cap, sl->blocked_addr);
 	out->blocked_ra = sl->blocked_ra;
 	out->proc = sl->proc;
 	out->yielded = atomic_load(&sl->strict_yielded);
-	if (h->mode == DET_MODE_REPLAY) {
+	if (s->fixed.mode == DET_MODE_REPLAY) {
 		out->events = atomic_load(&sl->done);
 		out->planned = sl->sched_count;
 		out->sleeping = atomic_load(&sl->sleeping);
@@ -199,14 +211,14 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 SUP_EXPORT uint32_t det_sup_procs(struct det_sup *s)
 {
 	uint32_t n = atomic_load(&s->hdr->next_proc);
-	return n < s->hdr->max_procs ? n : s->hdr->max_procs;
+	return n < s->fixed.max_procs ? n : s->fixed.max_procs;
 }
 
 SUP_EXPORT int det_sup_proc(struct det_sup *s, uint32_t idx, struct det_proc_info *out)
 {
 	if (idx >= det_sup_procs(s))
 		return -1;
-	struct det_proc *p = det_shm_proc(s->hdr, idx);
+	struct det_proc *p = sup_proc(s, idx);
 	memset(out, 0, sizeof(*out));
 	out->pid = atomic_load(&p->pid);
 	out->rec_pid = p->rec_pid;
@@ -223,9 +235,9 @@ SUP_EXPORT int det_sup_proc(struct det_sup *s, uint32_t idx, struct det_proc_inf
 SUP_EXPORT int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status)
 {
 	struct det_shm_header *h = s->hdr;
-	if (idx >= h->max_procs)
-		return sup_fail(s, "the trace has more processes than this replay allows (%u)", h->max_procs);
-	struct det_proc *p = det_shm_proc(h, idx);
+	if (idx >= s->fixed.max_procs)
+		return sup_fail(s, "the trace has more processes than this replay allows (%u)", s->fixed.max_procs);
+	struct det_proc *p = sup_proc(s, idx);
 	p->rec_pid = (int32_t)rec_pid;
 	p->rec_status = (int32_t)rec_status;
 	p->rec_status_known = rec_status >= 0;
@@ -238,10 +250,9 @@ SUP_EXPORT int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t r
  * after its last event when the recording ended. */
 SUP_EXPORT int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, uint32_t yielded)
 {
-	struct det_shm_header *h = s->hdr;
-	if (num >= h->max_threads || proc >= h->max_procs)
+	if (num >= s->fixed.max_threads || proc >= s->fixed.max_procs)
 		return sup_fail(s, "the trace puts thread T%u in process %u", num, proc);
-	struct det_slot *sl = det_shm_slot(h, num);
+	struct det_slot *sl = sup_slot(s, num);
 	sl->proc = proc;
 	atomic_store(&sl->strict_yielded, yielded ? 1 : 0);
 	return 0;
@@ -255,11 +266,12 @@ SUP_EXPORT int64_t det_sup_attached(struct det_sup *s)
 SUP_EXPORT int det_sup_failed(struct det_sup *s, char *buf, uint32_t len)
 {
 	struct det_shm_header *h = s->hdr;
-	int failed = (int)atomic_load(&h->failed);
-	if (failed && buf && len) {
-		strncpy(buf, h->error, len - 1);
-		buf[len - 1] = 0;
-	}
+	/* the capture's reason first: it is the supervisor's own */
+	int capture = atomic_load(&s->cap_stopping);
+	int failed = capture || atomic_load(&h->failed);
+	if (failed && buf && len)
+		snprintf(buf, len, "%.*s", capture ? (int)sizeof(s->cap_stopped) : (int)sizeof(h->error),
+			 capture ? s->cap_stopped : h->error);
 	return failed;
 }
 
@@ -303,8 +315,8 @@ SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rin
 	l.objseq_count = l.objects_cap + max_threads + 1;
 	if (sup_map(s, &l) != 0)
 		return s; /* the caller reads det_sup_error() and frees */
-	s->cap_seen = calloc(max_threads, 1);
-	if (!s->cap_seen)
+	s->cap_threads = calloc(max_threads, sizeof(*s->cap_threads));
+	if (!s->cap_threads)
 		sup_fail(s, "out of memory");
 	return s;
 }
@@ -325,9 +337,9 @@ SUP_EXPORT int det_sup_file(struct det_sup *s, uint32_t i, char *path, uint32_t 
 {
 	struct det_shm_header *h = s->hdr;
 	uint32_t n = atomic_load(&h->files_count);
-	if (i >= n || i >= h->files_cap || !len)
+	if (i >= n || i >= s->fixed.files_cap || !len)
 		return -1;
-	struct det_file *f = det_shm_file(h, i);
+	struct det_file *f = sup_file(s, i);
 	uint32_t how = atomic_load(&f->how);
 	if (!how)
 		return 0; /* its process died while writing it */
@@ -341,7 +353,7 @@ SUP_EXPORT int det_sup_file(struct det_sup *s, uint32_t i, char *path, uint32_t 
 SUP_EXPORT uint32_t det_sup_files_lost(struct det_sup *s)
 {
 	uint32_t n = atomic_load(&s->hdr->files_count);
-	return n > s->hdr->files_cap ? n - s->hdr->files_cap : 0;
+	return n > s->fixed.files_cap ? n - s->fixed.files_cap : 0;
 }
 
 SUP_EXPORT void det_sup_add_flags(struct det_sup *s, uint32_t flags)

@@ -21,10 +21,27 @@
 #define SUP_HIDDEN __attribute__((visibility("hidden")))
 #define SUP_EXPORT __attribute__((visibility("default")))
 
+/* The region's layout as sup_map made it. The program can write over the
+ * header (the region is mapped writable into it), so libdetsup takes no
+ * offset, size or count from there: it finds what it reads in the region
+ * through these (sup_slot...). */
+struct sup_fixed {
+	uint32_t mode, max_threads, rings, max_procs, objects_cap, files_cap;
+	uint64_t ring_entries, slots_off, owners_off, rings_off, procs_off, objects_off, files_off;
+};
+
+/* What the capture knows of a thread's ring (recorder/capture.c). */
+struct sup_cap_thread {
+	uint64_t tail;   /* entries captured: the slot's tail as the capture last wrote it */
+	uint8_t seen;    /* its identity is in the log */
+	uint8_t corrupt; /* its ring's indices made no sense: no longer read */
+};
+
 struct det_sup {
 	int fd;
 	struct det_shm_header *hdr;
 	uint64_t size;
+	struct sup_fixed fixed;
 	char err[512];
 
 	/* capture (recorder/capture.c) */
@@ -32,7 +49,10 @@ struct det_sup {
 	_Atomic int stop;
 	uint64_t tsc_start, mono_start;
 	struct det_capture_stats cap;
-	uint8_t *cap_seen;       /* per thread: its identity is in the log */
+	struct sup_cap_thread *cap_threads; /* per thread number */
+	/* why the capture stopped the program (a corrupt ring), "" while it has not */
+	char cap_stopped[256];
+	_Atomic int cap_stopping; /* cap_stopped is written */
 	void *cap_procs;         /* the process table as last written */
 	size_t cap_procs_len;
 	uint32_t cap_modules;    /* modules last written */
@@ -46,6 +66,36 @@ struct det_sup {
 	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */
 	int turns_fd;            /* replay: the enforcement backend's descriptor (kmod: owns the schedule), -1: none */
 };
+
+static inline struct det_slot *sup_slot(const struct det_sup *s, uint32_t num)
+{
+	return (struct det_slot *)((char *)s->hdr + s->fixed.slots_off) + num;
+}
+
+static inline struct det_proc *sup_proc(const struct det_sup *s, uint32_t idx)
+{
+	return (struct det_proc *)((char *)s->hdr + s->fixed.procs_off) + idx;
+}
+
+static inline struct det_rec *sup_ring(const struct det_sup *s, uint32_t ring)
+{
+	return (struct det_rec *)((char *)s->hdr + s->fixed.rings_off) + (uint64_t)ring * s->fixed.ring_entries;
+}
+
+static inline DET_ATOMIC(uint32_t) *sup_ring_owner(const struct det_sup *s, uint32_t ring)
+{
+	return (DET_ATOMIC(uint32_t) *)((char *)s->hdr + s->fixed.owners_off) + ring;
+}
+
+static inline struct det_file *sup_file(const struct det_sup *s, uint32_t idx)
+{
+	return (struct det_file *)((char *)s->hdr + s->fixed.files_off) + idx;
+}
+
+static inline struct det_objent *sup_objects(const struct det_sup *s)
+{
+	return (struct det_objent *)((char *)s->hdr + s->fixed.objects_off);
+}
 
 /* Pipes the program may make (inodes remembered; a fuller table only
  * makes later pipes count as outside ones, recorded rather than re-read). */

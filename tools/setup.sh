@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 need=(
   "gcc:gcc" "g++:g++" "make:make" "gdb:gdb" "addr2line:binutils"
   "tmux:tmux" "sqlite3:sqlite3" "pigz:pigz" "pbzip2:pbzip2" "xz:xz-utils" "curl:curl" "openssl:openssl"
-  "man:man-db" "bash:bash" "setpriv:util-linux"
+  "man:man-db" "bash:bash" "setpriv:util-linux" "setcap:libcap2-bin"
   "cmake:cmake" "autoconf:autoconf" "automake:automake"
   # make check-kmod: Debian's kernel booted in qemu with a busybox guest
   "qemu-system-x86_64:qemu-system-x86" "busybox:busybox-static" "python3.11:python3.11" "dpkg-deb:dpkg"

@@ -87,6 +87,9 @@ int det_capture_finish(struct det_sup *s);
  * caller stops the program, and det_capture_finish gives the error. */
 int det_capture_failed(struct det_sup *s);
 void det_capture_stats(struct det_sup *s, struct det_capture_stats *out);
+/* Nonzero once the capture found a thread's ring corrupt (the program wrote
+ * over det's memory): the program is to be stopped; det_sup_failed says why. */
+int det_capture_stopped(struct det_sup *s);
 
 /* --- after the run (recorder/convert.c): no region needed --- */
 /*

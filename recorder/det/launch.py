@@ -64,6 +64,9 @@ def resolve_program(name: str) -> str:
     if changes_ids(st):
         raise DetError(f"{name}: set-user-ID or set-group-ID to another user or group, so the kernel drops "
                        "det's LD_PRELOAD and det cannot record it", status=126)
+    if grants_capabilities(path):
+        raise DetError(f"{name}: it has file capabilities that running it would grant, so the kernel drops "
+                       "det's LD_PRELOAD and det cannot record it", status=126)
     check_elf(path, name)
     return path
 
@@ -74,6 +77,46 @@ def changes_ids(st: os.stat_result) -> bool:
     same rule as recorder/process.c applies to the program's children)."""
     return bool((st.st_mode & stat.S_ISUID and st.st_uid != os.geteuid())
                 or (st.st_mode & stat.S_ISGID and st.st_gid != os.getegid()))
+
+
+# struct vfs_cap_data (linux/capability.h): its size by revision
+VFS_CAP_REVISION_MASK = 0xFF000000
+VFS_CAP_FLAGS_EFFECTIVE = 0x000001
+VFS_CAP_SIZES = {0x01000000: 12, 0x02000000: 20, 0x03000000: 24}
+
+
+def grants_capabilities(path: str) -> bool:
+    """Would exec'ing this file grant capabilities (its security.capability
+    attribute)? Then the kernel runs it in secure mode too. For a real user
+    other than root the exec is secure when the file's effective bit is set
+    or the new permitted set, (bounding & fP) | (inheritable & fI), is not
+    empty, whatever the process held before; a nosuid mount ignores the
+    attribute (capabilities(7), the kernel's cap_bprm_creds_from_file; the
+    same rule as recorder/process.c grants_capabilities)."""
+    if os.getuid() == 0:
+        return False
+    try:
+        raw = os.getxattr(path, "security.capability")
+        if os.statvfs(path).f_flag & os.ST_NOSUID:
+            return False
+    except OSError:
+        return False
+    magic = int.from_bytes(raw[:4], "little") if len(raw) >= 4 else 0
+    revision = magic & VFS_CAP_REVISION_MASK
+    if VFS_CAP_SIZES.get(revision) != len(raw):
+        return False  # malformed: the kernel refuses the exec itself
+    if magic & VFS_CAP_FLAGS_EFFECTIVE:
+        return True
+    words = range(1 if revision == 0x01000000 else 2)
+    permitted = sum(int.from_bytes(raw[4 + 8 * w:8 + 8 * w], "little") << (32 * w) for w in words)
+    inheritable = sum(int.from_bytes(raw[8 + 8 * w:12 + 8 * w], "little") << (32 * w) for w in words)
+    held = {}
+    with open("/proc/self/status") as f:  # (the program gets detrec's credentials)
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("CapInh", "CapBnd"):
+                held[key] = int(value, 16)
+    return bool((permitted & held.get("CapBnd", 0)) | (inheritable & held.get("CapInh", 0)))
 
 
 def check_elf(path: str, name: str) -> None:
@@ -374,12 +417,15 @@ class Program:
         out_r, out_w, _ = output_pair(outputs[0])
         err_r, err_w, _ = output_pair(outputs[1])
         stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
+        env = program_env(env, shm_fd, shm_pid)
+        # (every image det starts for the program has it: exec keeps it, recorder/process.c)
+        self.det_var = f"{SHM_ENV}={env[SHM_ENV]}".encode()
         try:
             with _no_aslr():
                 self.proc = subprocess.Popen(
                     argv,
                     executable=exe,
-                    env=program_env(env, shm_fd, shm_pid),
+                    env=env,
                     cwd=cwd if root is None else None,
                     stdin=stdin_fd,
                     stdout=out_w,
@@ -430,7 +476,7 @@ class Program:
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the program, and the other processes it started, if any."""
-        pids = [self.proc.pid] + (other_processes(self.region, self.proc.pid) if self.region is not None else [])
+        pids = [self.proc.pid] + self.others()
         for pid in pids:
             try:
                 os.kill(pid, sig)
@@ -441,12 +487,25 @@ class Program:
         """After the program's first process ended: wait for the others it
         started (that outlived it) to end, or until `until()` says to stop
         waiting (then kill them). Returns whether any had to be killed."""
-        while self.region is not None and other_processes(self.region, self.proc.pid):
+        while self.others():
             if until():
                 self.kill()
                 return True
             time.sleep(0.02)
         return False
+
+    def others(self) -> list[int]:
+        """The program's processes other than its first that still run. The
+        process table is in det's region, which the program can write: a pid
+        from there counts only if that process carries this run's det_var
+        (so that pid 1 written there is neither waited for nor killed)."""
+        if self.region is None:
+            return []
+        return [
+            int(p.pid) for p in self.region.processes()
+            if p.pid > 0 and p.pid != self.proc.pid and PROC_STATES.get(p.state) != "gone"
+            and process_alive(int(p.pid)) and has_env_entry(int(p.pid), self.det_var)
+        ]
 
     def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
         out, err = self.output.finish()
@@ -465,12 +524,14 @@ def process_alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
 
 
-def other_processes(region: Any, top_pid: int) -> list[int]:
-    """The program's processes other than its first that still run."""
-    return [
-        int(p.pid) for p in region.processes()
-        if p.pid > 0 and p.pid != top_pid and PROC_STATES.get(p.state) != "gone" and process_alive(int(p.pid))
-    ]
+def has_env_entry(pid: int, entry: bytes) -> bool:
+    """Does process pid's environment (as it was started) hold `entry`?"""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return False
+    return env.startswith(entry + b"\0") or b"\0" + entry + b"\0" in env
 
 
 def shell_status(returncode: int) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import paths, schema
 from .errors import DetError
+from .symbols import name_code_sites
 from .tracefile import read_only
 
 DET_F_RELAXED = 0x1
@@ -119,6 +120,7 @@ def lib() -> ctypes.CDLL:
         "det_capture_finish": (I, [P]),
         "det_capture_failed": (I, [P]),
         "det_capture_stats": (None, [P, ctypes.POINTER(CaptureStats)]),
+        "det_capture_stopped": (I, [P]),
         "det_convert": (I, [C, C, ctypes.POINTER(C), U32, ctypes.POINTER(ConvertStats), C, U32]),
         "det_log_meta": (I, [C, C, U32]),
         "det_log_digest": (I, [C, ctypes.POINTER(ConvertStats), C, U32]),
@@ -177,6 +179,7 @@ class Region:
 
     def __init__(self, handle: int) -> None:
         self.h = handle
+        self._failure: tuple[str, str] | None = None  # failed(): as read, and with its code named
 
     def close(self) -> None:
         if self.h:
@@ -209,8 +212,14 @@ class Region:
         return lib().det_sup_attached(self.h)
 
     def failed(self) -> str | None:
+        """Why det stopped the program (its runtime, or the capture), if it did."""
         buf = ctypes.create_string_buffer(300)
-        return buf.value.decode(errors="replace") if lib().det_sup_failed(self.h, buf, 300) else None
+        if not lib().det_sup_failed(self.h, buf, 300):
+            return None
+        raw = buf.value.decode(errors="replace")
+        if self._failure is None or self._failure[0] != raw:
+            self._failure = (raw, name_code_sites(raw, self.modules()))
+        return self._failure[1]
 
     def threads(self) -> list[ThreadInfo]:
         out = []
@@ -292,6 +301,11 @@ class Recorder(Region):
         if lib().det_capture_finish(self.h) != 0:
             return lib().det_sup_error(self.h).decode()
         return None
+
+    def capture_stopped(self) -> bool:
+        """Has the capture found the program's rings corrupt (failed() says
+        why)? Then the program is to be stopped."""
+        return bool(lib().det_capture_stopped(self.h))
 
     def stats(self) -> CaptureStats:
         st = CaptureStats()

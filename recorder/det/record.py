@@ -339,13 +339,15 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         blocked: list[tuple[int, int, int, int]] = []
         log_failed = False
 
-        def log_broken() -> bool:
-            """The capture log could not be written (a full disk): nothing
-            drains the rings, and the program's threads would wait for room
-            for ever; it is stopped as --timeout stops it."""
+        def capture_ended() -> bool:
+            """The capture ended before the program: its log could not be
+            written (a full disk: nothing drains the rings, and the program's
+            threads would wait for room for ever), or the program wrote over
+            its rings (failed() says how). The program is stopped as
+            --timeout stops it."""
             nonlocal log_failed
             log_failed = log_failed or rec.capture_failed()
-            return log_failed
+            return log_failed or rec.capture_stopped()
 
         while rc is None:
             wait = 0.2
@@ -358,11 +360,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             rc = prog.wait(wait)
             if rc is not None:
                 break
-            if log_broken():
-                prog.kill()
-                rc = prog.wait()
-                break
-            if stop is not None and stop.is_set():
+            if capture_ended() or (stop is not None and stop.is_set()):
                 prog.kill()
                 continue
             if deadline is not None and time.monotonic() >= deadline:
@@ -375,7 +373,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             nonlocal timed_out
             if deadline is not None and time.monotonic() >= deadline:
                 timed_out = True
-            return timed_out or log_broken() or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
+            return timed_out or capture_ended() or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
 
         prog.wait_others(give_up)
         duration = time.monotonic() - t0
@@ -386,6 +384,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         if not blocked and rc < 0:
             blocked = _blocked_threads(rec)  # killed or crashed: who was waiting
         failure = rec.failed()
+        if not failure and not timed_out and INTERRUPT.signal is None and not (stop is not None and stop.is_set()):
+            failure = _unfollowed_exec(rec)
         end_states = _end_states(rec)
         cap = rec.stats()
         attached = bool(rec.attached())
@@ -552,6 +552,18 @@ def _blocked_threads(rec: Recorder) -> list[tuple[int, int, int, int]]:
         for t in rec.threads()
         if t.blocked_kind and THREAD_STATES.get(t.state) in ("running", "starting")
     ]
+
+
+def _unfollowed_exec(rec: Recorder) -> str | None:
+    """A process of the program exec'd an image that never started det's
+    runtime (libdet.so refuses what it knows it cannot follow; this is the
+    rest): what that image did is not in the trace, so the run does not
+    replay, whatever it printed."""
+    for p in rec.processes():
+        if PROC_STATES.get(p.state) == "exec":
+            return (f"process {p.pid} exec'd a program that never started det's runtime (its loader ignored "
+                    "LD_PRELOAD, or failed): what it did is not in the trace")
+    return None
 
 
 def _end_states(rec: Recorder) -> dict[int, str]:

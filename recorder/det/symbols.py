@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -106,6 +107,20 @@ class Symbolizer:
                 int(line) if line.isdigit() and line != "0" else None,
             ))
         return res
+
+
+# A place in the program's code in a message of det's runtime (a return
+# address, recorder/runtime.h DET_CODE_AT).
+CODE_SITE = re.compile(r"\{code:(0x[0-9a-f]+)\}")
+
+
+def name_code_sites(text: str, modules: list[tuple[str, int]]) -> str:
+    """The message with each place in the program's code named by its
+    function and source line (else module+offset)."""
+    if not CODE_SITE.search(text):
+        return text
+    sym = Symbolizer(modules)
+    return CODE_SITE.sub(lambda m: sym.one(int(m.group(1), 16)).long(), text)
 
 
 # sizeof each object kind on x86-64 glibc: names elements of arrays.

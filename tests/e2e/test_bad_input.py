@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import struct
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, detrec, detreplay, program, run
+from conftest import ROOT, detrec, detreplay, outcome, program, run
 
 
 def one_line_error(r, tool: str) -> str:
@@ -64,6 +65,111 @@ def test_static_child_refused(tmp_path: Path) -> None:
     line = one_line_error(r, "detrec")
     assert "execve(" in line and "hello_static" in line and "statically linked" in line, line
     assert trace.exists()
+
+
+def i386_program(path: Path) -> Path:
+    """A 32-bit x86 program (static, a few instructions) that writes "i386
+    ran" and exits 0: Linux runs it, and its loader would skip libdet.so."""
+    base, msg = 0x08048000, b"i386 ran\n"
+    code_at = 52 + 32
+    code = (b"\xb8\x04\x00\x00\x00\xbb\x01\x00\x00\x00"  # eax = write, ebx = 1
+            + b"\xb9" + struct.pack("<I", base + code_at + 31)  # ecx = msg (after the 31 bytes of code)
+            + b"\xba" + struct.pack("<I", len(msg)) + b"\xcd\x80"  # edx = its length; int 0x80
+            + b"\xb8\x01\x00\x00\x00\x31\xdb\xcd\x80")  # exit(0)
+    assert len(code) == 31
+    size = code_at + len(code) + len(msg)
+    header = (b"\x7fELF\x01\x01\x01" + bytes(9)
+              + struct.pack("<HHIIIIIHHHHHH", 2, 3, 1, base + code_at, 52, 0, 0, 52, 32, 1, 0, 0, 0)
+              + struct.pack("<IIIIIIII", 1, 0, base, base, size, size, 5, 0x1000))
+    path.write_bytes(header + code + msg)
+    path.chmod(0o755)
+    return path
+
+
+def with_foreign_loader(path: Path) -> Path:
+    """hello, with a loader of its own instead of glibc's (PT_INTERP names
+    path.ld, a static x86-64 program that writes "foreign loader ran" and
+    exits 0): it runs, and libdet.so is never loaded into it."""
+    base, msg = 0x10000000, b"foreign loader ran\n"
+    code_at = 64 + 56
+    code = (b"\xb8\x01\x00\x00\x00\xbf\x01\x00\x00\x00"  # eax = write, edi = 1
+            + b"\x48\x8d\x35" + struct.pack("<i", 16)  # rsi = msg (after the 16 bytes of code left)
+            + b"\xba" + struct.pack("<I", len(msg)) + b"\x0f\x05"  # edx = its length; syscall
+            + b"\xb8\xe7\x00\x00\x00\x31\xff\x0f\x05")  # exit_group(0)
+    assert len(code) == 17 + 16
+    size = code_at + len(code) + len(msg)
+    loader = path.with_name(path.name + ".ld")
+    loader.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9)
+                       + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, base + code_at, 64, 0, 0, 64, 56, 1, 0, 0, 0)
+                       + struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, size, size, 0x1000) + code + msg)
+    loader.chmod(0o755)
+    elf = bytearray(program("hello").read_bytes())
+    phoff, = struct.unpack_from("<Q", elf, 32)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 54)
+    name = bytes(loader) + b"\0"
+    for i in range(phnum):
+        at = phoff + i * phentsize
+        if struct.unpack_from("<I", elf, at)[0] == 3:  # PT_INTERP: its name, now at the end of the file
+            struct.pack_into("<QQQQQ", elf, at + 8, len(elf), 0, 0, len(name), len(name))
+    path.write_bytes(bytes(elf) + name)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("how", ["thread", "vm", "vfork", "syscall_thread"])
+def test_raw_clone_thread_refused(how: str, tmp_path: Path) -> None:
+    """A task made with clone() or syscall(SYS_clone) that shares the
+    program's memory would share det's state in it: det stops the program
+    at the call, in one line naming it and where it is, and the trace says
+    so (its replay stops there too)."""
+    trace = tmp_path / "t.db"
+    r = detrec("-o", trace, program("raw_clone"), how, timeout=60)
+    assert r.returncode == 125, r.stderr.decode()
+    line = one_line_error(r, "detrec")
+    call = "syscall(SYS_clone)" if how == "syscall_thread" else "clone()"
+    assert f"det stopped the program: raw {call} thread in main at raw_clone.c:" in line, line
+    assert "CLONE_VM" in line and "pthread_create only" in line, line
+    assert len(r.stderr.splitlines()) == 1, r.stderr.decode()
+    assert r.stdout == b""  # neither task went on
+    assert outcome(trace)["message"].startswith(f"det stopped the program: raw {call} thread")
+    rr = detreplay(trace)
+    assert rr.returncode == 125 and b"outcome matches" not in rr.stderr, rr.stderr.decode()
+    assert f"raw {call} thread".encode() in rr.stderr
+
+
+def test_child_that_is_not_x86_64_refused(tmp_path: Path) -> None:
+    """A 32-bit child would run without det (its loader skips the 64-bit
+    libdet.so): refused at its exec, never recorded as a run that
+    replays."""
+    prog = i386_program(tmp_path / "i386")
+    assert run([prog]).stdout == b"i386 ran\n"  # (this machine runs it)
+    trace = tmp_path / "c.db"
+    r = detrec("-o", trace, "sh", "-c", f"{prog}; echo after", timeout=60)
+    assert r.returncode == 125, r.stderr.decode()
+    line = one_line_error(r, "detrec")
+    assert "execve(" in line and str(prog) in line and "not an x86-64 program" in line, line
+    assert b"i386 ran" not in r.stdout
+    rr = detreplay(trace)
+    assert b"outcome matches" not in rr.stderr, rr.stderr.decode()
+
+
+def test_child_that_never_starts_det_refused(tmp_path: Path) -> None:
+    """An exec'd image that never started det's runtime (here, a program
+    whose loader is not glibc's) ran unrecorded: the recording says so in
+    one line, whether its parent reaps it or not, and no replay says the
+    outcome matches."""
+    prog = with_foreign_loader(tmp_path / "foreign")
+    assert run([prog]).stdout == b"foreign loader ran\n"
+    for name, cmd in (("reaped", f"{prog}; echo after"), ("exec", f"exec {prog}")):
+        trace = tmp_path / f"{name}.db"
+        r = detrec("-o", trace, "sh", "-c", cmd, timeout=60)
+        assert r.returncode == 125, (name, r.stderr.decode())
+        line = one_line_error(r, "detrec")
+        assert "det stopped the program: process " in line, line
+        assert "exec'd a program that never started det's runtime" in line, line
+        assert b"after" not in r.stdout
+        rr = detreplay(trace)
+        assert b"outcome matches" not in rr.stderr, (name, rr.stderr.decode())
 
 
 def recorded(tmp_path: Path) -> Path:

@@ -204,3 +204,17 @@ def test_python_subprocess(tmp_path: Path) -> None:
     out = record(trace, "/usr/bin/python3", work / "sp.py")
     assert out == b"got ['1', '2', '3'] err 0\n54000 0\n"
     replays_identically(trace, out, 5)
+
+
+@pytest.mark.parametrize("how", ["fork", "syscall", "clone3"])
+def test_raw_clone_that_is_a_fork(how: str, tmp_path: Path) -> None:
+    """clone() with SIGCHLD alone, and syscall(SYS_clone / SYS_clone3) with
+    nothing but SIGCHLD, make a process like fork: det records it as one
+    (its own process, its own thread and ring) and replays it."""
+    trace = tmp_path / f"{how}.db"
+    out = record(trace, program("raw_clone"), how)
+    assert out == f"child {how}: 20000\nparent: 20000, child exited 7\n".encode()
+    procs = query(trace, "SELECT process, parent, status FROM processes ORDER BY process")
+    assert procs == [(0, -1, None), (1, 0, 7 << 8)], procs  # (nobody waits for the first)
+    assert query(trace, "SELECT count(DISTINCT tid) FROM events")[0][0] == 2
+    replays_identically(trace, out, 3)

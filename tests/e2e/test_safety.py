@@ -10,12 +10,13 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, ROOT, detrec, detreplay, program, query, reseal, run
+from conftest import DETREC, DETREPLAY, ROOT, detrec, detreplay, program, query, reseal, run
 
 NOBODY = 65534
 
@@ -204,3 +205,96 @@ def test_set_user_id_programs(tmp_path: Path) -> None:
     os.chmod(mine, 0o4755)  # root's own: running it changes nothing
     assert detrec("-o", tmp_path / "c.db", mine).returncode == 0
     assert detrec("-o", tmp_path / "d.db", "sh", "-c", f"{mine}; true").returncode == 0
+
+
+def test_file_capability_programs() -> None:
+    """A program whose file capabilities its exec would grant (to a user
+    other than root) runs in secure mode, where the kernel drops
+    LD_PRELOAD: refused like a set-ID one, as the program (126) or as a
+    child at its exec (125), never run unrecorded; recorded when the exec
+    grants nothing (capabilities only inheritable, or run by root)."""
+    need_root()
+    setcap = shutil.which("setcap") or pytest.fail("setcap is missing: install libcap2-bin (tools/setup.sh)",
+                                                   pytrace=False)
+    base = Path(tempfile.mkdtemp(prefix="det-caps-"))  # (pytest's tmp_path is root's alone: nobody cannot enter)
+    try:
+        base.chmod(0o755)
+        if os.statvfs(base).f_flag & os.ST_NOSUID:
+            pytest.fail(f"{base} is on a nosuid mount, where file capabilities do not apply", pytrace=False)
+        granted, inheritable = base / "hello_caps", base / "hello_inheritable"
+        for path, caps in ((granted, "cap_net_raw+ep"), (inheritable, "cap_net_raw+i")):
+            shutil.copy(program("hello"), path)
+            assert run([setcap, caps, path]).returncode == 0
+        out = base / "out"
+        out.mkdir()
+        os.chown(out, NOBODY, NOBODY)
+        env = dict(os.environ, HOME=str(out), DET_TRACE_DIR=str(out / "traces"))
+
+        def as_nobody(tool: Path, *args: str | os.PathLike[str]) -> subprocess.CompletedProcess:
+            return run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", tool, *args],
+                       env=env, cwd=out)
+
+        r = as_nobody(DETREC, "-o", out / "a.db", granted)
+        err = r.stderr.decode()
+        assert r.returncode == 126 and len(err.splitlines()) == 1, err
+        assert err.startswith(f"detrec: {granted}: it has file capabilities that running it would grant"), err
+        assert r.stdout == b"" and not (out / "a.db").exists()
+        r = as_nobody(DETREC, "-o", out / "b.db", "sh", "-c", f"{granted}; true")
+        err = r.stderr.decode()
+        assert r.returncode == 125 and len(err.splitlines()) == 1, err
+        assert f"det stopped the program: execve({granted}): " in err and "file capabilities" in err, err
+        assert b"hello from" not in r.stdout  # it never ran without det
+        rr = as_nobody(DETREPLAY, out / "b.db")
+        assert rr.returncode == 125 and b"outcome matches" not in rr.stderr, rr.stderr.decode()
+        r = as_nobody(DETREC, "-o", out / "c.db", inheritable)
+        assert r.returncode == 0 and b"hello from" in r.stdout, r.stderr.decode()
+        assert as_nobody(DETREPLAY, out / "c.db").returncode == 0
+        r = detrec("-o", base / "d.db", granted)  # root: nothing to gain
+        assert r.returncode == 0 and b"hello from" in r.stdout, r.stderr.decode()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("part", ["head", "ring", "layout"])
+def test_program_writing_over_det_memory(part: str, tmp_path: Path) -> None:
+    """det's shared region is mapped writable into the program, which can
+    write anything there: T0's ring index past anything it wrote (head),
+    its ring's number (ring), or the header's offsets, sizes and counts
+    (layout). detrec never crashes, copies garbage for ever or hangs: a
+    ring that makes no sense ends the recording in one line (the program
+    stopped, what was captured kept), and the header is not where detrec
+    finds its way in the region."""
+    trace = tmp_path / "s.db"
+    r = detrec("-o", trace, program("ring_scribble"), part, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode >= 0, f"detrec died of signal {-r.returncode}: {err}"
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("detrec: ") and "Traceback" not in err, err
+    assert r.stdout.startswith(f"scribbling: {part}\n".encode()), r.stdout
+    if part == "layout":
+        assert r.returncode == 0 and r.stdout.endswith(b"finished\n"), err
+        assert query(trace, "SELECT count(*) FROM events WHERE tid = 0")[0][0] >= 2000  # its locks, all captured
+    else:
+        assert r.returncode == 125, err
+        assert lines[0].startswith("detrec: det stopped the program: its event ring of T0 is corrupt ("), err
+        assert b"finished" not in r.stdout  # stopped by detrec, not by its own end 20 s later
+        assert "its event ring of T0 is corrupt" in query(trace, "SELECT message FROM outcome")[0][0]
+    # nothing ran away: the trace alone is left, and it is small
+    assert [p.name for p in tmp_path.iterdir()] == ["s.db"]
+    assert trace.stat().st_size < 16 << 20
+
+
+def test_program_naming_another_process_in_det_memory(tmp_path: Path) -> None:
+    """The process table is in det's region too: a pid the program writes
+    there is one of its processes only if that process carries the run's
+    det variable. detrec neither waits for another (for ever) nor kills it
+    when the run ends (--timeout: it would wait that long, then kill)."""
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        trace = tmp_path / "p.db"
+        r = detrec("--timeout", "5", "-o", trace, program("ring_scribble"), "procs", str(bystander.pid), timeout=120)
+        assert r.returncode == 0 and r.stdout.endswith(b"finished\n"), r.stderr.decode()
+        assert bystander.poll() is None, "detrec killed a process that is not the program's"
+    finally:
+        bystander.kill()
+        bystander.wait()
