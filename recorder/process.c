@@ -1161,7 +1161,7 @@ struct wait_data {
 
 /* The child `pid` ended with `status`. Returns its recorded pid if the
  * image it last exec'd never took its thread on (never started det's
- * runtime), else 0: see unattached_stop. */
+ * runtime) and yet exited by itself, else 0: see unattached_stop. */
 static pid_t note_status(pid_t pid, int status)
 {
 	if (status < 0 || (!WIFEXITED(status) && !WIFSIGNALED(status)))
@@ -1172,7 +1172,9 @@ static pid_t note_status(pid_t pid, int status)
 		if (atomic_load(&p->pid) == pid) {
 			atomic_store(&p->status, status);
 			atomic_store(&p->status_known, 1);
-			if (atomic_exchange(&p->state, DET_PS_GONE) == DET_PS_EXEC)
+			/* (one killed by a signal may simply have died before the
+			 * loader got to det: a parent's kill -9 replays the same) */
+			if (atomic_exchange(&p->state, DET_PS_GONE) == DET_PS_EXEC && WIFEXITED(status))
 				lost = p->rec_pid;
 		}
 	}
