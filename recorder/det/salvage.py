@@ -12,7 +12,6 @@ removed once the trace is written.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from .errors import DetError
 from .native import convert, log_meta
 from .trace import INCOMPLETE, TraceWriter, log_path
+from .validate import TraceDamage, meta_of_log
 
 LOG_SUFFIX = ".log"
 
@@ -31,10 +31,14 @@ def salvage(log: Path) -> tuple[Path, str]:
         raise DetError(f"{log}: not a capture log (its name ends in {INCOMPLETE}{LOG_SUFFIX})", status=2)
     if not log.is_file():
         raise DetError(f"{log}: no such capture log", status=2)
+    # (bounded and checked before anything is made of it: the trace's meta
+    # table must pass det.validate as any trace's does)
     try:
-        meta = json.loads(log_meta(log))
-    except ValueError:
-        raise DetError(f"{log}: its META chunk is not JSON: not a det capture log") from None
+        meta = meta_of_log(log_meta(log))
+    except UnicodeDecodeError:
+        raise DetError(f"{log}: its META chunk is not UTF-8 text: not a det capture log") from None
+    except TraceDamage as e:
+        raise DetError(f"{log}: its META chunk {e}: not a det capture log") from None
     target = log.with_name(log.name[: -len(LOG_SUFFIX)])
     final = target.with_name(target.name[: -len(INCOMPLETE)])
     writer = TraceWriter(final, incomplete=target)
