@@ -10,7 +10,8 @@
 #   make install  PREFIX=/usr/local DESTDIR=...: commands in bin/, native libraries
 #                 and the Python package in lib/det/, the gdb extension in share/det/,
 #                 man pages and bash completion (generated from the parsers); make uninstall
-#   make fuzz     100000 damaged traces through every tool (make test runs 1000)
+#   make fuzz     100000 damaged traces and 10000 damaged capture logs through every tool
+#                 (make test runs 1000 and 80)
 #   make kmod     det's kernel module, built against Debian's packaged kernel headers
 #   make check-kmod  boot Debian's kernel in qemu: replay with the module, fuzz it, kill replays
 #   make bench-kmod  kmod vs futex backends and replay vs native, inside qemu (make bench runs it)
@@ -198,6 +199,7 @@ stress: all
 
 fuzz: all
 	$(PY) tests/fuzz/fuzz_traces.py --mutations 100000 --gdb-every 1000
+	$(PY) tests/fuzz/fuzz_logs.py --mutations 10000
 
 clean:
 	rm -rf build samples/bin bench/bin tests/bin

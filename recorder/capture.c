@@ -137,6 +137,11 @@ static void clock_now(struct det_sup *s, struct det_log_clock *c)
 
 SUP_EXPORT int det_capture_open(struct det_sup *s, const char *log_path, const char *meta_json)
 {
+	/* (a reader cuts the log at a chunk beyond DET_LOG_CHUNK_MAX: here, at its start) */
+	size_t meta_len = strlen(meta_json);
+	if (meta_len >= DET_LOG_CHUNK_MAX)
+		return sup_fail(s, "the program's arguments and environment make %zu bytes of JSON, more than a "
+				   "capture log holds (%u): not recorded", meta_len, DET_LOG_CHUNK_MAX);
 	s->log_fd = open(log_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (s->log_fd < 0)
 		return sup_fail(s, "cannot create %s: %s", log_path, strerror(errno));
@@ -151,7 +156,7 @@ SUP_EXPORT int det_capture_open(struct det_sup *s, const char *log_path, const c
 	s->cap_reserved = 0;
 	s->tsc_start = __rdtsc();
 	s->mono_start = sup_mono_ns();
-	return put_chunk(s, DET_LOG_META, 0, meta_json, strlen(meta_json), NULL, 0);
+	return put_chunk(s, DET_LOG_META, 0, meta_json, meta_len, NULL, 0);
 }
 
 SUP_EXPORT void det_capture_stop(struct det_sup *s)

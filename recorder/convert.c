@@ -6,6 +6,11 @@
  *  - The log is read in place (mapped), one cursor per thread; nothing is
  *    read past the first chunk whose length or checksum is wrong: that is
  *    where a killed writer stopped, and the file is cut there.
+ *  - A chunk whose checksum is right was written whole: one that det could
+ *    not have written (a length its kind cannot have, a thread or object
+ *    number beyond any run's) fails the conversion with a message naming
+ *    it and where it is, before it can size an allocation. What the merge
+ *    does for an event does not grow with the thread numbers a log names.
  *  - The merged order is a linear extension of each thread's order, each
  *    object's order (parallel recording: positions taken on the object's
  *    counter) and the order of creates (thread numbers); among the events
@@ -98,15 +103,17 @@ struct stream {
 	uint32_t memo_next;
 	uint32_t wait_next;               /* + 1: next thread waiting on the same key */
 	uint64_t wait_key_obj, wait_key_val;
-	int waiting;
+	uint32_t waiting;                 /* + 1: where it is in conv.waiters */
+	uint32_t pid;                     /* + 1: its process's pid in conv.pids (0: none) */
 	int forced_head;                  /* its head goes whatever it waits for */
 };
 
 /* A key of an event's requirement: object obj reached count val. The
  * create order is the object CHAIN. */
 #define CHAIN UINT32_MAX
-/* ... and a thread's last event (val: the thread), for a wait that
- * returned a child process: the child's threads had all ended. */
+/* ... and the threads of the processes of a pid that have events to come
+ * (val: pid << 1 | how many may be left), for a wait that returned a child
+ * process: the child's threads had all ended. */
 #define ENDED (UINT32_MAX - 1)
 
 struct hmap { /* 64-bit key -> 32-bit value, open addressing, grows */
@@ -116,6 +123,7 @@ struct hmap { /* 64-bit key -> 32-bit value, open addressing, grows */
 };
 
 struct conv {
+	const char *path; /* the log's */
 	const uint8_t *map;
 	size_t size;
 	int strict;
@@ -133,6 +141,10 @@ struct conv {
 	uint64_t next_child;
 	uint32_t *buckets; /* waiting threads by key: thread + 1, chained by wait_next */
 	uint32_t nbuckets;
+	uint32_t *waiters, nwaiters; /* the waiting threads, in no order */
+	int32_t *pids;               /* the processes' pids, sorted, each once */
+	uint32_t npids;
+	uint32_t *pid_live;          /* per pid: its processes' threads with events to come */
 	int64_t *create_seq; /* per thread: the seq of the event that created it, -1 */
 	/* heap of ready threads, by the timestamp (strict: seq) of their head */
 	uint32_t *heap;
@@ -233,7 +245,8 @@ static int grow(void **p, uint64_t *cap, uint64_t need, size_t size)
 static struct stream *stream_of(struct conv *c, uint32_t thread)
 {
 	if (thread >= (1u << 16)) {
-		fail(c, "the capture log names thread T%u", thread);
+		fail(c, "%s: a chunk names thread T%u (threads are numbered below 65536): not a log det wrote", c->path,
+		     thread);
 		return NULL;
 	}
 	if (thread >= c->nst) {
@@ -260,6 +273,22 @@ static int add_piece(struct conv *c, uint32_t thread, uint64_t off, uint32_t n)
 	return 0;
 }
 
+/* What a chunk of each kind this det reads holds: entries of `unit` bytes,
+ * exactly one when `one` (END: none). A chunk whose checksum is right but
+ * whose length is not so was not written by det. */
+static const struct chunk_shape {
+	const char *name;
+	uint32_t unit, one;
+} shapes[] = {
+	[DET_LOG_META] = {"META", 8, 0},
+	[DET_LOG_RING] = {"ring", sizeof(struct det_rec), 0},
+	[DET_LOG_THREAD] = {"THREAD", sizeof(struct det_log_thread), 1},
+	[DET_LOG_PROCS] = {"PROCS", sizeof(struct det_proc), 0},
+	[DET_LOG_MODULES] = {"MODULES", sizeof(struct det_module), 0},
+	[DET_LOG_CLOCK] = {"CLOCK", sizeof(struct det_log_clock), 1},
+	[DET_LOG_END] = {"END", 0, 1},
+};
+
 /* Read the chunks; returns the length of the good part. */
 static int64_t scan(struct conv *c, const char *path)
 {
@@ -279,10 +308,12 @@ static int64_t scan(struct conv *c, const char *path)
 		    det_log_check(p, k->bytes, k->type, k->bytes) != k->check)
 			break;
 		uint64_t poff = off + sizeof(*k);
+		const struct chunk_shape *sh = k->type < sizeof(shapes) / sizeof(shapes[0]) ? &shapes[k->type] : NULL;
+		if (sh && sh->name && (sh->one ? k->bytes != sh->unit : k->bytes % sh->unit))
+			return fail(c, "%s: a %s chunk of %u bytes at byte %llu: not a log det wrote", path, sh->name,
+				    k->bytes, (unsigned long long)off);
 		switch (k->type) {
 		case DET_LOG_RING:
-			if (k->bytes % sizeof(struct det_rec))
-				return fail(c, "%s: a ring chunk of %u bytes", path, k->bytes);
 			if (add_piece(c, k->thread, poff, k->bytes / sizeof(struct det_rec)))
 				return -1;
 			break;
@@ -290,10 +321,8 @@ static int64_t scan(struct conv *c, const char *path)
 			struct stream *s = stream_of(c, k->thread);
 			if (!s)
 				return -1;
-			if (k->bytes >= sizeof(struct det_log_thread)) {
-				memcpy(&s->ident, p, sizeof(s->ident));
-				s->has_ident = 1;
-			}
+			memcpy(&s->ident, p, sizeof(s->ident));
+			s->has_ident = 1;
 			break;
 		}
 		case DET_LOG_PROCS:
@@ -304,17 +333,16 @@ static int64_t scan(struct conv *c, const char *path)
 			c->mods = (const void *)p;
 			c->nmods = k->bytes / sizeof(struct det_module);
 			break;
-		case DET_LOG_CLOCK:
-			if (k->bytes >= sizeof(struct det_log_clock)) {
-				struct det_log_clock ck;
-				memcpy(&ck, p, sizeof(ck));
-				c->strict = !!(ck.flags & DET_F_STRICT);
-				c->clock = ck;
-				if (ck.mono2 > ck.mono1 && ck.tsc2 > ck.tsc1)
-					c->tsc_per_ns = (double)(ck.tsc2 - ck.tsc1) / (double)(ck.mono2 - ck.mono1);
-				clock = 1;
-			}
+		case DET_LOG_CLOCK: {
+			struct det_log_clock ck;
+			memcpy(&ck, p, sizeof(ck));
+			c->strict = !!(ck.flags & DET_F_STRICT);
+			c->clock = ck;
+			if (ck.mono2 > ck.mono1 && ck.tsc2 > ck.tsc1)
+				c->tsc_per_ns = (double)(ck.tsc2 - ck.tsc1) / (double)(ck.mono2 - ck.mono1);
+			clock = 1;
 			break;
+		}
 		case DET_LOG_END:
 			c->stats.complete = 1;
 			break;
@@ -343,6 +371,20 @@ static inline void advance(struct stream *s)
 		while (s->pi < s->npieces && s->pieces[s->pi].n == 0)
 			s->pi++;
 	}
+}
+
+/* Object ids are those a trace may hold (det.validate MAX_ID: 2^20 objects
+ * and the threads' own): an entry naming another is not det's, and would
+ * have the order's per-object counts (count_of) grow to it. */
+#define MAX_OBJ 0x10FFFFu
+
+static int entry_bad(struct conv *c, struct stream *s, const struct det_rec *e)
+{
+	int names_object = e->kind < DET_KIND_LIMIT || e->kind == DET_REC_OBJECT || e->kind == DET_REC_AUXSEQ;
+	if (!names_object || e->obj <= MAX_OBJ)
+		return 0;
+	return fail(c, "%s: thread T%u's entry at byte %llu names object %u (ids stop at %u): not a log det wrote",
+		    c->path, (unsigned)(s - c->st), (unsigned long long)((const uint8_t *)e - c->map), e->obj, MAX_OBJ);
 }
 
 /* ------------------------------------------------------------------ */
@@ -817,7 +859,9 @@ static int64_t ts_ns(struct conv *c, uint64_t ts, uint16_t flags)
 		ns = (double)k->mono1 - (double)k->mono0 + ((double)ts - (double)k->tsc1) / c->tsc_per_ns;
 	else
 		return 0;
-	return ns > 0 ? (int64_t)ns : 0;
+	if (!(ns > 0))
+		return 0;
+	return ns < 0x1p63 ? (int64_t)ns : INT64_MAX; /* (a clock that makes no sense) */
 }
 
 /* Move the thread's cursor to its next event, gathering what goes with it;
@@ -831,6 +875,8 @@ static int load_head(struct conv *c, struct stream *s)
 	const struct det_rec *e;
 	while ((e = entry_at(c, s))) {
 		advance(s);
+		if (entry_bad(c, s, e))
+			return -1;
 		if (e->kind < DET_KIND_LIMIT) {
 			s->head = e;
 			s->ts_raw += e->dts;
@@ -867,6 +913,42 @@ static int load_head(struct conv *c, struct stream *s)
 	return 0;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Where pid is in c->pids, + 1 (0: no process had it). */
+static uint32_t pid_rank(struct conv *c, int32_t pid)
+{
+	const int32_t *at = bsearch(&pid, c->pids, c->npids, sizeof(*c->pids), cmp_pid);
+	return at ? (uint32_t)(at - c->pids) + 1 : 0;
+}
+
+/* The processes' pids, and each thread's (a wait for a child is ordered
+ * after the child's threads by counting those with events to come, so
+ * that it costs the same however many threads the run had). */
+static int index_pids(struct conv *c)
+{
+	c->pids = malloc((c->nprocs + 1) * sizeof(*c->pids));
+	c->pid_live = calloc(c->nprocs + 1, sizeof(*c->pid_live));
+	if (!c->pids || !c->pid_live)
+		return fail(c, "out of memory");
+	for (uint32_t i = 0; i < c->nprocs; i++)
+		c->pids[i] = c->procs[i].rec_pid;
+	qsort(c->pids, c->nprocs, sizeof(*c->pids), cmp_pid);
+	for (uint32_t i = 0; i < c->nprocs; i++)
+		if (!c->npids || c->pids[c->npids - 1] != c->pids[i])
+			c->pids[c->npids++] = c->pids[i];
+	for (uint32_t t = 0; t < c->nst; t++) {
+		struct stream *s = &c->st[t];
+		if (s->has_ident && s->ident.proc < c->nprocs)
+			s->pid = pid_rank(c, c->procs[s->ident.proc].rec_pid);
+	}
+	return 0;
+}
+
 /* What the head waits for: 0 if nothing (it may be emitted), else 1 with
  * the key. A count past the wanted position means that position was
  * skipped (forced): the event may go. */
@@ -897,16 +979,14 @@ static int blocked_on(struct conv *c, struct stream *s, uint32_t *obj, uint64_t 
 		*val = e->aux;
 		return 1;
 	}
-	if (e->kind == DET_EV_PROC_WAIT && s->head_result > 0) {
-		/* waitpid returned this child: everything its threads did came first */
-		for (uint32_t u = 0; u < c->nst; u++) {
-			struct stream *o = &c->st[u];
-			if (o != s && o->head && o->has_ident && o->ident.proc < c->nprocs &&
-			    c->procs[o->ident.proc].rec_pid == s->head_result) {
-				*obj = ENDED;
-				*val = u;
-				return 1;
-			}
+	if (e->kind == DET_EV_PROC_WAIT && s->head_result > 0 && s->head_result <= INT32_MAX) {
+		/* waitpid returned this child: everything its threads did came first
+		 * (the thread itself aside, if a pid says it is the child's) */
+		uint32_t p = pid_rank(c, (int32_t)s->head_result), self = p && s->pid == p;
+		if (p && c->pid_live[p - 1] > self) {
+			*obj = ENDED;
+			*val = (uint64_t)s->head_result << 1 | self;
+			return 1;
 		}
 	}
 	return 0;
@@ -985,9 +1065,20 @@ static void place_thread(struct conv *c, uint32_t t)
 	uint32_t b = bucket_of(c, obj, val);
 	s->wait_key_obj = obj;
 	s->wait_key_val = val;
-	s->waiting = 1;
+	c->waiters[c->nwaiters++] = t;
+	s->waiting = c->nwaiters;
 	s->wait_next = c->buckets[b];
 	c->buckets[b] = t + 1;
+}
+
+/* Thread t waits no more (it is out of its bucket's chain, or the chains
+ * are made again). */
+static void unwait(struct conv *c, uint32_t t)
+{
+	uint32_t at = c->st[t].waiting - 1, last = c->waiters[--c->nwaiters];
+	c->waiters[at] = last;
+	c->st[last].waiting = at + 1;
+	c->st[t].waiting = 0;
 }
 
 /* obj's count became val: the threads waiting for that may go on. */
@@ -1000,7 +1091,7 @@ static void wake(struct conv *c, uint32_t obj, uint64_t val)
 		struct stream *s = &c->st[t];
 		if (s->wait_key_obj == obj && s->wait_key_val == val) {
 			*link = s->wait_next;
-			s->waiting = 0;
+			unwait(c, t);
 			place_thread(c, t);
 		} else {
 			link = &s->wait_next;
@@ -1008,24 +1099,43 @@ static void wake(struct conv *c, uint32_t obj, uint64_t val)
 	}
 }
 
-/* Nothing can go on: the earliest waiting event goes anyway. */
+/* Thread t has no events to come: waits for its process's pid may end. */
+static void thread_ended(struct conv *c, uint32_t t)
+{
+	uint32_t p = c->st[t].pid;
+	if (!p)
+		return;
+	uint32_t left = --c->pid_live[p - 1];
+	if (left <= 1)
+		wake(c, ENDED, (uint64_t)c->pids[p - 1] << 1 | left);
+}
+
+/* Nothing can go on: the earliest waiting event goes anyway. (Only the
+ * waiting threads are looked at, not every thread number.) */
 static int force_one(struct conv *c)
 {
 	uint32_t best = UINT32_MAX;
-	for (uint32_t t = 0; t < c->nst; t++)
-		if (c->st[t].waiting && (best == UINT32_MAX || heap_less(c, t, best)))
-			best = t;
+	for (uint32_t i = 0; i < c->nwaiters; i++)
+		if (best == UINT32_MAX || heap_less(c, c->waiters[i], best))
+			best = c->waiters[i];
 	if (best == UINT32_MAX)
 		return 0;
-	/* it goes; every waiter is placed again (counts may have jumped) */
-	memset(c->buckets, 0, c->nbuckets * sizeof(*c->buckets));
+	/* it goes; every waiter is placed again (counts may have jumped: the
+	 * order they are placed in changes nothing) */
 	c->st[best].forced_head = 1;
 	c->stats.forced++;
-	for (uint32_t t = 0; t < c->nst; t++)
-		if (c->st[t].waiting) {
-			c->st[t].waiting = 0;
-			place_thread(c, t);
-		}
+	uint32_t n = c->nwaiters;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t t = c->waiters[i];
+		c->buckets[bucket_of(c, (uint32_t)c->st[t].wait_key_obj, c->st[t].wait_key_val)] = 0;
+	}
+	uint32_t *again = c->waiters + c->nst; /* (the second half) */
+	memcpy(again, c->waiters, n * sizeof(*again));
+	for (uint32_t i = 0; i < n; i++)
+		c->st[again[i]].waiting = 0;
+	c->nwaiters = 0;
+	for (uint32_t i = 0; i < n; i++)
+		place_thread(c, again[i]);
 	return 1;
 }
 
@@ -1034,9 +1144,9 @@ static int emit_data(struct conv *c, struct stream *s, uint64_t seq)
 	uint64_t len = 0;
 	for (uint32_t i = 0; i < s->npend; i++) {
 		const struct det_rec *p = s->pend[i];
-		if (p->kind != DET_REC_DATA)
-			continue;
 		uint32_t k = p->flags <= DET_DATA_CHUNK ? p->flags : DET_DATA_CHUNK;
+		if (p->kind != DET_REC_DATA || !k)
+			continue;
 		if (grow((void **)&c->data, &c->cap_data, len + k, 1))
 			return fail(c, "out of memory");
 		memcpy(c->data + len, p, k);
@@ -1149,9 +1259,10 @@ static int merge(struct conv *c)
 	while (c->nbuckets < 4 * c->nst)
 		c->nbuckets *= 2;
 	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	c->waiters = malloc(2 * (c->nst + 1) * sizeof(*c->waiters)); /* (and force_one's copy) */
 	c->heap = calloc(c->nst + 1, sizeof(*c->heap));
 	c->create_seq = malloc((c->nst + 1) * sizeof(*c->create_seq));
-	if (!c->buckets || !c->heap || !c->create_seq)
+	if (!c->buckets || !c->waiters || !c->heap || !c->create_seq || index_pids(c))
 		return fail(c, "out of memory");
 	for (uint32_t t = 0; t <= c->nst; t++)
 		c->create_seq[t] = -1;
@@ -1162,8 +1273,11 @@ static int merge(struct conv *c)
 			s->pi++;
 		if (load_head(c, s))
 			return -1;
-		if (s->head)
+		if (s->head) {
+			if (s->pid)
+				c->pid_live[s->pid - 1]++;
 			place_thread(c, t);
+		}
 	}
 	for (;;) {
 		/* (strict: the global numbers must follow each other) */
@@ -1195,7 +1309,7 @@ static int merge(struct conv *c)
 				return -1;
 			struct stream *s = &c->st[t];
 			if (!s->head) {
-				wake(c, ENDED, t);
+				thread_ended(c, t);
 				break;
 			}
 			uint32_t obj;
@@ -1225,6 +1339,8 @@ static int leftovers(struct conv *c)
 		const struct det_rec *e;
 		while ((e = entry_at(c, s))) {
 			advance(s);
+			if (entry_bad(c, s, e))
+				return -1;
 			if (e->kind == DET_REC_OBJECT) {
 				uint64_t cap = s->cap_pend;
 				if (grow((void **)&s->pend, &cap, s->npend + 1, sizeof(*s->pend)))
@@ -1384,6 +1500,9 @@ static void conv_free(struct conv *c)
 	free(c->st);
 	free(c->count);
 	free(c->buckets);
+	free(c->waiters);
+	free(c->pids);
+	free(c->pid_live);
 	free(c->heap);
 	free(c->create_seq);
 	free(c->sites.keys);
@@ -1431,6 +1550,7 @@ static int store_digest(struct conv *c)
 static int run(struct conv *c, const char *log_path, const char *db_path, const char *const *sql, uint32_t nsql)
 {
 	int fd = -1, r = -1, began = 0;
+	c->path = log_path;
 	if (map_log(c, log_path, &fd, db_path != NULL))
 		goto out;
 	int64_t good = scan(c, log_path);
@@ -1562,9 +1682,11 @@ SUP_EXPORT int det_log_meta(const char *log_path, char *buf, uint32_t len)
 	} else if (h.version != DET_LOG_VERSION) {
 		snprintf(buf, len, "%s: capture log version %u, this det reads version %u", log_path, h.version,
 			 DET_LOG_VERSION);
-	} else if (read(fd, &k, sizeof(k)) != (ssize_t)sizeof(k) || k.type != DET_LOG_META ||
-		   k.bytes > DET_LOG_CHUNK_MAX) {
+	} else if (read(fd, &k, sizeof(k)) != (ssize_t)sizeof(k) || k.type != DET_LOG_META) {
 		snprintf(buf, len, "%s: the capture log has no META chunk", log_path);
+	} else if (k.bytes % 8 || k.bytes > DET_LOG_CHUNK_MAX) {
+		snprintf(buf, len, "%s: its META chunk says it holds %u bytes (at most %u, in 8s): not a det capture log",
+			 log_path, k.bytes, DET_LOG_CHUNK_MAX);
 	} else {
 		char *p = malloc(k.bytes + 1);
 		if (p && read(fd, p, k.bytes) == (ssize_t)k.bytes &&

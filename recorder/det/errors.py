@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+# What would break the line: control characters, and what str.splitlines()
+# breaks at besides. A message quotes paths and values read from files,
+# which may hold any of them: they are shown escaped, as in a Python string.
+_LINE_BREAKERS = {c: repr(chr(c))[1:-1] for c in (*range(32), 0x7F, 0x85, 0x2028, 0x2029)}
+
 
 class DetError(Exception):
     """A problem to report in one line; `status` is the exit status."""
 
     def __init__(self, message: str, status: int = 2) -> None:
-        super().__init__(message)
+        super().__init__(str(message).translate(_LINE_BREAKERS))
         self.status = status

@@ -12,7 +12,6 @@ removed once the trace is written.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from .native import convert, log_meta
 from .trace import TraceWriter, log_path
 from .tracefile import INCOMPLETE, LOG_SUFFIX, TraceLock, check_not_being_written
 from .trust import check_owner
+from .validate import TraceDamage, meta_of_log
 
 
 def salvage(log: Path, trust: bool = False) -> tuple[Path, str]:
@@ -38,13 +38,17 @@ def salvage(log: Path, trust: bool = False) -> tuple[Path, str]:
     check_not_being_written(log)
     check_owner(log, {}, trust, doing="the trace made from it would be yours, and replaying it would run what "
                 "it names as you")
+    # (bounded and checked before anything is made of it: the trace's meta
+    # table must pass det.validate as any trace's does)
+    try:
+        meta = meta_of_log(log_meta(log))
+    except UnicodeDecodeError:
+        raise DetError(f"{log}: its META chunk is not UTF-8 text: not a det capture log") from None
+    except TraceDamage as e:
+        raise DetError(f"{log}: its META chunk {e}: not a det capture log") from None
     target = log.with_name(log.name[: -len(LOG_SUFFIX)])
     final = target.with_name(target.name[: -len(INCOMPLETE)])
     with TraceLock(final, "detrec salvage"):
-        try:
-            meta = json.loads(log_meta(log))
-        except ValueError:
-            raise DetError(f"{log}: its META chunk is not JSON: not a det capture log") from None
         writer = TraceWriter(final, incomplete=target)
         try:
             writer.set_meta(meta)

@@ -245,10 +245,16 @@ def _meta(tr: Trace) -> dict[str, Any]:
             if not isinstance(value, str):
                 raise TraceDamage(f"meta {key} is not JSON text")
             try:
-                value = json.loads(value)
-            except ValueError:
-                raise TraceDamage(f"meta {key} is not valid JSON") from None
+                value = load_json(value)
+            except ValueError as e:
+                raise TraceDamage(f"meta {key} is not valid JSON ({e})") from None
         meta[key] = value
+    check_meta(meta)
+    return meta
+
+
+def check_meta(meta: dict[str, Any]) -> None:
+    """The meta table's values, decoded (JSON_META's from their JSON)."""
     version = meta.get("format_version")
     if isinstance(version, (int, str)) and str(version).isdigit() and int(version) != schema.FORMAT_VERSION:
         newer = "a newer" if int(version) > schema.FORMAT_VERSION else "an older"
@@ -262,7 +268,82 @@ def _meta(tr: Trace) -> dict[str, Any]:
     for key, ok in META_OPTIONAL.items():
         if key in meta and not ok(meta[key]):
             raise TraceDamage(f"meta {key} has an impossible value ({_show(meta[key])})")
+
+
+def meta_of_log(text: str) -> dict[str, Any]:
+    """The meta table that a capture log's META chunk (JSON text) gives its
+    salvaged trace, checked as a trace's meta is; TraceDamage says what is
+    wrong, as a phrase that follows "its META chunk"."""
+    try:
+        meta = load_json(text)
+    except ValueError as e:
+        raise TraceDamage(f"is not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise TraceDamage(f"is not a JSON object ({_show(meta)})")
+    for key, value in meta.items():
+        if not _text(key) or not _storable(key, value):
+            raise TraceDamage(f"is not a trace's meta table (meta {_show(key)} cannot hold {_show(value)})")
+    try:
+        check_meta(meta)
+    except TraceDamage as e:
+        raise TraceDamage(f"is not a trace's meta table ({e})") from None
     return meta
+
+
+def _storable(key: str, value: Any) -> bool:
+    """Can the meta table hold value as it is? (JSON_META's are stored as JSON text.)"""
+    if key in JSON_META or value is None or isinstance(value, float):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return _text(value)
+
+
+def _text(v: Any) -> bool:
+    """A str SQLite can store: UTF-8, so no lone surrogate (which a JSON \\u escape can make)."""
+    if not isinstance(v, str):
+        return False
+    try:
+        v.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# JSON that det reads from a file (meta values, a capture log's META chunk)
+# nests at most this deep: det writes 3 levels, and a deeper text would
+# exhaust Python's recursion in json.loads.
+JSON_DEPTH = 32
+_JSON_ESCAPE = re.compile(r"\\.", re.S)
+_JSON_STRING = re.compile(r'"[^"]*"')  # (once escapes are out)
+_NOT_BRACKET = re.compile(r"[^][{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+
+
+def load_json(text: str) -> Any:
+    """json.loads of JSON text read from a file, its nesting measured first,
+    in linear time: ValueError for text nested deeper than JSON_DEPTH, whose
+    brackets do not pair, or that holds NaN or an infinity (not JSON)."""
+    # the brackets outside strings, then one level of pairs off a pass
+    shape = _NOT_BRACKET.sub("", _JSON_STRING.sub("", _JSON_ESCAPE.sub("", text)))
+    for _ in range(JSON_DEPTH):
+        shape, pairs = _INNERMOST.subn("", shape)
+        if not shape:
+            return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        if not pairs:
+            raise ValueError("its brackets do not pair")
+    raise ValueError(f"it nests deeper than {JSON_DEPTH} levels")
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    v = float(text)
+    if v in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is beyond a double")
+    return v
 
 
 def _show(v: Any) -> str:

@@ -220,6 +220,13 @@ def test_bad_trace_files(tool: str, tmp_path: Path) -> None:
     db.commit()
     db.close()
     check(broken, "damaged")
+    nested = tmp_path / "nested.db"  # (json.loads would exhaust Python's recursion)
+    shutil.copy(good, nested)
+    db = sqlite3.connect(nested)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'argv'", ("[" * 100_000 + "]" * 100_000,))
+    db.commit()
+    db.close()
+    check(nested, "meta argv is not valid JSON (it nests deeper than 32 levels)")
 
 
 def test_modified_binary_is_refused(tmp_path: Path) -> None:

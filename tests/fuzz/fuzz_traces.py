@@ -9,8 +9,9 @@ Rules of this file:
   - Mutation i of seed S is a function of (S, i) alone, so any failure is
     reproduced by its number: byte flips anywhere in the file, truncation,
     and SQL edits that cycle through every column of every table of the
-    schema (new values of every type, deleted and duplicated rows, swapped
-    values, dropped tables and columns, changed identity pragmas).
+    schema (new values of every type, JSON nested deeper than Python's
+    recursion, deleted and duplicated rows, swapped values, dropped tables
+    and columns, changed identity pragmas).
   - Every mutation goes through every tool that reads traces, in-process
     (as their main() runs from the command line, output captured): detrec
     info (text and --json), detdiff against the original, detreplay, and
@@ -43,8 +44,10 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"
@@ -117,7 +120,7 @@ def _values(rng: random.Random, old: object) -> object:
         None, 0, 1, -1, 2, 16, 255, 4096, -4096, 2**31, -(2**31), 2**63 - 1, -(2**63), rng.randint(-10, 1000),
         rng.getrandbits(64) - 2**63, 1.5, -0.0, "", "x", "not json {", "[]", "{}", "null", '{"kind": 7}',
         '["a", 1]', '{"A": 1}', "\udcff".encode("utf-8", "surrogatepass").decode("latin-1"), b"", b"\x00\xff\xfe",
-        rng.randbytes(rng.randint(1, 64)),
+        rng.randbytes(rng.randint(1, 64)), "[" * 100_000 + "]" * 100_000,  # (deeper than json.loads can go)
     ]
     if isinstance(old, int) and not isinstance(old, bool):
         choices += [old + 1, old - 1, old ^ (1 << rng.randint(0, 62)), -old, str(old)]
@@ -134,20 +137,9 @@ def mutate(base: Path, out: Path, seed: int, i: int) -> str:
     shutil.copyfile(base, out)
     pick = rng.random()
     if pick < 0.2:
-        data = bytearray(out.read_bytes())
-        flips = []
-        for _ in range(rng.choice((1, 1, 2, 4, 16))):
-            at = rng.randrange(len(data))
-            data[at] ^= 1 << rng.randrange(8)
-            flips.append(at)
-        out.write_bytes(bytes(data))
-        return f"byte flips at {flips}"
+        return flip_bytes(rng, out)
     if pick < 0.28:
-        size = out.stat().st_size
-        cut = rng.choice((rng.randrange(size), size - rng.randint(1, 4096), rng.randrange(100)))
-        with open(out, "r+b") as f:
-            f.truncate(max(cut, 0))
-        return f"truncated to {max(cut, 0)} bytes"
+        return truncate(rng, out)
     cols = _columns()
     table, col = cols[i % len(cols)]
     db = sqlite3.connect(out)
@@ -209,6 +201,27 @@ def mutate(base: Path, out: Path, seed: int, i: int) -> str:
     finally:
         db.close()
     return what
+
+
+def flip_bytes(rng: random.Random, path: Path) -> str:
+    """A few bits of the file flipped anywhere; returns what it did."""
+    data = bytearray(path.read_bytes())
+    flips = []
+    for _ in range(rng.choice((1, 1, 2, 4, 16))):
+        at = rng.randrange(len(data))
+        data[at] ^= 1 << rng.randrange(8)
+        flips.append(at)
+    path.write_bytes(bytes(data))
+    return f"byte flips at {flips}"
+
+
+def truncate(rng: random.Random, path: Path) -> str:
+    """The file cut anywhere, near its end or near its start."""
+    size = path.stat().st_size
+    cut = max(rng.choice((rng.randrange(size), size - rng.randint(1, 4096), rng.randrange(100))), 0)
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+    return f"truncated to {cut} bytes"
 
 
 def _short(v: object) -> str:
@@ -438,22 +451,31 @@ def run(mutations: int, seed: int, jobs: int, gdb_every: int = 0, start: int = 0
         bases = record_bases(work)
         s = Summary()
         todo = [(bases, seed, i, work, bool(gdb_every) and i % gdb_every == 0) for i in range(start, start + mutations)]
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(jobs, initializer=_warm, maxtasksperchild=200) as pool:
-            for n, (runs, refused, replayed, changed, found, secs) in enumerate(pool.imap_unordered(one, todo, 4)):
-                for tool, t in secs.items():
-                    s.tool_seconds[tool] = s.tool_seconds.get(tool, 0.0) + t
-                s.mutations += 1
-                s.tool_runs += runs
-                s.refused += refused
-                s.replayed += replayed
-                s.changed += changed
-                s.findings += found
-                if not quiet and (n + 1) % 500 == 0:
-                    print(f"fuzz: {n + 1}/{mutations} mutations, {len(s.findings)} findings, "
-                          f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+        for refused, replayed, changed in pooled(one, todo, jobs, _warm, 4, s, "mutations", quiet):
+            s.refused += refused
+            s.replayed += replayed
+            s.changed += changed
     s.seconds = time.monotonic() - t0
     return s
+
+
+def pooled(one: Callable[[Any], tuple], todo: list, jobs: int, warm: Callable[[], None], chunksize: int,
+           s: Summary, what: str, quiet: bool) -> Iterator[tuple]:
+    """one(item) for each item of todo, in a pool of `jobs` forked workers
+    (warm: their initializer); one() returns (tool runs, ..., findings,
+    seconds per tool), which are added to s, and the rest is yielded."""
+    t0 = time.monotonic()
+    with multiprocessing.get_context("fork").Pool(jobs, initializer=warm, maxtasksperchild=200) as pool:
+        for n, (runs, *rest, found, secs) in enumerate(pool.imap_unordered(one, todo, chunksize)):
+            for tool, t in secs.items():
+                s.tool_seconds[tool] = s.tool_seconds.get(tool, 0.0) + t
+            s.mutations += 1
+            s.tool_runs += runs
+            s.findings += found
+            yield tuple(rest)
+            if not quiet and (n + 1) % 500 == 0:
+                print(f"fuzz: {n + 1}/{len(todo)} {what}, {len(s.findings)} findings, {time.monotonic() - t0:.0f} s",
+                      file=sys.stderr, flush=True)
 
 
 def report(s: Summary, seed: int) -> str:
@@ -461,17 +483,27 @@ def report(s: Summary, seed: int) -> str:
              f"{s.changed} changed what replay enforces; detreplay refused {s.refused}, replayed {s.replayed}; "
              f"{len(s.findings)} findings; seconds per tool: "
              + ", ".join(f"{k} {v:.0f}" for k, v in sorted(s.tool_seconds.items()))]
-    for f in sorted(s.findings, key=lambda f: f.number)[:30]:
-        lines.append(f"  #{f.number} ({f.base}: {f.mutation}): {f.problem}\n    " + f.detail.replace("\n", "\n    "))
-    return "\n".join(lines)
+    return "\n".join(lines + findings_lines(s.findings))
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Fuzz det's trace readers with seeded mutations of real traces.")
+def findings_lines(findings: list[Finding]) -> list[str]:
+    """The first 30 findings, by mutation number, for a report."""
+    return [f"  #{f.number} ({f.base}: {f.mutation}): {f.problem}\n    " + f.detail.replace("\n", "\n    ")
+            for f in sorted(findings, key=lambda f: f.number)[:30]]
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """The options of a fuzz run (this one's, and fuzz_logs.py's)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--mutations", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--start", type=int, default=0, help="first mutation number (to repeat one)")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser("Fuzz det's trace readers with seeded mutations of real traces.")
     p.add_argument("--gdb-every", type=int, default=0, metavar="N", help="also run the real detreplay --gdb on "
                    "every Nth mutation")
     ns = p.parse_args(argv)

@@ -43,3 +43,25 @@ def test_log_space_is_reserved_ahead_and_given_back(tmp_path: Path) -> None:
     st = os.stat(log)
     assert st.st_blocks * 512 < (st.st_size + (1 << 20)), (st.st_size, st.st_blocks)  # given back
     assert native.log_digest(log).complete == 1  # and it reads to its END chunk
+
+
+def test_the_tests_own_reading_of_a_log_checks_as_dets(tmp_path: Path) -> None:
+    """tests/caplog.py (what the tests craft logs with, the checksum written
+    from docs/TRACE_FORMAT.md) takes a real log apart into every chunk with
+    the same checksums, and a log it puts back together reads to its END
+    chunk: else the fuzz's edits 'with the checksum made right' would only
+    be cut."""
+    import caplog
+
+    from det import native
+    from det.record import Options, capture_run
+
+    exe = str(ROOT / "tests" / "bin" / "api_tour")
+    log = capture_run(exe, [exe], tmp_path / "t.db", Options()).writer.log
+    header, chunks, tail = caplog.read(log)
+    assert tail == b"" and {c.type for c in chunks} == set(range(caplog.META, caplog.END + 1))
+    assert all(c.check == caplog.checksum(c.payload, c.type, c.bytes) for c in chunks)
+    again = tmp_path / "again.log"
+    caplog.write(again, header, [caplog.chunk(c.type, c.payload, c.thread) for c in chunks])
+    assert again.read_bytes() == log.read_bytes()
+    assert native.log_digest(again).complete == 1
