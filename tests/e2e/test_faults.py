@@ -211,9 +211,16 @@ def test_default_mode_race_says_why_and_who_held_which_lock(tmp_path: Path) -> N
     line_b = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(&lock_b)" in ln)
     held = (rf"T1 holds mutex \d+ \(lock_a\), taken at writer at two_locks\.c:{line_a}; "
             rf"T2 holds mutex \d+ \(lock_b\), taken at checker at two_locks\.c:{line_b}")
-    rr = detreplay(fail)
-    err = rr.stderr.decode()
-    assert rr.returncode == 125, err  # the race does not replay in the default mode
+    # The race does not replay in the default mode: the checker's turn comes
+    # before the writer's first store, nearly always (a loaded machine may
+    # stall the checker past it, and the failure happens again, as it may
+    # in any run); what is checked is what detreplay says when it diverges.
+    for _ in range(3):
+        rr = detreplay(fail)
+        err = rr.stderr.decode()
+        if rr.returncode != 134:
+            break
+    assert rr.returncode == 125, err
     assert "detreplay: the recording was made in the default mode" in err, err
     assert f"detrec --strict --until-fail 500 -o race.db -- {program('two_locks')}" in err, err
     assert re.search(rf"^detreplay: when the recording ended: {held}$", err, re.M), err
