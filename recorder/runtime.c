@@ -289,6 +289,8 @@ void det_note_modules(void)
 		dl_iterate_phdr(note_module, &scan);
 }
 
+static void init_region(void);
+
 void det_init(void)
 {
 	int st = atomic_load_explicit(&init_state, memory_order_acquire);
@@ -303,6 +305,16 @@ void det_init(void)
 		return;
 	}
 	initialising = 1;
+	det_call_on_boot_stack(init_region);
+	initialising = 0;
+	atomic_store_explicit(&init_state, 2, memory_order_release);
+}
+
+/* det_init's work, on det's boot stack (recorder/stack.c): it runs other
+ * code in each mode, which on the program's stack would leave mode-dependent
+ * bytes where main's deepest frames later find their uninitialised locals. */
+static void init_region(void)
+{
 	resolve_real();
 	det_debug = getenv("DET_DEBUG") != NULL;
 	map_region();
@@ -318,8 +330,6 @@ void det_init(void)
 			atomic_store(&det_hdr->attached, (uint32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0));
 		}
 	}
-	initialising = 0;
-	atomic_store_explicit(&init_state, 2, memory_order_release);
 }
 
 __attribute__((constructor)) static void det_ctor(void)

@@ -604,6 +604,9 @@ DET_HIDDEN void *det_real_late(const char *name, const char *soname);
 DET_HIDDEN uint32_t det_stack_adopt(void *base);
 DET_HIDDEN void det_stack_free(void *base);
 DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);
+/* fn() on det's boot stack, a static one that only det_init's one caller
+ * uses (the thread's det stack is not mapped yet). */
+DET_HIDDEN void det_call_on_boot_stack(void (*fn)(void));
 
 /* Where the program called det: the return address its call pushed, which
  * the entry stub keeps (the implementation's own is the stub's). */

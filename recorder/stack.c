@@ -257,3 +257,32 @@ __asm__(".text\n"
 	"ret\n"
 	".cfi_endproc\n"
 	".size det_call_on_program_stack, .-det_call_on_program_stack\n");
+
+/*
+ * fn() on the boot stack: det_init's work (recorder/runtime.c), which runs
+ * before the thread has a det stack and differs between modes. Only the
+ * thread that won det_init's start uses it, once per process image.
+ */
+#define DET_BOOT_STACK_SIZE 131072 /* (the assembly below says it again) */
+static char det_boot_stack[DET_BOOT_STACK_SIZE] __attribute__((aligned(64), used));
+
+__asm__(".text\n"
+	".globl det_call_on_boot_stack\n"
+	".hidden det_call_on_boot_stack\n"
+	".type det_call_on_boot_stack, @function\n"
+	".p2align 4\n"
+	"det_call_on_boot_stack:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"movq %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"leaq det_boot_stack+131072(%rip), %rsp\n"
+	"call *%rdi\n"
+	"movq %rbp, %rsp\n"
+	"popq %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size det_call_on_boot_stack, .-det_call_on_boot_stack\n");
