@@ -12,9 +12,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,3 +209,18 @@ def convert_each_way(tmp_path: Path, prog: str, args: list[str], env: str) -> li
         finally:
             del os.environ[env]
     return out
+
+
+def killed_recording(tmp_path: Path) -> Path:
+    """Record the lock-spinning program, SIGKILL detrec mid-run; returns the
+    capture log it left."""
+    trace = tmp_path / "lost.db"
+    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("spinner"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"running\n"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    log = tmp_path / "lost.db.incomplete.log"
+    assert log.exists() and not trace.exists()
+    return log

@@ -515,16 +515,9 @@ class TraceWriter:
         finally:
             db.close()
 
-    def finish(
-        self,
-        outcome: dict[str, Any],
-        end_states: dict[int, str],
-        blocked: list[tuple[int, int, int, int]],
-        stdin: IO[bytes] | None = None,
-        sums: tuple[list[Any], list[Any]] | None = None,
-    ) -> Path:
-        """seal_outcome(), then publish(): the finished trace, at its name."""
-        self.seal_outcome(outcome, end_states, blocked, stdin, sums)
+    def finish(self, *args: Any, **kw: Any) -> Path:
+        """seal_outcome(*args, **kw), then publish(): the finished trace, at its name."""
+        self.seal_outcome(*args, **kw)
         return self.publish()
 
     def seal_outcome(

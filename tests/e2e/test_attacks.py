@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, DETREC, ROOT, detrec, detreplay, program, query, reseal, run
+from conftest import BIN, DETREC, ROOT, detrec, detreplay, killed_recording, program, query, reseal, run
 
 NOBODY = 65534
 ID = "/usr/bin/id"
@@ -197,7 +197,7 @@ def test_scrub_and_salvage_do_not_launder_another_users_trace(tmp_path: Path) ->
     assert not (tmp_path / "c.db").exists()
     r = detrec("scrub", "--trust", trace, "-o", tmp_path / "c.db")
     assert r.returncode == 0, r.stderr.decode()
-    log = killed_log(tmp_path)
+    log = killed_recording(tmp_path)
     os.chown(log, NOBODY, NOBODY)
     for tool, cmd in (("detrec salvage", [DETREC, "salvage", log]), ("detrec info", [DETREC, "info", log]),
                       ("detreplay", [BIN / "detreplay", log])):
@@ -205,20 +205,6 @@ def test_scrub_and_salvage_do_not_launder_another_users_trace(tmp_path: Path) ->
         assert log.exists()
     r = detrec("salvage", "--trust", log)
     assert r.returncode == 0 and b"salvaged" in r.stderr, r.stderr.decode()
-
-
-def killed_log(tmp_path: Path) -> Path:
-    """The capture log of a detrec killed with SIGKILL mid-run."""
-    trace = tmp_path / "lost.db"
-    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("spinner"))],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert p.stdout.readline() == b"running\n"
-    time.sleep(0.3)
-    p.kill()
-    p.wait()
-    log = tmp_path / "lost.db.incomplete.log"
-    assert log.exists()
-    return log
 
 
 def test_newer_format_is_named_as_such(tmp_path: Path) -> None:

@@ -6,27 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import time
 from pathlib import Path
 
-from conftest import DETREC, detrec, detreplay, program, query
-
-
-def killed_recording(tmp_path: Path) -> Path:
-    """Record the lock-spinning program, SIGKILL detrec mid-run; returns the
-    capture log it left."""
-    trace = tmp_path / "lost.db"
-    p = subprocess.Popen([str(DETREC), "-o", str(trace), str(program("spinner"))],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert p.stdout.readline() == b"running\n"
-    time.sleep(0.5)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    log = tmp_path / "lost.db.incomplete.log"
-    assert log.exists() and not trace.exists()
-    return log
+from conftest import detrec, detreplay, killed_recording, query
 
 
 def replays_all(inc: Path) -> int:
