@@ -113,6 +113,8 @@ def test_cc_sample_strict_replays(name: str, tmp_path: Path) -> None:
     trace = tmp_path / f"{name}.db"
     r = detrec("--strict", "-o", trace, "--", sample_bin(name), *CC_SAMPLES[name])
     assert trace.exists(), r.stderr.decode()
+    # (CI once saw a trace of this test without thread T0: what detrec said then)
+    assert query(trace, "SELECT count(*) FROM threads WHERE tid = 0") == [(1,)], r.stderr.decode()
     assert int(dict(query(trace, "SELECT key, value FROM meta"))["preemptions"]) == 0
     replay_matches(trace, [], REPLAYS)
 
