@@ -125,16 +125,23 @@ def being_written(path: str | os.PathLike[str]) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
+        return _holder_said(fd)
+    finally:
+        os.close(fd)
+
+
+def _holder_said(fd: int) -> str | None:
+    """'pid N (TOOL)' for the holder of the lock file open at fd, or None
+    when nobody holds it."""
+    try:
         pid = _holder(fd)
         if pid is None:
             return None
-        said = os.read(fd, 200).decode(errors="replace").split()
+        said = os.pread(fd, 200, 0).decode(errors="replace").split()
         tool = said[1] if len(said) > 1 and said[0] == str(pid) else "det"
         return f"pid {pid} ({tool})"
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def check_not_being_written(path: str | os.PathLike[str]) -> None:
@@ -185,8 +192,10 @@ class TraceLock:
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                who = being_written(self.path.with_name(self.trace.name)) or "another det process"
+                who = _holder_said(fd)
                 os.close(fd)
+                if who is None:
+                    continue  # its holder let go between our lockf and our look: try again
                 raise DetError(f"{self.trace} is being written by {who}; wait for it to end, or choose another "
                                "name", status=2) from None
             try:
