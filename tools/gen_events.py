@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Generate recorder/det/events.py from include/det/events.def.
+"""Generate the Python copies of det's C definitions: recorder/det/events.py
+from include/det/events.def, and recorder/det/constants.py from the
+constants of include/det/shm.h and include/det/sup.h that Python uses.
 
-Rules: events.def is the only definition; this script is a line parser of
-its DET_OBJKIND/DET_EVENT entries. `--check` exits 1 when the Python copy is
-stale (make check runs it).
+Rules: the C headers are the only definitions; this script is a line parser
+of events.def's DET_OBJKIND/DET_EVENT/DET_AUX entries and of the headers'
+`#define NAME value` lines and `enum NAME {...}` blocks it is told to copy
+(CONSTANTS, ENUMS below); a name it is told to copy that the header lacks is
+an error. `--check` exits 1 when a Python copy is stale (make check runs it).
 """
 
 from __future__ import annotations
@@ -15,6 +19,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEF = ROOT / "include" / "det" / "events.def"
 OUT = ROOT / "recorder" / "det" / "events.py"
+CONST_OUT = OUT.with_name("constants.py")
+HEADERS = (ROOT / "include" / "det" / "shm.h", ROOT / "include" / "det" / "sup.h")
+
+# The #defines Python needs: whole names, or prefixes ending in "_".
+CONSTANTS = ("DET_F_", "DET_SIG_", "DET_FILE_", "DET_SHM_ENV", "DET_EXIT_STOPPED", "DET_RESULT_PENDING",
+             "DET_MARK_WINDOW")
+# The enums Python needs: enum name -> (the Python name, the prefix its members drop). A state enum
+# becomes {value: "name"}; an SQL-order enum becomes the tuple of its names in order (its _COUNT
+# left out), so a Python table of statements can be checked against it.
+ENUMS = {
+    "det_thread_state": ("THREAD_STATES", "DET_TS_"),
+    "det_proc_state": ("PROC_STATES", "DET_PS_"),
+    "det_convert_sql": ("CONVERT_SQL_ORDER", "DET_SQL_"),
+    "det_sched_sql": ("SCHED_SQL_ORDER", "DET_SCHED_SQL_"),
+}
+C_VALUES = {"INT64_MIN": str(-(2**63))}  # C spellings a value may use
+DEFINE_RE = re.compile(r'^#define\s+(DET_\w+)\s+("[^"]*"|\(?[-\w<> ]+\)?)\s*(/\*.*)?$')
+ENUM_RE = re.compile(r"^enum\s+(\w+)\s*\{")
+MEMBER_RE = re.compile(r"^(DET_\w+)(?:\s*=\s*(\d+))?\s*,")
 
 OBJ_RE = re.compile(r'^DET_OBJKIND\((\w+),\s*(\d+),\s*"([^"]*)"\)\s*$')
 EV_RE = re.compile(r'^DET_EVENT\((\w+),\s*(\d+),\s*(\w+),\s*(\w+),\s*"([^"]*)"\)\s*$')
@@ -86,14 +109,84 @@ def render(objkinds: list[tuple], events: list[tuple], auxes: list[tuple]) -> st
     return "\n".join(out)
 
 
+def wanted(name: str) -> bool:
+    return any(name == c or (c.endswith("_") and name.startswith(c)) for c in CONSTANTS)
+
+
+def py_value(c: str) -> str:
+    """A #define's value as Python: a string, an integer (hex kept), or INT64_MIN."""
+    c = c.strip()
+    if c.startswith('"'):
+        return c
+    c = C_VALUES.get(c, c)
+    try:
+        int(c, 0)
+    except ValueError:
+        raise SystemExit(f"gen_events: cannot copy the value {c!r} to Python") from None
+    return c
+
+
+def parse_headers(texts: list[tuple[str, str]]) -> tuple[list[tuple], dict[str, tuple]]:
+    """The wanted #defines (name, value, header) and enums {enum: (header, [(member, value)])}."""
+    defines, enums = [], {}
+    for header, text in texts:
+        lines = iter(text.splitlines())
+        for line in lines:
+            if (m := DEFINE_RE.match(line.strip())) and wanted(m[1]):
+                defines.append((m[1], py_value(m[2]), header))
+            elif (m := ENUM_RE.match(line)) and m[1] in ENUMS:
+                members, value = [], 0
+                for inner in lines:
+                    if inner.startswith("}"):
+                        break
+                    if mm := MEMBER_RE.match(inner.strip()):
+                        value = int(mm[2]) if mm[2] else value
+                        members.append((mm[1], value))
+                        value += 1
+                enums[m[1]] = (header, members)
+    missing = [e for e in ENUMS if e not in enums] + [
+        c for c in CONSTANTS if not c.endswith("_") and c not in {d[0] for d in defines}]
+    if missing:
+        raise SystemExit(f"gen_events: not found in {', '.join(h for h, _ in texts)}: {', '.join(missing)}")
+    return defines, enums
+
+
+def render_constants(defines: list[tuple], enums: dict[str, tuple]) -> str:
+    out = [
+        '"""Constants Python shares with det\'s C code: GENERATED from include/det/shm.h',
+        "and include/det/sup.h by tools/gen_events.py. Do not edit; `make check` fails",
+        'when this copy is stale."""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
+    for header in sorted({h for *_, h in defines}):
+        out += [f"# #defines of include/det/{header}"]
+        out += [f"{name} = {value}" for name, value, h in defines if h == header]
+        out += [""]
+    for enum, (py_name, prefix) in ENUMS.items():
+        header, members = enums[enum]
+        out += [f"# enum {enum} (include/det/{header})"]
+        named = [(m.removeprefix(prefix), v) for m, v in members if not m.endswith("_COUNT")]
+        if py_name.endswith("_ORDER"):
+            out += [f"{py_name}: tuple[str, ...] = ("] + [f"    {n!r}," for n, _ in named] + [")", ""]
+        else:
+            out += [f"{py_name}: dict[int, str] = {{"] + [f"    {v}: {n.lower()!r}," for n, v in named] + ["}", ""]
+    return "\n".join(out)
+
+
 def main() -> int:
-    text = render(*parse(DEF.read_text()))
+    outputs = {
+        OUT: render(*parse(DEF.read_text())),
+        CONST_OUT: render_constants(*parse_headers([(h.name, h.read_text()) for h in HEADERS])),
+    }
     if "--check" in sys.argv:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT.relative_to(ROOT)} is stale: run tools/gen_events.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
+        stale = [out for out, text in outputs.items() if not out.exists() or out.read_text() != text]
+        for out in stale:
+            print(f"{out.relative_to(ROOT)} is stale: run tools/gen_events.py", file=sys.stderr)
+        return 1 if stale else 0
+    for out, text in outputs.items():
+        out.write_text(text)
     return 0
 
 

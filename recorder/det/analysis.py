@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from . import events as ev
 from . import schema
+from .constants import DET_SIG_NUMBER, DET_SIG_UNANCHORED
 from .launch import signal_name
 from .names import ObjectNames
-from .native import SIG_NUMBER, SIG_UNANCHORED
 from .symbols import Symbolizer
 from .trace import Trace, kind_name
 
@@ -223,7 +223,7 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
     if trace.meta.get("mode") != "record":
         return []
     unanchored = trace.q("SELECT e.aux & ?, count(*) FROM events e WHERE e.kind = ? AND e.aux & ? "
-                         "GROUP BY 1 ORDER BY 1", (SIG_NUMBER, ev.SIGNAL, SIG_UNANCHORED))
+                         "GROUP BY 1 ORDER BY 1", (DET_SIG_NUMBER, ev.SIGNAL, DET_SIG_UNANCHORED))
     if unanchored:
         sigs = ", ".join(signal_name(n) + (f" x{c}" if c > 1 else "") for n, c in unanchored)
         return [f"a signal came while its thread made no event ({sigs}: a loop waiting for a handler's flag, "

@@ -29,16 +29,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from .constants import DET_EXIT_STOPPED, DET_SHM_ENV, PROC_STATES
 from .errors import DetError
-from .native import PROC_STATES, libdet_path
+from .native import libdet_path
 
 # Exit statuses of detrec and detreplay besides the program's own (README.md).
 EXIT_TIMEOUT = 124  # --timeout stopped the program
-EXIT_STOPPED = 125  # det stopped it (a replay divergence, or something det cannot follow)
+EXIT_STOPPED = DET_EXIT_STOPPED  # det stopped it (a replay divergence, or something det cannot follow)
 
 ADDR_NO_RANDOMIZE = 0x0040000
 PR_SET_PDEATHSIG = 1
-SHM_ENV = "_DET_SHM"
+SHM_ENV = DET_SHM_ENV
 TAIL = 4096
 
 

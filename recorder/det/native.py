@@ -15,22 +15,10 @@ import threading
 from pathlib import Path
 
 from . import paths, schema
+from .constants import DET_F_RELAXED, DET_F_STRICT, DET_FILE_CUT, DET_FILE_EXEC, DET_FILE_LOADED, DET_FILE_OPENED
 from .errors import DetError
 from .symbols import name_code_sites
 from .tracefile import read_only
-
-DET_F_RELAXED = 0x1
-DET_F_STDIN_FED = 0x2
-DET_F_STRICT = 0x8
-DET_F_LOGICAL = 0x10
-DET_F_CC_POINTS = 0x20
-DET_F_NOTRACE = 0x40
-# aux of a SIGNAL event (include/det/shm.h DET_SIG_*)
-SIG_NUMBER = 0xFFFF
-SIG_UNANCHORED = 0x20000
-
-# enum det_thread_state
-THREAD_STATES = {0: "free", 1: "starting", 2: "running", 3: "exiting", 4: "parked"}
 
 
 def libdir() -> Path:
@@ -66,12 +54,8 @@ class ProcInfo(ctypes.Structure):
     ]
 
 
-# struct det_file.how (include/det/shm.h)
-FILE_HOW = {1: "opened", 2: "loaded", 3: "exec"}
-DET_FILE_CUT = 0x100
-
-# enum det_proc_state
-PROC_STATES = {0: "free", 1: "reserved", 2: "running", 3: "exec", 4: "gone"}
+# struct det_file.how
+FILE_HOW = {DET_FILE_OPENED: "opened", DET_FILE_LOADED: "loaded", DET_FILE_EXEC: "exec"}
 
 
 class CaptureStats(ctypes.Structure):

@@ -32,6 +32,7 @@ from typing import IO
 
 from . import __version__, machine, schema, tracedir
 from .analysis import Waiter, block_report
+from .constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
 from .errors import DetError
 from .launch import (
     EXIT_STOPPED,
@@ -48,12 +49,6 @@ from .launch import (
     stdin_source,
 )
 from .native import (
-    DET_F_CC_POINTS,
-    DET_F_LOGICAL,
-    DET_F_STDIN_FED,
-    DET_F_STRICT,
-    PROC_STATES,
-    THREAD_STATES,
     CaptureStats,
     ConvertStats,
     Recorder,

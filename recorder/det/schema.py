@@ -11,6 +11,8 @@ here and only binds values.
 
 from __future__ import annotations
 
+from .constants import CONVERT_SQL_ORDER, DET_MARK_WINDOW, SCHED_SQL_ORDER
+
 FORMAT_VERSION = 6
 APPLICATION_ID = 0x64657431  # "det1"
 PAGE_SIZE = 4096  # (larger pages make small traces large and large ones no smaller)
@@ -163,40 +165,56 @@ REQUIRED_TABLES = ("meta", "event_kinds", "threads", "processes", "objects", "si
 # derived data, which readers do without.
 OPTIONAL_TABLES = ("schedule",)
 
-# Seqs per marks window (include/det/sup.h DET_MARK_WINDOW).
-MARK_WINDOW = 1024
+# Seqs per marks window.
+MARK_WINDOW = DET_MARK_WINDOW
 
 # The packed schedule (include/det/sup.h enum det_sched_sql, recorder/schedpack.h):
 # the rows it is made from and checked against, dropping it, a chunk, and meta
 # schedule_rows (the checksum lanes of the rows it was made from).
 REPLAY_EVENTS = "SELECT seq, tid, call, result FROM event_rows ORDER BY seq"
-SCHEDULE_SQL = (
-    REPLAY_EVENTS,
-    "DELETE FROM schedule",
-    "INSERT INTO schedule(chunk, first_seq, events, bytes) VALUES (?,?,?,?)",
-    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schedule_rows', ?)",
-)
+_SCHEDULE_SQL = {
+    "ROWS": REPLAY_EVENTS,
+    "CLEAR": "DELETE FROM schedule",
+    "CHUNK": "INSERT INTO schedule(chunk, first_seq, events, bytes) VALUES (?,?,?,?)",
+    "META": "INSERT OR REPLACE INTO meta(key, value) VALUES ('schedule_rows', ?)",
+}
 REPLAY_SCHEDULE = "SELECT chunk, first_seq, events, bytes FROM schedule ORDER BY chunk"
 REPLAY_SCHEDULE_ROWS = "SELECT value FROM meta WHERE key = 'schedule_rows'"
 
-# What libdetsup.so's det_convert() binds, in include/det/sup.h's enum det_convert_sql order.
-CONVERT_SQL = (
-    "INSERT INTO calls(call, kind, obj, aux, site) VALUES (?,?,?,?,?)",
-    "INSERT INTO sites(site, address) VALUES (?,?)",
-    "INSERT OR REPLACE INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,?)",
-    "INSERT INTO event_rows(seq, tid, call, result, dts) VALUES (?,?,?,?,?)",
-    "INSERT INTO event_rows(tid, call, result, dts) VALUES ",
-    "(?,?,?,?)",
-    "INSERT INTO data(seq, bytes) VALUES (?,?)",
-    "INSERT INTO marks(win, tid, idx, ts) VALUES (?,?,?,?)",
-    "INSERT OR REPLACE INTO threads(tid, parent, ktid, create_seq, obj, events, process) VALUES (?,?,?,?,?,?,?)",
-    "INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status) VALUES (?,?,?,?,?,?,?,?)",
-    "INSERT INTO modules(path, base) VALUES (?,?)",
-    "UPDATE event_rows SET result = ? WHERE seq = ?",
-    "INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)",
-    *SCHEDULE_SQL,
-    "CREATE INDEX marks_by_thread ON marks(tid, idx);",
-)
+# What libdetsup.so's det_convert() binds, by include/det/sup.h's enum det_convert_sql.
+_CONVERT_SQL = {
+    "CALL": "INSERT INTO calls(call, kind, obj, aux, site) VALUES (?,?,?,?,?)",
+    "SITE": "INSERT INTO sites(site, address) VALUES (?,?)",
+    "OBJECT": "INSERT OR REPLACE INTO objects(obj, kind, address, first_seq) VALUES (?,?,?,?)",
+    "FIRST_EVENT": "INSERT INTO event_rows(seq, tid, call, result, dts) VALUES (?,?,?,?,?)",
+    "EVENTS": "INSERT INTO event_rows(tid, call, result, dts) VALUES ",
+    "EVENT_ROW": "(?,?,?,?)",
+    "DATA": "INSERT INTO data(seq, bytes) VALUES (?,?)",
+    "MARK": "INSERT INTO marks(win, tid, idx, ts) VALUES (?,?,?,?)",
+    "THREAD": "INSERT OR REPLACE INTO threads(tid, parent, ktid, create_seq, obj, events, process) "
+              "VALUES (?,?,?,?,?,?,?)",
+    "PROCESS": "INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status) "
+               "VALUES (?,?,?,?,?,?,?,?)",
+    "MODULE": "INSERT INTO modules(path, base) VALUES (?,?)",
+    "RESULT": "UPDATE event_rows SET result = ? WHERE seq = ?",
+    "META": "INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)",
+    **{f"SCHED_{name}": sql for name, sql in _SCHEDULE_SQL.items()},
+    "INDEXES": "CREATE INDEX marks_by_thread ON marks(tid, idx);",
+}
+
+
+def _in_c_order(table: dict[str, str], order: tuple[str, ...], enum: str) -> tuple[str, ...]:
+    """The statements of `table` in the order of the C enum whose member names
+    (generated into det.constants) are `order`: a name either side lacks is a
+    build error, found at import."""
+    if set(table) != set(order):
+        raise ImportError(f"det.schema: the statements for enum {enum} do not match include/det/sup.h: "
+                          f"{sorted(set(table) ^ set(order))}")
+    return tuple(table[name] for name in order)
+
+
+SCHEDULE_SQL = _in_c_order(_SCHEDULE_SQL, SCHED_SQL_ORDER, "det_sched_sql")
+CONVERT_SQL = _in_c_order(_CONVERT_SQL, CONVERT_SQL_ORDER, "det_convert_sql")
 
 # The rows of the content checksum's lanes (include/det/sup.h det_table_sums,
 # recorder/sums.h): each event's order, thread, call and result, and each

@@ -69,7 +69,6 @@ OBJKIND_NUMBER = {o.name: o.number for o in ev.OBJKINDS}
 KIND = {k.name: k.number for k in ev.EVENTS}
 NAME = {k.number: k.name.lower() for k in ev.EVENTS}
 
-RESULT_PENDING = -(2**63)  # a call logged before it ran that never came back
 MAX_ERRNO = 4095
 EOWNERDEAD = 130
 MAX_ID = 0x10FFFF  # object and site ids (det.diff reads them as code points; det makes at most 2^20 objects)

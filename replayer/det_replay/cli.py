@@ -17,10 +17,11 @@ from pathlib import Path
 
 from det import __version__, tracedir
 from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, race_hint
+from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
-from det.native import DET_F_STDIN_FED, THREAD_STATES, Replayer, turns_backends
+from det.native import Replayer, turns_backends
 from det.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import schema
+from ..constants import DET_EXIT_STOPPED
 from ..trace import Trace
 from ..validate import seal
 from .hybrid import Borrowed
@@ -76,7 +77,7 @@ def classify(returncode: int, lines: list[str], fail_status: int) -> Verdict | N
         kind = KIND_BY_NAME.get(m.group(1))
         sync = kind is not None and OBJKIND.get(kind) in SYNC_OBJECTS
         return Verdict(IMPOSSIBLE if sync else ANOTHER_PATH, last, returncode)
-    if returncode == 125 and key is not None:
+    if returncode == DET_EXIT_STOPPED and key is not None:
         return Verdict(ANOTHER_PATH, last, returncode)
     return None
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..constants import DET_EXIT_STOPPED
 from ..diff import Comparison, DiffError, EventRef
 from ..outpath import check_output_dir
 from ..trace import Trace
@@ -40,7 +41,7 @@ def _exit_status(o: dict[str, Any] | None) -> int | None:
         return 128 + int(o["signal"])
     if o["exit_code"] is not None:
         return int(o["exit_code"])
-    return 125
+    return DET_EXIT_STOPPED
 
 
 def _check(pass_tr: Trace, fail_tr: Trace) -> int:
