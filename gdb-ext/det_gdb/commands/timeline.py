@@ -1,0 +1,51 @@
+"""`det timeline [FROM [TO]]`: a text swimlane of the events around the current one.
+
+Rules of this file (as every det_gdb module): no inferior function calls,
+standard library only, every user error one gdb.GdbError line.
+"""
+
+from __future__ import annotations
+
+import gdb
+
+from det_gdb.args import parse_bound, words
+from det_gdb.session import session
+
+
+class DetTimeline(gdb.Command):
+    """A text swimlane of the events around the current one, one column per thread.
+
+Usage: det timeline [FROM [TO]]
+Each row is one event, in the recorded order, written in the column of the
+thread that did it; `|` marks a thread running between its events, `:` one
+waiting in a condition or barrier wait, `#` one blocked where the recording
+ended; `=>` marks the current event. Default: 10 events either side."""
+
+    def __init__(self) -> None:
+        super().__init__("det timeline", gdb.COMMAND_STATUS)
+
+    def invoke(self, arg: str, from_tty: bool) -> None:
+        s = session()
+        m = s.model
+        if m.total == 0:
+            print("det: the recording has no events")
+            return
+        live = s.live() if s.alive() else []
+        pos = s.pos.seq if s.pos is not None else m.first
+        w = words(arg)
+        if len(w) > 2:
+            raise gdb.GdbError("det: det timeline: usage: det timeline [FROM [TO]]")
+        if w:
+            # A range is clamped to the recording (`det timeline 0 40` on a
+            # 36-event trace shows events 0 to 35).
+            lo = parse_bound(s, w[0], "det timeline")
+            hi = parse_bound(s, w[1], "det timeline") if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20,
+                                                                                     m.total - 1))
+            if hi < lo:
+                raise gdb.GdbError("det: det timeline: TO is before FROM")
+            lo, hi = min(max(lo, m.first), m.end - 1), min(max(hi, m.first), m.end - 1)
+        else:
+            i = m.index_of(pos)
+            lo, hi = m.seq_at(max(0, i - 10)), m.seq_at(min(m.total - 1, i + 10))
+        for ln in m.timeline_text(lo, min(hi, m.end - 1), pos, live):
+            print(ln)
