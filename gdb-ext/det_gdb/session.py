@@ -47,7 +47,7 @@ class Goal:
     honor: bool = True            # the user's breakpoints and break-events may stop it first
     select: int | None = None     # det thread to select on arrival
     first: bool = False           # the start: with no events at all, stop at det_gdb_ready
-    ready: bool = False           # stop at det_gdb_ready, before any event (the re-executions of det_gdb_reverse)
+    ready: bool = False           # stop at det_gdb_ready, before any event (the re-executions of det_gdb.reexec)
 
     def clause(self) -> tuple[int | None, int | None, int | None, int | None] | None:
         """(seq, thread, kind, obj) for det_gdb_control, or None."""
