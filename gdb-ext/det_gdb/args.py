@@ -1,9 +1,13 @@
-"""Parsing the det commands' arguments: numbers and expressions, events,
-threads, event kinds, objects.
+"""The det commands' arguments: one helper, Args, that takes a command's
+argument string apart and reads numbers and expressions, events, threads,
+event kinds and objects from it.
 
 Rules of this file:
   - Every bad argument is one gdb.GdbError line naming the command
     ("det: det goto: 'banana' is not a number"); no traceback.
+  - A number is also a gdb expression ($det_event + 10); an object is its
+    number as det prints it or an expression for its address (&a.lock); a
+    thread is 2 or T2.
 """
 
 from __future__ import annotations
@@ -12,93 +16,115 @@ import gdb
 
 from det_gdb.session import Session, model_module
 
-
-def parse_int(text: str, what: str) -> int:
-    text = text.strip()
-    try:
-        return int(text, 0)
-    except ValueError:
-        pass
-    try:
-        v = gdb.parse_and_eval(text)
-        return int(v)
-    except (gdb.error, ValueError, TypeError):
-        raise gdb.GdbError(f"det: {what}: '{text}' is not a number") from None
+START = ("start", "begin", "first")
+END = ("end", "$")
 
 
-def parse_event(s: Session, text: str, cmd: str) -> int:
-    t = text.strip().lower()
-    m = s.model
-    if t in ("end", "$"):
-        return m.end
-    if t in ("start", "begin", "first"):
-        return m.first
-    n = parse_int(text, cmd)
-    if n < 0 or n > m.end:
-        last = f"events {m.first} to {m.end - 1}" if m.total else "no events"
-        raise gdb.GdbError(f"det: {cmd}: event {n} is not in the recording ({last}; `end` is after the last)")
-    if n == m.end:
+class Args:
+    """A command's argument string; each reader takes the whole string by
+    default, or one of its words."""
+
+    def __init__(self, cmd: str, arg: str, s: Session | None = None) -> None:
+        self.cmd = cmd          # "det goto": the prefix of every error
+        self.arg = arg
+        self.text = arg.strip()
+        self.s = s
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+    def error(self, message: str) -> gdb.GdbError:
+        return gdb.GdbError(f"det: {self.cmd}: {message}")
+
+    def words(self) -> list[str]:
+        """The words, split and unquoted as gdb splits a command's arguments."""
+        try:
+            return gdb.string_to_argv(self.arg)
+        except gdb.error as e:
+            raise gdb.GdbError(f"det: {e}") from None
+
+    def int(self, text: str | None = None, default: int | None = None) -> int:
+        """A number or a gdb expression; `default` when there is no argument."""
+        if default is not None and not self:
+            return default
+        text = (self.text if text is None else text).strip()
+        try:
+            return int(text, 0)
+        except ValueError:
+            pass
+        try:
+            return int(gdb.parse_and_eval(text))
+        except (gdb.error, ValueError, TypeError):
+            raise self.error(f"'{text}' is not a number") from None
+
+    def event(self, text: str | None = None) -> int:
+        """An event of the recording (or `end`, after the last; `start`)."""
+        text = self.text if text is None else text
+        t = text.strip().lower()
+        m = self.s.model
+        if t in END:
+            return m.end
+        if t in START:
+            return m.first
+        n = self.int(text)
+        if n < 0 or n > m.end:
+            last = f"events {m.first} to {m.end - 1}" if m.total else "no events"
+            raise self.error(f"event {n} is not in the recording ({last}; `end` is after the last)")
+        if n == m.end:
+            return n
+        if not m.has(n):
+            raise self.error(f"the trace has no event {n} (its thread died before it was written)")
         return n
-    if not m.has(n):
-        raise gdb.GdbError(f"det: {cmd}: the trace has no event {n} (its thread died before it was written)")
-    return n
 
+    def bound(self, text: str) -> int:
+        """An end of a range of events: a number or expression (not checked
+        against the recording: ranges are clamped), `start` or `end`."""
+        t = text.strip().lower()
+        if t in END:
+            return self.s.model.end
+        if t in START:
+            return self.s.model.first
+        return self.int(text)
 
-def parse_bound(s: Session, text: str, cmd: str) -> int:
-    """An end of a range of events: a number or expression (not checked
-    against the recording: ranges are clamped), `start` or `end`."""
-    t = text.strip().lower()
-    if t in ("end", "$"):
-        return s.model.end
-    if t in ("start", "begin", "first"):
-        return s.model.first
-    return parse_int(text, cmd)
-
-
-def parse_thread(s: Session, text: str, cmd: str) -> int:
-    t = text.strip()
-    n = parse_int(t[1:] if t[:1] in "Tt" and t[1:].isdigit() else t, cmd)
-    if n not in s.model.threads:
-        last = max(s.model.threads) if s.model.threads else 0
-        raise gdb.GdbError(f"det: {cmd}: no thread T{n} in the recording (threads T0 to T{last})")
-    return n
-
-
-def parse_kind(text: str, cmd: str) -> int | None:
-    m = model_module()
-    if text.lower() == "any":
-        return None
-    k = m.kind_number(text)
-    if k is None:
-        names = ", ".join(sorted(m.KIND_BY_NAME))
-        raise gdb.GdbError(f"det: {cmd}: unknown event kind '{text}' (kinds: {names})")
-    return k
-
-
-def parse_obj(s: Session, text: str, cmd: str) -> int:
-    t = text.strip()
-    if t.isdigit():
-        n = int(t)
-        if n not in s.model.objects:
-            raise gdb.GdbError(f"det: {cmd}: no object {n} in the recording (objects 1 to "
-                               f"{max(s.model.objects, default=0)})")
+    def thread(self, text: str | None = None) -> int:
+        """A recorded thread: 2 or T2."""
+        t = (self.text if text is None else text).strip()
+        n = self.int(t[1:] if t[:1] in "Tt" and t[1:].isdigit() else t)
+        threads = self.s.model.threads
+        if n not in threads:
+            last = max(threads) if threads else 0
+            raise self.error(f"no thread T{n} in the recording (threads T0 to T{last})")
         return n
-    # An expression for the object's address, like &a.lock: recorded
-    # addresses are the replay's (ASLR is off in every det run).
-    try:
-        addr = int(gdb.parse_and_eval(t))
-    except (gdb.error, ValueError, TypeError) as e:
-        raise gdb.GdbError(f"det: {cmd}: '{t}' is neither an object number nor an address ({e})") from None
-    found = s.model.objects_at(addr)
-    if not found:
-        raise gdb.GdbError(f"det: {cmd}: no recorded object at {addr:#x}")
-    here = s.pos.seq if s.pos is not None else 0
-    live = [o for o, first in found if first <= here]
-    return live[-1] if live else found[0][0]
 
+    def kind(self, text: str) -> int | None:
+        """An event kind of events.def (any case); None for `any`."""
+        m = model_module()
+        if text.lower() == "any":
+            return None
+        k = m.kind_number(text)
+        if k is None:
+            names = ", ".join(sorted(m.KIND_BY_NAME))
+            raise self.error(f"unknown event kind '{text}' (kinds: {names})")
+        return k
 
-def words(arg: str) -> list[str]:
-    try:
-        return gdb.string_to_argv(arg)
-    except gdb.error as e:
-        raise gdb.GdbError(f"det: {e}") from None
+    def obj(self, text: str) -> int:
+        """A recorded object: its number, or an expression for its address
+        (the one live at the current event when several had it)."""
+        s = self.s
+        t = text.strip()
+        if t.isdigit():
+            n = int(t)
+            if n not in s.model.objects:
+                raise self.error(f"no object {n} in the recording (objects 1 to {max(s.model.objects, default=0)})")
+            return n
+        # Recorded addresses are the replay's (ASLR is off in every det run).
+        try:
+            addr = int(gdb.parse_and_eval(t))
+        except (gdb.error, ValueError, TypeError) as e:
+            raise self.error(f"'{t}' is neither an object number nor an address ({e})") from None
+        found = s.model.objects_at(addr)
+        if not found:
+            raise self.error(f"no recorded object at {addr:#x}")
+        here = s.pos.seq if s.pos is not None else 0
+        live = [o for o, first in found if first <= here]
+        return live[-1] if live else found[0][0]

@@ -19,10 +19,6 @@ LIBDET = "libdet.so"
 THREAD_ENTRY = {"start_thread", "clone", "clone3", "__clone", "__clone3"}
 
 
-def solib(pc: int) -> str:
-    return os.path.basename(gdb.solib_name(pc) or "")
-
-
 # Where the system's shared libraries live: their frames are neither det's
 # nor the program's own code (libc's abort, libstdc++'s thread entry).
 SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/")

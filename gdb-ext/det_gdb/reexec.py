@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import gdb
 
+from det_gdb.args import Args
 from det_gdb.frames import on_thread, user_frame, where
 from det_gdb.session import Goal, Session, running
 
@@ -196,13 +197,14 @@ def mark_here(s: Session, cmd: str) -> Mark:
 def begin(cmd: str, arg: str, takes_arg: bool = False) -> tuple[Session, Mark]:
     """The session and where the user is, for a reverse command."""
     s = running()
+    a = Args(cmd, arg, s)
     if s.relaxed:
         # its windows and marks are positions in the recorded total order
-        raise gdb.GdbError(f"det: {cmd}: going back needs an ordered replay (start gdb without --relaxed)")
-    if arg.strip() and not takes_arg:
-        raise gdb.GdbError(f"det: {cmd}: takes no arguments")
-    if not arg.strip() and takes_arg:
-        raise gdb.GdbError(f"det: {cmd}: which expression? ({cmd} EXPR)")
+        raise a.error("going back needs an ordered replay (start gdb without --relaxed)")
+    if a and not takes_arg:
+        raise a.error("takes no arguments")
+    if not a and takes_arg:
+        raise a.error(f"which expression? ({cmd} EXPR)")
     return s, mark_here(s, cmd)
 
 

@@ -1,19 +1,21 @@
-"""det's gdb commands, one module each; register() defines them in gdb.
+"""det's gdb commands, one module each: importing one registers its command
+(det_gdb/registry.py's @command); define_all() defines them in gdb.
 
 Rules of this package:
-  - A command's module holds its gdb.Command class and what only it uses;
-    what several commands share is in det_gdb (session, frames, args,
-    reexec).
+  - A command's module holds its class and what only it uses; what several
+    commands share is in det_gdb (session, frames, args, reexec).
+  - A new command is a new module here and its name in the import below.
 """
 
 from __future__ import annotations
 
-from det_gdb.commands import (
+from det_gdb.commands import (  # noqa: F401 - imported for their @command
     back,
     break_event,
     disas,
     goto,
     last_write,
+    next,
     prefix,
     reverse_continue,
     reverse_step,
@@ -26,16 +28,9 @@ from det_gdb.commands import (
     until,
     when,
 )
-from det_gdb.commands import next as next_
+from det_gdb.registry import define_all
 
 
 def register() -> None:
     """Define det's settings and commands in gdb (once, at start)."""
-    show_frames.DetSetPrefix("set")
-    show_frames.DetSetPrefix("show")
-    show_frames.DetShowFrames(show_frames.DetFrameFilter())
-    for cls in (prefix.DetPrefix, status.DetStatus, when.DetWhen, next_.DetNext, back.DetBack, goto.DetGoto,
-                step_thread.DetStepThread, until.DetUntil, break_event.DetBreakEvent, timeline.DetTimeline,
-                thread.DetThread, threads.DetThreads, disas.DetDisas, last_write.DetLastWrite,
-                reverse_continue.DetReverseContinue, reverse_step.DetReverseStep):
-        cls()
+    define_all()

@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_int
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import session
 
 
-class DetBack(gdb.Command):
+@command("det back", gdb.COMMAND_RUNNING)
+class DetBack(DetCommand):
     """Go back N events (default 1): restart the replay and run to that event.
 
 Usage: det back [N]"""
 
-    def __init__(self) -> None:
-        super().__init__("det back", gdb.COMMAND_RUNNING)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = session()
-        n = parse_int(arg, "det back") if arg.strip() else 1
+        a = self.args(arg, s)
+        n = a.int(default=1)
         if n < 1:
-            raise gdb.GdbError("det: det back: N must be at least 1")
+            raise a.error("N must be at least 1")
         m = s.model
         if not s.alive() or s.pos is None:
             raise gdb.GdbError("det: det back: the program is not running; use `det goto N`")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_int, parse_kind, parse_obj, parse_thread, words
+from det_gdb.args import Args
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import BreakEvent, Session, session
 
 
-class DetBreakEvent(gdb.Command):
+@command("det break-event", gdb.COMMAND_BREAKPOINTS)
+class DetBreakEvent(DetCommand):
     """Stop before recorded events of a kind, on an object, or by a thread.
 
 Usage: det break-event [KIND|any] [OBJ] [obj OBJ] [thread T]
@@ -24,12 +26,10 @@ Examples: det break-event mutex_lock 4;  det break-event thread T2;
 They stop `continue`, `det next`, `det until` and `det step-thread`;
 `det goto` and `det back` pass them."""
 
-    def __init__(self) -> None:
-        super().__init__("det break-event", gdb.COMMAND_BREAKPOINTS)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = session()
-        w = words(arg)
+        a = self.args(arg, s)
+        w = a.words()
         if not w:
             if not s.breaks:
                 print("det: no break-events")
@@ -38,7 +38,8 @@ They stop `continue`, `det next`, `det until` and `det step-thread`;
                       f"{'' if b.enabled else ' (disabled)'}; hit {b.hits} time(s)")
             return
         if w[0] in ("delete", "disable", "enable"):
-            nums = [parse_int(x, f"det break-event {w[0]}") for x in w[1:]]
+            numbers = Args(f"{a.cmd} {w[0]}", arg, s)
+            nums = [numbers.int(x) for x in w[1:]]
             targets = [b for b in s.breaks if not nums or b.number in nums]
             missing = set(nums) - {b.number for b in s.breaks}
             if missing:
@@ -52,22 +53,22 @@ They stop `continue`, `det next`, `det until` and `det step-thread`;
             kind = obj = thread = None
             i = 0
             if w[0] not in ("obj", "thread"):
-                kind = parse_kind(w[0], "det break-event")
+                kind = a.kind(w[0])
                 i = 1
                 if i < len(w) and w[i] not in ("obj", "thread"):
-                    obj = parse_obj(s, w[i], "det break-event")
+                    obj = a.obj(w[i])
                     i += 1
             while i < len(w):
                 if w[i] in ("obj", "thread") and i + 1 < len(w):
                     if w[i] == "obj":
-                        obj = parse_obj(s, w[i + 1], "det break-event")
+                        obj = a.obj(w[i + 1])
                     else:
-                        thread = parse_thread(s, w[i + 1], "det break-event")
+                        thread = a.thread(w[i + 1])
                     i += 2
                 else:
-                    raise gdb.GdbError(f"det: det break-event: unexpected '{w[i]}' (see `help det break-event`)")
+                    raise a.error(f"unexpected '{w[i]}' (see `help det break-event`)")
             if kind is None and obj is None and thread is None:
-                raise gdb.GdbError("det: det break-event: `any` needs an object or a thread")
+                raise a.error("`any` needs an object or a thread")
             b = BreakEvent(s.next_break, kind, obj, thread)
             s.next_break += 1
             s.breaks.append(b)

@@ -8,35 +8,35 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_thread
 from det_gdb.frames import on_thread, user_frame
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
 
 
-class DetDisas(gdb.Command):
-    """Disassemble around thread T's position in the program's code (the call it
-waits in), with symbols; T defaults to the selected thread.
+@command("det disas", gdb.COMMAND_DATA)
+class DetDisas(DetCommand):
+    """Disassembly around thread T's code (capstone, pyelftools).
 
 Usage: det disas [T]
+Disassembles around thread T's position in the program's code (the call it
+waits in), with symbols; T defaults to the selected thread.
 Needs the Python packages capstone and pyelftools in gdb's Python
 (`make` installs them into det's .venv, which det adds to gdb's path)."""
 
-    def __init__(self) -> None:
-        super().__init__("det disas", gdb.COMMAND_DATA)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()
+        a = self.args(arg, s)
         try:
             import det_gdb_disas
         except ImportError as e:
-            raise gdb.GdbError(f"det: det disas: {e}") from None
+            raise a.error(str(e)) from None
         err = det_gdb_disas.missing(s.cfg.get("site_packages", []))
         if err:
-            raise gdb.GdbError(f"det: det disas: {err}")
-        num = parse_thread(s, arg, "det disas") if arg.strip() else s.det_num()
+            raise a.error(err)
+        num = a.thread() if a else s.det_num()
         th = s.gdb_thread(num) if num is not None else gdb.selected_thread()
         if th is None:
-            raise gdb.GdbError(f"det: det disas: T{num} is not running")
+            raise a.error(f"T{num} is not running")
         with on_thread(th):
             f = user_frame() or gdb.newest_frame()
             pc = f.pc()

@@ -24,9 +24,11 @@ from det_gdb.reexec import (
     watch_spec,
     where_now,
 )
+from det_gdb.registry import DetCommand, command
 
 
-class DetLastWrite(gdb.Command):
+@command("det last-write", gdb.COMMAND_RUNNING, completer=gdb.COMPLETE_EXPRESSION)
+class DetLastWrite(DetCommand):
     """Go back to the last change of EXPR before the current position.
 
 Usage: det last-write EXPR
@@ -37,11 +39,8 @@ the thread, its line, the events around it, the old and new value. Run it
 again to go to the write before that one. Your breakpoints are kept and do
 not stop the re-executions."""
 
-    def __init__(self) -> None:
-        super().__init__("det last-write", gdb.COMMAND_RUNNING, gdb.COMPLETE_EXPRESSION)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = "det last-write"
+        cmd = self.det_name
         s, mark = begin(cmd, arg, takes_arg=True)
         expr = arg.strip()
         spec, now = watch_spec(expr, cmd)

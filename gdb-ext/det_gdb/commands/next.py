@@ -8,24 +8,23 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_int
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
 
 
-class DetNext(gdb.Command):
+@command("det next", gdb.COMMAND_RUNNING)
+class DetNext(DetCommand):
     """Let the schedule advance N events (default 1) and stop before the next one.
 
 Usage: det next [N]
 Your breakpoints and break-events stop it earlier, as gdb's `next` would."""
 
-    def __init__(self) -> None:
-        super().__init__("det next", gdb.COMMAND_RUNNING)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()
-        n = parse_int(arg, "det next") if arg.strip() else 1
+        a = self.args(arg, s)
+        n = a.int(default=1)
         if n < 1:
-            raise gdb.GdbError("det: det next: N must be at least 1")
+            raise a.error("N must be at least 1")
         m = s.model
         pos = s.pos or s.position_from(s.live())
         i = m.index_of(pos.seq)

@@ -25,6 +25,7 @@ from det_gdb.reexec import (
     watch_spec,
     where_now,
 )
+from det_gdb.registry import DetCommand, command
 
 WATCH_TYPES = {gdb.BP_HARDWARE_WATCHPOINT: gdb.WP_WRITE, gdb.BP_WATCHPOINT: gdb.WP_WRITE,
                gdb.BP_READ_WATCHPOINT: gdb.WP_READ, gdb.BP_ACCESS_WATCHPOINT: gdb.WP_ACCESS}
@@ -44,20 +45,18 @@ def user_stops(cmd: str) -> list[tuple[gdb.Breakpoint, str, int | None]]:
     return out
 
 
-class DetReverseContinue(gdb.Command):
-    """Go back to the last stop of one of your breakpoints or watchpoints before
-the current position.
+@command("det reverse-continue", gdb.COMMAND_RUNNING)
+class DetReverseContinue(DetCommand):
+    """Go back to the last hit of your breakpoints and watchpoints.
 
 Usage: det reverse-continue
-det replays the recording again up to where you are with copies of your
+Goes back to the last stop of one of your breakpoints or watchpoints before
+the current position: det replays the recording again up to where you are with copies of your
 enabled breakpoints (their conditions too) and watchpoints, and stops at the
 last of their hits. Ignore counts are not applied."""
 
-    def __init__(self) -> None:
-        super().__init__("det reverse-continue", gdb.COMMAND_RUNNING)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = "det reverse-continue"
+        cmd = self.det_name
         s, mark = begin(cmd, arg)
         stops = user_stops(cmd)
         if not stops:

@@ -11,6 +11,7 @@ import gdb
 
 from det_gdb.frames import frame_kind, user_frame, where
 from det_gdb.reexec import Hit, Logger, Run, arrive, begin, between, figures, search, where_now
+from det_gdb.registry import DetCommand, command
 
 MAX_LINES = 4096  # line-start breakpoints for reverse-step
 
@@ -36,18 +37,17 @@ def line_starts(f: gdb.Frame) -> list[int]:
     return sorted(pcs)[:MAX_LINES]
 
 
-class DetReverseStep(gdb.Command):
-    """Go back to the previous line the current thread ran in its current function
-(calls are stepped over, as by gdb's reverse-next); at the function's first
-line, to the line that called it.
+@command("det reverse-step", gdb.COMMAND_RUNNING)
+class DetReverseStep(DetCommand):
+    """Go back to the previous line of the current thread.
 
-Usage: det reverse-step"""
-
-    def __init__(self) -> None:
-        super().__init__("det reverse-step", gdb.COMMAND_RUNNING)
+Usage: det reverse-step
+Goes back to the previous line the current thread ran in its current
+function (calls are stepped over, as by gdb's reverse-next); at the
+function's first line, to the line that called it."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = "det reverse-step"
+        cmd = self.det_name
         s, mark = begin(cmd, arg)
         num = mark.thread if mark.thread is not None else s.det_num()
         if num is None:

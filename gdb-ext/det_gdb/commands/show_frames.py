@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import gdb
 
 from det_gdb.frames import in_det
+from det_gdb.registry import command
 
 
 class DetFrameFilter:
@@ -38,15 +39,23 @@ class DetSetPrefix(gdb.Command):
         super().__init__(f"{verb} det", gdb.COMMAND_DATA, gdb.COMPLETE_NONE, prefix=True)
 
 
+@command("det show-frames", gdb.COMMAND_STACK)
 class DetShowFrames(gdb.Parameter):
-    """Whether backtraces show det's own frames (libdet.so: how a thread waits for its
-turn). Off by default: `bt` shows the program's frames and the libraries it called."""
+    """Show det's own frames in backtraces (off).
+
+Usage: set det show-frames on|off
+Whether backtraces show det's own frames (libdet.so: how a thread waits for
+its turn). Off by default: `bt` shows the program's frames and the libraries
+it called."""
 
     set_doc = "Set whether backtraces show det's own frames."
     show_doc = "Show whether backtraces show det's own frames."
 
-    def __init__(self, flt: DetFrameFilter) -> None:
-        super().__init__("det show-frames", gdb.COMMAND_STACK, gdb.PARAM_BOOLEAN)
+    def __init__(self) -> None:
+        DetSetPrefix("set")
+        DetSetPrefix("show")
+        flt = DetFrameFilter()
+        super().__init__(self.det_name, self.det_category, gdb.PARAM_BOOLEAN)
         self.value = False
         self.flt = flt
 

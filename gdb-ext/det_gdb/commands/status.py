@@ -9,19 +9,19 @@ from __future__ import annotations
 import gdb
 
 from det_gdb.frames import thread_where
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
 
 
-class DetStatus(gdb.Command):
-    """Where the replay is: the current event and total, the thread about to do it,
-and for every thread its next recorded event with its source line, what it
-holds, and whether it waits for its turn. At the end of a recording that
-hung, the deadlock cycle (or what every thread waits for).
+@command("det status", gdb.COMMAND_STATUS)
+class DetStatus(DetCommand):
+    """Where the replay is: the event, every thread's next event.
 
-Usage: det status"""
-
-    def __init__(self) -> None:
-        super().__init__("det status", gdb.COMMAND_STATUS)
+Usage: det status
+The current event and total, the thread about to do it, and for every
+thread its next recorded event with its source line, what it holds, and
+whether it waits for its turn. At the end of a recording that hung, the
+deadlock cycle (or what every thread waits for)."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()

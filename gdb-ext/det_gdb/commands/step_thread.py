@@ -8,34 +8,33 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_thread
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import Goal, running
 
 
-class DetStepThread(gdb.Command):
-    """Run until thread T completes its next event; the other threads move only as
-the schedule requires. T defaults to the selected thread; gdb then selects T.
+@command("det step-thread", gdb.COMMAND_RUNNING)
+class DetStepThread(DetCommand):
+    """Run until thread T (the selected thread) completes its next event.
 
-Usage: det step-thread [T]      (T: 2 or T2)"""
-
-    def __init__(self) -> None:
-        super().__init__("det step-thread", gdb.COMMAND_RUNNING)
+Usage: det step-thread [T]      (T: 2 or T2)
+The other threads move only as the schedule requires. T defaults to the
+selected thread; gdb then selects T."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()
         m = s.model
-        if arg.strip():
-            t = parse_thread(s, arg, "det step-thread")
+        a = self.args(arg, s)
+        if a:
+            t = a.thread()
         else:
             t = s.det_num()
             if t is None:
-                raise gdb.GdbError("det: det step-thread: the selected thread is not one of det's; name one")
+                raise a.error("the selected thread is not one of det's; name one")
         live = {x.num: x for x in s.live()}
         done = live[t].done if t in live else 0
         seq = m.thread_seq(t, done)
         if seq is None:
-            raise gdb.GdbError(f"det: det step-thread: T{t} has no more recorded events "
-                               f"(it did all {m.thread_count(t)})")
+            raise a.error(f"T{t} has no more recorded events (it did all {m.thread_count(t)})")
         what = f"its event {seq} ({m.what(m.event(seq))})"
         if s.relaxed:
             if m.thread_seq(t, done + 1) is None:

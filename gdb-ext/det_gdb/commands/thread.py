@@ -8,27 +8,26 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_thread
 from det_gdb.frames import user_frame, where
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
 
 
-class DetThread(gdb.Command):
+@command("det thread", gdb.COMMAND_STACK)
+class DetThread(DetCommand):
     """Select thread T by its T-name, in its innermost frame of the program's code.
 
 Usage: det thread T      (T: 2 or T2; gdb's own `thread N` takes gdb's numbers)"""
 
-    def __init__(self) -> None:
-        super().__init__("det thread", gdb.COMMAND_STACK)
-
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()
-        if not arg.strip():
-            raise gdb.GdbError("det: det thread: which thread? (det thread T2)")
-        num = parse_thread(s, arg, "det thread")
+        a = self.args(arg, s)
+        if not a:
+            raise a.error("which thread? (det thread T2)")
+        num = a.thread()
         th = s.gdb_thread(num)
         if th is None:
-            raise gdb.GdbError(f"det: det thread: T{num} is not running")
+            raise a.error(f"T{num} is not running")
         th.switch()
         f = user_frame()
         if f is not None:

@@ -9,16 +9,15 @@ from __future__ import annotations
 import gdb
 
 from det_gdb.frames import thread_where
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
 
 
-class DetThreads(gdb.Command):
+@command("det threads", gdb.COMMAND_STATUS)
+class DetThreads(DetCommand):
     """gdb's thread numbers next to det's thread numbers, with each thread's state.
 
 Usage: det threads"""
-
-    def __init__(self) -> None:
-        super().__init__("det threads", gdb.COMMAND_STATUS)
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import gdb
 
-from det_gdb.args import parse_bound, words
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import session
 
 
-class DetTimeline(gdb.Command):
+@command("det timeline", gdb.COMMAND_STATUS)
+class DetTimeline(DetCommand):
     """A text swimlane of the events around the current one, one column per thread.
 
 Usage: det timeline [FROM [TO]]
@@ -20,9 +21,6 @@ Each row is one event, in the recorded order, written in the column of the
 thread that did it; `|` marks a thread running between its events, `:` one
 waiting in a condition or barrier wait, `#` one blocked where the recording
 ended; `=>` marks the current event. Default: 10 events either side."""
-
-    def __init__(self) -> None:
-        super().__init__("det timeline", gdb.COMMAND_STATUS)
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = session()
@@ -32,17 +30,17 @@ ended; `=>` marks the current event. Default: 10 events either side."""
             return
         live = s.live() if s.alive() else []
         pos = s.pos.seq if s.pos is not None else m.first
-        w = words(arg)
+        a = self.args(arg, s)
+        w = a.words()
         if len(w) > 2:
-            raise gdb.GdbError("det: det timeline: usage: det timeline [FROM [TO]]")
+            raise a.error("usage: det timeline [FROM [TO]]")
         if w:
             # A range is clamped to the recording (`det timeline 0 40` on a
             # 36-event trace shows events 0 to 35).
-            lo = parse_bound(s, w[0], "det timeline")
-            hi = parse_bound(s, w[1], "det timeline") if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20,
-                                                                                     m.total - 1))
+            lo = a.bound(w[0])
+            hi = a.bound(w[1]) if len(w) > 1 else m.seq_at(min(m.index_of(lo) + 20, m.total - 1))
             if hi < lo:
-                raise gdb.GdbError("det: det timeline: TO is before FROM")
+                raise a.error("TO is before FROM")
             lo, hi = min(max(lo, m.first), m.end - 1), min(max(hi, m.first), m.end - 1)
         else:
             i = m.index_of(pos)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import gdb
 
+from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
 
 
-class DetWhen(gdb.Command):
+@command("det when", gdb.COMMAND_STATUS)
+class DetWhen(DetCommand):
     """The current event, as rr's `when`.
 
 Usage: det when"""
-
-    def __init__(self) -> None:
-        super().__init__("det when", gdb.COMMAND_STATUS)
 
     def invoke(self, arg: str, from_tty: bool) -> None:
         s = running()
