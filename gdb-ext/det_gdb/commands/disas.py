@@ -27,10 +27,10 @@ Needs the Python packages capstone and pyelftools in gdb's Python
         s = running()
         a = self.args(arg, s)
         try:
-            import det_gdb_disas
+            from det import disasm
         except ImportError as e:
             raise a.error(str(e)) from None
-        err = det_gdb_disas.missing(s.cfg.get("site_packages", []))
+        err = disasm.missing(s.cfg.get("site_packages", []))
         if err:
             raise a.error(err)
         num = a.thread() if a else s.det_num()
@@ -42,6 +42,6 @@ Needs the Python packages capstone and pyelftools in gdb's Python
             pc = f.pc()
             call_site = f != gdb.newest_frame()
         modules = s.model.trace.modules()
-        for ln in det_gdb_disas.disassemble(pc, modules, gdb.selected_inferior().read_memory, call_site,
-                                            f"T{num}" if num is not None else "this thread"):
+        for ln in disasm.disassemble(pc, modules, gdb.selected_inferior().read_memory, call_site,
+                                     f"T{num}" if num is not None else "this thread"):
             print(ln)
