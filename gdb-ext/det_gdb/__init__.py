@@ -9,8 +9,9 @@ the enforced schedule.
 
 The package: session (the replay under gdb and how it moves the program),
 frames (whose code a frame is in), args (the commands' arguments), pointers
-(names for heap objects), reexec (going back by re-execution), commands/
-(one module per command); det_gdb_model (beside it) is what needs no gdb.
+(names for heap objects), reexec (going back by re-execution), registry
+(@command: the one list of commands), commands/ (one module per command);
+det_gdb_model (beside it) is what needs no gdb.
 This file: start-up and the hooks gdb's own commands run.
 
 Rules of this package:
@@ -18,11 +19,13 @@ Rules of this package:
     AMX ("Couldn't write extended state status") and would perturb the
     replay. Only memory reads and writes through gdb expressions.
   - Standard library and det's stdlib-only modules only (gdb's Python is the
-    system python3); capstone and pyelftools are optional, for `det disas`.
+    system python3); capstone and pyelftools are optional, for `det disas`
+    (det.disasm).
   - Every user error is a gdb.GdbError with one line; no traceback reaches
     the user.
-  - No module imports this one (it starts everything): gdb's hooks call
-    det_gdb.step_hook() and det_gdb.after_thread_command() by name.
+  - No module of the package takes a name from this file (it starts
+    everything): gdb's hooks call det_gdb.step_hook() and
+    det_gdb.after_thread_command() by name.
 """
 
 from __future__ import annotations
