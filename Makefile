@@ -61,7 +61,8 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 SYS_PY  ?= python3
 INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
-                 $(foreach f,$(wildcard gdb-ext/*.py),share/det/gdb-ext=$(f))
+                 $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
+                   share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
 PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
              tui/det_tui/*.tcss) setup.cfg
 

@@ -4,7 +4,7 @@ This module holds everything of the gdb extension that does not need gdb:
 the recorded schedule (which event is where, per thread and globally), the
 names and source lines of events, and the text of `det status`,
 `det timeline` and divergence reports, built from a snapshot of the live
-threads that det_gdb.py reads from the program.
+threads that the det_gdb package reads from the program.
 
 Rules of this file:
   - Standard library and det's stdlib-only modules (det.trace, det.events,
@@ -14,7 +14,7 @@ Rules of this file:
     message; `Schedule.end` (one past the last seq) is "after the last
     event". Indexes into the global order are used only to count (next N,
     back N) and never shown.
-  - Nothing here reads program memory: det_gdb.py passes `LiveThread`
+  - Nothing here reads program memory: det_gdb passes `LiveThread`
     snapshots in, so the text can be checked without a running program.
 """
 
@@ -42,7 +42,7 @@ def kind_number(name: str) -> int | None:
 
 @dataclass
 class LiveThread:
-    """One det thread as det_gdb.py read it from the program's memory."""
+    """One det thread as det_gdb read it from the program's memory."""
 
     num: int            # det thread number (T<num>)
     state: str          # free | starting | running | exiting | parked
@@ -93,7 +93,7 @@ class Schedule:
         self._events: dict[int, Event] = {}
         self.thread_by_obj = {t["obj"]: tid for tid, t in self.threads.items()}
         self.blocked = {tid: (kind, obj) for tid, kind, obj, _ra in tr.blocked()}
-        # det's one naming scheme (det.names); det_gdb.py sets names.live
+        # det's one naming scheme (det.names); det_gdb sets names.live
         # to find the pointer expression that reaches a heap object.
         self.names = ObjectNames(tr, self.sym)
 

@@ -66,7 +66,7 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
 
     gdb = find_gdb()
     path = Path(trace_path).resolve()
-    if not (EXT_DIR / "det_gdb.py").exists():
+    if not (EXT_DIR / "det_gdb" / "__init__.py").exists():
         raise DetError(f"{EXT_DIR}: det's gdb extension is missing", status=2)
     with contextlib.ExitStack() as cleanup:
         with Trace(path) as tr:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import det
 from conftest import DETREPLAY, ROOT, detrec, detreplay, program, reseal, sample_bin
 
 MUTEX_LOCK, MUTEX_UNLOCK, THREAD_EXIT = 10, 14, 3
@@ -513,8 +514,9 @@ def test_disas(counter: Path) -> None:
     assert re.search(r"^=> 0x[0-9a-f]+ <worker\+\d+>\s+call 0x[0-9a-f]+ <pthread_mutex_unlock@plt>", out, re.M), out
     # Without capstone or pyelftools importable: one clear hint.
     hint = subprocess.run([sys.executable, "-I", "-S", "-c",
-                           f"import sys; sys.path.insert(0, {str(ROOT / 'gdb-ext')!r}); import det_gdb_disas; "
-                           "print(det_gdb_disas.missing([]))"], capture_output=True, text=True, timeout=60)
+                           f"import sys; sys.path.insert(0, {str(Path(det.__file__).parent.parent)!r}); "
+                           "from det import disasm; print(disasm.missing([]))"],
+                          capture_output=True, text=True, timeout=60)
     assert "needs the Python packages capstone and pyelftools" in hint.stdout, hint.stdout + hint.stderr
     assert "x/20i $pc" in hint.stdout
 

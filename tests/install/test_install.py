@@ -56,7 +56,9 @@ def test_layout_follows_the_fhs(dest: Path) -> None:
     # dettui's modules and its look (package data, not Python)
     assert (root / "lib/det/python/det/tui/app.py").is_file()
     assert (root / "lib/det/python/det/tui/dettui.tcss").is_file()
-    assert (root / "share/det/gdb-ext/det_gdb.py").is_file()
+    # the gdb extension: a package with its commands in a subpackage
+    assert (root / "share/det/gdb-ext/det_gdb/__init__.py").is_file()
+    assert (root / "share/det/gdb-ext/det_gdb/commands/goto.py").is_file()
     # nothing outside PREFIX, nothing that points back into the checkout
     assert sorted(p.name for p in dest.iterdir()) == ["usr"]
     for f in root.rglob("*"):

@@ -2,7 +2,7 @@
 around it, and capstone's disassembly around its call site.
 
 Rules: a missing source file or ELF file is said in the pane, never raised;
-the disassembly is det_gdb_disas's (gdb-ext), reading the ELF files.
+the disassembly is det.disasm's (gdb's det disas too), reading the ELF files.
 """
 
 from __future__ import annotations

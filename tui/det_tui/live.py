@@ -3,8 +3,8 @@ gdb/MI (pygdbmi), with the trace's views following it.
 
 Rules of this file:
   - Every step is one of det's own gdb commands (det next, det step-thread,
-    det back, det goto: gdb-ext/det_gdb.py), sent as console commands; the
-    position is read back from gdb ($det_event, $det_thread), never
+    det back, det goto: gdb-ext/det_gdb/commands/), sent as console commands;
+    the position is read back from gdb ($det_event, $det_thread), never
     computed here.
   - gdb runs commands in order (MI's synchronous mode): a tokened
     `-data-evaluate-expression $det_event` after a command is answered only

@@ -457,7 +457,7 @@ def source_around(loc: Location | None, cwd: str | None, context: int = 5) -> So
 
 
 def elf_reader(modules: list[tuple[str, int]]) -> Callable[[int, int], bytes]:
-    """A read_memory for det_gdb_disas that reads code from the recording's
+    """A read_memory for det.disasm that reads code from the recording's
     ELF files (their PT_LOAD segments), not from a running program."""
     mods = sorted((base, path) for path, base in modules if path and os.path.exists(path))
 
@@ -488,23 +488,16 @@ def _load_segments(path: str) -> list[tuple[int, int, int]]:
 
 
 def disassembly(addr: int, modules: list[tuple[str, int]], call_site: bool, who: str) -> list[str]:
-    """capstone's lines around a call site, through gdb-ext's det disas code
-    (one implementation for gdb and dettui), reading the ELF files."""
-    import sys
+    """capstone's lines around a call site, through det.disasm (one
+    implementation for gdb's det disas and dettui), reading the ELF files."""
+    from det import disasm
 
-    from det.paths import GDB_EXT_DIR
-
-    ext = str(GDB_EXT_DIR)
-    if ext not in sys.path:
-        sys.path.append(ext)
-    import det_gdb_disas
-
-    err = det_gdb_disas.missing([])
+    err = disasm.missing([])
     if err is not None:
         return [err]
-    # a module that is not a regular file is as good as gone (det_gdb_disas opens the ones it is given)
+    # a module that is not a regular file is as good as gone (det.disasm opens the ones it is given)
     modules = [(path, base) for path, base in modules if path and os.path.isfile(path)]
     try:
-        return det_gdb_disas.disassemble(addr, modules, elf_reader(modules), call_site, who)
+        return disasm.disassemble(addr, modules, elf_reader(modules), call_site, who)
     except (OSError, ValueError) as e:
         return [f"no disassembly: {e}"]

@@ -1,14 +1,16 @@
-"""`det disas`: capstone disassembly around a thread's place in the code,
-with symbols from the ELF files (pyelftools).
+"""Disassembly for gdb's `det disas` and dettui: capstone's lines around a
+thread's place in the code, with symbols from the ELF files (pyelftools).
 
 Rules of this file:
-  - capstone and pyelftools are optional: `missing()` says in one line what
-    to install, and nothing else in the extension imports them.
+  - Standard library only at import (gdb's Python loads it); capstone and
+    pyelftools are optional: `missing()` says in one line what to install,
+    and nothing else in det or its gdb extension imports them.
   - Code bytes come from the program's memory (gdb's read_memory, no
     inferior calls); symbols from the files of the recording's modules
     (det.trace modules: path and load bias; ASLR is off in every det run).
   - Pure functions of their arguments, no gdb import: the gdb side passes
-    the pc, the modules and a memory reader in.
+    the pc, the modules and a memory reader in (dettui a reader of the ELF
+    files).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Going back by re-execution: `det last-write`, `det reverse-continue`,
-`det reverse-step`.
+"""Going back by re-execution, for `det last-write`, `det reverse-continue`
+and `det reverse-step` (det_gdb/commands/).
 
 gdb's own reverse execution needs `record full`, which does not work with
 threads (nor on CPUs with AMX state). A det replay is deterministic, so the
@@ -11,7 +11,7 @@ reverse-continue, the line starts of the current function for
 reverse-step). The last logged hit is the answer; one more run stops there.
 
 Rules of this file:
-  - As det_gdb.py: no inferior function calls, standard library only, every
+  - As every det_gdb module: no inferior function calls, standard library only, every
     user error one gdb.GdbError line.
   - Where the user is (the "mark") is found again exactly when det stopped
     the program at an event or at the end. A stop in the program's code is
@@ -31,20 +31,21 @@ Rules of this file:
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import det_gdb as D
 import gdb
+
+from det_gdb.args import Args
+from det_gdb.frames import on_thread, user_frame, where
+from det_gdb.session import Goal, Session, running
 
 WINDOW = 64
 GROWTH = 32
 REGS = ("rip", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
         "r14", "r15")
 TOP = 64          # bytes of stack compared at a code mark
-MAX_LINES = 4096  # line-start breakpoints for reverse-step
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Hit:
 class Run:
     """The state shared by the logging breakpoints of one re-execution."""
 
-    def __init__(self, s: D.Session, mark: Mark, target: tuple[int, int, int, int] | None) -> None:
+    def __init__(self, s: Session, mark: Mark, target: tuple[int, int, int, int] | None) -> None:
         self.s = s
         self.mark = mark
         self.target = target          # (logger, thread, done, k) to stop at, or None: log only
@@ -168,7 +169,7 @@ class MarkBreakpoint(gdb.Breakpoint):
 
 
 # --- the mark ---------------------------------------------------------------------
-def mark_here(s: D.Session, cmd: str) -> Mark:
+def mark_here(s: Session, cmd: str) -> Mark:
     if not s.alive() or s.pos is None:
         raise gdb.GdbError(f"det: {cmd}: the program is not running; `det goto N` starts the replay")
     m = s.model
@@ -181,28 +182,29 @@ def mark_here(s: D.Session, cmd: str) -> Mark:
     th = s.gdb_thread(num)
     if th is None:
         raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
-    with D.on_thread(th):
+    with on_thread(th):
         f = gdb.newest_frame()
         regs = tuple(int(f.read_register(r)) for r in REGS)
         top = bytes(gdb.selected_inferior().read_memory(regs[1], TOP))
-        uf = D.user_frame()
-        here = D.where(uf) if uf is not None else f"{f.pc():#x}"
+        uf = user_frame()
+        here = where(uf) if uf is not None else f"{f.pc():#x}"
     done = int(s._slots()[num]["done"])
     sig = s.signalled[1] if s.signalled is not None and s.signalled[0] == num else None
     return Mark(pos.seq, False, thread=num, done=done, pc=regs[0], regs=regs, top=top, signal=sig,
                 what=f"T{num} in {here}" + (f" ({sig})" if sig else ""))
 
 
-def begin(cmd: str, arg: str, takes_arg: bool = False) -> tuple[D.Session, Mark]:
+def begin(cmd: str, arg: str, takes_arg: bool = False) -> tuple[Session, Mark]:
     """The session and where the user is, for a reverse command."""
-    s = D.running()
+    s = running()
+    a = Args(cmd, arg, s)
     if s.relaxed:
         # its windows and marks are positions in the recorded total order
-        raise gdb.GdbError(f"det: {cmd}: going back needs an ordered replay (start gdb without --relaxed)")
-    if arg.strip() and not takes_arg:
-        raise gdb.GdbError(f"det: {cmd}: takes no arguments")
-    if not arg.strip() and takes_arg:
-        raise gdb.GdbError(f"det: {cmd}: which expression? ({cmd} EXPR)")
+        raise a.error("going back needs an ordered replay (start gdb without --relaxed)")
+    if a and not takes_arg:
+        raise a.error("takes no arguments")
+    if not a and takes_arg:
+        raise a.error(f"which expression? ({cmd} EXPR)")
     return s, mark_here(s, cmd)
 
 
@@ -218,7 +220,7 @@ def value_log(spec: str) -> Callable[[int, int], dict]:
     return accept
 
 
-def mark_base_index(s: D.Session, mark: Mark) -> int:
+def mark_base_index(s: Session, mark: Mark) -> int:
     """Index in the global order of the last event before which logging must start."""
     m = s.model
     if mark.at_event:
@@ -229,7 +231,7 @@ def mark_base_index(s: D.Session, mark: Mark) -> int:
     return m.index_of(last) if last is not None else 0
 
 
-def windows(s: D.Session, mark: Mark) -> Iterator[int | None]:
+def windows(s: Session, mark: Mark) -> Iterator[int | None]:
     """Event seqs at which to start logging, nearest first; None: the program's start."""
     base = mark_base_index(s, mark)
     w = WINDOW
@@ -243,7 +245,7 @@ def windows(s: D.Session, mark: Mark) -> Iterator[int | None]:
 
 
 # --- one re-execution ---------------------------------------------------------------------
-def replay(s: D.Session, start: int | None, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
+def replay(s: Session, start: int | None, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
            target: tuple[int, int, int, int] | None = None) -> Run:
     """Restart, run without stops to event `start` (None: the program's start),
     then to the mark (or the target hit) with the loggers; the loggers are
@@ -251,9 +253,9 @@ def replay(s: D.Session, start: int | None, mark: Mark, make_loggers: Callable[[
     run = Run(s, mark, target)
     m = s.model
     if start is None:
-        s.resume(D.Goal("the start", ready=True, honor=False), restart=True, silent=True)
+        s.resume(Goal("the start", ready=True, honor=False), restart=True, silent=True)
     else:
-        s.resume(D.Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
+        s.resume(Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
     if not s.alive() or s.pos is None or (start is not None and not (s.pos.det_stop and s.pos.seq == start)):
         raise gdb.GdbError(f"det: the replay did not reach {m.label(start) if start is not None else 'its start'} "
                            "again")
@@ -263,9 +265,9 @@ def replay(s: D.Session, start: int | None, mark: Mark, make_loggers: Callable[[
         if not mark.at_event and mark.signal is None:
             bps.append(MarkBreakpoint(run))
         if mark.at_event and mark.seq < m.end:
-            goal = D.Goal(mark.what, seq=mark.seq, honor=False)
+            goal = Goal(mark.what, seq=mark.seq, honor=False)
         else:
-            goal = D.Goal(mark.what, end=True, honor=False)
+            goal = Goal(mark.what, end=True, honor=False)
         s.last_event = None
         s.resume(goal, silent=True)
         ev = s.last_event
@@ -281,7 +283,7 @@ def replay(s: D.Session, start: int | None, mark: Mark, make_loggers: Callable[[
     return run
 
 
-def search(s: D.Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
+def search(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
            pick: Callable[[list[Hit]], Hit | None] = lambda hits: hits[-1] if hits else None
            ) -> tuple[Hit | None, int | None, dict]:
     """Log from the nearest window on until a hit is picked; then stop at it.
@@ -309,7 +311,7 @@ def search(s: D.Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], lis
     return None, None, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0}
 
 
-def between(s: D.Session, num: int, done: int) -> str:
+def between(s: Session, num: int, done: int) -> str:
     """`after its event 490 (mutex_lock mutex 5 (account)), before its event 495`"""
     m = s.model
     prev = m.thread_seq(num, done - 1) if done > 0 else None
@@ -326,25 +328,25 @@ def between(s: D.Session, num: int, done: int) -> str:
     return ", ".join(parts)
 
 
-def arrive(s: D.Session, hit: Hit) -> list[str]:
+def arrive(s: Session, hit: Hit) -> list[str]:
     """Select the hit's thread and its frame in the program's code; the lines to show."""
     th = s.gdb_thread(hit.thread)
     if th is not None:
         th.switch()
-    f = D.user_frame()
+    f = user_frame()
     if f is not None:
         f.select()
     s.stop_thread = hit.thread
     return s.frame_lines()
 
 
-def figures(fig: dict, start: int | None, s: D.Session) -> str:
+def figures(fig: dict, start: int | None, s: Session) -> str:
     frm = "the program's start" if start is None else f"event {start}"
     return (f"({fig['runs']} re-executions from {frm}, {fig['logged']} hits logged, "
             f"{fig['seconds']:.1f} s)")
 
 
-# --- det last-write ------------------------------------------------------------------
+# --- watching memory ---------------------------------------------------------------------
 def watch_spec(expr: str, cmd: str) -> tuple[str, gdb.Value]:
     try:
         v = gdb.parse_and_eval(expr)
@@ -373,254 +375,6 @@ def hardware_watch(cls: type, run: Run, number: int, spec: str, accept: Callable
     return b
 
 
-class DetLastWrite(gdb.Command):
-    """Go back to the last change of EXPR before the current position.
-
-Usage: det last-write EXPR
-det replays the recording again, from a little before where you are (and
-further back if it finds nothing) up to where you are, with a hardware
-watchpoint on EXPR's address, and stops at the last write that changed it:
-the thread, its line, the events around it, the old and new value. Run it
-again to go to the write before that one. Your breakpoints are kept and do
-not stop the re-executions."""
-
-    def __init__(self) -> None:
-        super().__init__("det last-write", gdb.COMMAND_RUNNING, gdb.COMPLETE_EXPRESSION)
-
-    def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = "det last-write"
-        s, mark = begin(cmd, arg, takes_arg=True)
-        expr = arg.strip()
-        spec, now = watch_spec(expr, cmd)
-        now_text = str(now)
-
-        def loggers(run: Run) -> list[gdb.Breakpoint]:
-            return [hardware_watch(Logger, run, 0, spec, value_log(spec), gdb.WP_WRITE, cmd, expr)]
-
-        hit, start, fig = search(s, cmd, mark, loggers)
-        if hit is None:
-            print(f"det: {cmd}: {expr} did not change between the program's start and {mark.what} "
-                  f"(it is {now_text}) {figures(fig, start, s)}")
-            return
-        frame = arrive(s, hit)
-        wrote = writer(hit.pc)
-        lines = [f"det: the last write to {expr} before {mark.what}: T{hit.thread} in "
-                 f"{where_now()}, {between(s, hit.thread, hit.done)}",
-                 f"det: written at {wrote}" if wrote else "",
-                 f"det: {expr}: old value {hit.detail['old']}, new value {hit.detail['new']} "
-                 f"{figures(fig, start, s)}"]
-        for ln in lines + frame:
-            if ln:
-                print(ln)
-
-
-def writer(pc: int) -> str:
-    """The source line of the instruction before pc (a watchpoint reports the
-    instruction after the write): decoded from the function's start, as x86
-    cannot be decoded backwards."""
-    try:
-        block = gdb.block_for_pc(pc)
-        while block is not None and block.function is None:
-            block = block.superblock
-        if block is None or pc - block.start > 1 << 16:
-            return ""
-        insns = gdb.selected_frame().architecture().disassemble(block.start, pc)
-        before = [i["addr"] for i in insns if i["addr"] < pc]
-        if not before:
-            return ""
-        sal = gdb.find_pc_line(before[-1])
-    except (gdb.error, RuntimeError):
-        return ""
-    if sal.symtab is None or not sal.line:
-        return ""
-    text = source_text(sal.symtab.fullname(), sal.line)
-    return f"{os.path.basename(sal.symtab.filename)}:{sal.line}" + (f" ({text})" if text else "")
-
-
-def source_text(path: str, line: int) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for i, ln in enumerate(f, 1):
-                if i == line:
-                    return ln.strip()
-    except OSError:
-        pass
-    return ""
-
-
 def where_now() -> str:
-    f = D.user_frame()
-    return D.where(f) if f is not None else "?"
-
-
-# --- det reverse-continue ---------------------------------------------------------------
-WATCH_TYPES = {gdb.BP_HARDWARE_WATCHPOINT: gdb.WP_WRITE, gdb.BP_WATCHPOINT: gdb.WP_WRITE,
-               gdb.BP_READ_WATCHPOINT: gdb.WP_READ, gdb.BP_ACCESS_WATCHPOINT: gdb.WP_ACCESS}
-
-
-def user_stops(cmd: str) -> list[tuple[gdb.Breakpoint, str, int | None]]:
-    """(the user's breakpoint, the spec of its copy, its watchpoint class) for each enabled one."""
-    out = []
-    for b in gdb.breakpoints():
-        if not b.visible or not b.enabled:
-            continue
-        if b.type == gdb.BP_BREAKPOINT and b.location:
-            out.append((b, b.location, None))
-        elif b.type in WATCH_TYPES and b.expression:
-            spec, _ = watch_spec(b.expression, cmd)
-            out.append((b, spec, WATCH_TYPES[b.type]))
-    return out
-
-
-class DetReverseContinue(gdb.Command):
-    """Go back to the last stop of one of your breakpoints or watchpoints before
-the current position.
-
-Usage: det reverse-continue
-det replays the recording again up to where you are with copies of your
-enabled breakpoints (their conditions too) and watchpoints, and stops at the
-last of their hits. Ignore counts are not applied."""
-
-    def __init__(self) -> None:
-        super().__init__("det reverse-continue", gdb.COMMAND_RUNNING)
-
-    def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = "det reverse-continue"
-        s, mark = begin(cmd, arg)
-        stops = user_stops(cmd)
-        if not stops:
-            raise gdb.GdbError(f"det: {cmd}: no enabled breakpoint or watchpoint to go back to")
-
-        def loggers(run: Run) -> list[gdb.Breakpoint]:
-            out: list[gdb.Breakpoint] = []
-            for i, (b, spec, wp) in enumerate(stops):
-                cond = b.condition
-                if wp is None:
-                    def accept(num: int, done: int, cond: str | None = cond) -> dict | None:
-                        return {} if cond is None or bool(gdb.parse_and_eval(cond)) else None
-
-                    out.append(Logger(run, i, spec, accept))
-                else:
-                    out.append(hardware_watch(Logger, run, i, spec, value_log(spec), wp, cmd, b.expression))
-            return out
-
-        hit, start, fig = search(s, cmd, mark, loggers)
-        if hit is None:
-            print(f"det: {cmd}: none of your breakpoints or watchpoints was hit between the program's start and "
-                  f"{mark.what} {figures(fig, start, s)}")
-            return
-        b = stops[hit.logger][0]
-        what = "Watchpoint" if stops[hit.logger][2] is not None else "Breakpoint"
-        frame = arrive(s, hit)
-        shown = b.expression or b.location
-        shown = os.path.basename(shown) if shown.startswith("/") else shown
-        lines = [f"det: {cmd}: {what} {b.number} ({shown}), the last hit before {mark.what}: "
-                 f"T{hit.thread} in {where_now()}, {between(s, hit.thread, hit.done)} {figures(fig, start, s)}"]
-        if "old" in hit.detail:
-            lines.append(f"det: old value {hit.detail['old']}, new value {hit.detail['new']}")
-        for ln in lines + frame:
-            print(ln)
-
-
-# --- det reverse-step ----------------------------------------------------------------
-def frame_key(f: gdb.Frame) -> int:
-    """The caller's stack pointer: the same for every line of one call of a function."""
-    o = f.older()
-    return int(o.read_register("rsp")) if o is not None else 0
-
-
-def line_starts(f: gdb.Frame) -> list[int]:
-    """The pcs where the lines of f's function begin."""
-    block = f.block()
-    while block is not None and block.function is None:
-        block = block.superblock
-    sal = f.find_sal()
-    if block is None or sal.symtab is None:
-        return []
-    pcs = set()
-    for entry in sal.symtab.linetable():
-        if block.start <= entry.pc < block.end and entry.line:
-            pcs.add(entry.pc)
-    return sorted(pcs)[:MAX_LINES]
-
-
-class DetReverseStep(gdb.Command):
-    """Go back to the previous line the current thread ran in its current function
-(calls are stepped over, as by gdb's reverse-next); at the function's first
-line, to the line that called it.
-
-Usage: det reverse-step"""
-
-    def __init__(self) -> None:
-        super().__init__("det reverse-step", gdb.COMMAND_RUNNING)
-
-    def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = "det reverse-step"
-        s, mark = begin(cmd, arg)
-        num = mark.thread if mark.thread is not None else s.det_num()
-        if num is None:
-            raise gdb.GdbError(f"det: {cmd}: no det thread selected")
-        th = s.gdb_thread(num)
-        if th is None:
-            raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
-        th.switch()
-        f = D.user_frame()
-        if f is None or D.frame_kind(f) != "program":
-            raise gdb.GdbError(f"det: {cmd}: T{num} is not in the program's code")
-        key, line = frame_key(f), f.find_sal().line
-        caller = f.older()
-        while caller is not None and D.frame_kind(caller) != "program":
-            caller = caller.older()
-        funcs = [(line_starts(f), key)]
-        ckey = frame_key(caller) if caller is not None else None
-        if caller is not None:
-            funcs.append((line_starts(caller), ckey))
-        if not funcs[0][0]:
-            raise gdb.GdbError(f"det: {cmd}: no line table for {D.where(f)} (compiled without -g?)")
-
-        def loggers(run: Run) -> list[gdb.Breakpoint]:
-            out: list[gdb.Breakpoint] = []
-            n = 0
-            for pcs, k in funcs:
-                for pc in pcs:
-                    def accept(tnum: int, done: int, k: int = k) -> dict | None:
-                        if tnum != num:
-                            return None
-                        fr = gdb.newest_frame()
-                        if frame_key(fr) != k:
-                            return None
-                        return {"key": k, "line": fr.find_sal().line}
-
-                    out.append(Logger(run, n, f"*{pc:#x}", accept))
-                    n += 1
-            return out
-
-        def starts(hits: list[Hit]) -> list[Hit]:
-            """The first hit of each run of hits on one line: where the thread began a line."""
-            return [h for i, h in enumerate(hits) if i == 0 or hits[i - 1].detail["line"] != h.detail["line"]]
-
-        def pick(hits: list[Hit]) -> Hit | None:
-            mine = starts([h for h in hits if h.detail["key"] == key])
-            # The line the thread is in now is not "before" it.
-            if mine and mine[-1].detail["line"] == line:
-                mine.pop()
-            if mine:
-                return mine[-1]
-            up = starts([h for h in hits if h.detail["key"] == ckey])
-            return up[-1] if up else None
-
-        hit, start, fig = search(s, cmd, mark, loggers, pick)
-        if hit is None:
-            print(f"det: {cmd}: T{num} ran no earlier line of {f.name()} (or its caller) since the program's start "
-                  f"{figures(fig, start, s)}")
-            return
-        frame = arrive(s, hit)
-        lines = [f"det: T{num} back at {where_now()}, {between(s, num, hit.done)} {figures(fig, start, s)}"]
-        for ln in lines + frame:
-            print(ln)
-
-
-def register() -> None:
-    for cls in (DetLastWrite, DetReverseContinue, DetReverseStep):
-        cls()
-
+    f = user_frame()
+    return where(f) if f is not None else "?"
