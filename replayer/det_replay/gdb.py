@@ -28,9 +28,10 @@ import threading
 from pathlib import Path
 
 from det import paths
+from det.constants import DET_F_STDIN_FED
 from det.errors import DetError
 from det.launch import FED_KINDS, program_env
-from det.native import DET_F_STDIN_FED, Replayer
+from det.native import Replayer
 from det.trace import Trace
 from det.trust import sha256_file
 
