@@ -30,8 +30,8 @@ SETUP   := $(VENV)/.det-setup
 
 RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c recorder/openmp.c recorder/timers.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
 RUNTIME_HDR := recorder/runtime.h recorder/locks.h recorder/openmp.def recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
-SUP_SRC     := recorder/supervisor.c recorder/capture.c recorder/convert.c recorder/sums.c recorder/schedpack.c recorder/identity.c replayer/schedule.c replayer/sup_turns.c
-SUP_HDR     := recorder/supervisor.h recorder/sums.h recorder/schedpack.h recorder/logfmt.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
+SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c recorder/capture.c recorder/convert.c replayer/schedule.c replayer/sup_turns.c
+SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22
@@ -90,7 +90,7 @@ build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
 # The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
 # every det command would compile them again at each start (~0.1 s).

@@ -19,7 +19,7 @@
  *    not read again and stops the recording (ring_corrupt), rather than
  *    being copied for ever.
  */
-#include "supervisor.h"
+#include "../supervisor/supervisor.h"
 #include "logfmt.h"
 
 #include <errno.h>
@@ -446,4 +446,38 @@ SUP_EXPORT int det_capture_finish(struct det_sup *s)
 	pthread_join(s->cap_thread, NULL);
 	s->cap_started = 0;
 	return s->cap_rc;
+}
+
+/* det_sup_free's first step for a recording's handle: a capture still
+ * running (a recording given up half way) is stopped and joined. */
+static void capture_release(struct det_sup *s)
+{
+	if (s->cap_started)
+		det_capture_finish(s);
+}
+
+/* A recording's region (laid out by sup_map), and the capture's table of
+ * its threads. */
+SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rings, uint64_t ring_entries,
+					      uint32_t objects_cap)
+{
+	struct det_sup *s = sup_alloc();
+	if (!s)
+		return NULL;
+	s->release = capture_release;
+	struct sup_layout l = {
+		.mode = DET_MODE_RECORD,
+		.max_threads = max_threads,
+		.rings = rings,
+		.objects_cap = sup_pow2(objects_cap, 1024),
+		.ring_entries = ring_entries,
+	};
+	/* object ids count objects and threads (whose handles may be bound late) */
+	l.objseq_count = l.objects_cap + max_threads + 1;
+	if (sup_map(s, &l) != 0)
+		return s; /* the caller reads det_sup_error() and frees */
+	s->cap_threads = calloc(max_threads, sizeof(*s->cap_threads));
+	if (!s->cap_threads)
+		sup_fail(s, "out of memory");
+	return s;
 }

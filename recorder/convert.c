@@ -33,10 +33,10 @@
  *    the trace, and a converted trace stores the same value (meta
  *    schedule_digest). det_trace_digest hashes a trace's rows with the
  *    same two functions, for traces that lack the key.
- *  - The checksum lanes of event_rows and calls (recorder/sums.h) are added
+ *  - The checksum lanes of event_rows and calls (supervisor/sums.h) are added
  *    up as rows are made, and corrected when a late result changes one, so
  *    the seal needs no second pass over the tables.
- *  - The packed schedule (recorder/schedpack.h) is made from the same rows
+ *  - The packed schedule (supervisor/schedpack.h) is made from the same rows
  *    as they are made: the last two chunks' events wait unpacked, so a late
  *    result still finds its event there; one that comes later than that (a
  *    thread held up for a whole chunk of others' events between an event
@@ -51,10 +51,10 @@
  *    free for it, it could not be made, or after the merge) ops run at
  *    once, alike: the trace is the same byte for byte.
  */
-#include "supervisor.h"
+#include "../supervisor/supervisor.h"
 #include "logfmt.h"
-#include "schedpack.h"
-#include "sums.h"
+#include "../supervisor/schedpack.h"
+#include "../supervisor/sums.h"
 
 #include <errno.h>
 #include <fcntl.h>

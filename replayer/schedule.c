@@ -28,14 +28,14 @@
  *    events than a thread has) stop the replay with a message: what the
  *    feeder reads before the program starts is checked before it starts.
  *  - The events come from the trace's packed schedule when it has one that
- *    holds as many events as its threads (recorder/schedpack.h: a byte or
+ *    holds as many events as its threads (supervisor/schedpack.h: a byte or
  *    less an event, decoded here, where a row through SQLite costs ~110
  *    ns), else from event_rows; both give the same (seq, thread, call,
  *    result), and the validator checked that they agree before detreplay
  *    got here. DET_REPLAY_ROWS=1 reads the rows whatever the trace has.
  */
-#include "../recorder/supervisor.h"
-#include "../recorder/schedpack.h"
+#include "feeder.h"
+#include "../supervisor/schedpack.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -453,7 +453,8 @@ SUP_EXPORT void det_sup_feed_stop(struct det_sup *s)
 	syscall(SYS_futex, &s->hdr->feed_kick, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-void sup_feed_free(struct det_sup *s)
+/* det_sup_free's first step for a replay's handle (its release). */
+static void feed_free(struct det_sup *s)
 {
 	struct feeder *f = s->feed;
 	if (!f)
@@ -488,6 +489,7 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 
 	if (!s)
 		return NULL;
+	s->release = feed_free;
 	struct feeder *f = s->feed = calloc(1, sizeof(*f));
 	if (!f) {
 		sup_fail(s, "out of memory");

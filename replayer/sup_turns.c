@@ -13,7 +13,7 @@
  *  - A missing device or a refused schedule is one clear message, never a
  *    silent fall back to another backend.
  */
-#include "../recorder/supervisor.h"
+#include "feeder.h"
 #include "det/detsched.h"
 
 #include <errno.h>

@@ -42,7 +42,7 @@ struct det_capture_stats {
 	uint64_t busy_ns; /* time spent writing the capture log */
 };
 
-/* A table's rows and its two content-checksum lanes (recorder/sums.h). */
+/* A table's rows and its two content-checksum lanes (supervisor/sums.h). */
 struct det_table_sum {
 	uint64_t rows;
 	int64_t lane[2];
@@ -57,7 +57,7 @@ struct det_convert_stats {
 	uint64_t complete;   /* the log ends with its END chunk */
 	uint64_t ns;         /* time the conversion took */
 	uint64_t schedule;   /* the schedule digest (docs/TRACE_FORMAT.md, meta schedule_digest) */
-	struct det_table_sum event_sum, call_sum; /* event_rows and calls as written (recorder/sums.h) */
+	struct det_table_sum event_sum, call_sum; /* event_rows and calls as written (supervisor/sums.h) */
 };
 
 #define DET_SUP_ABI                                                                                \
@@ -142,7 +142,7 @@ int det_trace_digest(const char *db_path, const char *rows_sql, uint64_t *digest
  * message in err (a value that is not an integer is one). */
 int det_table_sums(const char *db_path, const char *select, struct det_table_sum *out, char *err, uint32_t errlen);
 /*
- * The packed schedule (recorder/schedpack.h, docs/TRACE_FORMAT.md table
+ * The packed schedule (supervisor/schedpack.h, docs/TRACE_FORMAT.md table
  * schedule): the statements that make it, in this order (schema.py's
  * SCHEDULE_SQL; det_convert takes them too, as DET_SQL_SCHED_*).
  */
@@ -155,7 +155,7 @@ enum det_sched_sql {
 };
 /* Make the packed schedule again from event_rows, in one transaction of its
  * own on the file at db_path (nothing else may be writing it), with meta
- * schedule_rows; sum gets event_rows' checksum lanes (recorder/sums.h), read
+ * schedule_rows; sum gets event_rows' checksum lanes (supervisor/sums.h), read
  * in the same scan. 0, or < 0 with a message in err. */
 int det_schedule_build(const char *db_path, const char *const *sql, uint32_t nsql, struct det_table_sum *sum,
 		       char *err, uint32_t errlen);
@@ -165,7 +165,7 @@ int det_schedule_build(const char *db_path, const char *const *sql, uint32_t nsq
  * no, err names the first event that differs; < 0: unreadable (err). */
 int det_schedule_check(const char *db_path, const char *rows_sql, const char *chunks_sql, struct det_table_sum *sum,
 		       char *err, uint32_t errlen);
-/* The identity of the file at path (recorder/identity.c: every byte and the
+/* The identity of the file at path (supervisor/identity.c: every byte and the
  * length, 256 bits, at memory speed; not cryptographic), as 64 hex digits in
  * hex (len >= 65): the key of det.validate's cache of traces that passed.
  * 0, or -1 with a message in hex. */
@@ -218,7 +218,7 @@ uint32_t det_sup_files_lost(struct det_sup *s);
  *   calls_sql:   rows (call, kind, object, aux)
  *   events_sql:  rows (seq, thread, call, result) in seq order
  *   schedule_sql: NULL, or the packed schedule's chunks (chunk, first seq,
- *                events, bytes, by chunk: recorder/schedpack.h), read
+ *                events, bytes, by chunk: supervisor/schedpack.h), read
  *                instead of events_sql when it holds schedule_events events
  *                and every thread's count adds up to that (else the rows are
  *                read: older traces, traces whose rows were rewritten)

@@ -374,7 +374,7 @@ def test_the_decoder_rewinds(tmp_path: Path) -> None:
 
     exe = tmp_path / "sched_rewind"
     subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", ROOT / "include", "-I",
-                    ROOT / "recorder", "-o", exe, ROOT / "tests" / "unit" / "c" / "sched_rewind.c", "-lsqlite3"],
+                    ROOT / "supervisor", "-o", exe, ROOT / "tests" / "unit" / "c" / "sched_rewind.c", "-lsqlite3"],
                    check=True)
     r = subprocess.run([exe], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == "same\n", r.stdout

@@ -2,7 +2,7 @@
  * tests/unit/c/sched_rewind.c - the packed schedule decodes the same after
  * a rewind (the feeder rewinds under gdb, where the program starts again):
  * three threads, one of them only in the first chunk, three chunks packed
- * with recorder/schedpack.h into an in-memory table, read twice through one
+ * with supervisor/schedpack.h into an in-memory table, read twice through one
  * decoder. Prints "same" and exits 0, or the first event that differs.
  */
 #include <sqlite3.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "schedpack.h" /* recorder/ */
+#include "schedpack.h" /* supervisor/ */
 
 #define N ((int)(2 * DET_PACK_EVENTS + 1000))
 

@@ -1,10 +1,13 @@
 /*
- * recorder/supervisor.c - libdetsup.so: the shared region seen from detrec
+ * supervisor/supervisor.c - libdetsup.so: the shared region seen from detrec
  * and detreplay (creation, layout, thread and failure reports).
  *
  * Rules of this file:
  *  - The region layout is computed here only, for both modes.
  *  - No printing, no exits: errors go to det_sup_error().
+ *  - It calls neither side: the handle is made by the capture
+ *    (det_sup_record_new) or the feeder (det_sup_replay_new), and what that
+ *    side runs on the region is ended through the handle's release.
  */
 #include "supervisor.h"
 
@@ -158,9 +161,8 @@ SUP_EXPORT void det_sup_free(struct det_sup *s)
 {
 	if (!s)
 		return;
-	if (s->cap_started)
-		det_capture_finish(s); /* (a recording given up half way) */
-	sup_feed_free(s);
+	if (s->release)
+		s->release(s); /* (a recording given up half way: its capture) */
 	if (s->hdr)
 		munmap(s->hdr, s->size);
 	if (s->fd >= 0)
@@ -296,29 +298,6 @@ SUP_EXPORT int det_sup_divergence(struct det_sup *s, uint64_t out[10], char *wha
 		what[len - 1] = 0;
 	}
 	return 1;
-}
-
-SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rings, uint64_t ring_entries,
-					      uint32_t objects_cap)
-{
-	struct det_sup *s = sup_alloc();
-	if (!s)
-		return NULL;
-	struct sup_layout l = {
-		.mode = DET_MODE_RECORD,
-		.max_threads = max_threads,
-		.rings = rings,
-		.objects_cap = sup_pow2(objects_cap, 1024),
-		.ring_entries = ring_entries,
-	};
-	/* object ids count objects and threads (whose handles may be bound late) */
-	l.objseq_count = l.objects_cap + max_threads + 1;
-	if (sup_map(s, &l) != 0)
-		return s; /* the caller reads det_sup_error() and frees */
-	s->cap_threads = calloc(max_threads, sizeof(*s->cap_threads));
-	if (!s->cap_threads)
-		sup_fail(s, "out of memory");
-	return s;
 }
 
 SUP_EXPORT int det_sup_module(struct det_sup *s, uint32_t i, uint64_t *base, char *path, uint32_t len)

@@ -1,5 +1,5 @@
 /*
- * recorder/identity.c - libdetsup.so: a trace file's identity, the key of
+ * supervisor/identity.c - libdetsup.so: a trace file's identity, the key of
  * det.validate's cache of traces that passed the full pass (a file with
  * exactly those bytes needs only the cheap checks).
  *

@@ -1,6 +1,6 @@
 /*
- * recorder/sums.c - libdetsup.so: a table's content-checksum lanes
- * (recorder/sums.h) read from a trace file with the sqlite3 C API.
+ * supervisor/sums.c - libdetsup.so: a table's content-checksum lanes
+ * (supervisor/sums.h) read from a trace file with the sqlite3 C API.
  *
  * Rules of this file:
  *  - The SELECT is schema.py's (include/det/sup.h); this only steps it and

@@ -1,8 +1,8 @@
 /*
- * recorder/sums.h - the row lanes of a trace's content checksum (meta
+ * supervisor/sums.h - the row lanes of a trace's content checksum (meta
  * content_sum, docs/TRACE_FORMAT.md): the one definition, used by the
  * converter as it writes event_rows and calls (recorder/convert.c) and by
- * det_table_sums() (recorder/sums.c), which the validator and det's other
+ * det_table_sums() (supervisor/sums.c), which the validator and det's other
  * writers call on a finished file.
  *
  * Rules of this file:

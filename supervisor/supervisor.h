@@ -1,9 +1,12 @@
 /*
- * recorder/supervisor.h - internals of libdetsup.so shared by its recorder
- * (recorder/supervisor.c, recorder/drain.c) and replayer
- * (replayer/schedule.c) halves.
+ * supervisor/supervisor.h - internals of libdetsup.so's shared part
+ * (supervisor/: the region, the trace store's C helpers), used by its
+ * recorder (recorder/capture.c, recorder/convert.c) and replayer
+ * (replayer/schedule.c, replayer/sup_turns.c) sides.
  *
  * Rules: the public API is include/det/sup.h; nothing here is exported.
+ * Nothing here names a function of recorder/ or replayer/: what a side runs
+ * on the region is ended through the handle (struct det_sup's release).
  */
 #ifndef DET_SUPERVISOR_H
 #define DET_SUPERVISOR_H
@@ -65,6 +68,12 @@ struct det_sup {
 	uint64_t data_off;       /* replay: where recorded input data starts */
 	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */
 	int turns_fd;            /* replay: the enforcement backend's descriptor (kmod: owns the schedule), -1: none */
+
+	/* Set by the side that made the handle (det_sup_record_new: the
+	 * capture; det_sup_replay_new: the feeder), so that this shared part
+	 * names neither: ends what that side runs on the region (its thread),
+	 * det_sup_free's first step. NULL: nothing to end. */
+	void (*release)(struct det_sup *s);
 };
 
 static inline struct det_slot *sup_slot(const struct det_sup *s, uint32_t num)
@@ -113,23 +122,17 @@ SUP_HIDDEN int sup_map(struct det_sup *s, const struct sup_layout *l);
 SUP_HIDDEN int sup_fail(struct det_sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 SUP_HIDDEN uint64_t sup_mono_ns(void);
 SUP_HIDDEN uint32_t sup_pow2(uint64_t n, uint32_t min);
-SUP_HIDDEN void sup_feed_free(struct det_sup *s);
-/* Replay: every event's prerequisites (entry e's dep_thread, dep_idx) in
- * one pass over the trace, for a backend that loads them all at once. */
-SUP_HIDDEN int sup_schedule_deps(struct det_sup *s,
-				 void (*dep)(void *arg, uint32_t thread, uint64_t idx, const struct det_sched *e),
-				 void *arg);
 /* A read-only connection to the trace at db_path, immutable: SQLite reads
- * the file alone and never a journal or WAL beside it (recorder/sums.c). */
+ * the file alone and never a journal or WAL beside it (supervisor/sums.c). */
 SUP_HIDDEN int det_open_trace_ro(const char *db_path, sqlite3 **db);
 /* A trace's rows read with its own read-only connection: each row's ncols
- * (<= 8) integers go to row(); 0, or -1 with a message (recorder/sums.c). */
+ * (<= 8) integers go to row(); 0, or -1 with a message (supervisor/sums.c). */
 SUP_HIDDEN int det_scan_rows(const char *db_path, const char *select, int ncols,
 			     void (*row)(const int64_t *v, void *ctx), void *ctx, char *err, uint32_t errlen);
 /* The packed schedule made again from event_rows on an open connection, in
  * the caller's transaction (statements as enum det_sched_sql names them);
  * sum gets event_rows' checksum lanes. 0, or -1 with a message
- * (recorder/schedpack.c). */
+ * (supervisor/schedpack.c). */
 SUP_HIDDEN int sup_schedule_build(sqlite3 *db, const char *rows_sql, const char *clear_sql, const char *chunk_sql,
 				  const char *meta_sql, struct det_table_sum *sum, char *err, uint32_t errlen);
 

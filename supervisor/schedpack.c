@@ -1,12 +1,12 @@
 /*
- * recorder/schedpack.c - libdetsup.so: the packed schedule (recorder/
+ * supervisor/schedpack.c - libdetsup.so: the packed schedule (supervisor/
  * schedpack.h) made again from a trace's event_rows, and checked against
  * them.
  *
  * Rules of this file:
  *  - SQL text is schema.py's (include/det/sup.h says which statement is
  *    which); this only steps and binds.
- *  - Building sums the rows' checksum lanes (recorder/sums.h) in the same
+ *  - Building sums the rows' checksum lanes (supervisor/sums.h) in the same
  *    scan, so a writer that seals a trace it changed (det.validate.seal)
  *    reads event_rows once for both; the lanes go into meta schedule_rows,
  *    which says which rows the schedule was made from.
