@@ -30,8 +30,8 @@ SETUP   := $(VENV)/.det-setup
 
 RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c recorder/openmp.c recorder/timers.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
 RUNTIME_HDR := recorder/runtime.h recorder/locks.h recorder/openmp.def recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
-SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c recorder/capture.c recorder/convert.c replayer/schedule.c replayer/sup_turns.c
-SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
+SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c replayer/schedule.c replayer/sup_turns.c
+SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22

@@ -400,7 +400,7 @@ static int feed_some(struct det_sup *s)
 		f->row = 0;
 		moved = 1;
 		/* publish at the end of a thread's run of rows: an entry and the
-		 * signal glued after it (recorder/convert.c) appear together */
+		 * signal glued after it (recorder/convert_merge.c) appear together */
 		if (last_thread != t) {
 			if (last_thread != UINT32_MAX)
 				run_ends(s, last_thread);

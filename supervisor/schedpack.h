@@ -3,7 +3,7 @@
  * docs/TRACE_FORMAT.md "schedule"): each event's seq, thread, call and
  * result, a chunk of consecutive events per row, a byte or less an event.
  * The one definition of the encoding: the converter packs as it writes
- * event_rows (recorder/convert.c), supervisor/schedpack.c rebuilds it from
+ * event_rows (recorder/convert_pack.c), supervisor/schedpack.c rebuilds it from
  * the rows (det's other writers) and checks it against them (the
  * validator), and the replay feeder decodes it (replayer/schedule.c).
  *

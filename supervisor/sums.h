@@ -1,7 +1,7 @@
 /*
  * supervisor/sums.h - the row lanes of a trace's content checksum (meta
  * content_sum, docs/TRACE_FORMAT.md): the one definition, used by the
- * converter as it writes event_rows and calls (recorder/convert.c) and by
+ * converter as it writes event_rows and calls (recorder/convert_write.c) and by
  * det_table_sums() (supervisor/sums.c), which the validator and det's other
  * writers call on a finished file.
  *

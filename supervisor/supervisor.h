@@ -1,7 +1,7 @@
 /*
  * supervisor/supervisor.h - internals of libdetsup.so's shared part
  * (supervisor/: the region, the trace store's C helpers), used by its
- * recorder (recorder/capture.c, recorder/convert.c) and replayer
+ * recorder (recorder/capture.c, recorder/convert*.c) and replayer
  * (replayer/schedule.c, replayer/sup_turns.c) sides.
  *
  * Rules: the public API is include/det/sup.h; nothing here is exported.
