@@ -90,7 +90,7 @@ build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
 # The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
 # every det command would compile them again at each start (~0.1 s).
