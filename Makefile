@@ -32,6 +32,7 @@ RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder
 RUNTIME_HDR := recorder/runtime.h recorder/locks.h recorder/openmp.def recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c replayer/schedule.c replayer/sup_turns.c
 SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
+RUNTIME_HDR += include/det/cc.h
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22
@@ -79,7 +80,7 @@ $(SETUP): tools/setup.sh setup.cfg
 native: build/libdet.so build/libdetsup.so $(DETPASS)
 
 # -isystem: LLVM's headers do not pass -Wextra -Werror
-$(DETPASS): llvm/DetPass.cpp include/det/events.def include/det/events.h
+$(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det/events.h
 	@mkdir -p build
 	$(LLVM_BIN)/clang++ $(shell $(LLVM_CONFIG) --cxxflags | sed 's|-I\([^ ]*\)|-isystem \1|') -Iinclude \
 		-O2 $(WARN) -fPIC -shared -o $@ $<

@@ -59,8 +59,11 @@
 #endif
 
 extern "C" {
+#include "det/cc.h"
 #include "det/events.h"
 }
+
+#include <type_traits>
 
 using namespace llvm;
 
@@ -72,14 +75,21 @@ static cl::opt<bool> Ticks("det-ticks", cl::init(true),
 
 namespace {
 
-// The runtime ABI (recorder/atomics.c implements it).
-constexpr const char *TLS_NAME = "det_cc_tls";        // { i64 tick budget, i64 point budget }
-constexpr const char *SLOW_NAME = "det_cc_slow";      // (ptr tls, i32 which, ptr site)
-constexpr const char *LOCAL_SLOW = "det_cc_slow_local"; // (i32 which): calls it, or refills
-constexpr const char *BEGIN_NAME = "det_cc_atomic_begin"; // (ptr addr, i32 kind, i32 aux)
-constexpr const char *END_NAME = "det_cc_atomic_end";     // (i64 value, i32 aux)
-constexpr int WHICH_TICK = 0, WHICH_POINT = 1;
-constexpr int64_t REFILL = INT64_MAX / 2;
+// The runtime ABI: include/det/cc.h (recorder/atomics.c implements it).
+// A runtime entry's name is spelled from its prototype there, and the IR
+// types built below are those of the prototypes (checked here).
+#define CC_ENTRY(fn) ((void)&fn, #fn)
+constexpr const char *TLS_NAME = DET_CC_TLS;          // { i64 tick budget, i64 point budget }
+constexpr const char *SLOW_NAME = CC_ENTRY(det_cc_slow); // (ptr tls, i32 which, ptr site)
+constexpr const char *LOCAL_SLOW = DET_CC_SLOW_LOCAL; // (i32 which): calls it, or refills
+constexpr const char *BEGIN_NAME = CC_ENTRY(det_cc_atomic_begin); // (ptr addr, i32 kind, i32 aux)
+constexpr const char *END_NAME = CC_ENTRY(det_cc_atomic_end);     // (i64 value, i32 aux)
+static_assert(std::is_same_v<decltype(det_cc_slow), void(int64_t *, int32_t, void *)>, "det_cc_slow's IR type");
+static_assert(std::is_same_v<decltype(det_cc_atomic_begin), void(void *, uint32_t, uint32_t)>,
+              "det_cc_atomic_begin's IR type");
+static_assert(std::is_same_v<decltype(det_cc_atomic_end), void(uint64_t, uint32_t)>, "det_cc_atomic_end's IR type");
+constexpr int WHICH_TICK = DET_CC_TICK, WHICH_POINT = DET_CC_POINT;
+constexpr int64_t REFILL = DET_CC_REFILL;
 
 struct DetInstrument {
   Module &M;
@@ -378,7 +388,7 @@ struct DetInstrument {
       // Tell the runtime (and det's tools) how this module was built.
       auto *Mark = new GlobalVariable(M, I32, true, GlobalValue::LinkOnceODRLinkage,
                                       ConstantInt::get(I32, Memory ? 2 : 1),
-                                      Memory ? "det_cc_built_memory" : "det_cc_built");
+                                      Memory ? DET_CC_BUILT_MEMORY : DET_CC_BUILT);
       appendToUsed(M, {Mark});
     }
     return Changed;

@@ -26,7 +26,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-#define CC_REFILL (INT64_MAX / 2)
+#define CC_REFILL DET_CC_REFILL
 #define CC_STRICT_TICKS 20000 /* strict: ticks a thread runs before it offers the token */
 #define CC_LOGICAL_TICKS 2048 /* logical time: ticks between clock publications */
 #define CC_LOGICAL_POINTS 256 /* logical time: memory points per turn */

@@ -185,7 +185,7 @@ DET_HIDDEN void det_chaos_delay(struct det_thread *t);
 DET_HIDDEN void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why));
 
 /* --- programs built with det-cc (recorder/atomics.c) --- */
-enum { DET_CC_TICK = 0, DET_CC_POINT = 1 };
+#include "det/cc.h" /* DET_CC_TICK, DET_CC_POINT, DET_CC_REFILL; the det_cc_* entries atomics.c defines */
 /* Ticks and memory points the calling thread has passed. */
 DET_HIDDEN uint64_t det_cc_count(void);
 /* Replay: the thread's next event may be a CC_YIELD; aim its budget there. */
