@@ -1,6 +1,6 @@
 /*
  * kmod/harness/fuzz.c - an ioctl fuzzer for /dev/detsched, run inside the
- * qemu guest by `make check-kmod` (kmod/harness/guest.sh).
+ * qemu guest by `make check-kmod` (kmod/harness/guest.py).
  *
  *     fuzz SECONDS PROCESSES THREADS SEED
  *

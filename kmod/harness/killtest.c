@@ -1,6 +1,6 @@
 /*
  * kmod/harness/killtest.c - what /dev/detsched does when replaying
- * processes die, run inside the qemu guest (kmod/harness/guest.sh).
+ * processes die, run inside the qemu guest (kmod/harness/guest.py).
  *
  *     killtest
  *
