@@ -81,7 +81,7 @@ enum det_thread_state {
  *    from 0; DET_SEQ_OBSERVE | n for an event that only saw the object (a
  *    failed trylock: n of the object's events came before it, and it does
  *    not count as one); DET_SEQ_NONE for an input, which needs no order.
- *    The total order is built after the run (recorder/convert.c).
+ *    The total order is built after the run (recorder/convert_merge.c).
  *
  * An event's timestamp is dts ticks after the thread's previous one (its
  * previous event's, or a DET_REC_TS entry's); its result is 0 unless a

@@ -96,7 +96,7 @@ def test_marks_and_calls_are_checked_as_tables(tmp_path: Path) -> None:
 
 def _sql_lanes(db: sqlite3.Connection, table: str, cols: tuple[str, ...]) -> list:
     """The lanes as SQL computed them when traces were first sealed (format
-    4 before issue 9): recorder/sums.h must keep their value, or traces
+    4 before issue 9): supervisor/sums.h must keep their value, or traces
     sealed then would be refused."""
     def lane(a: int) -> str:
         h = "0"
