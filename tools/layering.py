@@ -2,7 +2,7 @@
 """tools/layering.py - who uses whom: det's folders form a DAG, and no file
 imports another that imports it back.
 
-    tools/layering.py --lib NAME "CFLAGS" SRC... [--lib ...]   (make check passes the Makefile's)
+    tools/layering.py [--edges] --lib NAME "CFLAGS" SRC... [--lib ...]   (make check passes the Makefile's)
 
 Rules of this file:
   - C: each source of a library is compiled alone (-c, the library's own
@@ -84,6 +84,11 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def edge_lines(lang: str, edges: dict[str, set[str]], why: dict[tuple[str, str], str]) -> list[str]:
+    """`LANG A -> B (an example)`, one per folder edge, sorted."""
+    return [f"{lang} {a} -> {b} ({why[(a, b)]})" for a in sorted(edges) for b in sorted(edges[a])]
+
+
 # ---------------------------------------------------------------- C
 
 
@@ -104,7 +109,8 @@ def c_symbols(cc: list[str], flags: list[str], src: str, tmp: str) -> tuple[set[
     return defined, used
 
 
-def c_layers(cc: list[str], libs: list[tuple[str, list[str], list[str]]]) -> tuple[list[str], dict[str, int]]:
+def c_layers(cc: list[str],
+             libs: list[tuple[str, list[str], list[str]]]) -> tuple[list[str], dict[str, int], list[str]]:
     errors: list[str] = []
     folder_edges: dict[str, set[str]] = defaultdict(set)
     why: dict[tuple[str, str], str] = {}
@@ -134,7 +140,7 @@ def c_layers(cc: list[str], libs: list[tuple[str, list[str], list[str]]]) -> tup
         examples = [why[(a, b)] for a in comp for b in folder_edges[a] if b in members]
         errors.append(f"C folder cycle {' <-> '.join(comp)}: " + "; ".join(sorted(examples)[:6]))
     return errors, {"C files": files, "C folder edges": sum(len(v) for v in folder_edges.values()),
-                    "C folder cycles": len(found)}
+                    "C folder cycles": len(found)}, edge_lines("C", folder_edges, why)
 
 
 # ---------------------------------------------------------------- Python
@@ -202,7 +208,7 @@ def imports_of(mods: dict[str, Path], name: str, path: Path) -> Iterable[tuple[s
                     yield m, a.name
 
 
-def py_layers() -> tuple[list[str], dict[str, int]]:
+def py_layers() -> tuple[list[str], dict[str, int], list[str]]:
     roots = py_roots()
     mods = py_modules(roots)
     errors: list[str] = []
@@ -241,7 +247,8 @@ def py_layers() -> tuple[list[str], dict[str, int]]:
     return errors, {"Python modules": len(mods),
                     "Python module cycles": len(cycles(mod_edges)),
                     "Python folder cycles": len(fcycles),
-                    "private imports": sum(1 for e in errors if e.startswith("private import"))}
+                    "private imports": sum(1 for e in errors if e.startswith("private import"))}, \
+        edge_lines("Python", folder_edges, why)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,17 +256,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cc", default="cc", help="the C compiler (a command line)")
     p.add_argument("--lib", nargs="+", action="append", default=[], metavar=("NAME", "CFLAGS"),
                    help='a library: its name, its compiler flags (one argument), its sources')
+    p.add_argument("--edges", action="store_true", help="also print every folder edge, with an example")
     ns = p.parse_args(argv)
     libs = []
     for spec in ns.lib:
         if len(spec) < 3:
             p.error("--lib needs a name, the flags and at least one source")
         libs.append((spec[0], shlex.split(spec[1]), spec[2:]))
-    errors, counts = py_layers()
+    errors, counts, edges = py_layers()
     if libs:
-        c_errors, c_counts = c_layers(shlex.split(ns.cc), libs)
+        c_errors, c_counts, c_edges = c_layers(shlex.split(ns.cc), libs)
         errors += c_errors
         counts.update(c_counts)
+        edges = c_edges + edges
+    if ns.edges:
+        for e in edges:
+            print(f"layering: {e}")
     for e in errors:
         print(f"layering: {e}")
     print("layering: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
