@@ -68,7 +68,7 @@ def copy(src: Path, stage: Path, dest: Path | None = None) -> Path:
 def det_package(stage: Path) -> Path:
     """det's Python package laid out as setup.cfg maps it, under ROOT/py."""
     py = stage / str(ROOT).lstrip("/") / "py"
-    pairs = ((ROOT / "recorder" / "det", py / "det"), (ROOT / "replayer" / "det_replay", py / "det" / "replay"))
+    pairs = ((ROOT / "store" / "det", py / "det"), (ROOT / "replayer" / "det_replay", py / "det" / "replay"))
     for src, dst in pairs:
         dst.mkdir(parents=True, exist_ok=True)
         for f in src.glob("*.py"):

@@ -390,7 +390,7 @@ def test_colour_only_when_asked_or_on_a_terminal(bank: tuple[Path, Path], monkey
 def test_engine_imports_only_the_standard_library() -> None:
     """gdb's Python imports det.diff: nothing but the standard library and det itself."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'recorder')!r}); import det.diff; "
+        f"import sys; sys.path.insert(0, {str(ROOT / 'store')!r}); import det.diff; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names "
         "and m.split('.')[0] not in ('det', '__main__')))"
     )

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, convert_each_way, detrec, detreplay, program, query, reseal, sample_bin
 
-sys.path.insert(0, str(ROOT / "recorder"))
+sys.path.insert(0, str(ROOT / "store"))
 from det import native, schema  # noqa: E402
 
 # ---------------------------------------------------------------- the format page's decoder

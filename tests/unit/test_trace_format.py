@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, convert_each_way, detrec, program, query, reseal, sample_bin
 
-sys.path.insert(0, str(ROOT / "recorder"))
+sys.path.insert(0, str(ROOT / "store"))
 from det import schema  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 Rules: reads only (never modifies a trace); works on NAME.incomplete too,
 with a warning, after making it from its capture log if detrec was killed
-(recorder/det/salvage.py).
+(store/det/salvage.py).
 """
 
 from __future__ import annotations
