@@ -22,7 +22,7 @@ from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
 from det.native import Replayer, turns_backends
-from det.salvage import ensure_trace
+from det.record.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
 from det.trust import check_libraries, check_owner, sha256_file

@@ -299,8 +299,8 @@ def gdb_reading_side(path: str) -> int:
 
 
 def tools(base: Path, path: Path) -> list[ToolRun]:
-    from det.detdiff import main as detdiff
-    from det.info import main as info
+    from det.compare.cli import main as detdiff
+    from det.record.info import main as info
     from det.replay.cli import main as detreplay
 
     p, b = str(path), str(base)
@@ -390,8 +390,8 @@ def _warm() -> None:
     cost of a refused trace)."""
     import det_gdb_model  # noqa: F401
 
-    import det.detdiff  # noqa: F401
-    import det.info  # noqa: F401
+    import det.compare.cli  # noqa: F401
+    import det.record.info  # noqa: F401
     import det.replay.cli  # noqa: F401
     import det.replay.gdb  # noqa: F401
     from det.native import lib

@@ -54,7 +54,7 @@ def test_the_tests_own_reading_of_a_log_checks_as_dets(tmp_path: Path) -> None:
     import caplog
 
     from det import native
-    from det.record import Options, capture_run
+    from det.record.engine import Options, capture_run
 
     exe = str(ROOT / "tests" / "bin" / "api_tour")
     log = capture_run(exe, [exe], tmp_path / "t.db", Options()).writer.log

@@ -20,10 +20,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import schema
-from ..constants import DET_EXIT_STOPPED
-from ..trace import Trace
-from ..validate import seal
+from det import schema
+from det.constants import DET_EXIT_STOPPED
+from det.trace import Trace
+from det.validate import seal
+
 from .hybrid import Borrowed
 from .model import KIND_BY_NAME, OBJKIND, SYNC_OBJECTS, Ev
 from .result import ANOTHER_PATH, FAILS, IMPOSSIBLE, OTHER_OUTCOME, STALLED, STOPPED, BisectError

@@ -13,13 +13,14 @@ import os
 import shlex
 import sys
 
-from . import __version__, tracedir
-from .analysis import Waiter, block_report
-from .errors import DetError
-from .names import ObjectNames
+from det import __version__, tracedir
+from det.analysis import Waiter, block_report
+from det.errors import DetError
+from det.names import ObjectNames
+from det.symbols import Symbolizer
+from det.trace import Trace, kind_name
+
 from .salvage import ensure_trace
-from .symbols import Symbolizer
-from .trace import Trace, kind_name
 
 
 def summary(tr: Trace) -> dict[str, object]:

@@ -37,11 +37,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, tracedir
-from .errors import DetError
-from .trace import Trace
-from .tracefile import TraceLock, WorkDir, user_name
-from .trust import check_owner, readable_by, sha256_file
+from det import __version__, tracedir
+from det.errors import DetError
+from det.trace import Trace
+from det.tracefile import TraceLock, WorkDir, user_name
+from det.trust import check_owner, readable_by, sha256_file
 
 CHUNK = 16 << 20
 MACHINE_STATE = ("/proc/", "/sys/", "/dev/", "/run/")

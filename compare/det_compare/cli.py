@@ -22,11 +22,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import __version__, tracedir
+from det import __version__, tracedir
+from det.errors import DetError
+from det.record.salvage import ensure_trace
+
 from .diff import compare
 from .difftext import Style, render
-from .errors import DetError
-from .salvage import ensure_trace
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..constants import DET_EXIT_STOPPED
+from det.constants import DET_EXIT_STOPPED
+from det.outpath import check_output_dir
+from det.trace import Trace
+from det.trust import check_owner
+
 from ..diff import Comparison, DiffError, EventRef
-from ..outpath import check_output_dir
-from ..trace import Trace
-from ..trust import check_owner
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
 from .model import SCHEDULING, Ev, Model
 from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import events as ev
+from det import events as ev
+from det.trace import Trace
+
 from ..diff import Comparison, _thread_first_diff
-from ..trace import Trace
 from .model import COND_WAITS, EXTENSION_STOP, ROLE, Ev, Model, State
 from .result import BisectError
 

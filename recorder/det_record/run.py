@@ -21,12 +21,13 @@ import os
 import sys
 import time
 
-from . import __version__
-from .constants import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT
-from .errors import DetError
-from .launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
-from .native import Recorder
-from .record import INTERRUPT, Options
+from det import __version__
+from det.constants import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT
+from det.errors import DetError
+from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
+from det.native import Recorder
+
+from .engine import INTERRUPT, Options
 
 NOTRACE_RING = 1024  # entries per thread: the rings are written and never read
 

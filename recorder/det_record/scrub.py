@@ -27,12 +27,12 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from .errors import DetError
-from .outpath import check_trace_output
-from .trace import Trace
-from .tracefile import TraceLock, WorkDir
-from .trust import check_owner, what_it_runs
-from .validate import remember, seal
+from det.errors import DetError
+from det.outpath import check_trace_output
+from det.trace import Trace
+from det.tracefile import TraceLock, WorkDir
+from det.trust import check_owner, what_it_runs
+from det.validate import remember, seal
 
 KEPT = ("PATH", "LANG", "LANGUAGE", "TERM", "SHELL", "TZ", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES",
         "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "USER", "LOGNAME", "TMPDIR", "_")

@@ -38,14 +38,14 @@ from dataclasses import asdict, dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from . import events as ev
-from . import schema
-from .analysis import held_at_end
-from .errors import DetError
-from .names import THREAD_KIND, ObjectNames
-from .symbols import DataSymbols, Symbolizer, variable_name
-from .trace import Trace, TraceError, kind_name, objkind_name
-from .tracefile import read_only
+from det import events as ev
+from det import schema
+from det.analysis import held_at_end
+from det.errors import DetError
+from det.names import THREAD_KIND, ObjectNames
+from det.symbols import DataSymbols, Symbolizer, variable_name
+from det.trace import Trace, TraceError, kind_name, objkind_name
+from det.tracefile import read_only
 
 # Characters per event in the fetched string: tid, kind, obj, site, result.
 WIDTH = 5

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .. import events as ev
+from det import events as ev
 
 # Scheduling points of strict mode: they end a thread's code segment, but
 # are not calls of the program.

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from det.errors import DetError
+
 from ..diff import EventRef, TraceSummary
-from ..errors import DetError
 
 # Verdicts of one replay.
 FAILS = "fails"                   # the outcome matches FAIL's: the bug happened

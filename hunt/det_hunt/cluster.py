@@ -12,12 +12,12 @@ GCS processes, ~100 MB of wheels) for nothing a hunt needs: seeds are
 independent, and a hunt's data are a few kept traces.
 
 Rules of this module:
- - A task records one seed on its worker (det.hunt.run_seed) into the
+ - A task records one seed on its worker (Runs.run: det.record.seeds) into the
    worker's temp directory, det-hunt-ID-PID/ (one per worker process:
    workers of one machine share /tmp), and returns the run's summary; the
    hunt merges summaries by seed and fetches only the traces it keeps
    (failing ones, and a passing partner), which the worker converts from
-   their capture logs then (det.hunt.use_kept); the directory, and the
+   their capture logs then (Runs.use_kept); the directory, and the
    logs of the runs not kept, are removed on every worker when the hunt
    ends.
  - Workers run the program at the path the client resolved, so the program
@@ -38,10 +38,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import DetError
-from .hunt import LAST_PASS, RunSpec, RunSummary, drop_run, drop_runs, run_seed, use_kept
-from .trust import sha256_file
+from det import __version__
+from det.errors import DetError
+from det.trust import sha256_file
+
+from .hunt import LAST_PASS, Runs, RunSpec, RunSummary
 
 _CHECKED: dict[str, str] = {}  # on a worker: program path -> sha256, once per hunt and program
 
@@ -52,7 +53,7 @@ def _scratch(hunt_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"det-hunt-{hunt_id}-{os.getpid()}"
 
 
-def _remote_run(spec: RunSpec, index: int, pct_k: int, hunt_id: str, det_version: str) -> RunSummary:
+def _remote_run(spec: RunSpec, index: int, pct_k: int, hunt_id: str, det_version: str, runs: Runs) -> RunSummary:
     """A task: on a worker, record run `index` of the hunt."""
     from distributed import get_worker
 
@@ -67,30 +68,31 @@ def _remote_run(spec: RunSpec, index: int, pct_k: int, hunt_id: str, det_version
             raise DetError(f"worker {where} has another {spec.exe} than the client (sha256 differs)")
     scratch = _scratch(hunt_id)
     scratch.mkdir(mode=0o700, exist_ok=True)
-    run = run_seed(spec, index, pct_k, scratch)
+    run = runs.run(spec, index, pct_k, scratch)
     run.host = where
     return run
 
 
-def _read(path: str) -> tuple[bytes, bool]:
+def _read(path: str, runs: Runs) -> tuple[bytes, bool]:
     """A kept run's trace (converted now if its log waited), and whether it was converted now."""
-    return use_kept(path, Path.read_bytes)
+    return runs.use_kept(path, Path.read_bytes)
 
 
-def _remove(paths: list[str]) -> None:
+def _remove(paths: list[str], runs: Runs) -> None:
     for p in paths:
-        drop_run(p)
+        runs.drop(p)
 
 
-def _remove_scratch(hunt_id: str) -> None:
-    drop_runs(_scratch(hunt_id))
+def _remove_scratch(hunt_id: str, runs: Runs) -> None:
+    runs.drop_all(_scratch(hunt_id))
     shutil.rmtree(_scratch(hunt_id), ignore_errors=True)
 
 
 class DaskEngine:
     """det.hunt's Engine on a Dask cluster."""
 
-    def __init__(self, address: str | None, scheduler_file: str | None, timeout: float = 10) -> None:
+    def __init__(self, address: str | None, scheduler_file: str | None, runs: Runs, timeout: float = 10) -> None:
+        self.runs = runs
         try:
             from distributed import Client
         except ImportError:
@@ -118,7 +120,7 @@ class DaskEngine:
         return f"{len(self.client.nthreads())} Dask worker(s) at {self.client.scheduler.address}"
 
     def submit(self, spec: RunSpec, index: int, pct_k: int) -> Any:
-        f = self.client.submit(_remote_run, spec, index, pct_k, self.hunt_id, __version__, pure=False,
+        f = self.client.submit(_remote_run, spec, index, pct_k, self.hunt_id, __version__, self.runs, pure=False,
                                key=f"det-run-{self.hunt_id}-{index}")
         self.running[f.key] = (f, index)
         return f
@@ -149,7 +151,7 @@ class DaskEngine:
             raise DetError(f"Dask worker {worker}: {fn.__name__}: {e}") from None
 
     def fetch(self, run: RunSummary, dest: Path) -> bool:
-        data, converted = self._on(run.host, _read, run.path)
+        data, converted = self._on(run.host, _read, run.path, self.runs)
         fd = os.open(dest, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -161,7 +163,7 @@ class DaskEngine:
         paths = self.doomed.setdefault(run.host, [])
         paths.append(run.path)
         if len(paths) >= 64:  # one round trip for many (the rest go with the scratch directory)
-            self._on(run.host, _remove, paths[:])
+            self._on(run.host, _remove, paths[:], self.runs)
             paths.clear()
 
     def cancel(self) -> None:
@@ -173,6 +175,6 @@ class DaskEngine:
     def close(self) -> None:
         try:
             self.cancel()
-            self.client.run(_remove_scratch, self.hunt_id)
+            self.client.run(_remove_scratch, self.hunt_id, self.runs)
         finally:
             self.client.close()
