@@ -136,7 +136,7 @@ def reseal(trace: Path) -> None:
     """A test that edits a trace on purpose (to make an unusual but valid
     one) seals it again, as det's own writers do: det.validate refuses a
     trace whose content no longer matches its checksum."""
-    from det.validate import seal
+    from det.seal import seal
 
     db = sqlite3.connect(trace)
     try:

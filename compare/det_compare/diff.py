@@ -677,7 +677,7 @@ def compare_traces(ta: Trace, tb: Trace, *, force: bool = False, context: int = 
         matched: dict[str, int] = {}     # thread char -> events matched: its first differing index
         for t in sorted(set(pa) | set(pb), key=ord):
             la, lb = pa.get(t, []), pb.get(t, [])
-            d = _thread_first_diff(a, b, la, lb)
+            d = thread_first_diff(a, b, la, lb)
             matched[t] = min(len(la), len(lb)) if d is None else d
             if d is not None:
                 threads.append(_thread_diff(c, t, d, la, lb))
@@ -754,7 +754,7 @@ def _divergence(c: Comparison, context: int) -> Divergence:
                       b=b_after[0] if b_after else None, before=before, a_after=a_after, b_after=b_after)
 
 
-def _thread_first_diff(a: _Side, b: _Side, la: list[int], lb: list[int]) -> int | None:
+def thread_first_diff(a: _Side, b: _Side, la: list[int], lb: list[int]) -> int | None:
     """First index where a thread's operations differ (or one trace's thread ends), or None."""
     best = None
     for f in ("kinds", "objs", "sites_s"):

@@ -49,10 +49,10 @@ from det.native import (
     libdet_path,
     log_digest,
 )
+from det.seal import remember
 from det.symbols import Symbolizer
 from det.trace import Trace, TraceWriter
 from det.trust import library_hashes, sha256_recorded
-from det.validate import remember
 
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 32  # per thread (struct det_rec)
 PCT_K = 1000  # PCT's k before a hunt has learned it from its runs

@@ -16,12 +16,12 @@ import os
 import sys
 from pathlib import Path
 
-from det.errors import DetError
+from det.errors import DetError, TraceDamage
 from det.native import convert, log_meta
 from det.trace import TraceWriter, log_path
 from det.tracefile import INCOMPLETE, LOG_SUFFIX, TraceLock, check_not_being_written
 from det.trust import check_owner
-from det.validate import TraceDamage, meta_of_log
+from det.validate import meta_of_log
 
 
 def salvage(log: Path, trust: bool = False) -> tuple[Path, str]:

@@ -9,7 +9,7 @@ what it read from a pipe or the terminal, and the random bytes it drew
     the program does not read those variables; the names are kept. Values
     of variables that carry no secret and that programs read to run (PATH,
     LANG, TERM, ...) are kept, and more with --keep NAME.
-  - The copy is sealed like any trace det writes (det.validate), rebuilt so
+  - The copy is sealed like any trace det writes (det.seal), rebuilt so
     that no old value survives in its free pages, and says which variables
     were scrubbed (meta `scrubbed`); the original is not touched. The
     output path is checked like detrec -o's (det.outpath), and written as
@@ -29,10 +29,10 @@ from pathlib import Path
 
 from det.errors import DetError
 from det.outpath import check_trace_output
+from det.seal import remember, seal
 from det.trace import Trace
 from det.tracefile import TraceLock, WorkDir
 from det.trust import check_owner, what_it_runs
-from det.validate import remember, seal
 
 KEPT = ("PATH", "LANG", "LANGUAGE", "TERM", "SHELL", "TZ", "PWD", "OLDPWD", "SHLVL", "COLUMNS", "LINES",
         "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "USER", "LOGNAME", "TMPDIR", "_")

@@ -15,3 +15,7 @@ class DetError(Exception):
     def __init__(self, message: str, status: int = 2) -> None:
         super().__init__(str(message).translate(_LINE_BREAKERS))
         self.status = status
+
+
+class TraceDamage(DetError):
+    """What is wrong with a trace, in one line (the path is added by the caller)."""

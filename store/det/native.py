@@ -371,7 +371,7 @@ def schedule_check(db_path: str | os.PathLike[str]) -> tuple[str | None, list[in
 
 def file_identity(path: str | os.PathLike[str]) -> str:
     """A file's identity (recorder/identity.c: all its bytes, 256 bits, read
-    at memory speed): det.validate's key for traces known to be valid."""
+    at memory speed): det.seal's key for traces known to be valid."""
     buf = ctypes.create_string_buffer(400)
     if lib().det_file_identity(_b(path), buf, len(buf)) != 0:
         raise OSError(buf.value.decode(errors="replace"))

@@ -22,8 +22,9 @@ from . import events as ev
 from . import schema
 from .errors import DetError
 from .outpath import check_trace_output
+from .seal import seal
 from .tracefile import INCOMPLETE, SQLITE_SIDE, WorkDir, check_not_being_written, check_side_files, read_only
-from .validate import JSON_META, seal, validate
+from .validate import JSON_META, validate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 

@@ -12,9 +12,10 @@ trace names. Rules of this file:
     --bisect, detrec pack, scrub and salvage) make that check; packing a
     trusted foreign trace adds only files its owner could read themselves
     (readable_by), so a trace is never a way to read what its owner cannot.
-  - The content seal (det.validate) finds damage and edits made without
-    det; it is not a signature: anyone with det can seal a trace they
-    wrote, so trust comes from who owns the file, never from its seal.
+  - The content seal (det.seal, checked by det.validate) finds damage and
+    edits made without det; it is not a signature: anyone with det can seal
+    a trace they wrote, so trust comes from who owns the file, never from
+    its seal.
   - Every library the recording loaded is checked by hash, as the binary
     is: a changed libc, or a library swapped under the same path, is
     refused unless --force. A library the recorded environment preloads

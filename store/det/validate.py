@@ -20,11 +20,10 @@ Rules of this file:
     every open. The full pass reads every event once (types, ranges,
     references, and each kind's order rules: a barrier's depart after its
     arrive, a lock taken only when free, a join after the exit, ...) and
-    compares the content checksum that detrec sealed the trace with, so a
-    changed input value or schedule is refused too. The checksum is over
-    the stored tables (event_rows and calls, no join); their row lanes are
-    summed in C (recorder/sums.h): by the converter as it writes them, so
-    detrec's seal reads no event again, and here by one C scan of each.
+    compares the content checksum that detrec sealed the trace with
+    (det.seal: how it is made, and the seal), so a changed input value or
+    schedule is refused too; here its row lanes are summed by one C scan
+    of each table.
   - The packed schedule (table schedule, meta schedule_rows) is derived
     data for replay's speed, outside the checksum: the full pass checks, in
     C (native.schedule_check, one scan of both), that it holds exactly
@@ -35,32 +34,35 @@ Rules of this file:
   - The full pass runs once per content: the identity of a trace det wrote,
     or of one that passed (native.file_identity: all its bytes, 256 bits,
     read at memory speed), is kept in the user's cache
-    ($XDG_CACHE_HOME/det/valid-traces), and a file with those exact bytes
-    needs only the cheap checks. DET_VALIDATE=full forces the full pass.
+    ($XDG_CACHE_HOME/det/valid-traces, det.seal's), and a file with those
+    exact bytes needs only the cheap checks. DET_VALIDATE=full forces the
+    full pass.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import sqlite3
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import events as ev
 from . import schema
-from .errors import DetError
-
-if TYPE_CHECKING:
-    from .trace import Trace
+from .errors import TraceDamage
+from .seal import content_sum, db_file, file_identity, known_valid, remember, sums_with
 
 
-class TraceDamage(DetError):
-    """What is wrong with a trace, in one line (the path is added by the caller)."""
+class Opened(Protocol):
+    """What this module reads of the det.trace.Trace that calls it as it
+    opens a file (a protocol: det.trace imports this module, not back)."""
+
+    path: Path
+    db: sqlite3.Connection
+
+    def event_rows(self) -> Iterator[tuple[int, int, int, int, int, int, int, int]]: ...
 
 
 ROLE = {k.number: k.role for k in ev.EVENTS}
@@ -170,7 +172,7 @@ VIEWS = {name: " ".join(sql.split()) for sql, name in re.findall(r"(CREATE VIEW 
 # ---------------------------------------------------------------- the entry point
 
 
-def validate(tr: Trace) -> None:
+def validate(tr: Opened) -> None:
     """Raise TraceDamage naming what is wrong with the trace, if anything."""
     try:
         _schema(tr)
@@ -181,7 +183,7 @@ def validate(tr: Trace) -> None:
             raise TraceDamage("the trace has no outcome, so it is damaged (a recording that did not finish "
                               "is named NAME.incomplete)")
         ident = file_identity(tr.path)
-        if os.environ.get("DET_VALIDATE") != "full" and ident is not None and ident in _cache_read():
+        if os.environ.get("DET_VALIDATE") != "full" and ident is not None and ident in known_valid():
             return
         _pages(tr)
         _events(tr, threads, processes, objects, outcome)
@@ -193,7 +195,7 @@ def validate(tr: Trace) -> None:
             if want is None:
                 raise TraceDamage("the trace has no content checksum (meta content_sum), so it cannot be "
                                   "trusted to be what was recorded")
-            if content_sum(tr.db, _sums_with(tr.db, rows_sum)) != want:
+            if content_sum(tr.db, sums_with(tr.db, rows_sum)) != want:
                 raise TraceDamage("its contents differ from what was recorded (the checksum in meta "
                                   "content_sum does not match): the trace was modified or damaged")
         if stale:
@@ -211,7 +213,7 @@ def validate(tr: Trace) -> None:
 INDEXED_TABLES = ("meta", "packed", "marks")  # (marks: by window and thread, and by thread and idx)
 
 
-def _schema(tr: Trace) -> None:
+def _schema(tr: Opened) -> None:
     tables = {r[0] for r in tr.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table in INDEXED_TABLES:
         if table in tables:
@@ -235,7 +237,7 @@ def _schema(tr: Trace) -> None:
             raise TraceDamage(f"the trace is damaged (its {name} view is not det's)")
 
 
-def _meta(tr: Trace) -> dict[str, Any]:
+def _meta(tr: Opened) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     for key, value in tr.db.execute("SELECT key, value FROM meta"):
         if not isinstance(key, str):
@@ -350,7 +352,7 @@ def _show(v: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def _outcome(tr: Trace) -> dict[str, Any] | None:
+def _outcome(tr: Opened) -> dict[str, Any] | None:
     cur = tr.db.execute("SELECT * FROM outcome")
     rows = cur.fetchall()
     if not rows:
@@ -388,14 +390,14 @@ def _outcome(tr: Trace) -> dict[str, Any] | None:
     return o
 
 
-def _rows(tr: Trace, table: str) -> Iterator[dict[str, Any]]:
+def _rows(tr: Opened, table: str) -> Iterator[dict[str, Any]]:
     cur = tr.db.execute(f"SELECT * FROM {table}")
     names = [d[0] for d in cur.description]
     for r in cur:
         yield dict(zip(names, r, strict=True))
 
 
-def _numbered(tr: Trace, table: str, key: str, prefix: str, ints: tuple[str, ...]) -> dict[int, dict]:
+def _numbered(tr: Opened, table: str, key: str, prefix: str, ints: tuple[str, ...]) -> dict[int, dict]:
     """The rows of a table of processes or threads by number, each number
     in range and each of `ints` a number."""
     out: dict[int, dict] = {}
@@ -410,7 +412,7 @@ def _numbered(tr: Trace, table: str, key: str, prefix: str, ints: tuple[str, ...
     return out
 
 
-def _tables(tr: Trace) -> tuple[dict[int, dict], dict[int, dict], dict[int, int]]:
+def _tables(tr: Opened) -> tuple[dict[int, dict], dict[int, dict], dict[int, int]]:
     """threads, processes (by number) and objects (obj -> kind), checked
     against each other."""
     objects: dict[int, int] = {}
@@ -601,7 +603,7 @@ RESULT_RULED = {KIND["PROC_FORK"], KIND["PROC_SPAWN"], KIND["ONCE"], KIND["ONCE_
 RW_WRITE = {KIND[n] for n in ("RWLOCK_WRLOCK", "RWLOCK_TRYWRLOCK", "RWLOCK_TIMEDWRLOCK", "RWLOCK_CLOCKWRLOCK")}
 
 
-def _events(tr: Trace, threads: dict[int, dict], processes: dict[int, dict], objects: dict[int, int],
+def _events(tr: Opened, threads: dict[int, dict], processes: dict[int, dict], objects: dict[int, int],
             outcome: dict[str, Any] | None) -> None:
     _event_tables(tr)
     order = _Order(threads, objects)
@@ -662,7 +664,7 @@ def _events(tr: Trace, threads: dict[int, dict], processes: dict[int, dict], obj
             raise TraceDamage(f"process P{n}: its creating event {p['create_seq']} is not in the trace")
 
 
-def _pages(tr: Trace) -> None:
+def _pages(tr: Opened) -> None:
     """SQLite's own check of the file's pages: a damaged b-tree can read as
     fewer rows to one query and as an error to another."""
     row = tr.db.execute("PRAGMA quick_check(1)").fetchone()
@@ -670,7 +672,7 @@ def _pages(tr: Trace) -> None:
         raise TraceDamage(f"the trace is damaged (SQLite's check: {_show(row[0] if row else None)})")
 
 
-def _event_tables(tr: Trace) -> None:
+def _event_tables(tr: Opened) -> None:
     """The tables the events are stored in (event_rows, calls, marks): every
     value a number, every call and site referred to there."""
     for table in ("event_rows", "calls", "marks"):
@@ -699,7 +701,7 @@ class _Marks:
     ts of its first event in it (readers find an event's idx and ts from
     them), and there are no others."""
 
-    def __init__(self, tr: Trace) -> None:
+    def __init__(self, tr: Opened) -> None:
         self.cur = tr.db.execute("SELECT win, tid, idx, ts FROM marks ORDER BY win, tid")
         self.next = self.cur.fetchone()
         self.ts: dict[int, int] = {}
@@ -736,7 +738,7 @@ class _Marks:
             raise TraceDamage(f"marks has a row for window {w} (T{tid}), which holds no event of T{tid}")
 
 
-def _schedule(tr: Trace, meta: dict[str, Any]) -> tuple[str | None, list[Any] | None]:
+def _schedule(tr: Opened, meta: dict[str, Any]) -> tuple[str | None, list[Any] | None]:
     """The packed schedule against event_rows: (what is wrong with it or
     None, event_rows' checksum lanes when the scan read them all)."""
     from . import native
@@ -752,7 +754,7 @@ def _schedule(tr: Trace, meta: dict[str, Any]) -> tuple[str | None, list[Any] | 
             return ("the packed schedule (table schedule) does not say which rows it was made from (no meta "
                     "schedule_rows)"), None
         return None, None
-    problem, rows_sum = native.schedule_check(_db_file(tr.db))
+    problem, rows_sum = native.schedule_check(db_file(tr.db))
     if problem:
         return f"{problem}: table schedule was edited, or made from other rows than event_rows", None
     if [x or 0 for x in rows_sum] != made_from:
@@ -761,14 +763,7 @@ def _schedule(tr: Trace, meta: dict[str, Any]) -> tuple[str | None, list[Any] | 
     return None, rows_sum
 
 
-def _sums_with(db: sqlite3.Connection, rows_sum: list[Any] | None) -> TableSums | None:
-    """The checksum's table lanes, event_rows' from a scan already made."""
-    from . import native
-
-    return None if rows_sum is None else (rows_sum, native.table_sums(_db_file(db), events=False)[1])
-
-
-def _data(tr: Trace) -> None:
+def _data(tr: Opened) -> None:
     bad = tr.db.execute(
         "SELECT seq FROM data WHERE typeof(seq) != 'integer' OR typeof(bytes) != 'blob' "
         "OR seq NOT IN (SELECT seq FROM event_rows) LIMIT 1").fetchone()
@@ -797,143 +792,8 @@ FILE_TABLES = {
 }
 
 
-def _files(tr: Trace) -> None:
+def _files(tr: Opened) -> None:
     for table, (key, ok) in FILE_TABLES.items():
         bad = tr.db.execute(f"SELECT {key} FROM {table} WHERE NOT coalesce({ok}, 0) LIMIT 1").fetchone()
         if bad is not None:
             raise TraceDamage(f"table {table} has a damaged row ({key} {_show(bad[0])})")
-
-
-# ---------------------------------------------------------------- the content checksum
-
-# Meta and outcome values replay uses: the checksum covers them.
-SEALED_META = ("format_version", "mode", "argv", "env", "cwd", "binary", "binary_sha256", "stdin", "stdout", "stderr",
-               "libraries")
-SEALED_OUTCOME = ("status", "exit_code", "signal", "stdout_bytes", "stdout_sha256", "stderr_bytes",
-                  "stderr_sha256", "events")
-# The events and calls as stored: their lanes are summed in C
-# (recorder/sums.h), by the converter as it writes them, else by
-# native.table_sums (one scan of each table, no join).
-TableSums = tuple[list[Any], list[Any]]
-
-
-def _db_file(db: sqlite3.Connection) -> str:
-    row = db.execute("PRAGMA database_list").fetchone()
-    if row is None or not row[2]:
-        raise TraceDamage("the trace is not a file (its checksum is read from the file)")
-    return row[2]
-
-
-def content_sum(db: sqlite3.Connection, sums: TableSums | None = None) -> str:
-    """The checksum of everything replay enforces: the events' order, kinds,
-    objects, results and aux values, the input data, the piped stdin, the
-    threads and processes, the meta values and outcome replay uses. `sums`:
-    the lanes of event_rows and calls as their writer summed them (the
-    converter's); else they are read from db's (committed) file."""
-    from . import native  # (gdb's Python imports this module: ctypes only when a sum is made)
-
-    h = hashlib.sha256()
-    if sums is None:
-        sums = native.table_sums(_db_file(db))
-
-    def blob_sum(sql: str) -> list[Any]:
-        # each row's checksums start from its key (and type), so bytes moved
-        # to another row change the sum
-        def row(k: Any, b: Any) -> int:
-            key = f"{k}:{type(b).__name__}:".encode()
-            data = b if isinstance(b, bytes) else str(b).encode()
-            return zlib.crc32(data, zlib.crc32(key)) + (zlib.adler32(data, zlib.adler32(key)) << 32)
-
-        rows = db.execute(sql).fetchall()
-        return [len(rows), sum(row(k, b) for k, b in rows)]
-
-    meta = {k: v for k, v in db.execute("SELECT key, value FROM meta") if k in SEALED_META}
-    out = db.execute(f"SELECT {', '.join(SEALED_OUTCOME)} FROM outcome").fetchall()
-    parts = [
-        sorted(meta.items()),
-        [list(r) for r in out],
-        list(sums[0]),
-        list(sums[1]),
-        blob_sum("SELECT seq, bytes FROM data"),
-        blob_sum("SELECT chunk, bytes FROM stdin"),
-        [list(r) for r in db.execute("SELECT tid, parent, create_seq, obj, events, end_state, process "
-                                     "FROM threads ORDER BY tid")],
-        [list(r) for r in db.execute("SELECT process, parent, pid, create_seq, thread, status "
-                                     "FROM processes ORDER BY process")],
-        [list(r) for r in db.execute("SELECT obj, kind FROM objects ORDER BY obj")],
-    ]
-    h.update(json.dumps(parts, default=repr).encode())
-    return h.hexdigest()
-
-
-def seal(db: sqlite3.Connection, sums: TableSums | None = None) -> None:
-    """Store the content checksum (det's own writers call this after they
-    wrote or changed a complete trace; the converter's `sums` spare a scan,
-    and it made the packed schedule with the rows). Without them the rows
-    may be new: the packed schedule is made again from them, in the scan
-    that sums them (a trace made before it existed goes on without one)."""
-    from . import native
-
-    db.commit()  # (the lanes are read from the file)
-    if sums is None and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schedule'"
-                                   ).fetchone() is not None:
-        sums = _sums_with(db, native.schedule_build(_db_file(db)))
-    with db:
-        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('content_sum', ?)", (content_sum(db, sums),))
-
-
-# ---------------------------------------------------------------- traces known to be valid
-
-
-def _cache_file() -> Path | None:
-    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(os.environ["HOME"], ".cache")
-                                                 if os.environ.get("HOME") else None)
-    return Path(base) / "det" / "valid-traces" if base else None
-
-
-def file_identity(path: Path) -> str | None:
-    """The file's bytes, hashed (native.file_identity: every byte and the
-    length, 256 bits, at memory speed, where SHA-256 cost a replay of a 60 MB
-    trace 0.1 s; not cryptographic, and need not be: recorder/identity.c says
-    why); None while it is being written (its WAL holds part of it) or when
-    it cannot be read."""
-    from . import native  # (ctypes only here: gdb's Python imports this module)
-
-    if Path(str(path) + "-wal").exists():
-        return None
-    try:
-        return "i1:" + native.file_identity(path)
-    except (OSError, DetError):
-        return None
-
-
-def _cache_read() -> set[str]:
-    f = _cache_file()
-    if f is None:
-        return set()
-    try:
-        return set(f.read_text().split())
-    except (OSError, UnicodeDecodeError):
-        return set()
-
-
-def remember(path: str | os.PathLike[str]) -> None:
-    """This version of the file is valid (det wrote it, or it passed)."""
-    ident = file_identity(Path(path))
-    f = _cache_file()
-    if ident is None or f is None:
-        return
-    try:
-        f.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lines = f.read_text().split() if f.exists() and f.stat().st_size > 64 << 10 else None
-        if lines is not None:  # keep it small (1000 traces): the newest half
-            tmp = f.with_name(f.name + f".{os.getpid()}")
-            tmp.write_text("\n".join(lines[len(lines) // 2:]) + "\n")
-            os.replace(tmp, f)
-        fd = os.open(f, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, (ident + "\n").encode())
-        finally:
-            os.close(fd)
-    except (OSError, UnicodeDecodeError):
-        pass  # no cache: every open validates in full

@@ -226,7 +226,7 @@ def test_rows_rewritten_without_a_new_schedule_are_refused(counter_trace: Path, 
     """event_rows changed and sealed by a writer that kept the old packed
     schedule (a checksum made from the new rows, as a det from before the
     packed schedule sealed): its schedule is stale, and refused."""
-    from det.validate import seal
+    from det.seal import seal
 
     trace = tmp_path / "stale.db"
     shutil.copy(counter_trace, trace)
@@ -241,7 +241,7 @@ def test_rows_rewritten_without_a_new_schedule_are_refused(counter_trace: Path, 
 
 
 def test_det_writers_make_it_again(counter_trace: Path, tmp_path: Path) -> None:
-    """A trace det rewrites and seals (det.validate.seal without the
+    """A trace det rewrites and seals (det.seal.seal without the
     converter's lanes, as detdiff --bisect's hybrids, detrec scrub and
     conftest.reseal do) gets a packed schedule of its new rows, which the
     full pass accepts."""
@@ -311,11 +311,11 @@ def test_the_replayer_reads_rows_when_the_counts_differ(counter_trace: Path, tmp
 # ---------------------------------------------------------------- the validator's cache key
 
 def test_the_identity_sees_every_byte_and_the_length(tmp_path: Path) -> None:
-    """det.validate's cache key (native.file_identity, no longer SHA-256)
+    """det.seal's cache key (native.file_identity, no longer SHA-256)
     changes with any one bit flipped, wherever it is (each of the four lanes,
     the partial last stripe, past the first read), and with the length, zero
     bytes added included."""
-    from det.validate import file_identity
+    from det.seal import file_identity
 
     rng = random.Random(3)
     f = tmp_path / "f"

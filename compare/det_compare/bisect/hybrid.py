@@ -17,7 +17,7 @@ from typing import Any
 from det import events as ev
 from det.trace import Trace
 
-from ..diff import Comparison, _thread_first_diff
+from ..diff import Comparison, thread_first_diff
 from .model import COND_WAITS, EXTENSION_STOP, ROLE, Ev, Model, State
 from .result import BisectError
 
@@ -144,7 +144,7 @@ def borrow(c: Comparison, pt: Trace, ft: Trace, fail: list[Ev]) -> Borrowed:
     cand: dict[int, list[int]] = {}     # tid -> A positions to borrow
     for t in sorted(fail_threads):
         la, lb = pa.get(chr(t), []), pb.get(chr(t), [])
-        if not lb or len(la) <= len(lb) or _thread_first_diff(a, b, la[:len(lb)], lb) is not None:
+        if not lb or len(la) <= len(lb) or thread_first_diff(a, b, la[:len(lb)], lb) is not None:
             continue   # not cut short: B's events of it are not the beginning of A's
         take = []
         for p in la[len(lb):]:

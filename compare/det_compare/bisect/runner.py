@@ -22,8 +22,8 @@ from pathlib import Path
 
 from det import schema
 from det.constants import DET_EXIT_STOPPED
+from det.seal import seal
 from det.trace import Trace
-from det.validate import seal
 
 from .hybrid import Borrowed
 from .model import KIND_BY_NAME, OBJKIND, SYNC_OBJECTS, Ev
