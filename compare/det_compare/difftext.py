@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 from typing import Any
 
+from det.trace import outcome_words
+
 from .diff import DiffResult, Divergence, EventRef, Inversion, OneSide, TraceSummary
 
 
@@ -71,17 +73,6 @@ def event_line(e: EventRef) -> str:
 
 def outcome_text(s: TraceSummary) -> str:
     return outcome_words(s.outcome)
-
-
-def outcome_words(o: dict[str, Any] | None) -> str:
-    """A trace's outcome row in two words: `exit 1`, `signal 6`, `timeout`, `incomplete`."""
-    if o is None:
-        return "incomplete"
-    if o["status"] == "exited":
-        return f"exit {o['exit_code']}"
-    if o["status"] == "signaled":
-        return f"signal {o['signal']}"
-    return str(o["status"])
 
 
 def plural(n: int, word: str) -> str:

@@ -18,7 +18,7 @@ from det.analysis import Waiter, block_report
 from det.errors import DetError
 from det.names import ObjectNames
 from det.symbols import Symbolizer
-from det.trace import Trace, kind_name
+from det.trace import Trace, kind_name, outcome_words
 
 from .salvage import ensure_trace
 
@@ -93,9 +93,7 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
     w(f"recorded:   {s['recorded']} with det {s['det_version']} ({s['mode']})")
     if o:
         dur = o["duration_ns"] / 1e9
-        end = {"exited": f"exit {o['exit_code']}", "signaled": f"killed by signal {o['signal']}"}.get(
-            o["status"], o["status"])
-        w(f"outcome:    {end}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
+        w(f"outcome:    {outcome_words(o)}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
         w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
     if s["packed"]:
         p = s["packed"]

@@ -22,7 +22,7 @@ from typing import Any
 from det import __version__
 from det.errors import DetError
 from det.outpath import is_det_trace_file
-from det.trace import Trace
+from det.trace import Trace, outcome_words
 from det.tracedir import LATEST, SUFFIX, note_latest, resolve, trace_argument, trace_dir, traces
 
 
@@ -59,14 +59,7 @@ def describe(path: Path, now: float) -> dict[str, Any]:
                 mode += ",packed"
             row["mode"] = mode
             row["events"] = tr.event_count()
-            if o is None:
-                row["outcome"] = "incomplete"
-            elif o["status"] == "exited":
-                row["outcome"] = f"exit {o['exit_code']}"
-            elif o["status"] == "signaled":
-                row["outcome"] = f"signal {o['signal']}"
-            else:
-                row["outcome"] = o["status"]
+            row["outcome"] = outcome_words(o)
     except DetError as e:
         row.update(program="?", mode="?", events=None, outcome=f"unreadable: {e}".replace(f"{path}: ", ""))
     return row

@@ -26,7 +26,6 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import IO, Any
 
 from .constants import DET_EXIT_STOPPED, DET_SHM_ENV, PROC_STATES
@@ -552,13 +551,3 @@ def describe_status(returncode: int) -> str:
     if returncode < 0:
         return f"killed by {signal_name(-returncode)}"
     return f"exit {returncode}"
-
-
-def program_argv_display(argv: list[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-def cwd_exists(cwd: str) -> bool:
-    return Path(cwd).is_dir()

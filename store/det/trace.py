@@ -59,6 +59,18 @@ def kind_name(kind: int) -> str:
     return k.name.lower() if k else f"kind{kind}"
 
 
+def outcome_words(o: dict[str, Any] | None) -> str:
+    """A trace's outcome row (Trace.outcome()) in words, det's one wording
+    of it: `exit 1`, `signal 6`, `timeout`, `incomplete` (no outcome row)."""
+    if o is None:
+        return "incomplete"
+    if o["status"] == "exited":
+        return f"exit {o['exit_code']}"
+    if o["status"] == "signaled":
+        return f"signal {o['signal']}"
+    return str(o["status"])
+
+
 def objkind_name(kind: int) -> str:
     k = ev.OBJ_BY_NUMBER.get(kind)
     return k.name.lower() if k else f"kind{kind}"
