@@ -3,13 +3,13 @@
     detdiff [--json] [--context N] [--limit N] [--force] [--color WHEN] A.db B.db
     detdiff --bisect [--json] [--keep DIR] [--force] PASS.db FAIL.db
 
-Rules: the comparison is det.diff's (det.bisect's with --bisect) and its
-text det.difftext's (det.bisect.report's); this file only prints it. Text is
+Rules: the comparison is det.compare.diff's (det.compare.bisect's with --bisect) and its
+text det.compare.difftext's (det.compare.bisect.report's); this file only prints it. Text is
 for humans (colour only on a terminal, never with NO_COLOR set), --json for
 tools (the keys are documented in docs/detdiff.md). Exit status like diff(1):
 0 when schedules and outcomes are identical, 1 when they differ, 2 for
 errors, each told in one line (`detdiff: ...`), never a traceback.
---bisect replays hybrid schedules (det.bisect) and exits 0 when it found
+--bisect replays hybrid schedules (det.compare.bisect) and exits 0 when it found
 and confirmed a critical pair, 1 when it did not, 2 for errors.
 """
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bisect_main(ns: argparse.Namespace) -> int:
-    """detdiff --bisect PASS FAIL: det.bisect's search, rendered."""
+    """detdiff --bisect PASS FAIL: det.compare.bisect's search, rendered."""
     from .bisect import bisect_traces
     from .bisect.report import render as render_bisect
 

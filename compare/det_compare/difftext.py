@@ -1,5 +1,5 @@
-"""Comparisons as text: the lines detdiff prints for a det.diff.DiffResult,
-and the event lines, results and outcomes det.bisect.report shares.
+"""Comparisons as text: the lines detdiff prints for a det.compare.diff.DiffResult,
+and the event lines, results and outcomes det.compare.bisect.report shares.
 
 Rules: renders only (returns lines, prints nothing); colour through a Style,
 which is off unless the caller turns it on.

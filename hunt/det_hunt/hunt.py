@@ -97,7 +97,7 @@ class Runs:
 
 
 class Engine(Protocol):
-    """Where runs happen: this machine (LocalEngine) or a cluster (det.cluster)."""
+    """Where runs happen: this machine (LocalEngine) or a cluster (det.hunt.cluster)."""
 
     slots: int  # runs worth having under way at once
 

@@ -2,7 +2,7 @@
 
 Rules: reads only (never modifies a trace); works on NAME.incomplete too,
 with a warning, after making it from its capture log if detrec was killed
-(store/det/salvage.py).
+(det.record.salvage).
 """
 
 from __future__ import annotations

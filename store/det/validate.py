@@ -73,7 +73,7 @@ NAME = {k.number: k.name.lower() for k in ev.EVENTS}
 
 MAX_ERRNO = 4095
 EOWNERDEAD = 130
-MAX_ID = 0x10FFFF  # object and site ids (det.diff reads them as code points; det makes at most 2^20 objects)
+MAX_ID = 0x10FFFF  # object and site ids (det.compare.diff reads them as code points; det makes at most 2^20 objects)
 HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX16 = re.compile(r"[0-9a-f]{16}")
 

@@ -389,7 +389,7 @@ class DiffScreen(Screen[None]):
         return Item(t, self._a_position(r.first), b_pos)
 
     def _a_position(self, e: EventRef) -> int | None:
-        """Where A has the same thread's event with the same index (det.diff's matching)."""
+        """Where A has the same thread's event with the same index (det.compare.diff's matching)."""
         if e.side == "a":
             return e.position
         found = self.a.tr.thread_event(e.tid, e.idx)

@@ -1,7 +1,7 @@
 """detdiff --bisect PASS FAIL: the smallest reordering of a failing run that
 makes it pass, found by replaying hybrid schedules for real.
 
-A library: det.detdiff and dettui both call bisect_traces() and get a
+A library: det.compare.cli and dettui both call bisect_traces() and get a
 BisectResult of plain dataclasses; nothing here prints. One job per module:
 
   result.py  the results (Step, Move, BisectResult), the verdicts, BisectError
@@ -17,7 +17,7 @@ BisectResult of plain dataclasses; nothing here prints. One job per module:
 The rules of the method:
 Rules:
  - Standard library and det modules only. Events and objects are matched
-   across the two traces by det.diff (thread + index in the thread; objects
+   across the two traces by det.compare.diff (thread + index in the thread; objects
    by what they are); this module never matches on its own.
  - Both traces must be complete strict recordings (detrec --strict) of one
    program, PASS passed (exit 0) and FAIL failed. In strict mode a thread's

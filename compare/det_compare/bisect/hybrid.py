@@ -2,7 +2,7 @@
 FAIL cut short), ordered by a fixed beginning and a priority for the rest,
 each event as soon as the model lets it happen.
 
-Rules: events and objects are matched across the traces by det.diff's
+Rules: events and objects are matched across the traces by det.compare.diff's
 Comparison; this module never matches on its own.
 """
 

@@ -1,7 +1,7 @@
 """The events of a hybrid schedule and a model of the pthread objects that
 says whether an event could happen next, as recorded.
 
-Rules: the model only chooses orders (det.bisect.hybrid); replays decide.
+Rules: the model only chooses orders (det.compare.bisect.hybrid); replays decide.
 Ownership and waits come from the kinds in events.def, never from names.
 """
 

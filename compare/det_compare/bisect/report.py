@@ -1,7 +1,7 @@
 """A BisectResult as text: what detdiff --bisect prints.
 
 Rules: renders only (lines, no printing); the styles and event lines are
-det.difftext's, shared with detdiff's comparison.
+det.compare.difftext's, shared with detdiff's comparison.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _short(verdict: str) -> str:
 
 
 def render(r: BisectResult, st: Any) -> list[str]:
-    """The result as text; st is det.difftext.Style."""
+    """The result as text; st is det.compare.difftext.Style."""
     out: list[str] = []
     w = out.append
     width = max(len(r.a.path), len(r.b.path))

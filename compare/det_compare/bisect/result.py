@@ -1,7 +1,7 @@
 """The results of a bisection: plain dataclasses, the verdicts of a replay,
 and the error every refusal raises.
 
-Rules: data only; det.bisect.report turns a BisectResult into text, and
+Rules: data only; det.compare.bisect.report turns a BisectResult into text, and
 to_json() into detdiff --json's object.
 """
 

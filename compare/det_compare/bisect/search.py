@@ -2,8 +2,8 @@
 passing hybrid's middle, B's order after it) to the move of one event in B
 that confirms the critical pair.
 
-Rules: every verdict comes from a real replay (det.bisect.runner); the
-object model (det.bisect.model) only proposes orders.
+Rules: every verdict comes from a real replay (det.compare.bisect.runner); the
+object model (det.compare.bisect.model) only proposes orders.
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def _narrow(s: _Search, base: list[int]) -> BisectResult:
 
 def _pass_keys(s: _Search) -> list[tuple[int, int]]:
     """Each event ranked by where A has the same thread's event with the same
-    index (det.diff's matching); borrowed events are A's own. Events A lacks
+    index (det.compare.diff's matching); borrowed events are A's own. Events A lacks
     inherit the rank of the event before them in B, or of their thread's
     previous one if later: they keep B's relative order and their thread's."""
     pass_pos = s.c.a.positions()
