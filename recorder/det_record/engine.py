@@ -43,7 +43,6 @@ from det.launch import (
 from det.native import (
     CaptureStats,
     ConvertStats,
-    Recorder,
     convert,
     digest_hex,
     libdet_path,
@@ -53,6 +52,8 @@ from det.seal import remember
 from det.symbols import Symbolizer
 from det.trace import Trace, TraceWriter
 from det.trust import library_hashes, sha256_recorded
+
+from .native import Recorder
 
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 32  # per thread (struct det_rec)
 PCT_K = 1000  # PCT's k before a hunt has learned it from its runs

@@ -21,7 +21,7 @@ from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
-from det.native import Replayer, turns_backends
+from det.native import turns_backends
 from det.record.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
@@ -29,6 +29,7 @@ from det.trust import sha256_file
 from det.watchdog import watched
 
 from .checks import check_binary, say
+from .native import Replayer
 from .view import PackedView, open_view
 
 EXIT_DIVERGED = EXIT_STOPPED

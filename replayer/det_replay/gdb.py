@@ -31,11 +31,11 @@ from det import paths
 from det.constants import DET_F_STDIN_FED
 from det.errors import DetError
 from det.launch import FED_KINDS, program_env
-from det.native import Replayer
 from det.trace import Trace
 from det.trust import sha256_file
 
 from .checks import check_binary  # the same checks as a replay without gdb
+from .native import Replayer
 from .view import PackedView, open_view
 
 EXT_DIR = paths.GDB_EXT_DIR

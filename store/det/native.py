@@ -1,5 +1,8 @@
 """ctypes binding to libdetsup.so (include/det/sup.h) and the paths of det's
-native libraries.
+native libraries: loading it, the shared region (Region), and the trace
+store's C functions (convert, digests, sums, the packed schedule, file
+identity). The region's two uses are bound where they are used:
+det.record.native's Recorder and det.replay.native's Replayer.
 
 Rules: the SQL passed to the library comes from schema.py; struct layouts
 mirror include/det/sup.h and are checked against det_sup_abi() on load.
@@ -11,14 +14,12 @@ import ctypes
 import json
 import os
 import sqlite3
-import threading
 from pathlib import Path
 
 from . import paths, schema
-from .constants import DET_F_RELAXED, DET_F_STRICT, DET_FILE_CUT, DET_FILE_EXEC, DET_FILE_LOADED, DET_FILE_OPENED
+from .constants import DET_FILE_CUT, DET_FILE_EXEC, DET_FILE_LOADED, DET_FILE_OPENED
 from .errors import DetError
 from .symbols import name_code_sites
-from .tracefile import read_only
 
 
 def libdir() -> Path:
@@ -154,7 +155,8 @@ def lib() -> ctypes.CDLL:
     return L
 
 
-def _b(s: str | os.PathLike[str] | None) -> bytes | None:
+def c_string(s: str | os.PathLike[str] | None) -> bytes | None:
+    """A str or path as a C string argument (None: NULL)."""
     return None if s is None else os.fsencode(s)
 
 
@@ -254,55 +256,13 @@ class Region:
         return dict(zip(keys, arr, strict=True)), what.value.decode(errors="replace")
 
 
-class Recorder(Region):
-    def __init__(self, max_threads: int, rings: int, ring_entries: int, objects_cap: int) -> None:
-        h = lib().det_sup_record_new(max_threads, rings, ring_entries, objects_cap)
-        if not h:
-            raise DetError("out of memory")
-        super().__init__(h)
-        err = lib().det_sup_error(h).decode()
-        if err:
-            self.close()
-            raise DetError(f"cannot set up shared memory: {err}")
-
-    def capture_open(self, log_path: Path, meta_json: str) -> None:
-        if lib().det_capture_open(self.h, _b(log_path), meta_json.encode()) != 0:
-            raise DetError(lib().det_sup_error(self.h).decode())
-
-    def capture_start(self) -> None:
-        """Capture on a thread of libdetsup.so's until capture_finish."""
-        if lib().det_capture_start(self.h) != 0:
-            raise DetError(lib().det_sup_error(self.h).decode())
-
-    def capture_failed(self) -> bool:
-        """Has the capture ended on an error (the log could not be written)?
-        The program's threads then wait for ring room for ever: stop it."""
-        return bool(lib().det_capture_failed(self.h))
-
-    def capture_finish(self) -> str | None:
-        """Stop capturing (the program has ended) once everything is in the
-        log; returns an error or None."""
-        if lib().det_capture_finish(self.h) != 0:
-            return lib().det_sup_error(self.h).decode()
-        return None
-
-    def capture_stopped(self) -> bool:
-        """Has the capture found the program's rings corrupt (failed() says
-        why)? Then the program is to be stopped."""
-        return bool(lib().det_capture_stopped(self.h))
-
-    def stats(self) -> CaptureStats:
-        st = CaptureStats()
-        lib().det_capture_stats(self.h, ctypes.byref(st))
-        return st
-
-
 def convert(log_path: Path, db_path: Path) -> ConvertStats:
     """Build the trace at db_path (det's tables, no events yet) from a capture log."""
     sql = (ctypes.c_char_p * len(schema.CONVERT_SQL))(*[q.encode() for q in schema.CONVERT_SQL])
     st = ConvertStats()
     err = ctypes.create_string_buffer(600)
-    if lib().det_convert(_b(log_path), _b(db_path), sql, len(schema.CONVERT_SQL), ctypes.byref(st), err, 600) != 0:
+    if lib().det_convert(c_string(log_path), c_string(db_path), sql, len(schema.CONVERT_SQL), ctypes.byref(st),
+                         err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return st
 
@@ -318,7 +278,7 @@ def log_digest(log_path: Path) -> ConvertStats:
     its trace would store. The log is left as it is."""
     st = ConvertStats()
     err = ctypes.create_string_buffer(600)
-    if lib().det_log_digest(_b(log_path), ctypes.byref(st), err, 600) != 0:
+    if lib().det_log_digest(c_string(log_path), ctypes.byref(st), err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return st
 
@@ -328,7 +288,7 @@ def trace_digest(db_path: Path) -> str:
     without one in its meta): the same function as log_digest."""
     value = ctypes.c_uint64()
     err = ctypes.create_string_buffer(600)
-    if lib().det_trace_digest(_b(db_path), schema.SCHEDULE_ROWS.encode(), ctypes.byref(value), err, 600) != 0:
+    if lib().det_trace_digest(c_string(db_path), schema.SCHEDULE_ROWS.encode(), ctypes.byref(value), err, 600) != 0:
         raise DetError(err.value.decode(errors="replace"))
     return digest_hex(value.value)
 def table_sums(db_path: str | os.PathLike[str], events: bool = True) -> tuple[list[int | None], list[int | None]]:
@@ -339,7 +299,7 @@ def table_sums(db_path: str | os.PathLike[str], events: bool = True) -> tuple[li
     for table, select in (("event_rows", schema.EVENT_SUM_ROWS), ("calls", schema.CALL_SUM_ROWS))[0 if events else 1:]:
         s = TableSum()
         err = ctypes.create_string_buffer(300)
-        if lib().det_table_sums(_b(db_path), select.encode(), ctypes.byref(s), err, 300) != 0:
+        if lib().det_table_sums(c_string(db_path), select.encode(), ctypes.byref(s), err, 300) != 0:
             raise sqlite3.DatabaseError(f"{table} {err.value.decode(errors='replace')}")
         out.append(s.value())
     return out[0], out[1]
@@ -352,7 +312,7 @@ def schedule_build(db_path: str | os.PathLike[str]) -> list[int | None]:
     sql = (ctypes.c_char_p * len(schema.SCHEDULE_SQL))(*[q.encode() for q in schema.SCHEDULE_SQL])
     s = TableSum()
     err = ctypes.create_string_buffer(300)
-    if lib().det_schedule_build(_b(db_path), sql, len(schema.SCHEDULE_SQL), ctypes.byref(s), err, 300) != 0:
+    if lib().det_schedule_build(c_string(db_path), sql, len(schema.SCHEDULE_SQL), ctypes.byref(s), err, 300) != 0:
         raise sqlite3.DatabaseError(err.value.decode(errors="replace"))
     return s.value()
 
@@ -362,7 +322,7 @@ def schedule_check(db_path: str | os.PathLike[str]) -> tuple[str | None, list[in
     event_rows' checksum lanes) if so, else (what differs first, [])."""
     s = TableSum()
     err = ctypes.create_string_buffer(300)
-    r = lib().det_schedule_check(_b(db_path), schema.REPLAY_EVENTS.encode(), schema.REPLAY_SCHEDULE.encode(),
+    r = lib().det_schedule_check(c_string(db_path), schema.REPLAY_EVENTS.encode(), schema.REPLAY_SCHEDULE.encode(),
                                  ctypes.byref(s), err, 300)
     if r < 0:
         raise sqlite3.DatabaseError(err.value.decode(errors="replace"))
@@ -373,7 +333,7 @@ def file_identity(path: str | os.PathLike[str]) -> str:
     """A file's identity (recorder/identity.c: all its bytes, 256 bits, read
     at memory speed): det.seal's key for traces known to be valid."""
     buf = ctypes.create_string_buffer(400)
-    if lib().det_file_identity(_b(path), buf, len(buf)) != 0:
+    if lib().det_file_identity(c_string(path), buf, len(buf)) != 0:
         raise OSError(buf.value.decode(errors="replace"))
     return buf.value.decode()
 
@@ -381,7 +341,7 @@ def file_identity(path: str | os.PathLike[str]) -> str:
 def log_meta(log_path: Path) -> str:
     """The META chunk of a capture log (JSON text)."""
     buf = ctypes.create_string_buffer(1 << 22)
-    if lib().det_log_meta(_b(log_path), buf, len(buf)) < 0:
+    if lib().det_log_meta(c_string(log_path), buf, len(buf)) < 0:
         raise DetError(buf.value.decode(errors="replace"))
     return buf.value.decode()
 
@@ -403,79 +363,3 @@ def schedule_events(value: object) -> int | None:
         return None
     ok = isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v) and v[0] >= 0
     return v[0] if ok else None
-
-
-class Replayer(Region):
-    def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False,
-                 backend: str = "futex") -> None:
-        err = ctypes.create_string_buffer(512)
-        threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
-        try:
-            db = read_only(trace_path)
-            try:
-                procs = db.execute(schema.REPLAY_PROCESSES).fetchall()
-                threads = db.execute(schema.REPLAY_THREAD_PROCESSES).fetchall()
-                packed = db.execute(schema.REPLAY_SCHEDULE_ROWS).fetchone()
-            finally:
-                db.close()
-        except sqlite3.Error as e:
-            raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
-        # the packed schedule, when the trace has one (libdetsup.so reads the
-        # rows when its event count is not the threads')
-        events = schedule_events(packed[0] if packed else None)
-        h = lib().det_sup_replay_new(
-            _b(trace_path), _b(threads_sql), _b(schema.REPLAY_MAX_OBJECT), _b(schema.REPLAY_CALLS),
-            _b(schema.REPLAY_EVENTS), _b(schema.REPLAY_SCHEDULE if events is not None else None),
-            2**64 - 1 if events is None else events,
-            _b(schema.REPLAY_DATA_SIZE), _b(schema.REPLAY_DATA),
-            (DET_F_RELAXED if relaxed else 0) | (DET_F_STRICT if strict else 0), err, 512,
-        )
-        if not h:
-            raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")
-        super().__init__(h)
-        try:
-            self.set_processes(procs, threads)
-        except DetError as e:
-            self.close()
-            raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
-        if lib().det_sup_turns(self.h, backend.encode()) != 0:
-            err = lib().det_sup_error(self.h).decode()
-            self.close()
-            raise DetError(err, status=2)
-        # the schedule beyond the threads' first windows streams in as they go
-        self.feeder = threading.Thread(target=lib().det_sup_feed_run, args=(h,), name="det-feed", daemon=True)
-        self.feeder.start()
-
-    def close(self) -> None:
-        if self.h and getattr(self, "feeder", None) is not None:
-            lib().det_sup_feed_stop(self.h)
-            self.feeder.join()
-            self.feeder = None
-        super().close()
-
-    def events_done(self) -> int:
-        return lib().det_sup_events_done(self.h)
-
-    @property
-    def packed(self) -> bool:
-        """Whether the schedule is read from the trace's packed schedule (else from event_rows)."""
-        return bool(lib().det_sup_replay_packed(self.h))
-
-    def turns_state(self) -> str:
-        """The enforcement backend's own view of who waits ("" if it has none)."""
-        buf = ctypes.create_string_buffer(1024)
-        if lib().det_sup_turns_describe(self.h, buf, 1024) != 0:
-            return ""
-        return buf.value.decode(errors="replace")
-
-    def set_processes(self, processes: list[tuple[int, int, int | None]],
-                      threads: list[tuple[int, int, str | None]]) -> None:
-        """The recording's (process, pid, wait status) and (thread, process,
-        end state): a strict thread that ended waiting for its turn stops
-        after its last event in replay too."""
-        for idx, pid, status in processes:
-            if lib().det_sup_replay_process(self.h, idx, pid, -1 if status is None else status) != 0:
-                raise DetError(lib().det_sup_error(self.h).decode())
-        for num, proc, end_state in threads:
-            if lib().det_sup_replay_thread(self.h, num, proc, end_state == "waiting") != 0:
-                raise DetError(lib().det_sup_error(self.h).decode())

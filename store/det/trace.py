@@ -511,7 +511,7 @@ class TraceWriter:
             db.close()
 
     def set_files(self, files: list[dict[str, Any]]) -> None:
-        """What the program read, loaded or exec'd (native.Recorder.files)."""
+        """What the program read, loaded or exec'd (det.native.Region.files, of a Recorder)."""
         db = self._db()
         try:
             with db:

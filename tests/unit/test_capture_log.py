@@ -27,8 +27,9 @@ def test_log_space_is_reserved_ahead_and_given_back(tmp_path: Path) -> None:
     import time
 
     from det import native
+    from det.record.native import Recorder
 
-    rec = native.Recorder(4, 4, 1024, 1024)
+    rec = Recorder(4, 4, 1024, 1024)
     log = tmp_path / "run.incomplete.log"
     try:
         rec.capture_open(log, "{}")

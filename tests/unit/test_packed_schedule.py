@@ -261,7 +261,7 @@ def test_det_writers_make_it_again(counter_trace: Path, tmp_path: Path) -> None:
 def test_a_trace_without_it_replays_from_its_rows(counter_trace: Path, tmp_path: Path) -> None:
     """A trace of this format made before the packed schedule (no table, no
     meta schedule_rows) is valid and replays from event_rows."""
-    from det.native import Replayer
+    from det.replay.native import Replayer
 
     trace = tmp_path / "older.db"
     shutil.copy(counter_trace, trace)
@@ -284,7 +284,7 @@ def test_the_replayer_reads_rows_when_the_counts_differ(counter_trace: Path, tmp
     """libdetsup.so reads the packed schedule only when meta schedule_rows
     counts the events the threads have (a cheap staleness check of its own,
     beside the validator's), and never with DET_REPLAY_ROWS=1."""
-    from det.native import Replayer
+    from det.replay.native import Replayer
 
     def packed(trace: Path) -> bool:
         rep = Replayer(trace, True, False)
