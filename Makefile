@@ -64,7 +64,8 @@ SYS_PY  ?= python3
 INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
                  $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
                    share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
-PY_SRC  := $(wildcard recorder/det/*.py recorder/det/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
+PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py compare/det_compare/*.py \
+             compare/det_compare/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
              tui/det_tui/*.tcss) setup.cfg
 
 .PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall \
@@ -97,7 +98,8 @@ build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 # every det command would compile them again at each start (~0.1 s).
 build/.bytecode: $(SETUP) $(filter %.py,$(PY_SRC))
 	@mkdir -p build
-	.venv/bin/python -m compileall -q recorder/det replayer/det_replay tui/det_tui
+	.venv/bin/python -m compileall -q store/det recorder/det_record hunt/det_hunt compare/det_compare \
+		replayer/det_replay tui/det_tui
 	@touch $@
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
@@ -158,7 +160,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check recorder replayer tests tools bench gdb-ext tui kmod
+	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui kmod
 
 test: all check
 	$(PY) -m pytest -q -x tests

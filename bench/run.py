@@ -140,7 +140,7 @@ def bench_program(name: str, args: list[str], runs: int, tmp: Path, record_opts:
 
 def schedule_build(trace: Path) -> dict[str, float]:
     """CPU seconds and peak memory of building a trace's replay schedule."""
-    code = ("import resource, sys, time; from pathlib import Path; from det.native import Replayer;"
+    code = ("import resource, sys, time; from pathlib import Path; from det.replay.native import Replayer;"
             "t = time.process_time(); r = Replayer(Path(sys.argv[1]), True, False);"
             "print(time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([str(BIN / "python"), "-c", code, str(trace)], capture_output=True, check=True).stdout.split()

@@ -136,7 +136,7 @@ def reseal(trace: Path) -> None:
     """A test that edits a trace on purpose (to make an unusual but valid
     one) seals it again, as det's own writers do: det.validate refuses a
     trace whose content no longer matches its checksum."""
-    from det.validate import seal
+    from det.seal import seal
 
     db = sqlite3.connect(trace)
     try:
@@ -194,7 +194,7 @@ def convert_each_way(tmp_path: Path, prog: str, args: list[str], env: str) -> li
     mutex_counter, then convert copies of its capture log with the converter
     switch `env` set to 0 and to 1: [(trace, ConvertStats)] for each."""
     from det import native
-    from det.record import Options, capture_run
+    from det.record.engine import Options, capture_run
 
     exe = str(program(prog)) if prog != "mutex_counter" else str(ROOT / "bench" / "bin" / "mutex_counter")
     c = capture_run(exe, [exe, *args], tmp_path / "t.db", Options())

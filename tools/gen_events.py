@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Generate the Python copies of det's C definitions: recorder/det/events.py
-from include/det/events.def, and recorder/det/constants.py from the
+"""Generate the Python copies of det's C definitions: store/det/events.py
+from include/det/events.def, and store/det/constants.py from the
 constants of include/det/shm.h and include/det/sup.h that Python uses.
 
 Rules: the C headers are the only definitions; this script is a line parser
@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEF = ROOT / "include" / "det" / "events.def"
-OUT = ROOT / "recorder" / "det" / "events.py"
+OUT = ROOT / "store" / "det" / "events.py"
 CONST_OUT = OUT.with_name("constants.py")
 HEADERS = (ROOT / "include" / "det" / "shm.h", ROOT / "include" / "det" / "sup.h")
 

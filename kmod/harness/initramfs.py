@@ -38,11 +38,11 @@ def dump():
             if p:
                 f.write(p + "\n")
 atexit.register(dump)
-import det.record, det.replay.cli, det.info, det.native, det.trace, det.launch
+import det.record.cli, det.replay.cli, det.record.info, det.native, det.trace, det.launch
 import concurrent.futures.thread, hashlib, json, sqlite3, ctypes, traceback, statistics, platform
 hashlib.sha256(b"")
 work = sys.argv[1]
-rc = det.record.main(["-q", "-o", work + "/t.db", "--", sys.argv[2]])
+rc = det.record.cli.main(["-q", "-o", work + "/t.db", "--", sys.argv[2]])
 rc2 = det.replay.cli.main(["-q", work + "/t.db"])
 if rc or rc2:
     sys.exit(f"exercise failed: detrec {rc}, detreplay {rc2}")
@@ -68,7 +68,9 @@ def copy(src: Path, stage: Path, dest: Path | None = None) -> Path:
 def det_package(stage: Path) -> Path:
     """det's Python package laid out as setup.cfg maps it, under ROOT/py."""
     py = stage / str(ROOT).lstrip("/") / "py"
-    pairs = ((ROOT / "recorder" / "det", py / "det"), (ROOT / "replayer" / "det_replay", py / "det" / "replay"))
+    pairs = ((ROOT / "store" / "det", py / "det"), (ROOT / "recorder" / "det_record", py / "det" / "record"),
+             (ROOT / "hunt" / "det_hunt", py / "det" / "hunt"),
+             (ROOT / "replayer" / "det_replay", py / "det" / "replay"))
     for src, dst in pairs:
         dst.mkdir(parents=True, exist_ok=True)
         for f in src.glob("*.py"):
@@ -193,7 +195,7 @@ def main() -> int:
     for f in ("init", "guest.py"):
         copy(HARNESS / f, stage, Path("/") / f)
     (stage / "init").chmod(0o755)
-    for tool, mod in (("detrec", "det.record"), ("detreplay", "det.replay.cli")):
+    for tool, mod in (("detrec", "det.record.cli"), ("detreplay", "det.replay.cli")):
         w = stage / "usr/local/bin" / tool
         w.write_text(f"#!/bin/sh\nexec {PYTHON} -S -c 'import sys; from {mod} import main; sys.exit(main())' \"$@\"\n")
         w.chmod(0o755)

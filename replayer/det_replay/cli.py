@@ -21,14 +21,16 @@ from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
 from det.names import ObjectNames
-from det.native import Replayer, turns_backends
-from det.salvage import ensure_trace
+from det.native import turns_backends
+from det.record.salvage import ensure_trace
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name
-from det.trust import check_libraries, check_owner, sha256_file
+from det.trust import sha256_file
 from det.watchdog import watched
 
-from .view import PackedView, host_differences, is_packed, open_view
+from .checks import check_binary, say
+from .native import Replayer
+from .view import PackedView, open_view
 
 EXIT_DIVERGED = EXIT_STOPPED
 EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
@@ -42,36 +44,6 @@ class ReplayResult:
     lines: list[str] = field(default_factory=list)  # what detreplay says
     diverged: bool = False
     run_s: float = 0.0  # the program's run time, from its start to its end
-
-
-def say(msg: str) -> None:
-    print(f"detreplay: {msg}", file=sys.stderr, flush=True)
-
-
-def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView | None = None,
-                 quiet: bool = False) -> str:
-    """Everything a replay runs, checked before it runs: whose trace it is
-    (det.trust), the binary, the directory, then (after saying what this
-    machine lacks, unless quiet) every library it loaded; in a packed
-    trace's view when there is one."""
-    m = tr.meta
-    check_owner(tr.path, m, trust)
-    exe = m.get("binary")
-    here = (lambda p: view.host_path(p)) if view is not None else (lambda p: p)
-    if not exe or not os.path.exists(here(exe)):
-        hint = ("the trace carries it: replay without --host-files" if is_packed(tr)
-                else "`detrec pack` on the recording machine carries it with the trace")
-        raise DetError(f"{exe}: the recorded program is gone; {hint}", status=2)
-    if not force and sha256_file(here(exe)) != m.get("binary_sha256"):
-        raise DetError(f"{exe} changed since it was recorded (its sha256 differs); --force replays it anyway",
-                       status=2)
-    if not os.path.isdir(here(m.get("cwd", ""))):
-        raise DetError(f"{m.get('cwd')}: the recorded working directory is gone", status=2)
-    if not quiet:  # what is gone or changed here, before a refusal names one of them
-        for line in host_differences(tr, view):
-            say(line)
-    check_libraries(m, force, here)
-    return exe
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,

@@ -31,10 +31,11 @@ from det import paths
 from det.constants import DET_F_STDIN_FED
 from det.errors import DetError
 from det.launch import FED_KINDS, program_env
-from det.native import Replayer
 from det.trace import Trace
 from det.trust import sha256_file
 
+from .checks import check_binary  # the same checks as a replay without gdb
+from .native import Replayer
 from .view import PackedView, open_view
 
 EXT_DIR = paths.GDB_EXT_DIR
@@ -63,8 +64,6 @@ def check_goto(tr: Trace, goto: int | None) -> None:
 def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: int | None = None,
             gdb_args: list[str] | None = None, trust: bool = False, host_files: bool = False) -> int:
     """Start gdb on the replaying program; returns gdb's exit status."""
-    from .cli import check_binary  # the same checks as a replay without gdb
-
     gdb = find_gdb()
     path = Path(trace_path).resolve()
     if not (EXT_DIR / "det_gdb" / "__init__.py").exists():

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from det import machine
 from det.errors import DetError
-from det.pack import read_blob, walk
+from det.record.pack import read_blob, walk
 from det.trace import Trace
 
 CLONE_NEWNS = 0x00020000

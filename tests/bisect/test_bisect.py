@@ -25,7 +25,7 @@ import pytest
 
 from conftest import BIN, ROOT, detrec, detreplay, move_events, outcome, run, sample_bin
 from det import events as ev
-from det.bisect import (
+from det.compare.bisect import (
     FAILS,
     IMPOSSIBLE,
     PASSES,

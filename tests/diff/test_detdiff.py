@@ -24,8 +24,8 @@ import pytest
 from conftest import BIN, ROOT, detrec, outcome, program, query, reseal, run, sample_bin
 from det import events as ev
 from det import schema
-from det.detdiff import use_color
-from det.diff import compare
+from det.compare.cli import use_color
+from det.compare.diff import compare
 
 DETDIFF = BIN / "detdiff"
 MUTEX = next(o.number for o in ev.OBJKINDS if o.name == "MUTEX")
@@ -388,9 +388,10 @@ def test_colour_only_when_asked_or_on_a_terminal(bank: tuple[Path, Path], monkey
 
 
 def test_engine_imports_only_the_standard_library() -> None:
-    """gdb's Python imports det.diff: nothing but the standard library and det itself."""
+    """gdb's Python may import det.compare.diff: nothing but the standard library and det itself
+    (the package as installed: build/python, staged by make)."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'recorder')!r}); import det.diff; "
+        f"import sys; sys.path.insert(0, {str(ROOT / 'build' / 'python')!r}); import det.compare.diff; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names "
         "and m.split('.')[0] not in ('det', '__main__')))"
     )

@@ -25,7 +25,7 @@ TOOLS = ("detrec salvage", "detrec info", "detreplay", "detdiff", "dettui")
 @pytest.fixture(scope="module")
 def base_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A complete capture log of api_tour (threads, locks, conditions)."""
-    from det.record import Options, capture_run
+    from det.record.engine import Options, capture_run
 
     d = tmp_path_factory.mktemp("base")
     exe = str(program("api_tour"))

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import build_packed_program, detrec, detreplay, outcome, query
 from det import machine
-from det.pack import walk
+from det.record.pack import walk
 
 
 @pytest.fixture()

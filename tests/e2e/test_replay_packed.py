@@ -15,7 +15,7 @@ def _region(trace: Path, rows: bool, relaxed: bool) -> tuple[bool, bytes]:
     """Whether the feeder read the packed schedule, and the replay region as
     it stands before the program starts: every thread's first window of
     entries (kind, object, result, prerequisites, wake-ups, data)."""
-    from det.native import Replayer
+    from det.replay.native import Replayer
 
     if rows:
         os.environ["DET_REPLAY_ROWS"] = "1"

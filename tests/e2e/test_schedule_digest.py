@@ -21,7 +21,7 @@ from conftest import BIN, program, run, sample_bin
 
 
 def _opts(tmp_path: Path, env: dict[str, str] | None = None, **kw):
-    from det.record import Options
+    from det.record.engine import Options
 
     return Options(forward=False, env=dict(os.environ, **(env or {})), cwd=str(tmp_path), **kw)
 
@@ -42,7 +42,7 @@ SAMPLES = {"bounded_buffer", "fork_pool", "dining_philosophers", "cxx_job_queue"
 @pytest.mark.parametrize("name,args,kw", CASES, ids=[c[0] + ("-strict" if c[2] else "") for c in CASES])
 def test_log_digest_is_the_converted_traces(tmp_path: Path, name: str, args: list[str], kw: dict) -> None:
     from det.native import digest_hex, log_digest, trace_digest
-    from det.record import capture_run, finish_run
+    from det.record.engine import capture_run, finish_run
     from det.trace import Trace
 
     exe = sample_bin(name) if name in SAMPLES else program(name)
@@ -63,7 +63,7 @@ def test_log_digest_is_the_converted_traces(tmp_path: Path, name: str, args: lis
 
 
 def test_a_trace_without_the_key_is_hashed_from_its_rows(tmp_path: Path) -> None:
-    from det.record import Options, record_run
+    from det.record.engine import Options, record_run
     from det.trace import Trace
 
     exe = sample_bin("bounded_buffer")
@@ -90,8 +90,8 @@ def test_a_trace_without_the_key_is_hashed_from_its_rows(tmp_path: Path) -> None
 
 def test_a_cut_log_digests_as_its_salvaged_trace(tmp_path: Path) -> None:
     from det.native import digest_hex, log_digest
-    from det.record import capture_run
-    from det.salvage import salvage
+    from det.record.engine import capture_run
+    from det.record.salvage import salvage
 
     exe = sample_bin("bounded_buffer")
     c = capture_run(str(exe), [str(exe), "3000"], tmp_path / "cut.db", _opts(tmp_path))
@@ -123,11 +123,12 @@ def test_a_bad_log_is_one_error(tmp_path: Path) -> None:
 
 
 def _hunt(tmp_path: Path, exe: Path, argv: list[str], runs: int, jobs: int, **kw):
-    from det.hunt import Hunt, LocalEngine, make_spec
+    from det.hunt.hunt import Hunt, LocalEngine, make_spec
+    from det.record.seeds import RUNS
 
     out, passing = tmp_path / "t.db", tmp_path / "t-pass.db"
     spec = make_spec(str(exe), [str(exe), *argv], _opts(tmp_path, **kw))
-    hunt = Hunt(spec, runs, LocalEngine(jobs, tmp_path / ".runs"), lambda kind: (out, passing),
+    hunt = Hunt(spec, runs, LocalEngine(jobs, tmp_path / ".runs", RUNS), lambda kind: (out, passing),
                 stop_at_first=True, keep_pass=passing)
     return hunt.run(), out, passing
 

@@ -63,7 +63,7 @@ BASES = [
 CAPTURE = """
 import sys
 from pathlib import Path
-from det.record import Options, capture_run
+from det.record.engine import Options, capture_run
 out, strict, argv = Path(sys.argv[1]), sys.argv[2] == "1", sys.argv[3:]
 c = capture_run(argv[0], argv, out, Options(strict=strict))
 c.writer.path.unlink()
@@ -89,7 +89,7 @@ def capture_bases(work: Path) -> list[Path]:
 
 def salvaged_bases(logs: list[Path], work: Path) -> dict[Path, Path]:
     """Each base log's salvaged trace (detdiff's other side)."""
-    from det.salvage import salvage
+    from det.record.salvage import salvage
 
     out = {}
     for log in logs:
@@ -298,10 +298,10 @@ def log_tools(other: Path, log: Path, i: int, every_tool: bool) -> list[ToolRun]
     """The tools on their own copies of the log (they salvage it): detrec
     salvage, then detreplay on its trace, and detrec info, detdiff and
     dettui's model, or (not every_tool) one of those three in turn."""
-    from det.detdiff import main as detdiff
-    from det.info import main as info
+    from det.compare.cli import main as detdiff
+    from det.record.info import main as info
+    from det.record.salvage import main as salvage
     from det.replay.cli import main as detreplay
-    from det.salvage import main as salvage
 
     def own(tool: str) -> Path:
         d = log.parent / tool
@@ -411,7 +411,7 @@ def run(mutations: int, seed: int, jobs: int, start: int = 0, quiet: bool = Fals
 
 def _warm() -> None:
     fuzz_traces._warm()
-    import det.salvage  # noqa: F401
+    import det.record.salvage  # noqa: F401
     import det.tui.model  # noqa: F401
 
 

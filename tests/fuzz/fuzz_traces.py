@@ -276,7 +276,7 @@ def gdb_reading_side(path: str) -> int:
     from det_gdb_model import Schedule
 
     from det.errors import DetError
-    from det.replay.cli import check_binary
+    from det.replay.checks import check_binary
     from det.replay.gdb import check_goto
     from det.trace import Trace
 
@@ -299,8 +299,8 @@ def gdb_reading_side(path: str) -> int:
 
 
 def tools(base: Path, path: Path) -> list[ToolRun]:
-    from det.detdiff import main as detdiff
-    from det.info import main as info
+    from det.compare.cli import main as detdiff
+    from det.record.info import main as info
     from det.replay.cli import main as detreplay
 
     p, b = str(path), str(base)
@@ -390,8 +390,8 @@ def _warm() -> None:
     cost of a refused trace)."""
     import det_gdb_model  # noqa: F401
 
-    import det.detdiff  # noqa: F401
-    import det.info  # noqa: F401
+    import det.compare.cli  # noqa: F401
+    import det.record.info  # noqa: F401
     import det.replay.cli  # noqa: F401
     import det.replay.gdb  # noqa: F401
     from det.native import lib
@@ -447,7 +447,7 @@ def run(mutations: int, seed: int, jobs: int, gdb_every: int = 0, start: int = 0
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="det-fuzz-") as d:
         work = Path(d)
-        os.environ["XDG_CACHE_HOME"] = str(work / "cache")  # det.validate's cache of valid traces: ours alone
+        os.environ["XDG_CACHE_HOME"] = str(work / "cache")  # det.seal's cache of valid traces: ours alone
         bases = record_bases(work)
         s = Summary()
         todo = [(bases, seed, i, work, bool(gdb_every) and i % gdb_every == 0) for i in range(start, start + mutations)]

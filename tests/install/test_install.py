@@ -50,9 +50,9 @@ def test_layout_follows_the_fhs(dest: Path) -> None:
         assert (root / "share/bash-completion/completions" / name).is_file()
     for lib in ("libdet.so", "libdetsup.so"):
         assert (root / "lib/det" / lib).is_file()
-    assert (root / "lib/det/python/det/record.py").is_file()
+    assert (root / "lib/det/python/det/record/engine.py").is_file()
     assert (root / "lib/det/python/det/replay/cli.py").is_file()
-    assert (root / "lib/det/python/det/bisect/search.py").is_file()
+    assert (root / "lib/det/python/det/compare/bisect/search.py").is_file()
     # dettui's modules and its look (package data, not Python)
     assert (root / "lib/det/python/det/tui/app.py").is_file()
     assert (root / "lib/det/python/det/tui/dettui.tcss").is_file()

@@ -1,5 +1,5 @@
 """dettui driven by Textual's pilot (App.run_test): navigation, search,
-filter, go to, the deadlock, the diff view with det.diff's results, the
+filter, go to, the deadlock, the diff view with det.compare.diff's results, the
 bisection, and bad files said inside the UI.
 
 Rules: expectations come from the trace itself (sqlite3 on the file) or

@@ -27,8 +27,9 @@ def test_log_space_is_reserved_ahead_and_given_back(tmp_path: Path) -> None:
     import time
 
     from det import native
+    from det.record.native import Recorder
 
-    rec = native.Recorder(4, 4, 1024, 1024)
+    rec = Recorder(4, 4, 1024, 1024)
     log = tmp_path / "run.incomplete.log"
     try:
         rec.capture_open(log, "{}")
@@ -54,7 +55,7 @@ def test_the_tests_own_reading_of_a_log_checks_as_dets(tmp_path: Path) -> None:
     import caplog
 
     from det import native
-    from det.record import Options, capture_run
+    from det.record.engine import Options, capture_run
 
     exe = str(ROOT / "tests" / "bin" / "api_tour")
     log = capture_run(exe, [exe], tmp_path / "t.db", Options()).writer.log

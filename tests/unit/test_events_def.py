@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "recorder"))
+sys.path.insert(0, str(ROOT / "store"))
 from det import events  # noqa: E402
 
 

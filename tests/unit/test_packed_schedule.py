@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, convert_each_way, detrec, detreplay, program, query, reseal, sample_bin
 
-sys.path.insert(0, str(ROOT / "recorder"))
+sys.path.insert(0, str(ROOT / "store"))
 from det import native, schema  # noqa: E402
 
 # ---------------------------------------------------------------- the format page's decoder
@@ -226,7 +226,7 @@ def test_rows_rewritten_without_a_new_schedule_are_refused(counter_trace: Path, 
     """event_rows changed and sealed by a writer that kept the old packed
     schedule (a checksum made from the new rows, as a det from before the
     packed schedule sealed): its schedule is stale, and refused."""
-    from det.validate import seal
+    from det.seal import seal
 
     trace = tmp_path / "stale.db"
     shutil.copy(counter_trace, trace)
@@ -241,7 +241,7 @@ def test_rows_rewritten_without_a_new_schedule_are_refused(counter_trace: Path, 
 
 
 def test_det_writers_make_it_again(counter_trace: Path, tmp_path: Path) -> None:
-    """A trace det rewrites and seals (det.validate.seal without the
+    """A trace det rewrites and seals (det.seal.seal without the
     converter's lanes, as detdiff --bisect's hybrids, detrec scrub and
     conftest.reseal do) gets a packed schedule of its new rows, which the
     full pass accepts."""
@@ -261,7 +261,7 @@ def test_det_writers_make_it_again(counter_trace: Path, tmp_path: Path) -> None:
 def test_a_trace_without_it_replays_from_its_rows(counter_trace: Path, tmp_path: Path) -> None:
     """A trace of this format made before the packed schedule (no table, no
     meta schedule_rows) is valid and replays from event_rows."""
-    from det.native import Replayer
+    from det.replay.native import Replayer
 
     trace = tmp_path / "older.db"
     shutil.copy(counter_trace, trace)
@@ -284,7 +284,7 @@ def test_the_replayer_reads_rows_when_the_counts_differ(counter_trace: Path, tmp
     """libdetsup.so reads the packed schedule only when meta schedule_rows
     counts the events the threads have (a cheap staleness check of its own,
     beside the validator's), and never with DET_REPLAY_ROWS=1."""
-    from det.native import Replayer
+    from det.replay.native import Replayer
 
     def packed(trace: Path) -> bool:
         rep = Replayer(trace, True, False)
@@ -311,11 +311,11 @@ def test_the_replayer_reads_rows_when_the_counts_differ(counter_trace: Path, tmp
 # ---------------------------------------------------------------- the validator's cache key
 
 def test_the_identity_sees_every_byte_and_the_length(tmp_path: Path) -> None:
-    """det.validate's cache key (native.file_identity, no longer SHA-256)
+    """det.seal's cache key (native.file_identity, no longer SHA-256)
     changes with any one bit flipped, wherever it is (each of the four lanes,
     the partial last stripe, past the first read), and with the length, zero
     bytes added included."""
-    from det.validate import file_identity
+    from det.seal import file_identity
 
     rng = random.Random(3)
     f = tmp_path / "f"

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, convert_each_way, detrec, program, query, reseal, sample_bin
 
-sys.path.insert(0, str(ROOT / "recorder"))
+sys.path.insert(0, str(ROOT / "store"))
 from det import schema  # noqa: E402
 
 
@@ -111,7 +111,7 @@ def test_converter_sums_are_the_scans(tmp_path: Path) -> None:
     calls (sealed by detrec without reading them again) equal those of the C
     scan the validator makes, and the SQL arithmetic they replaced; inputs
     (negative results, results that come late) and strict mode included."""
-    from det import native, validate
+    from det import native, seal
 
     for name, argv in (("inputs", [program("inputs_tour")]), ("api", [program("api_tour")]),
                        ("strict", ["--strict", sample_bin("bank_check_then_act")])):
@@ -126,7 +126,7 @@ def test_converter_sums_are_the_scans(tmp_path: Path) -> None:
             assert scans[0][0] > 10 and any(v < 0 for (v,) in db.execute("SELECT result FROM event_rows")) \
                 or name != "inputs"
             sealed = db.execute("SELECT value FROM meta WHERE key = 'content_sum'").fetchone()[0]
-            assert validate.content_sum(db) == sealed, name
+            assert seal.content_sum(db) == sealed, name
         finally:
             db.close()
 

@@ -127,9 +127,6 @@ class FilterScreen(ModalScreen[tuple[str, str, str, str] | None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(("", "", "", "") if event.button.id == "filter-clear" else self._values())
 
-    def show_error(self, text: str) -> None:
-        self.query_one("#filter-error", Label).update(text)
-
 
 class ErrorScreen(Screen[None]):
     """A file that cannot be shown: what is wrong, and what is there."""

@@ -1,10 +1,10 @@
 """`dettui A B`: two schedules side by side, as detdiff compares them.
 
 Rules of this file:
-  - The comparison is det.diff's (compare(), in a thread worker) and the
-    bisection det.bisect's (bisect_traces(), on request, with its progress
+  - The comparison is det.compare.diff's (compare(), in a thread worker) and the
+    bisection det.compare.bisect's (bisect_traces(), on request, with its progress
     callback and cancel event); this file only shows their results. Texts
-    of events and outcomes are det.difftext's.
+    of events and outcomes are det.compare.difftext's.
   - Rows are aligned by position (rank in each trace's order): before the
     divergence both lists show the same events; the divergence, each
     thread's first difference, the inversions and the critical pair are
@@ -27,9 +27,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
-from det.bisect import BisectResult, Step
-from det.diff import DiffResult, EventRef, compare
-from det.difftext import obj, outcome_text, plural, result_text, where
+from det.compare.bisect import BisectResult, Step
+from det.compare.diff import DiffResult, EventRef, compare
+from det.compare.difftext import obj, outcome_text, plural, result_text, where
 from det.errors import DetError
 
 from .dialogs import HelpScreen, ask_event
@@ -336,7 +336,7 @@ class DiffScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="bisect")
     def run_bisect(self) -> None:
-        from det.bisect import bisect_traces
+        from det.compare.bisect import bisect_traces
 
         def progress(step: Step) -> None:
             self.app.call_from_thread(self._bisect_step, step)
@@ -389,7 +389,7 @@ class DiffScreen(Screen[None]):
         return Item(t, self._a_position(r.first), b_pos)
 
     def _a_position(self, e: EventRef) -> int | None:
-        """Where A has the same thread's event with the same index (det.diff's matching)."""
+        """Where A has the same thread's event with the same index (det.compare.diff's matching)."""
         if e.side == "a":
             return e.position
         found = self.a.tr.thread_event(e.tid, e.idx)

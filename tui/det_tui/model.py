@@ -8,7 +8,7 @@ Rules of this file:
   - Ranks (an event's place in the recorded order, from 0) are what views
     count in; seqs are what the trace stores (they can have gaps).
   - Names of kinds, objects, variables and source lines come from det's own
-    modules (det.events, det.symbols, det.analysis, det.difftext), never a
+    modules (det.events, det.symbols, det.analysis, det.compare.difftext), never a
     copy of their rules.
 """
 
@@ -29,12 +29,12 @@ from typing import IO, Any
 
 from det import events as ev
 from det.analysis import Waiter, block_report
-from det.difftext import outcome_words, result_text
+from det.compare.difftext import result_text
 from det.names import ObjectNames
 from det.outpath import file_kind
-from det.salvage import ensure_trace
+from det.record.salvage import ensure_trace
 from det.symbols import Location, Symbolizer
-from det.trace import LANE_KINDS, Event, Trace, kind_name
+from det.trace import LANE_KINDS, Event, Trace, kind_name, outcome_words
 
 # ---------------------------------------------------------------- kinds as the timeline shows them
 
@@ -295,9 +295,6 @@ class TraceModel:
         if loc.function and loc.file and loc.line:
             return f"{loc.short()} ({loc.function})"
         return loc.short()
-
-    def object_name(self, obj: int) -> str | None:
-        return self.names.name(obj)
 
     def object_label(self, obj: int, first_use: bool = False) -> str:
         """det.names' label: `mutex 4 (account)`, `T1`, "" for none."""

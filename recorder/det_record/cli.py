@@ -1,0 +1,301 @@
+"""detrec: record a program's synchronization order into a SQLite trace.
+
+    detrec [options] [--] PROGRAM [ARGS...]
+    detrec info|ls|rm|salvage|scrub|pack ...
+
+Rules: the command line only; det.record.engine records (every run leaves a
+readable trace, whatever happens to the program or to detrec). Exit status:
+the program's, as a shell reports it; 124 when --timeout stopped it; 125
+when det had to stop it; 2 for bad usage. detrec's other commands are
+modules of their own, imported when used (SUBCOMMANDS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import shlex
+import sys
+from pathlib import Path
+
+from det import __version__, tracedir
+from det.errors import DetError
+from det.launch import describe_status, output_source, read_own_stdin, resolve_program, stdin_source
+from det.outpath import check_output_dir, check_trace_output
+from det.tracefile import TraceLock
+from det.watchdog import watched
+
+from .engine import INTERRUPT, PCT_K, Options, RunResult, RunTimeout, record_run
+
+# detrec's other commands: name -> (module, its main, its parser), imported when used
+SUBCOMMANDS = {
+    "info": ("info", "main", "build_parser"),
+    "ls": ("tracels", "ls_main", "ls_parser"),
+    "rm": ("tracels", "rm_main", "rm_parser"),
+    "salvage": ("salvage", "main", "build_parser"),
+    "scrub": ("scrub", "main", "build_parser"),
+    "pack": ("pack", "main", "build_parser"),
+}
+
+
+def _subcommand(name: str, part: int):
+    import importlib
+
+    module = SUBCOMMANDS[name][0]
+    return getattr(importlib.import_module(f".{module}", __package__), SUBCOMMANDS[name][part])
+
+
+def subcommand_main(name: str):
+    return _subcommand(name, 1)
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """The subcommand's parser (man page and completion generation)."""
+    return _subcommand(name, 2)()
+
+
+def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
+    """After a recording: make the trace kept the latest, and pack it if asked."""
+    if path.exists():
+        tracedir.note_latest(path)
+        if ns.pack:
+            from .pack import pack_trace
+
+            pack_trace(path, quiet=ns.quiet)
+    return status
+
+
+def pass_output(out: Path) -> Path:
+    """--until-fail: where the last passing run is kept."""
+    return out.with_name(out.stem + "-pass" + out.suffix)
+
+
+def runs_dir(out: Path) -> Path:
+    """--until-fail: the work directory of the runs in progress."""
+    return out.with_name(f".{out.name}.runs")
+
+
+def check_outputs(out: Path, exe: str, until_fail: bool) -> None:
+    """Every file detrec will write, checked before the program starts."""
+    check_trace_output(out, [exe], "trace")
+    if until_fail:
+        check_trace_output(pass_output(out), [exe], "passing trace")
+        check_output_dir(runs_dir(out), "runs in progress", ("run",))
+
+
+def say(msg: str) -> None:
+    print(f"detrec: {msg}", file=sys.stderr, flush=True)
+
+
+def print_result(res: RunResult, quiet: bool) -> None:
+    if quiet:
+        return
+    say(f"{res.message or describe_status(res.returncode)}; {res.events} events; program ran {res.duration:.2f} s, "
+        f"trace written in {res.write_s:.2f} s after it; trace saved to {res.path}")
+    for line in res.report:
+        say("  " + line)
+
+
+def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool,
+               learn_k: bool = True) -> int:
+    """Rerun until a run fails (a hunt that stops at its first failure, see
+    det.hunt); keep it as `out` and a passing run as NAME-pass.db. With a
+    chaos seed S, run i uses seed S+i, so every run can be repeated."""
+    from det.hunt.hunt import Hunt, LocalEngine, make_spec, summary_lines, tty_progress
+
+    from .seeds import RUNS
+
+    pass_path = pass_output(out)
+    opts.forward = False
+    if opts.timeout is None:
+        opts.auto_timeout = RunTimeout()
+    spec = make_spec(exe, argv, opts)
+    hunt = Hunt(spec, runs, LocalEngine(jobs, runs_dir(out), RUNS), lambda kind: (out, pass_path),
+                stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
+                progress=None if quiet else tty_progress("detrec", runs),
+                interrupted=lambda: INTERRUPT.signal is not None)
+    rep = hunt.run()
+    if not quiet:
+        for line in summary_lines(rep, opts.strict)[:1]:
+            say(line)
+    failed = next((k.first for k in rep.kinds.values() if k.kept is not None), None)
+    if failed is not None:
+        partner = next(k.partner for k in rep.kinds.values() if k.kept is not None)
+        what, msg = "failure", failed.message or failed.kind
+        if failed.hung:
+            what, msg = "hung run", msg.removeprefix("hung: ")
+        note = say if not quiet else (lambda _msg: None)
+        note(f"{what} after {rep.first_failure_at} run(s): {msg}; trace saved to {out}"
+            + (f", a passing run to {pass_path}" if partner else "; no run passed"))
+        for line in failed.report:
+            note("  " + line)
+        for line in failed.tail:
+            note("  | " + line)
+        note(f"replay it with: detreplay {out}")
+        if failed.seed:
+            note(f"record it again with: detrec {opts.for_seed(failed.seed, failed.pct_k).repeat_flags()} -o {out} -- "
+                + " ".join(shlex.quote(a) for a in argv))
+        return failed.exit_status
+    if rep.interrupted:
+        if not quiet:
+            say(f"interrupted after {rep.runs} run(s), none failed")
+        return 130
+    if not quiet:
+        say(f"no failure in {rep.runs} run(s); the last passing trace is {pass_path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="detrec",
+        usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
+        description="Record a multithreaded program's synchronization order into a SQLite trace.",
+        epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
+               "trace directory and `detrec rm TRACE` removes them; `detrec salvage LOG` turns the capture log "
+               "of a killed detrec into a trace (info, detreplay and detdiff do that by themselves); `detrec pack "
+               "TRACE` puts into the trace the program, its libraries and the files it read, so that it replays on "
+               "another machine; `detrec scrub TRACE -o OUT` copies a trace to share, its environment's values "
+               "blanked. To record a program named like a command, write `detrec -- info`. Without -o, traces go "
+               "to $DET_TRACE_DIR, else $XDG_DATA_HOME/det/traces, else ~/.local/share/det/traces, as PROGRAM-N.db. "
+               "Exit status: the program's (128+N for signal N), 124 when --timeout stopped it, 125 when det "
+               "stopped it, 2 for bad usage.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    p.add_argument("-o", "--output", metavar="TRACE",
+                   help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there is "
+                        "replaced, any other existing file, directory, device or link is refused").complete = "file"
+    p.add_argument("--pack", action="store_true",
+                   help="then pack the trace kept (see `detrec pack`), so it replays on another machine")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="stop the program after S seconds, saving the trace and what blocked threads wait for")
+    p.add_argument("--until-fail", type=int, metavar="N",
+                   help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db "
+                        "(with --strict, each run is scheduled from its own chaos seed). Without --timeout, a run "
+                        f"that takes {RunTimeout.FACTOR}x as long as the longest passing run (at least "
+                        f"{RunTimeout.FLOOR:g} s; {RunTimeout.FIRST:g} s before one passed) is a hung run, a "
+                        "failure of its own")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
+    p.add_argument("--strict", action="store_true",
+                   help="one thread at a time, switching only at events: replays exactly even with data races")
+    p.add_argument("--quantum", type=int, default=64, metavar="N",
+                   help="--strict: events a thread runs before it offers its turn (default 64)")
+    p.add_argument("--logical", action="store_true",
+                   help="logical time: threads run in parallel and synchronize in an order fixed by logical clocks "
+                        "(deterministic for the same input; --seed picks another order)")
+    p.add_argument("--chaos", action="store_true",
+                   help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
+    p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
+    p.add_argument("--depth", type=int, default=3, metavar="D",
+                   help="--chaos --strict: PCT's bug depth, d-1 priority change points per run (default 3)")
+    p.add_argument("--pct-k", type=int, metavar="K",
+                   help="--chaos --strict: the expected number of steps (events; det-cc memory points for a program "
+                        "built with --sched-points=memory), over which change points are drawn "
+                        f"(default: learned from the hunt's previous runs; {PCT_K} before the first one ends)")
+    p.add_argument("--runs", type=int, metavar="N",
+                   help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
+    p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
+    p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("--rings", type=int, default=1024, metavar="N",
+                   help="threads alive at once before a new one waits for an event ring (default 1024; each "
+                        "ring is 4 MiB of shared memory, used as the thread writes)")
+    p.add_argument("program", nargs="?", help="the program to record").complete = "command"
+    p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
+    ns = p.parse_args(argv)
+    if ns.program is None:
+        p.error("name the program to record: detrec [options] [--] PROGRAM [ARGS...]")
+    if ns.until_fail is not None and ns.until_fail < 1:
+        p.error("--until-fail needs a positive number of runs")
+    if ns.jobs < 1:
+        p.error("-j needs a positive number")
+    if ns.timeout is not None and not 0 < ns.timeout < float("inf"):
+        p.error("--timeout needs a positive number of seconds")
+    if not 1 <= ns.max_threads <= 65535:
+        p.error("--max-threads must be between 1 and 65535")
+    if not 1 <= ns.rings <= 65535:
+        p.error("--rings must be between 1 and 65535")
+    if ns.logical and ns.strict:
+        p.error("--logical and --strict are two different schedulers: pick one")
+    if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
+        p.error("--logical takes --seed S (another deterministic order), not --chaos alone")
+    if ns.quantum < 1:
+        p.error("--quantum needs a positive number of events")
+    if not 1 <= ns.depth <= 9:
+        p.error("--depth must be between 1 and 9")
+    if ns.pct_k is not None and ns.pct_k < 1:
+        p.error("--pct-k needs a positive number of steps")
+    if ns.seed is not None:
+        ns.chaos = True
+        if ns.seed <= 0:
+            p.error("--seed must be a positive number")
+    if ns.runs is not None:
+        if not ns.chaos:
+            p.error("--runs goes with --chaos (for plain reruns, use --until-fail)")
+        if ns.runs < 1:
+            p.error("--runs needs a positive number of runs")
+        if ns.until_fail:
+            p.error("use --runs or --until-fail, not both")
+    return ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return subcommand_main(argv[0])(argv[1:])
+        ns = parse_args(argv)
+        exe = resolve_program(ns.program)
+        prog_argv = [ns.program] + ns.args
+        out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
+        check_outputs(out, exe, bool(ns.until_fail or ns.runs))
+        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, rings=min(ns.rings, ns.max_threads),
+                       forward=True, stdin=stdin_source(),
+                       outputs=(output_source(1), output_source(2)),
+                       strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
+                       pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)
+        if ns.chaos:
+            opts.seed = ns.seed or random.randrange(1, 2**31)
+            if ns.runs:
+                ns.until_fail = ns.runs
+        elif ns.strict and ns.until_fail and not ns.logical:
+            # strict scheduling is deterministic: reruns would all take the
+            # same schedule, so each run explores with its own PCT seed
+            opts.seed = random.randrange(1, 2**31)
+        INTERRUPT.install()
+        outputs = [out, pass_output(out)] if ns.until_fail else [out]
+        with contextlib.ExitStack() as locks:
+            for path in outputs:  # one writer per trace name, for the whole recording
+                locks.enter_context(TraceLock(path))
+            # Before any thread: whatever ends detrec, no process of the program outlives it.
+            with watched(runs_dir(out) if ns.until_fail else None, outputs):
+                return _record(ns, exe, prog_argv, out, opts)
+    except DetError as e:
+        say(str(e))
+        return e.status
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+
+
+def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options) -> int:
+    """The recording itself, once the options and outputs are known."""
+    if ns.until_fail:
+        if opts.stdin["kind"] == "pipe":  # every run reads the same input
+            opts.stdin_bytes = list(read_own_stdin())
+        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None)
+        return kept(out if out.exists() else pass_output(out), ns, status)
+    res = record_run(exe, prog_argv, out, opts)
+    print_result(res, ns.quiet)
+    kept(res.path, ns, res.exit_status)
+    if opts.seed and not ns.quiet:
+        say(f"seed {opts.seed}: `detrec {opts.repeat_flags()}` repeats this schedule")
+    return res.exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""detrun: run a program deterministically, in logical time, keeping no trace.
+
+    detrun [--seed S] [--timeout S] [--] PROGRAM [ARGS...]
+
+Threads run in parallel and synchronize in an order fixed by logical clocks
+(replayer/logical.c): the same program with the same input synchronizes the
+same way, and prints the same, on every run; --seed S picks another order,
+again the same on every run. It is `detrec --logical` without the trace: the
+runtime's log is never read, so it costs no drain (to keep a trace, for
+replay, stepping or diffing, use `detrec --logical`).
+
+Rules: the program's output goes where it would natively; detrun prints
+only its own errors. Exit status: the program's, as a shell reports it; 124
+when --timeout stopped it; 125 when det had to stop it; 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from det import __version__
+from det.constants import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT
+from det.errors import DetError
+from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
+
+from .engine import INTERRUPT, Options
+from .native import Recorder
+
+NOTRACE_RING = 1024  # entries per thread: the rings are written and never read
+
+
+def run_logical(exe: str, argv: list[str], opts: Options) -> int:
+    """Run the program in logical time with no trace; its exit status, as a
+    shell reports it (124: timeout, 125: det stopped it)."""
+    rec = Recorder(opts.max_threads, opts.max_threads, NOTRACE_RING, opts.objects)
+    try:
+        rec.add_flags(DET_F_STRICT | DET_F_LOGICAL | DET_F_NOTRACE)
+        rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
+        prog = Program(exe, argv, dict(os.environ), os.getcwd(), rec.fd, True, None)
+        prog.region = rec
+        with INTERRUPT.lock:
+            INTERRUPT.programs.add(prog)
+        deadline = None if opts.timeout is None else time.monotonic() + opts.timeout
+        rc = None
+        timed_out = False
+        while rc is None:
+            rc = prog.wait(0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic())))
+            if rc is None and deadline is not None and time.monotonic() >= deadline:
+                timed_out = True
+                prog.kill()
+                rc = prog.wait()
+        prog.wait_others(lambda: timed_out or INTERRUPT.signal is not None)
+        prog.outputs()
+        failure = rec.failed()
+    finally:
+        rec.close()
+    if failure:
+        say(f"det stopped the program: {failure}")
+        return EXIT_STOPPED
+    if timed_out:
+        say(f"timeout after {opts.timeout:g} s")
+        return EXIT_TIMEOUT
+    if rc < 0 and INTERRUPT.signal is None:
+        say(describe_status(rc))
+    return shell_status(rc)
+
+
+def say(msg: str) -> None:
+    print(f"detrun: {msg}", file=sys.stderr, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="detrun",
+        description="Run a multithreaded program deterministically (logical time), keeping no trace.",
+        epilog="Exit status: the program's (128+N for signal N), 124 when --timeout stopped it, 125 when det "
+               "stopped it, 2 for bad usage.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
+    p.add_argument("--seed", type=int, metavar="S", help="another deterministic order (a positive number)")
+    p.add_argument("--timeout", type=float, metavar="S", help="stop the program after S seconds")
+    p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("program", help="the program to run").complete = "command"
+    p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = build_parser()
+    ns = p.parse_args(argv)
+    if ns.seed is not None and ns.seed <= 0:
+        p.error("--seed must be a positive number")
+    if ns.timeout is not None and ns.timeout <= 0:
+        p.error("--timeout needs a positive number of seconds")
+    if not 1 <= ns.max_threads <= 65535:
+        p.error("--max-threads must be between 1 and 65535")
+    return ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        ns = parse_args(argv)
+        exe = resolve_program(ns.program)
+        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, strict=True, logical=True, seed=ns.seed or 0)
+        INTERRUPT.install()
+        return run_logical(exe, [ns.program] + ns.args, opts)
+    except DetError as e:
+        say(str(e))
+        return e.status
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+
+if __name__ == "__main__":
+    sys.exit(main())
