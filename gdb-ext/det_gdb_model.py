@@ -28,7 +28,7 @@ from det import events as ev
 from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, holders, race_hint
 from det.names import ObjectNames
 from det.symbols import Symbolizer
-from det.trace import Event, Trace, kind_name, objkind_name
+from det.trace import Event, Trace, kind_name, objkind_name, outcome_words
 
 ROLE = {k.number: k.role for k in ev.EVENTS}
 KIND_BY_NAME = {k.name.lower(): k.number for k in ev.EVENTS}
@@ -230,14 +230,11 @@ class Schedule:
         return o is not None and o["status"] not in ("exited", "signaled")
 
     def recorded_end(self) -> str:
+        """The recording's outcome in det's one wording, with what det said
+        when it stopped the program."""
         o = self.outcome
-        if o is None:
-            return "the recording is incomplete"
-        if o["status"] == "exited":
-            return f"exited with code {o['exit_code']}"
-        if o["status"] == "signaled":
-            return f"killed by signal {o['signal']}"
-        return o["status"] + (f": {o['message']}" if o.get("message") else "")
+        said = o is not None and o["status"] not in ("exited", "signaled") and o.get("message")
+        return outcome_words(o) + (f": {o['message']}" if said else "")
 
     # --- text ------------------------------------------------------------
     def status_text(self, pos: int, current: int | None, live: list[LiveThread], relaxed: bool,
