@@ -28,8 +28,8 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := recorder/runtime.c recorder/stack.c recorder/interpose.c recorder/inputs.c recorder/process.c recorder/signals.c recorder/atomics.c recorder/openmp.c recorder/timers.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
-RUNTIME_HDR := recorder/runtime.h recorder/locks.h recorder/openmp.def recorder/real.def recorder/entries.def include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
+RUNTIME_SRC := preload/runtime.c preload/stack.c preload/interpose.c preload/inputs.c preload/process.c preload/signals.c preload/atomics.c preload/openmp.c preload/timers.c recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := preload/runtime.h preload/locks.h preload/openmp.def preload/real.def preload/entries.def recorder/logfmt.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c replayer/schedule.c replayer/sup_turns.c
 SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 RUNTIME_HDR += include/det/cc.h
@@ -88,7 +88,7 @@ $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Irecorder -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(CFLAGS) -Ipreload -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build

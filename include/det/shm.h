@@ -12,7 +12,7 @@
  *    never moves the program's own mappings between recording and replay,
  *    and the program's file descriptors are the ones it would have natively.
  *  - Bump DET_SHM_VERSION on any change; the runtime refuses a mismatch.
- *  - x86_64 only: the ordering arguments in recorder/runtime.c rely on TSO.
+ *  - x86_64 only: the ordering arguments in recorder/rings.c rely on TSO.
  */
 #ifndef DET_SHM_H
 #define DET_SHM_H

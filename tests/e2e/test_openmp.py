@@ -1,6 +1,6 @@
 """OpenMP programs built with GCC (libgomp): which thread gets which share of
 work and the order of their locks are recorded and replayed
-(recorder/openmp.c). tests/programs/omp_share.c prints both."""
+(preload/openmp.c). tests/programs/omp_share.c prints both."""
 
 from __future__ import annotations
 

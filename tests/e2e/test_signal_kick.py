@@ -1,4 +1,4 @@
-"""A signal that comes while its thread makes no event (recorder/signals.c,
+"""A signal that comes while its thread makes no event (preload/signals.c,
 kicks): recording goes on, and replay delivers it where the thread waits
 for it."""
 
@@ -47,7 +47,7 @@ def test_replay_says_where_an_unanchored_signal_lands(tmp_path: Path) -> None:
 
 def test_sigev_thread_timers_callbacks_are_recorded(tmp_path: Path) -> None:
     """A SIGEV_THREAD timer's callbacks run in threads det starts
-    (recorder/timers.c), so their locks are events and replay orders them;
+    (preload/timers.c), so their locks are events and replay orders them;
     glibc's own threads were unrecorded and the replay diverged."""
     for mode in ([], ["--strict"]):
         trace = tmp_path / f"timers{len(mode)}.db"

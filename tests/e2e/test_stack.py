@@ -1,6 +1,6 @@
 """The program's memory does not depend on det's mode: a local it never set
 holds the same bytes when recorded and replayed (samples/uninit_local.c
-sums one; recorder/stack.c runs det's work on its own stack)."""
+sums one; preload/stack.c runs det's work on its own stack)."""
 
 from __future__ import annotations
 

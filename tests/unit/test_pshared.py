@@ -1,4 +1,4 @@
-"""det_pshared() (recorder/runtime.h) reads glibc's private fields to tell
+"""det_pshared() (preload/runtime.h) reads glibc's private fields to tell
 process-shared objects apart: check it against objects this glibc made, so
 a glibc with another layout fails here rather than replaying wrongly."""
 
@@ -47,7 +47,7 @@ def test_pshared_fields_match_glibc(tmp_path: Path) -> None:
     src = tmp_path / "pshared.c"
     src.write_text(SRC)
     exe = tmp_path / "pshared"
-    subprocess.run(["gcc", "-std=c11", "-I", ROOT / "include", "-I", ROOT / "recorder", "-pthread", "-o", exe, src],
+    subprocess.run(["gcc", "-std=c11", "-I", ROOT / "include", "-I", ROOT / "preload", "-pthread", "-o", exe, src],
                    check=True)
     r = subprocess.run([exe], capture_output=True, text=True)
     assert r.returncode == 0, "det_pshared disagrees with glibc:\n" + r.stdout

@@ -1,5 +1,5 @@
 /*
- * recorder/timers.c - POSIX timers that notify in a new thread
+ * preload/timers.c - POSIX timers that notify in a new thread
  * (SIGEV_THREAD), run by det instead of glibc.
  *
  * glibc runs such a timer with a helper thread of its own that waits for the

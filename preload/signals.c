@@ -1,5 +1,5 @@
 /*
- * recorder/signals.c - asynchronous signals and the time-stamp counter.
+ * preload/signals.c - asynchronous signals and the time-stamp counter.
  *
  * Rules of this file:
  *  - det installs its own entry for every signal the program handles and

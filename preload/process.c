@@ -1,5 +1,5 @@
 /*
- * recorder/process.c - the program's child processes: fork, vfork,
+ * preload/process.c - the program's child processes: fork, vfork,
  * posix_spawn, system, popen, the exec family, the wait family, and the
  * pids that replay translates.
  *
@@ -441,7 +441,7 @@ static char *const *with_det_env(char *const envp[], char ***owned)
 	return env;
 }
 
-/* A trapped rdtsc (recorder/signals.c) stays trapped across exec, where
+/* A trapped rdtsc (preload/signals.c) stays trapped across exec, where
  * the dynamic loader reads the counter before det is there to answer. */
 static void tsc_untrap(void)
 {

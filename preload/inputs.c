@@ -1,5 +1,5 @@
 /*
- * recorder/inputs.c - what the program learns from the world: time,
+ * preload/inputs.c - what the program learns from the world: time,
  * randomness, data from files, pipes, sockets and devices, readiness,
  * process ids, sleeps.
  *
@@ -18,7 +18,7 @@
  *    cancellation points, and for the others its guard is one compare.
  */
 #include "runtime.h"
-#include "logfmt.h"
+#include "../recorder/logfmt.h" /* det_crc32c_soft, the capture log's hash */
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * recorder/atomics.c - the runtime side of det-cc (llvm/DetPass.cpp):
+ * preload/atomics.c - the runtime side of det-cc (llvm/DetPass.cpp):
  * atomics as events, and the slow path of logical-clock ticks and memory
  * points.
  *

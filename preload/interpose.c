@@ -1,5 +1,5 @@
 /*
- * recorder/interpose.c - the pthread and stdio functions libdet.so replaces.
+ * preload/interpose.c - the pthread and stdio functions libdet.so replaces.
  *
  * Rules of this file:
  *  - One wrapper per libc entry point, with libc's exact signature; each

@@ -1,5 +1,5 @@
 /*
- * recorder/openmp.c - OpenMP programs built with GCC: the libgomp entry
+ * preload/openmp.c - OpenMP programs built with GCC: the libgomp entry
  * points where threads meet or are handed work first come, first served.
  *
  * libgomp synchronizes with its own atomics and futex system calls, which
@@ -24,10 +24,10 @@
  *  - libgomp is found when first needed (a program may dlopen it); a
  *    program without it never calls these.
  *  - Entry points with arguments on the stack (7 or more) are thin front-ends
- *    that pack their arguments and call an entry (recorder/stack.c's rule).
+ *    that pack their arguments and call an entry (preload/stack.c's rule).
  *  - Not here, so not ordered: ordered loops and doacross, tasks (which thread
  *    runs a task), and inline atomics (reductions' combining step): built
- *    with det-cc, atomics are events (recorder/atomics.c).
+ *    with det-cc, atomics are events (preload/atomics.c).
  */
 #include "runtime.h"
 #include "locks.h"

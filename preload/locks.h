@@ -1,7 +1,7 @@
 /*
- * recorder/locks.h - the shape of every lock-like wrapper: acquire, release,
+ * preload/locks.h - the shape of every lock-like wrapper: acquire, release,
  * destroy, (re)initialise. Shared by the pthread wrappers
- * (recorder/interpose.c) and OpenMP's (recorder/openmp.c).
+ * (preload/interpose.c) and OpenMP's (preload/openmp.c).
  *
  * Rules of this file:
  *  - The macros return from the wrapper they are used in; the wrapper

@@ -1,12 +1,12 @@
 /*
- * recorder/stack.c - det's own stack: where det's work runs, off the
+ * preload/stack.c - det's own stack: where det's work runs, off the
  * program's stack.
  *
  * Why: a program that reads an uninitialised local sees whatever earlier
  * calls left below its stack pointer. If det's work ran on the program's
  * stack, that residue would be det's, and it differs between recording and
  * replay (different code runs), so the program's memory would depend on
- * det's mode. Instead every entry point (recorder/entries.def) is a stub
+ * det's mode. Instead every entry point (preload/entries.def) is a stub
  * that moves to the thread's det stack, calls the implementation there and
  * moves back: on the program's stack the only trace of a call into det is
  * the return address its own `call` pushed, the same in every mode.
@@ -259,7 +259,7 @@ __asm__(".text\n"
 	".size det_call_on_program_stack, .-det_call_on_program_stack\n");
 
 /*
- * fn() on the boot stack: det_init's work (recorder/runtime.c), which runs
+ * fn() on the boot stack: det_init's work (preload/runtime.c), which runs
  * before the thread has a det stack and differs between modes. Only the
  * thread that won det_init's start uses it, once per process image.
  */

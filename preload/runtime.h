@@ -1,10 +1,10 @@
 /*
- * recorder/runtime.h - internal API of libdet.so, the preload runtime.
+ * preload/runtime.h - internal API of libdet.so, the preload runtime.
  *
  * Rules of this file:
- *  - Every interposed function (recorder/interpose.c) goes through the
+ *  - Every interposed function (preload/interpose.c) goes through the
  *    det_*_begin / det_*_end pairs below; they hide the mode. The record side
- *    lives in recorder/runtime.c, the replay side in replayer/enforce.c.
+ *    lives in recorder/rings.c, the replay side in replayer/enforce.c.
  *  - Nothing here may call an interposed function (pthread_*, stdio, malloc
  *    is allowed but avoided on hot paths): use the real_* pointers.
  *  - Hot-path helpers are static inline; no syscall, lock or allocation on
@@ -184,7 +184,7 @@ DET_HIDDEN void det_chaos_delay(struct det_thread *t);
  * switch. */
 DET_HIDDEN void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why));
 
-/* --- programs built with det-cc (recorder/atomics.c) --- */
+/* --- programs built with det-cc (preload/atomics.c) --- */
 #include "det/cc.h" /* DET_CC_TICK, DET_CC_POINT, DET_CC_REFILL; the det_cc_* entries atomics.c defines */
 /* Ticks and memory points the calling thread has passed. */
 DET_HIDDEN uint64_t det_cc_count(void);
@@ -327,7 +327,7 @@ struct det_clone_call {
 };
 /* A plain fork (exit signal SIGCHLD, no flag but CLONE_VFORK) is det's
  * fork: the pid, 0 in the child; anything else stops the program at the
- * call (ra), naming it. On the det stack (recorder/stack.c). */
+ * call (ra), naming it. On the det stack (preload/stack.c). */
 DET_HIDDEN long det_clone(const struct det_clone_call *c, uint64_t ra);
 /* syscall(nr, a...) for those four numbers (inputs.c's syscall()). */
 DET_HIDDEN long det_clone_syscall(long nr, const long a[6], const char *call, uint64_t ra);
@@ -384,7 +384,11 @@ DET_HIDDEN void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kin
 /* Replay: does addr name recorded object `want`? Binds it on first sight. */
 DET_HIDDEN int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind);
 
-/* --- record side (runtime.c) --- */
+/* --- record side (recorder/rings.c) --- */
+/* The thread's own ring, claimed when it attaches (it waits for a free one). */
+DET_HIDDEN void det_rec_claim_ring(struct det_thread *t);
+/* A new object's declaration, published with the event that first uses it. */
+DET_HIDDEN void det_rec_object(struct det_thread *t, uint32_t id, enum det_objkind kind, uint64_t addr);
 DET_HIDDEN void det_rec_release_begin(struct det_op *op);
 DET_HIDDEN void det_rec_end(struct det_op *op, int64_t result);
 DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
@@ -514,7 +518,7 @@ static inline void det_acquire_end(struct det_op *op, int64_t result)
 }
 
 /*
- * Inputs (recorder/inputs.c): record performs the call and logs its result
+ * Inputs (preload/inputs.c): record performs the call and logs its result
  * and data; in replay begin returns nonzero and the wrapper uses
  * op->rec->result and det_replay_data() instead of performing the call
  * (except for sources it re-reads and checks, like regular files).
