@@ -112,13 +112,13 @@ EXPORT void det_cc_atomic_begin(void *addr, uint32_t kind, uint32_t aux)
 		op->t = t;
 		op->kind = (uint16_t)kind;
 		op->ra = ra;
-		op->rec = det_replay_begin(op, addr, ok);
+		op->rec = det_ops.replay_begin(op, addr, ok);
 		return;
 	}
 	det_acquire_begin(op, t, (uint16_t)kind, addr, ok, ra);
 	if (det_strict) {
 		if (!t->holding && !t->exited)
-			det_strict_acquire(t);
+			det_ops.strict_acquire(t);
 	} else {
 		stripe_lock(addr);
 	}
@@ -135,7 +135,7 @@ EXPORT void det_cc_atomic_end(uint64_t value, uint32_t aux)
 	cc.in_atomic = 0;
 	struct det_op *op = &cc.op;
 	if (det_replaying()) {
-		det_replay_end(op, (int64_t)value);
+		det_ops.replay_end(op, (int64_t)value);
 	} else {
 		op->aux = aux; /* with the outcome of a compare-exchange */
 		if (cc.stripe) {
@@ -144,14 +144,14 @@ EXPORT void det_cc_atomic_end(uint64_t value, uint32_t aux)
 			uint32_t s = cc.stripe;
 			int chaos = det_chaos;
 			det_chaos = 0;
-			det_rec_acquire_end(op, (int64_t)value);
+			det_ops.rec_acquire_end(op, (int64_t)value);
 			det_chaos = chaos;
 			cc.stripe = s;
 			stripe_unlock();
 			if (chaos)
-				det_chaos_delay(op->t);
+				det_ops.chaos_delay(op->t);
 		} else {
-			det_rec_acquire_end(op, (int64_t)value);
+			det_ops.rec_acquire_end(op, (int64_t)value);
 		}
 	}
 	det_leave(op->t);
@@ -162,7 +162,7 @@ EXPORT void det_cc_atomic_end(uint64_t value, uint32_t aux)
 
 static void log_yield(struct det_thread *t, int why)
 {
-	det_rec_sched_event(t, DET_EV_CC_YIELD, 0, (uint32_t)why, (int64_t)counted(why), cc.site);
+	det_ops.rec_sched_event(t, DET_EV_CC_YIELD, 0, (uint32_t)why, (int64_t)counted(why), cc.site);
 }
 
 /* Replay: the budget that runs out exactly where the thread's next
@@ -178,7 +178,7 @@ void det_cc_replay_next(struct det_thread *t)
 		if (e && e->kind == DET_EV_CC_YIELD && e->aux == (uint32_t)w) {
 			uint64_t now = counted(w);
 			if ((uint64_t)e->result < now)
-				det_diverge(t, DET_DIV_KIND, DET_EV_CC_YIELD, NULL, 0,
+				det_ops.diverge(t, DET_DIV_KIND, DET_EV_CC_YIELD, NULL, 0,
 					    "a det-cc switch point the thread has already passed");
 			n = (int64_t)((uint64_t)e->result - now);
 			if (n == 0) /* (only right after an earlier switch at a count of 0) */
@@ -194,8 +194,8 @@ static void replay_slow(struct det_thread *t, int which)
 	if (e && e->kind == DET_EV_CC_YIELD && e->aux == (uint32_t)which &&
 	    (uint64_t)e->result == counted(which)) {
 		struct det_op op = {.t = t, .kind = DET_EV_CC_YIELD, .aux = (uint32_t)which};
-		op.rec = det_replay_begin(&op, NULL, DET_OBJ_NONE);
-		det_replay_end(&op, e->result); /* strict: waits for its next turn */
+		op.rec = det_ops.replay_begin(&op, NULL, DET_OBJ_NONE);
+		det_ops.replay_end(&op, e->result); /* strict: waits for its next turn */
 	}
 	det_cc_replay_next(t);
 }
@@ -235,17 +235,17 @@ EXPORT void det_cc_slow(int64_t *budget, int32_t which, void *site)
 			refill(which, CC_REFILL);
 	} else if (det_logical) {
 		if (which == DET_CC_TICK) {
-			det_logical_tick(t);
+			det_ops.logical_tick(t);
 			refill(DET_CC_TICK, CC_LOGICAL_TICKS);
 		} else {
-			det_logical_point(t); /* the access that follows is in a turn */
+			det_ops.logical_point(t); /* the access that follows is in a turn */
 			refill(DET_CC_POINT, CC_LOGICAL_POINTS);
 		}
 	} else if (det_strict) {
 		int pct = which == DET_CC_POINT && (det_hdr->flags & DET_F_CC_POINTS) && det_hdr->chaos_seed;
 		/* (a thread's first tick only starts its quantum) */
 		if ((which == DET_CC_TICK && !first) || pct)
-			det_strict_cc_yield(t, which, log_yield);
+			det_ops.strict_cc_yield(t, which, log_yield);
 		if (which == DET_CC_TICK)
 			refill(DET_CC_TICK, det_hdr->cc_quantum ? det_hdr->cc_quantum : CC_STRICT_TICKS);
 		else /* PCT counts every point: a change point may fall on any */

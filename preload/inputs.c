@@ -240,7 +240,7 @@ static long ret_of(int64_t res)
 
 static void diverge_data(struct det_op *op, const char *what)
 {
-	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, what);
+	det_ops.diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, what);
 }
 
 /* A regular file read back in replay is not what was recorded: say which. */
@@ -253,7 +253,7 @@ static __attribute__((noreturn)) void diverge_file(struct det_op *op, int fd, co
 	path[n > 0 ? n : 0] = 0;
 	snprintf(msg, sizeof(msg), "a file read returned %s: %s changed since recording", what,
 		 n > 0 ? path : "the file");
-	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
+	det_ops.diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
 }
 
 /* Copy recorded bytes into an iovec array. */
@@ -274,7 +274,7 @@ static void record_iov(struct det_thread *t, const struct iovec *iov, int n, siz
 {
 	for (int i = 0; i < n && len; i++) {
 		size_t k = iov[i].iov_len < len ? iov[i].iov_len : len;
-		det_rec_data(t, iov[i].iov_base, (uint32_t)k);
+		det_ops.rec_data(t, iov[i].iov_base, (uint32_t)k);
 		len -= k;
 	}
 }
@@ -640,14 +640,14 @@ static size_t stash_room(struct det_thread *t, int fd)
  */
 static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 {
-	const struct det_sched *e = det_replay_pending(t, DET_EV_PIPE_READ, (uint32_t)rc->fd);
+	const struct det_sched *e = det_ops.replay_pending(t, DET_EV_PIPE_READ, (uint32_t)rc->fd);
 	long cap = e && e->result > 0 ? det_sys(SYS_fcntl, rc->fd, F_GETPIPE_SZ, 0, 0, 0, 0) : -1;
 	if (cap <= 0) /* not waiting, nothing to read, or not a pipe */
 		return 0;
 	uint64_t id = pipe_id(rc->fd);
 	size_t want = (size_t)e->result, got = take_stash(rc, 0, want);
 	long nap = NAP_FIRST;
-	while (!det_replay_due(e)) {
+	while (!det_ops.replay_due(e)) {
 		int avail = 0;
 		/* Full by its bytes, or by its slots: odd-sized writes fill a
 		 * pipe's page slots long before its bytes reach the capacity,
@@ -684,7 +684,7 @@ static ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 			det_input_end(&op, res, &h, sizeof(h));
 		} else if (res > 0) {
 			record_iov(t, rc->iov, rc->iovcnt, (size_t)res);
-			det_rec_input(&op, res, (uint32_t)res);
+			det_ops.rec_input(&op, res, (uint32_t)res);
 		} else {
 			det_input_end(&op, res, NULL, 0);
 		}
@@ -827,12 +827,12 @@ static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int fl
 	size_t bytes = res > 0 ? (size_t)res : 0;
 	socklen_t alen = msg->msg_name ? msg->msg_namelen : 0;
 	int mflags = res >= 0 ? msg->msg_flags : 0;
-	det_rec_data(t, &alen, sizeof(alen));
+	det_ops.rec_data(t, &alen, sizeof(alen));
 	if (alen)
-		det_rec_data(t, msg->msg_name, alen);
-	det_rec_data(t, &mflags, sizeof(mflags));
+		det_ops.rec_data(t, msg->msg_name, alen);
+	det_ops.rec_data(t, &mflags, sizeof(mflags));
 	record_iov(t, msg->msg_iov, (int)msg->msg_iovlen, bytes);
-	det_rec_input(&op, res, (uint32_t)(sizeof(alen) + alen + sizeof(mflags) + bytes));
+	det_ops.rec_input(&op, res, (uint32_t)(sizeof(alen) + alen + sizeof(mflags) + bytes));
 	return ret_of(res);
 }
 
@@ -974,14 +974,14 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		 * an order nobody recorded. (A write that blocks for long,
 		 * say on a pipe this program itself must drain, loses the
 		 * turn to the watchdog.) */
-		det_rec_call_begin(&op);
+		det_ops.rec_call_begin(&op);
 		int64_t res = res_of(det_strict ? perform(ctx) : BLOCKING(&op, perform(ctx)));
-		det_rec_call_end(&op, res);
+		det_ops.rec_call_end(&op, res);
 		return ret_of(res);
 	}
 	int64_t res = op.rec->result;
 	if (res == DET_RESULT_PENDING) /* the writer died in it (a SIGPIPE, a kill) */
-		det_replay_vanish(&op);
+		det_ops.replay_vanish(&op);
 	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	size_t done = 0;
 	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
@@ -1371,14 +1371,14 @@ static int64_t close_event(int fd, int64_t (*perform)(void *), void *ctx, uint64
 	det_acquire_begin(&op, t, DET_EV_FD_CLOSE, NULL, DET_OBJ_NONE, ra);
 	int replaying = det_replaying();
 	if (!replaying)
-		det_rec_call_begin(&op);
+		det_ops.rec_call_begin(&op);
 	else if (op.rec->result == DET_RESULT_PENDING) /* it never returned: canceled or killed in it */
-		det_replay_vanish(&op);
+		det_ops.replay_vanish(&op);
 	int64_t res = perform(ctx);
 	if (replaying)
-		det_replay_end(&op, res);
+		det_ops.replay_end(&op, res);
 	else
-		det_rec_call_end(&op, res);
+		det_ops.rec_call_end(&op, res);
 	det_leave(t);
 	return res;
 }
@@ -1611,7 +1611,7 @@ static __attribute__((noreturn)) void diverge_path(struct det_op *op, const char
 	static __thread char msg[200];
 	snprintf(msg, sizeof(msg), "%s(%.70s) where the recording had %s(%.70s)", call, path ? path : "", call,
 		 recorded);
-	det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
+	det_ops.diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra, msg);
 }
 
 /* Replay: the recorded data holds n bytes of result, then the name the call
@@ -2006,8 +2006,8 @@ static int det_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeou
 		res = res_of(BLOCKING(&op, real.ppoll(fds, n, timeout, mask)));
 		if (res >= 0)
 			for (nfds_t i = 0; i < n; i++)
-				det_rec_data(t, &fds[i].revents, sizeof(short));
-		det_rec_input(&op, res, res >= 0 ? (uint32_t)(n * sizeof(short)) : 0);
+				det_ops.rec_data(t, &fds[i].revents, sizeof(short));
+		det_ops.rec_input(&op, res, res >= 0 ? (uint32_t)(n * sizeof(short)) : 0);
 	}
 	int e = errno;
 	det_leave(t);
@@ -2287,7 +2287,7 @@ DET_IMPL int det_impl_sched_yield(void)
 {
 	struct det_thread *t = det_replaying() ? det_enter() : NULL;
 	if (t) {
-		int event = det_replay_yield(t);
+		int event = det_ops.replay_yield(t);
 		det_leave(t);
 		if (!event)
 			return real.sched_yield();

@@ -41,7 +41,7 @@ static void det_exit_event(struct det_thread *t, uint64_t ra)
 	det_release_begin(&op, t, DET_EV_THREAD_EXIT, NULL, DET_OBJ_THREAD, ra);
 	if (det_strict) { /* its joiners try again, and find it exiting */
 		atomic_store(&t->slot->state, DET_TS_EXITING);
-		det_strict_signal((void *)t->slot->pthread, 1);
+		det_ops.strict_signal((void *)t->slot->pthread, 1);
 	}
 	det_release_end(&op, 0);
 	det_thread_exit(t);
@@ -123,21 +123,21 @@ DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, 
 	uint32_t child;
 	if (det_replaying()) {
 		op.id = UINT32_MAX; /* the event makes its object */
-		op.rec = det_replay_begin(&op, NULL, DET_OBJ_THREAD);
+		op.rec = det_ops.replay_begin(&op, NULL, DET_OBJ_THREAD);
 		if (op.rec->result) { /* creation failed in the recording */
 			int r = (int)op.rec->result;
-			det_replay_end(&op, r);
+			det_ops.replay_end(&op, r);
 			det_leave(t);
 			return r;
 		}
 		child = op.rec->aux;
 	} else {
-		child = det_rec_new_thread(&op);
+		child = det_ops.rec_new_thread(&op);
 		if (child >= det_hdr->max_threads)
 			det_fatal("too many threads: T%u (this run allows %u, detrec --max-threads raises it)",
 				  child, det_hdr->max_threads);
 		if (det_strict)
-			det_strict_created(child);
+			det_ops.strict_created(child);
 	}
 	struct det_slot *cs = det_shm_slot(det_hdr, child);
 	cs->parent = t->num;
@@ -179,7 +179,7 @@ static int det_join(struct det_thread *t, uint16_t kind, pthread_t th, void **re
 					target = det_shm_slot(det_hdr, i);
 			while (target && atomic_load(&target->state) != DET_TS_EXITING &&
 			       atomic_load(&target->state) != DET_TS_FREE)
-				det_strict_wait_for_cancelable(&op, (void *)th);
+				det_ops.strict_wait_for_cancelable(&op, (void *)th);
 		}
 		if (det_strict && kind == DET_EV_THREAD_JOIN && target) {
 			/* it has done its exit event: the rest of its way out needs
@@ -373,7 +373,7 @@ static void file_unlocked(struct det_thread *t, FILE *f)
 {
 	real.funlockfile(f);
 	if (det_strict)
-		det_strict_unlocked(t, f);
+		det_ops.strict_unlocked(t, f);
 }
 
 /* The thread unwinds out of det with det's own libc call canceled (see
@@ -421,7 +421,7 @@ DET_IMPL int det_impl_pthread_cancel(pthread_t th)
 	} else {
 		r = real.pthread_cancel(th);
 		if (r == 0 && det_strict)
-			det_strict_canceled((uint64_t)th);
+			det_ops.strict_canceled((uint64_t)th);
 	}
 	det_release_end(&op, r);
 	det_leave(t);
@@ -444,10 +444,10 @@ DET_IMPL void det_impl_pthread_testcancel(void)
 	}
 	uint32_t calls = ++t->testcancel_calls;
 	if (det_replaying()) {
-		if (det_replay_cancel_next(t)) {
+		if (det_ops.replay_cancel_next(t)) {
 			const struct det_sched *e = det_sched_at(t, t->idx);
 			if (e->aux == DET_AUX_THREAD_CANCELED_TESTCANCEL && e->result == calls)
-				det_replay_cancel(t);
+				det_ops.replay_cancel(t);
 		}
 		det_leave(t);
 		return;
@@ -555,17 +555,17 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		r = (int)wake.rec->result;
 		if (u) { /* as glibc's wait, it fails at once (EINVAL, EPERM): so did the recorded one */
 			if (r != u)
-				det_diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
+				det_ops.diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
 					    "a condition wait failed at once where the recorded one did not");
 			det_acquire_end(&wake, r);
 			return r;
 		}
 		if (real.pthread_mutex_trylock(m) != 0)
-			det_diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
+			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
 				    "the mutex of a condition wait was not free at its recorded turn");
 		det_acquire_end(&wake, r);
-		if (r == ECANCELED && det_replay_cancel_next(t)) /* canceled in the wait, mutex held */
-			det_replay_cancel(t);
+		if (r == ECANCELED && det_ops.replay_cancel_next(t)) /* canceled in the wait, mutex held */
+			det_ops.replay_cancel(t);
 		return r;
 	}
 	/* Publish the wait before blocking in it. */
@@ -581,14 +581,14 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 			det_acquire_end(&wake, r);
 			return r;
 		}
-		det_strict_signal(m, 1); /* those waiting for the mutex try again */
+		det_ops.strict_signal(m, 1); /* those waiting for the mutex try again */
 		clockid_t ck = how == COND_CLOCK ? clock
 			       : (c->__data.__wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 		atomic_store(&t->slot->strict_cancel_point, 1);
-		int timedout = det_strict_wait(t, c, how == COND_PLAIN ? NULL : abstime, ck);
+		int timedout = det_ops.strict_wait(t, c, how == COND_PLAIN ? NULL : abstime, ck);
 		atomic_store(&t->slot->strict_cancel_point, 0);
 		while ((r = real.pthread_mutex_trylock(m)) == EBUSY)
-			det_strict_wait_for(&wait, m);
+			det_ops.strict_wait_for(&wait, m);
 		/* a pthread_cancel may have woken it: a cancellation point, with
 		 * the mutex held again, as in glibc's wait */
 		cond_cancel_point(t, c, m);
@@ -671,7 +671,7 @@ static int det_cond_signal(pthread_cond_t *c, int all, uint64_t ra)
 	det_release_begin(&op, t, all ? DET_EV_COND_BROADCAST : DET_EV_COND_SIGNAL, c, DET_OBJ_COND, ra);
 	int r = all ? real.pthread_cond_broadcast(c) : real.pthread_cond_signal(c);
 	if (det_strict)
-		det_strict_signal(c, all); /* the emulated waiters */
+		det_ops.strict_signal(c, all); /* the emulated waiters */
 	det_release_end(&op, r);
 	det_leave(t);
 	return r;
@@ -762,7 +762,7 @@ DET_IMPL int det_impl_pthread_barrier_init(pthread_barrier_t *b, const pthread_b
 {
 	det_init();
 	if (det_strict)
-		det_strict_barrier_init(b, count);
+		det_ops.strict_barrier_init(b, count);
 	DET_INIT(b, real.pthread_barrier_init(b, a, count));
 }
 
@@ -782,7 +782,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 	det_release_begin(&arrive, t, DET_EV_BARRIER_ARRIVE, b, DET_OBJ_BARRIER, ra);
 	det_release_end(&arrive, 0);
 	if (det_strict) {
-		r = det_strict_barrier_wait(t, b);
+		r = det_ops.strict_barrier_wait(t, b);
 	} else if (!det_replaying()) {
 		det_block(&arrive);
 		r = real.pthread_barrier_wait(b);
@@ -811,7 +811,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying() && (may_block)) { \
 			if (det_strict) {                                         \
 				while (r != 0 && errno == EAGAIN) {               \
-					det_strict_wait_for_cancelable(&op, s);   \
+					det_ops.strict_wait_for_cancelable(&op, s);   \
 					r = try_call;                             \
 				}                                                 \
 			} else {                                                  \
@@ -868,7 +868,7 @@ DET_IMPL int det_impl_sem_post(sem_t *s)
 	int r = real.sem_post(s);
 	int saved = errno;
 	if (det_strict)
-		det_strict_unlocked(t, s);
+		det_ops.strict_unlocked(t, s);
 	det_release_end(&op, r ? -saved : 0);
 	det_leave(t);
 	errno = saved;
@@ -938,7 +938,7 @@ DET_IMPL int det_impl___cxa_guard_acquire(uint64_t *g)
 	struct det_op op = {0};
 	int r;
 	if (det_replaying()) {
-		if (!strict && det_replay_next_kind(t, DET_EV_GUARD_ACQUIRE) != DET_EV_GUARD_ACQUIRE) {
+		if (!strict && det_ops.replay_next_kind(t, DET_EV_GUARD_ACQUIRE) != DET_EV_GUARD_ACQUIRE) {
 			/* not the recorded initializer: wait for it to finish */
 			while (!guard_done(g)) {
 				struct timespec nap = {0, 50000};
@@ -1028,7 +1028,7 @@ static void once_trampoline(void)
 {
 	struct det_thread *t = &det_tls;
 	if (det_strict)
-		det_strict_acquire(t);
+		det_ops.strict_acquire(t);
 	t->depth = 1;
 	once_event(t, DET_EV_ONCE_INIT, once_control, 0, once_ra);
 	t->depth = 0;
@@ -1053,7 +1053,7 @@ DET_IMPL int det_impl_pthread_once(pthread_once_t *o, void (*fn)(void))
 		return real.pthread_once(o, fn);
 	}
 	if (det_replaying()) {
-		int runs = det_replay_next_kind(t, DET_EV_ONCE_INIT) == DET_EV_ONCE_INIT;
+		int runs = det_ops.replay_next_kind(t, DET_EV_ONCE_INIT) == DET_EV_ONCE_INIT;
 		if (runs) {
 			once_event(t, DET_EV_ONCE_INIT, o, 0, ra);
 			det_leave(t);
@@ -1074,12 +1074,12 @@ DET_IMPL int det_impl_pthread_once(pthread_once_t *o, void (*fn)(void))
 	once_ra = ra;
 	t->once_ran = 0;
 	if (det_strict) /* another thread may be running the routine: wait without the turn */
-		det_strict_release(t);
+		det_ops.strict_release(t);
 	det_leave(t);
 	int r = real.pthread_once(o, once_trampoline);
 	t->depth = 1;
 	if (det_strict)
-		det_strict_acquire(t);
+		det_ops.strict_acquire(t);
 	if (!t->once_ran)
 		once_event(t, DET_EV_ONCE, o, 0, ra);
 	once_routine = saved_routine;
@@ -1103,8 +1103,8 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
 	if (det_replaying()) {
 		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
-			det_replay_vanish(op);
-		if (f && det_replay_free_running()) {
+			det_ops.replay_vanish(op);
+		if (f && det_ops.replay_free_running()) {
 			/* Its place in the order was taken before it ran, so the
 			 * recording's next events did not wait for it to end: nor
 			 * do the replay's. It may block on a pipe that one of them
@@ -1122,7 +1122,7 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 	if (f && real.ftrylockfile(f) != 0) {
 		if (det_strict) {
 			while (real.ftrylockfile(f) != 0) /* its holder needs the turn */
-				det_strict_wait_for(op, f);
+				det_ops.strict_wait_for(op, f);
 		} else {
 			det_block(op);
 			real.flockfile(f);
@@ -1130,7 +1130,7 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 		}
 	}
 	t->cancel_file = f; /* its write may be canceled (det_unwound) */
-	det_rec_call_begin(op);
+	det_ops.rec_call_begin(op);
 }
 
 static int stdio_end(struct det_op *op, FILE *f, int r)
@@ -1143,7 +1143,7 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 			real.funlockfile(f);
 		}
 	} else {
-		det_rec_call_end(op, r);
+		det_ops.rec_call_end(op, r);
 		op->t->cancel_file = NULL;
 		if (f)
 			file_unlocked(op->t, f);
@@ -1302,7 +1302,7 @@ DET_IMPL void det_impl_flockfile(FILE *f)
 	if (!det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA()) && real.ftrylockfile(f) != 0) {
 		if (det_strict) {
 			while (real.ftrylockfile(f) != 0)
-				det_strict_wait_for(&op, f);
+				det_ops.strict_wait_for(&op, f);
 		} else {
 			det_block(&op);
 			real.flockfile(f);
@@ -1325,7 +1325,7 @@ DET_IMPL int det_impl_ftrylockfile(FILE *f)
 	} else {
 		r = real.ftrylockfile(f);
 		if (r && det_replaying()) /* free at its turn in the recording */
-			det_diverge(t, DET_DIV_RESULT, DET_EV_FILE_LOCK, f, op.ra,
+			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_FILE_LOCK, f, op.ra,
 				    "ftrylockfile failed where the recording's succeeded");
 	}
 	det_acquire_end(&op, r);

@@ -44,7 +44,7 @@ static inline int held_by_me(struct det_thread *t, enum det_objkind kind, const 
 			if (det_strict && !held_by_me(t, objkind, obj)) {         \
 				/* wait, not runnable, until it is released */    \
 				while (r == EBUSY) {                              \
-					det_strict_wait_for(&op, obj);            \
+					det_ops.strict_wait_for(&op, obj);            \
 					r = try_call;                             \
 				}                                                 \
 			} else {                                                  \
@@ -67,7 +67,7 @@ static inline int held_by_me(struct det_thread *t, enum det_objkind kind, const 
 		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
 		int r = call;                                                     \
 		if (det_strict)                                                   \
-			det_strict_unlocked(t, obj);                              \
+			det_ops.strict_unlocked(t, obj);                              \
 		det_release_end(&op, r);                                          \
 		det_leave(t);                                                     \
 		return r;                                                         \

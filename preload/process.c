@@ -194,7 +194,7 @@ static void resume_exec(uint32_t idx, uint32_t num)
 	} else {
 		t->sched = (const struct det_sched *)((char *)h + s->sched_off);
 		t->sched_count = s->sched_count;
-		det_replay_resume(t);
+		det_ops.replay_resume(t);
 	}
 	/* the kernel ended the image's other threads */
 	uint32_t n = (uint32_t)(atomic_load(&h->clock) >> DET_SEQ_BITS);
@@ -247,7 +247,7 @@ int det_process_attach(void)
 	uint32_t none = 0;
 	if (det_mode == DET_MODE_REPLAY || atomic_compare_exchange_strong(&h->attached, &none, (uint32_t)pid)) {
 		if (det_mode == DET_MODE_REPLAY)
-			det_replay_reset();
+			det_ops.replay_reset();
 		det_proc = 0;
 		struct det_proc *p = proc_at(0);
 		atomic_store(&p->pid, pid);
@@ -489,15 +489,15 @@ static int begin_create(struct det_thread *t, struct det_op *op, uint16_t kind, 
 	op->ra = ra;
 	if (det_replaying()) {
 		op->id = UINT32_MAX;
-		op->rec = det_replay_begin(op, NULL, DET_OBJ_THREAD);
+		op->rec = det_ops.replay_begin(op, NULL, DET_OBJ_THREAD);
 		if (op->rec->result < 0)
 			return 1;
 		*child = op->rec->aux;
 		if (*child >= det_hdr->threads_recorded)
-			det_diverge(t, DET_DIV_THREAD, kind, NULL, ra, "a process that the recording does not have");
+			det_ops.diverge(t, DET_DIV_THREAD, kind, NULL, ra, "a process that the recording does not have");
 		*idx = det_shm_slot(det_hdr, *child)->proc;
 	} else {
-		*child = det_rec_new_thread(op);
+		*child = det_ops.rec_new_thread(op);
 		if (*child >= det_hdr->max_threads)
 			det_fatal("too many threads: T%u (this run allows %u, detrec --max-threads raises it)", *child,
 				  det_hdr->max_threads);
@@ -506,7 +506,7 @@ static int begin_create(struct det_thread *t, struct det_op *op, uint16_t kind, 
 			det_fatal("too many processes: %u (this run allows %u, detrec --max-threads raises it)", *idx + 1,
 				  det_hdr->max_procs);
 		if (det_strict)
-			det_strict_created(*child);
+			det_ops.strict_created(*child);
 	}
 	prepare_child(t, *idx, *child, op);
 	return 0;
@@ -524,14 +524,14 @@ static pid_t end_create(struct det_op *op, uint32_t idx, int64_t res)
 		atomic_store(&p->state, DET_PS_GONE);
 	}
 	if (!det_replaying()) {
-		det_rec_end(op, res);
+		det_ops.rec_end(op, res);
 		return (pid_t)res;
 	}
 	if ((res > 0) != (op->rec->result > 0))
-		det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra,
+		det_ops.diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra,
 			    res > 0 ? "a process start that failed in the recording worked"
 				    : "a process start that worked in the recording failed");
-	det_replay_end(op, op->rec->result);
+	det_ops.replay_end(op, op->rec->result);
 	return (pid_t)op->rec->result;
 }
 
@@ -541,7 +541,7 @@ static pid_t det_fork(struct det_thread *t, uint64_t ra)
 	uint32_t child = 0, idx = 0;
 	if (begin_create(t, &op, DET_EV_PROC_FORK, ra, &child, &idx)) {
 		int64_t r = op.rec->result;
-		det_replay_end(&op, r);
+		det_ops.replay_end(&op, r);
 		errno = (int)-r;
 		return -1;
 	}
@@ -696,8 +696,8 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	char data[2048];
 	if (!det_input_begin(&op, t, DET_EV_PROC_EXEC, 0, ra)) {
 		uint32_t len = exec_data(data, sizeof(data), path, argv);
-		det_rec_data(t, data, len);
-		det_rec_input(&op, 0, len); /* published before the call, which may not come back */
+		det_ops.rec_data(t, data, len);
+		det_ops.rec_input(&op, 0, len); /* published before the call, which may not come back */
 	} else if (op.rec->result < 0) {
 		int64_t r = op.rec->result; /* it failed in the recording: fail the same way */
 		det_input_end(&op, r, NULL, 0);
@@ -718,8 +718,8 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	atomic_store(&p->exec_thread, 0);
 	free(owned);
 	if (det_replaying())
-		det_diverge(t, DET_DIV_RESULT, DET_EV_PROC_EXEC, NULL, ra, "an exec that worked in the recording failed");
-	det_rec_fix_result(&op, r);
+		det_ops.diverge(t, DET_DIV_RESULT, DET_EV_PROC_EXEC, NULL, ra, "an exec that worked in the recording failed");
+	det_ops.rec_fix_result(&op, r);
 	errno = (int)-r;
 	return -1;
 }
@@ -943,7 +943,7 @@ static int det_spawn(struct det_thread *t, pid_t *pidp, const char *file, int se
 	uint32_t child = 0, idx = 0;
 	if (begin_create(t, &op, DET_EV_PROC_SPAWN, ra, &child, &idx)) {
 		int64_t r = op.rec->result;
-		det_replay_end(&op, r);
+		det_ops.replay_end(&op, r);
 		return (int)-r;
 	}
 	/* One claim at a time in this process's entry; the new image takes it. */
@@ -1223,7 +1223,7 @@ static pid_t reap_real(struct det_op *op, idtype_t type, pid_t rec_pid, int opti
 		}
 	} while (r == -EINTR);
 	if (r < 0)
-		det_diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra,
+		det_ops.diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra,
 			    "a child the recording waited for is not there to wait for");
 	return lost;
 }
@@ -1402,14 +1402,14 @@ static void process_exit(void)
 	if (!det_hdr || !t->active)
 		return;
 	if (det_replaying()) {
-		det_replay_before_exit();
+		det_ops.replay_before_exit();
 		return;
 	}
 	/* the whole process ends: its threads never take the strict token
 	 * again, and (children) detrec frees their rings once drained; the
 	 * program's own threads keep their state for the trace */
 	if (det_strict)
-		det_strict_process_ending();
+		det_ops.strict_process_ending();
 	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
 	for (uint32_t i = 0; i < n && i < det_hdr->max_threads; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
@@ -1423,7 +1423,7 @@ static void process_exit(void)
 	if (det_strict) {
 		t->exited = 1;
 		if (t->holding)
-			det_strict_release(t);
+			det_ops.strict_release(t);
 	}
 }
 

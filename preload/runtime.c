@@ -30,6 +30,8 @@ __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
 struct det_shm_header *det_hdr;
 int det_mode;
 int det_chaos;
+int det_strict;
+int det_logical;
 int det_debug; /* DET_DEBUG=1: print every replayed event (for det's developers) */
 char det_shm_name[32]; /* DET_SHM_ENV's value, kept for exec'd images even if the program clears it */
 
@@ -286,6 +288,37 @@ void det_note_modules(void)
 		dl_iterate_phdr(note_module, &scan);
 }
 
+/* ------------------------------------------------------------------ */
+/* the modes' operations (preload/mode.h) */
+
+struct det_mode_ops det_ops;
+/* The tables the modes registered (DET_MODE_REGISTER), bounds set by the linker. */
+extern const struct det_mode_ops *const __start_det_modes[] DET_HIDDEN;
+extern const struct det_mode_ops *const __stop_det_modes[] DET_HIDDEN;
+
+/* Merge the modes' tables into det_ops, member by member (all are function
+ * pointers); a member no mode filled stops the program here, not at its
+ * first call. */
+static void gather_modes(void)
+{
+	typedef void (*op_fn)(void);
+	enum { SLOTS = sizeof(struct det_mode_ops) / sizeof(op_fn) };
+	_Static_assert(sizeof(struct det_mode_ops) % sizeof(op_fn) == 0, "det_mode_ops holds function pointers only");
+	for (const struct det_mode_ops *const *m = __start_det_modes; m < __stop_det_modes; m++)
+		for (size_t i = 0; i < SLOTS; i++) {
+			op_fn f;
+			memcpy(&f, (const char *)*m + i * sizeof(f), sizeof(f));
+			if (f)
+				memcpy((char *)&det_ops + i * sizeof(f), &f, sizeof(f));
+		}
+	for (size_t i = 0; i < SLOTS; i++) {
+		op_fn f;
+		memcpy(&f, (const char *)&det_ops + i * sizeof(f), sizeof(f));
+		if (!f)
+			det_fatal("libdet.so: no mode fills operation %zu of struct det_mode_ops", i);
+	}
+}
+
 static void init_region(void);
 
 void det_init(void)
@@ -312,6 +345,7 @@ void det_init(void)
  * bytes where main's deepest frames later find their uninitialised locals. */
 static void init_region(void)
 {
+	gather_modes();
 	resolve_real();
 	det_debug = getenv("DET_DEBUG") != NULL;
 	map_region();
@@ -353,11 +387,11 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 	t->slot->ktid = (int32_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	t->slot->pthread = (uint64_t)pthread_self();
 	if (det_mode == DET_MODE_RECORD) {
-		det_rec_claim_ring(t);
+		det_ops.rec_claim_ring(t);
 		if (det_strict || det_chaos)
 			t->rng = (det_hdr->chaos_seed ^ (0x9E3779B97F4A7C15ull * (num + 1))) | 1;
 		if (det_strict)
-			det_strict_start(t);
+			det_ops.strict_start(t);
 		if (num == 0) {
 			/* T0's object: the main thread's handle. */
 			t->active = 1;
@@ -368,7 +402,7 @@ void det_thread_attach(struct det_thread *t, uint32_t num)
 			atomic_fetch_add(&h->clock, DET_THREAD_ONE);
 		}
 	} else {
-		det_replay_attach(t);
+		det_ops.replay_attach(t);
 	}
 	atomic_store(&t->slot->state, DET_TS_RUNNING);
 	t->active = 1;
@@ -381,7 +415,7 @@ void det_thread_exit(struct det_thread *t)
 	t->exited = 1;
 	atomic_store(&t->slot->state, DET_TS_EXITING);
 	if (det_strict)
-		det_strict_release(t);
+		det_ops.strict_release(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -434,7 +468,7 @@ uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind)
 	uint32_t id = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
 	e->kind = kind;
 	atomic_store_explicit(&e->id, id, memory_order_release);
-	det_rec_object(t, id, kind, (uint64_t)(uintptr_t)addr);
+	det_ops.rec_object(t, id, kind, (uint64_t)(uintptr_t)addr);
 	return id;
 }
 

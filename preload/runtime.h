@@ -4,7 +4,8 @@
  * Rules of this file:
  *  - Every interposed function (preload/interpose.c) goes through the
  *    det_*_begin / det_*_end pairs below; they hide the mode. The record side
- *    lives in recorder/rings.c, the replay side in replayer/enforce.c.
+ *    lives in recorder/rings.c, the replay side in replayer/enforce.c, and
+ *    both are reached through det_ops (preload/mode.h) only.
  *  - Nothing here may call an interposed function (pthread_*, stdio, malloc
  *    is allowed but avoided on hot paths): use the real_* pointers.
  *  - Hot-path helpers are static inline; no syscall, lock or allocation on
@@ -41,6 +42,7 @@
 
 #include "det/events.h"
 #include "det/shm.h"
+#include "mode.h"
 
 #define DET_HIDDEN __attribute__((visibility("hidden")))
 #define det_likely(x) __builtin_expect(!!(x), 1)
@@ -142,47 +144,10 @@ static inline uint64_t det_now(void)
 	return det_likely(!det_tsc_trapped) ? __builtin_ia32_rdtsc() : det_now_slow();
 }
 
-/* --- strict mode and chaos (replayer/strict.c) --- */
-DET_HIDDEN extern int det_strict; /* recording in strict mode */
-DET_HIDDEN extern int det_chaos;  /* recording with seeded delays (parallel chaos) */
-DET_HIDDEN void det_strict_start(struct det_thread *t);
-DET_HIDDEN void det_strict_acquire(struct det_thread *t);
-DET_HIDDEN void det_strict_release(struct det_thread *t);
-DET_HIDDEN void det_strict_process_ending(void);
-DET_HIDDEN int det_strict_ending(void); /* the process has begun to end */
-/* A point where the holder may lose the token, and why it is one. */
-enum det_point {
-	DET_POINT_EVENT = 0, /* after an ordinary event */
-	DET_POINT_YIELD = 1, /* after sched_yield: the program offers its turn */
-	DET_POINT_SPIN = 2,  /* after an event that says the thread polls for others (det_strict_point_of) */
-	DET_POINT_TICK = 3,  /* det-cc's logical quantum ended: instrumented code ran on without an event */
-	DET_POINT_MEMORY = 4, /* a det-cc memory point, under PCT over memory points (DET_F_CC_POINTS) */
-};
-DET_HIDDEN enum det_point det_strict_point_of(uint16_t kind, int64_t result);
-DET_HIDDEN void det_strict_after_event(struct det_thread *t, enum det_point why);
-DET_HIDDEN void det_strict_created(uint32_t child);
-/* A new thread waits for an event ring: not runnable, the token passed on. */
-DET_HIDDEN void det_strict_not_ready(uint32_t num);
-DET_HIDDEN void det_strict_runnable(uint32_t num);
-DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime,
-			       clockid_t clock);
-/* Wait until obj is released (not runnable meanwhile); for a contended lock. */
-DET_HIDDEN void det_strict_wait_for(struct det_op *op, const void *obj);
-/* The same at a cancellation point (a join, a semaphore): a pthread_cancel
- * wakes the thread, which acts on it here. */
-DET_HIDDEN void det_strict_wait_for_cancelable(struct det_op *op, const void *obj);
-/* pthread_cancel(th) was sent: wake th if it waits at a cancellation point. */
-DET_HIDDEN void det_strict_canceled(uint64_t th);
-DET_HIDDEN int det_strict_signal(const void *obj, int all);
-DET_HIDDEN void det_strict_unlocked(struct det_thread *t, const void *obj);
-DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
-DET_HIDDEN int det_strict_barrier_wait(struct det_thread *t, const void *b);
-DET_HIDDEN void det_chaos_delay(struct det_thread *t);
-/* det-cc: the holder's tick quantum ended (why DET_CC_TICK) or it reached
- * a memory point under PCT (DET_CC_POINT): it may hand its turn on (the
- * decision of det_strict_after_event's), after log(t, why) records the
- * switch. */
-DET_HIDDEN void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why));
+/* --- the modes (preload/mode.h: their operations) --- */
+DET_HIDDEN extern int det_strict;  /* recording in strict mode (replayer/strict.c) */
+DET_HIDDEN extern int det_chaos;   /* recording with seeded delays (parallel chaos) */
+DET_HIDDEN extern int det_logical; /* threads take turns by logical clock (Kendo, replayer/logical.c) */
 
 /* --- programs built with det-cc (preload/atomics.c) --- */
 #include "det/cc.h" /* DET_CC_TICK, DET_CC_POINT, DET_CC_REFILL; the det_cc_* entries atomics.c defines */
@@ -193,23 +158,6 @@ DET_HIDDEN void det_cc_replay_next(struct det_thread *t);
 /* Logical time: the thread's turn ended; its next memory point waits for
  * another one. */
 DET_HIDDEN void det_cc_turn_over(void);
-
-/* --- logical time (replayer/logical.c) --- */
-DET_HIDDEN extern int det_logical; /* threads take turns by logical clock (Kendo) */
-DET_HIDDEN void det_logical_init(void);
-DET_HIDDEN void det_logical_start(struct det_thread *t);
-DET_HIDDEN void det_logical_acquire(struct det_thread *t);
-DET_HIDDEN void det_logical_release(struct det_thread *t);
-DET_HIDDEN void det_logical_after_event(struct det_thread *t);
-DET_HIDDEN void det_logical_leave(struct det_thread *t);
-DET_HIDDEN void det_logical_runnable(struct det_thread *waker, uint32_t num);
-DET_HIDDEN void det_logical_wait_turn(struct det_thread *t);
-/* det-cc: publish the clock (a tick quantum ended); give up a turn held
- * for memory points. */
-DET_HIDDEN void det_logical_tick(struct det_thread *t);
-/* det-cc: a memory point with no turn held for points, or the end of such a
- * turn's quantum: (re)take the turn for the access that follows. */
-DET_HIDDEN void det_logical_point(struct det_thread *t);
 
 /* --- lifecycle (runtime.c) --- */
 DET_HIDDEN void det_init(void);
@@ -283,7 +231,7 @@ static inline void det_leave(struct det_thread *t)
 {
 	t->depth = 0;
 	if (det_unlikely(det_logical) && t->holding)
-		det_logical_leave(t); /* a call into det is one turn */
+		det_ops.logical_leave(t); /* a call into det is one turn */
 	if (det_unlikely(t->sig_due))
 		det_signals_due(t);
 }
@@ -384,67 +332,6 @@ DET_HIDDEN void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kin
 /* Replay: does addr name recorded object `want`? Binds it on first sight. */
 DET_HIDDEN int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind);
 
-/* --- record side (recorder/rings.c) --- */
-/* The thread's own ring, claimed when it attaches (it waits for a free one). */
-DET_HIDDEN void det_rec_claim_ring(struct det_thread *t);
-/* A new object's declaration, published with the event that first uses it. */
-DET_HIDDEN void det_rec_object(struct det_thread *t, uint32_t id, enum det_objkind kind, uint64_t addr);
-DET_HIDDEN void det_rec_release_begin(struct det_op *op);
-DET_HIDDEN void det_rec_end(struct det_op *op, int64_t result);
-DET_HIDDEN void det_rec_acquire_end(struct det_op *op, int64_t result);
-DET_HIDDEN void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
-DET_HIDDEN void det_rec_unblock(struct det_thread *t);
-DET_HIDDEN void det_rec_block_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t ra);
-DET_HIDDEN void det_rec_sched_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint32_t aux,
-				    int64_t result, uint64_t ra);
-DET_HIDDEN uint32_t det_rec_new_thread(struct det_op *op);
-DET_HIDDEN void det_rec_data(struct det_thread *t, const void *data, uint32_t len);
-DET_HIDDEN void det_rec_input(struct det_op *op, int64_t result, uint32_t len);
-DET_HIDDEN void det_rec_call_begin(struct det_op *op);
-DET_HIDDEN void det_rec_call_end(struct det_op *op, int64_t result);
-/* Replay: the recording's call never came back; neither does this one. */
-DET_HIDDEN __attribute__((noreturn)) void det_replay_vanish(struct det_op *op);
-/* Replay: t's next event is its THREAD_CANCELED: take its turn and end the
- * thread as the cancellation did (cleanup handlers, then its exit). */
-DET_HIDDEN __attribute__((noreturn)) void det_replay_cancel(struct det_thread *t);
-/* Replay: is t's next event a THREAD_CANCELED? */
-DET_HIDDEN int det_replay_cancel_next(struct det_thread *t);
-/* An event already published turned out to return `result`. */
-DET_HIDDEN void det_rec_fix_result(struct det_op *op, int64_t result);
-
-/* --- replay side (replayer/enforce.c) --- */
-/* Wait until the thread's next recorded event is due and check that it is
- * this one (kind, object, aux object). Diverges (does not return) when not. */
-DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const void *addr,
-						    enum det_objkind objkind);
-DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
-/* Inputs: check that the next recorded event is this input (kind, aux). */
-DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
-/* An ordered or relaxed replay that no debugger steps (not strict, no gdb). */
-DET_HIDDEN int det_replay_free_running(void);
-/* Replay: is this sched_yield an event (the recording made one here)? */
-DET_HIDDEN int det_replay_yield(struct det_thread *t);
-/* Replay: the kind of t's next recorded event as an event of this kind would
- * meet it, for a call that decides by it (is this thread the initializer?):
- * recorded signals due first are delivered and a parallel recording's leftover
- * yields skipped, as det_replay_begin does. 0 past the recording's end. */
-DET_HIDDEN uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind);
-/* An input that may act before its turn: t's next event when it is this
- * input and still waits for its turn in a free-running ordered replay (no
- * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
-DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
-DET_HIDDEN int det_replay_due(const struct det_sched *e);
-DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
-						     uint16_t got_kind, const void *got_addr,
-						     uint64_t ra, const char *what);
-DET_HIDDEN void det_replay_attach(struct det_thread *t);
-/* Replay: the thread goes on from t->idx (after attach, or in an exec'd image). */
-DET_HIDDEN void det_replay_resume(struct det_thread *t);
-/* Replay: the program starts (again, under gdb): forget the last run. */
-DET_HIDDEN void det_replay_reset(void);
-/* Replay: the process is ending; let its other threads finish their events. */
-DET_HIDDEN void det_replay_before_exit(void);
-
 /*
  * The mode-independent pairs used by interpose.c.
  *
@@ -465,7 +352,7 @@ static inline void det_op_resolve(struct det_op *op, const void *addr, enum det_
 static inline void det_logical_turn(struct det_thread *t)
 {
 	if (det_unlikely(det_logical) && !t->holding && !t->exited)
-		det_logical_acquire(t);
+		det_ops.logical_acquire(t);
 }
 
 static inline void det_release_begin(struct det_op *op, struct det_thread *t, uint16_t kind,
@@ -475,20 +362,20 @@ static inline void det_release_begin(struct det_op *op, struct det_thread *t, ui
 	op->kind = kind;
 	op->ra = ra;
 	if (det_replaying()) {
-		op->rec = det_replay_begin(op, addr, objkind);
+		op->rec = det_ops.replay_begin(op, addr, objkind);
 		return;
 	}
 	det_logical_turn(t);
 	det_op_resolve(op, addr, objkind);
-	det_rec_release_begin(op);
+	det_ops.rec_release_begin(op);
 }
 
 static inline void det_release_end(struct det_op *op, int64_t result)
 {
 	if (det_replaying())
-		det_replay_end(op, result);
+		det_ops.replay_end(op, result);
 	else
-		det_rec_end(op, result);
+		det_ops.rec_end(op, result);
 }
 
 /* Acquire-like: begin returns nonzero in replay when the recorded result says
@@ -501,7 +388,7 @@ static inline int det_acquire_begin(struct det_op *op, struct det_thread *t, uin
 	op->kind = kind;
 	op->ra = ra;
 	if (det_replaying()) {
-		op->rec = det_replay_begin(op, addr, objkind);
+		op->rec = det_ops.replay_begin(op, addr, objkind);
 		return op->rec->result != 0;
 	}
 	det_logical_turn(t);
@@ -512,9 +399,9 @@ static inline int det_acquire_begin(struct det_op *op, struct det_thread *t, uin
 static inline void det_acquire_end(struct det_op *op, int64_t result)
 {
 	if (det_replaying())
-		det_replay_end(op, result);
+		det_ops.replay_end(op, result);
 	else
-		det_rec_acquire_end(op, result);
+		det_ops.rec_acquire_end(op, result);
 }
 
 /*
@@ -531,7 +418,7 @@ static inline int det_input_begin(struct det_op *op, struct det_thread *t, uint1
 	op->aux = aux;
 	op->ra = ra;
 	if (det_replaying()) {
-		op->rec = det_replay_input(op);
+		op->rec = det_ops.replay_input(op);
 		return 1;
 	}
 	det_logical_turn(t);
@@ -541,31 +428,25 @@ static inline int det_input_begin(struct det_op *op, struct det_thread *t, uint1
 static inline void det_input_end(struct det_op *op, int64_t result, const void *data, uint32_t len)
 {
 	if (det_replaying()) {
-		det_replay_end(op, op->rec->result);
+		det_ops.replay_end(op, op->rec->result);
 	} else {
 		if (len)
-			det_rec_data(op->t, data, len);
-		det_rec_input(op, result, len);
+			det_ops.rec_data(op->t, data, len);
+		det_ops.rec_input(op, result, len);
 	}
 }
 
-/* Replay: thread t's recorded event idx (< sched_count), from its window
- * of the schedule; waits in the rare case the feeder has not written it
- * yet (replayer/schedule.c). */
-DET_HIDDEN void det_sched_wait(struct det_thread *t, uint64_t idx);
-/* Has the feeder written t's entry idx (t->sched_known refreshed)? */
-DET_HIDDEN int det_sched_known(struct det_thread *t, uint64_t idx);
 static inline const struct det_sched *det_sched_at(struct det_thread *t, uint64_t idx)
 {
 	if (det_unlikely(idx >= t->sched_known))
-		det_sched_wait(t, idx);
+		det_ops.sched_wait(t, idx);
 	return &t->sched[idx & t->sched_mask];
 }
 
 /* The same, or NULL if the feeder has not written it yet. */
 static inline const struct det_sched *det_sched_peek(struct det_thread *t, uint64_t idx)
 {
-	if (det_unlikely(idx >= t->sched_known) && !det_sched_known(t, idx))
+	if (det_unlikely(idx >= t->sched_known) && !det_ops.sched_known(t, idx))
 		return NULL;
 	return &t->sched[idx & t->sched_mask];
 }
@@ -579,13 +460,13 @@ static inline const void *det_replay_data(const struct det_sched *e)
 static inline void det_block(struct det_op *op)
 {
 	if (!det_replaying())
-		det_rec_block(op->t, op->kind, op->obj, op->ra);
+		det_ops.rec_block(op->t, op->kind, op->obj, op->ra);
 }
 
 static inline void det_unblock(struct det_op *op)
 {
 	if (!det_replaying())
-		det_rec_unblock(op->t);
+		det_ops.rec_unblock(op->t);
 }
 
 /* --- det's stack (stack.c) --- */

@@ -12,7 +12,7 @@
  *  - Memory ordering arguments assume x86-64 (TSO); they are spelled out
  *    where they matter.
  */
-#include "runtime.h"
+#include "rings.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -56,7 +56,7 @@ void det_rec_claim_ring(struct det_thread *t)
 			det_msg("T%u waits for a free event ring: %u threads are alive (detrec --rings raises the limit)",
 				t->num, n);
 		if (det_strict)
-			det_strict_not_ready(t->num);
+			det_ops.strict_not_ready(t->num);
 		/* Wait for the capture to free one: it wakes every waiter when it
 		 * does (polling with a kick each, a thousand waiters kept it
 		 * scanning and the system busy: 25 s for stress-ng's 0.3 s). */
@@ -258,7 +258,7 @@ static inline void log_event(struct det_op *op, int64_t result, int observe)
 void det_rec_release_begin(struct det_op *op)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
-		det_strict_acquire(op->t);
+		det_ops.strict_acquire(op->t);
 	ring_reserve(op->t, 4); /* a TS, the event, its AUXSEQ, room for a result */
 	log_event(op, 0, 0);
 }
@@ -270,10 +270,10 @@ static inline void boundary(struct det_thread *t, uint16_t kind, int64_t result)
 	if (det_unlikely(det_strict)) {
 		/* an exiting thread gives its turn up for good just after */
 		if (kind != DET_EV_THREAD_EXIT)
-			det_strict_after_event(t, det_strict_point_of(kind, result));
+			det_ops.strict_after_event(t, det_ops.strict_point_of(kind, result));
 	}
 	else if (det_unlikely(det_chaos))
-		det_chaos_delay(t);
+		det_ops.chaos_delay(t);
 }
 
 /* A call whose result matters, logged before it runs as "pending" (it may
@@ -281,7 +281,7 @@ static inline void boundary(struct det_thread *t, uint16_t kind, int64_t result)
 void det_rec_call_begin(struct det_op *op)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
-		det_strict_acquire(op->t);
+		det_ops.strict_acquire(op->t);
 	ring_reserve(op->t, 4); /* a TS, the event, its AUXSEQ, room for its result */
 	log_event(op, DET_RESULT_PENDING, 0);
 }
@@ -331,7 +331,7 @@ static inline int only_looked(uint16_t kind, int64_t result)
 void det_rec_acquire_end(struct det_op *op, int64_t result)
 {
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
-		det_strict_acquire(op->t);
+		det_ops.strict_acquire(op->t);
 	ring_reserve(op->t, 4); /* a TS, the event, its AUXSEQ, its result */
 	log_event(op, result, only_looked(op->kind, result));
 	boundary(op->t, op->kind, result);
@@ -362,7 +362,7 @@ void det_rec_input(struct det_op *op, int64_t result, uint32_t len)
 {
 	(void)len; /* (the DATA entries before the event say it) */
 	if (det_unlikely(det_strict) && !op->t->holding && !op->t->exited)
-		det_strict_acquire(op->t);
+		det_ops.strict_acquire(op->t);
 	ring_reserve(op->t, 3); /* a TS, the event, its result */
 	log_event(op, result, 0);
 	boundary(op->t, op->kind, result);
@@ -397,7 +397,7 @@ void det_rec_block(struct det_thread *t, uint16_t kind, uint32_t obj, uint64_t r
 	atomic_store_explicit(&s->blocked_kind, kind, memory_order_release);
 	if (det_strict) {
 		det_rec_block_event(t, kind, obj, ra);
-		det_strict_release(t);
+		det_ops.strict_release(t);
 	}
 }
 
@@ -415,7 +415,7 @@ void det_rec_sched_event(struct det_thread *t, uint16_t kind, uint32_t obj, uint
 			 uint64_t ra)
 {
 	if (!t->holding)
-		det_strict_acquire(t);
+		det_ops.strict_acquire(t);
 	struct det_op op = {.t = t, .kind = kind, .obj = obj, .aux = aux, .ra = ra};
 	ring_reserve(t, 3); /* a TS, the event, its result */
 	log_event(&op, result, 0);
@@ -425,5 +425,25 @@ void det_rec_unblock(struct det_thread *t)
 {
 	atomic_store_explicit(&t->slot->blocked_kind, 0, memory_order_relaxed);
 	if (det_strict)
-		det_strict_acquire(t);
+		det_ops.strict_acquire(t);
 }
+
+/* The record log: reached from preload/ and the other modes through det_ops. */
+static const struct det_mode_ops record_ops = {
+	.rec_claim_ring = det_rec_claim_ring,
+	.rec_object = det_rec_object,
+	.rec_release_begin = det_rec_release_begin,
+	.rec_end = det_rec_end,
+	.rec_acquire_end = det_rec_acquire_end,
+	.rec_block = det_rec_block,
+	.rec_unblock = det_rec_unblock,
+	.rec_block_event = det_rec_block_event,
+	.rec_sched_event = det_rec_sched_event,
+	.rec_new_thread = det_rec_new_thread,
+	.rec_data = det_rec_data,
+	.rec_input = det_rec_input,
+	.rec_call_begin = det_rec_call_begin,
+	.rec_call_end = det_rec_call_end,
+	.rec_fix_result = det_rec_fix_result,
+};
+DET_MODE_REGISTER(record_ops);

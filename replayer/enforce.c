@@ -15,6 +15,8 @@
  *  - The first divergence wins: it is written to the shared header for
  *    detreplay to report, and the program stops with DET_EXIT_STOPPED.
  */
+#include "enforce.h"
+#include "strict.h"
 #include "turns.h"
 #include "det/gdb.h"
 
@@ -562,3 +564,26 @@ void det_replay_before_exit(void)
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
 }
+
+/* Replay: reached from preload/ and the other modes through det_ops. */
+static const struct det_mode_ops replay_ops = {
+	.replay_begin = det_replay_begin,
+	.replay_end = det_replay_end,
+	.replay_input = det_replay_input,
+	.replay_free_running = det_replay_free_running,
+	.replay_yield = det_replay_yield,
+	.replay_next_kind = det_replay_next_kind,
+	.replay_pending = det_replay_pending,
+	.replay_due = det_replay_due,
+	.replay_attach = det_replay_attach,
+	.replay_resume = det_replay_resume,
+	.replay_reset = det_replay_reset,
+	.replay_before_exit = det_replay_before_exit,
+	.replay_vanish = det_replay_vanish,
+	.replay_cancel = det_replay_cancel,
+	.replay_cancel_next = det_replay_cancel_next,
+	.diverge = det_diverge,
+	.sched_wait = det_sched_wait,
+	.sched_known = det_sched_known,
+};
+DET_MODE_REGISTER(replay_ops);

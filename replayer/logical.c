@@ -6,7 +6,7 @@
  *
  * Rules of this file:
  *  - A thread's clock counts its events, plus its det-cc ticks and memory
- *    points when the program was built with det-cc (recorder/atomics.c).
+ *    points when the program was built with det-cc (preload/atomics.c).
  *    It is published in the thread's slot at every event and at the end of
  *    every tick quantum; published clocks only grow.
  *  - A thread performs an event only in its turn: when no other thread
@@ -31,7 +31,8 @@
  *  - This is strict mode's machinery with the token replaced by turns:
  *    strict.c calls in here when det_logical is set; nothing else changes.
  */
-#include "runtime.h"
+#include "logical.h"
+#include "strict.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -44,8 +45,6 @@
  * hand over at once, event by event, would make a contended lock alternate
  * between threads on every acquisition). */
 #define WAKE_DELAY 256
-
-int det_logical;
 
 struct lt_thread {
 	uint64_t base;   /* clock = base + events + det-cc ticks and points */
@@ -280,3 +279,12 @@ void det_logical_point(struct det_thread *t)
 	det_logical_wait_turn(t);
 	lt.points = 1;
 }
+
+/* Logical time: reached from preload/ and the other modes through det_ops. */
+static const struct det_mode_ops logical_ops = {
+	.logical_acquire = det_logical_acquire,
+	.logical_leave = det_logical_leave,
+	.logical_tick = det_logical_tick,
+	.logical_point = det_logical_point,
+};
+DET_MODE_REGISTER(logical_ops);

@@ -34,7 +34,7 @@
  *    from the seed, uniformly over the expected number of steps k) the
  *    thread running drops to priority d-1-i. Steps are events, or, for a
  *    program built with det-cc --sched-points=memory, its memory points
- *    (recorder/atomics.c brings each one here, DET_POINT_MEMORY): one
+ *    (preload/atomics.c brings each one here, DET_POINT_MEMORY): one
  *    implementation for both.
  *  - No starvation, decided from events only, without touching priorities:
  *    a holder that polls (a sched_yield, a failed trylock, an empty poll,
@@ -45,14 +45,13 @@
  *    deferred so) defers for as many. So whoever a poller waits
  *    for runs, and the poller competes again by its priority after.
  */
-#include "runtime.h"
+#include "strict.h"
+#include "logical.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
-
-int det_strict;
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
 {
@@ -176,7 +175,7 @@ static void preempt(struct det_thread *t, uint32_t victim)
 	struct det_op op = {.t = t, .kind = DET_EV_PREEMPT, .aux = victim};
 	op.obj = det_shm_slot(det_hdr, victim)->obj;
 	t->depth++;
-	det_rec_acquire_end(&op, 0);
+	det_ops.rec_acquire_end(&op, 0);
 	t->depth--;
 }
 
@@ -545,7 +544,7 @@ void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_t
 void det_strict_wait_for(struct det_op *op, const void *obj)
 {
 	struct det_slot *s = op->t->slot;
-	det_rec_block_event(op->t, op->kind, op->obj, op->ra);
+	det_ops.rec_block_event(op->t, op->kind, op->obj, op->ra);
 	/* say what it waits for, as a thread blocked in the kernel does: a
 	 * strict deadlock's report names the cycle from it */
 	s->blocked_obj = op->obj;
@@ -608,7 +607,7 @@ void det_strict_created(uint32_t child)
 }
 
 /* A new thread waits for an event ring before its first event
- * (recorder/runtime.c claim_ring: every ring belongs to a live thread): it
+ * (recorder/rings.c det_rec_claim_ring: every ring belongs to a live thread): it
  * is not runnable meanwhile, and a token handed to it goes on, for the
  * threads whose exits free rings to run (before, the token stayed with it
  * until the watchdog took it, a second each time). Called again while it
@@ -760,3 +759,26 @@ void det_chaos_delay(struct det_thread *t)
 	struct timespec ts = {0, (long)us * 1000};
 	det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 }
+
+/* Strict mode and chaos: reached from preload/ and the other modes through det_ops. */
+static const struct det_mode_ops strict_ops = {
+	.strict_start = det_strict_start,
+	.strict_acquire = det_strict_acquire,
+	.strict_release = det_strict_release,
+	.strict_process_ending = det_strict_process_ending,
+	.strict_point_of = det_strict_point_of,
+	.strict_after_event = det_strict_after_event,
+	.strict_created = det_strict_created,
+	.strict_not_ready = det_strict_not_ready,
+	.strict_wait = det_strict_wait,
+	.strict_wait_for = det_strict_wait_for,
+	.strict_wait_for_cancelable = det_strict_wait_for_cancelable,
+	.strict_canceled = det_strict_canceled,
+	.strict_signal = det_strict_signal,
+	.strict_unlocked = det_strict_unlocked,
+	.strict_barrier_init = det_strict_barrier_init,
+	.strict_barrier_wait = det_strict_barrier_wait,
+	.strict_cc_yield = det_strict_cc_yield,
+	.chaos_delay = det_chaos_delay,
+};
+DET_MODE_REGISTER(strict_ops);

@@ -1,0 +1,60 @@
+/*
+ * replayer/enforce.h - replay's enforcement of the recorded order (replayer/enforce.c).
+ *
+ * Rules of this file:
+ *  - Its own folder's files call these directly; preload/ and the other
+ *    modes reach them through det_ops (preload/mode.h), which the table at
+ *    the end of replayer/enforce.c fills.
+ */
+#ifndef DET_ENFORCE_H
+#define DET_ENFORCE_H
+
+#include "runtime.h"
+
+/* Wait until the thread's next recorded event is due and check that it is
+ * this one (kind, object, aux object). Diverges (does not return) when not. */
+DET_HIDDEN const struct det_sched *det_replay_begin(struct det_op *op, const void *addr,
+						    enum det_objkind objkind);
+DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
+/* Inputs: check that the next recorded event is this input (kind, aux). */
+DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
+/* An ordered or relaxed replay that no debugger steps (not strict, no gdb). */
+DET_HIDDEN int det_replay_free_running(void);
+/* Replay: is this sched_yield an event (the recording made one here)? */
+DET_HIDDEN int det_replay_yield(struct det_thread *t);
+/* Replay: the kind of t's next recorded event as an event of this kind would
+ * meet it, for a call that decides by it (is this thread the initializer?):
+ * recorded signals due first are delivered and a parallel recording's leftover
+ * yields skipped, as det_replay_begin does. 0 past the recording's end. */
+DET_HIDDEN uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind);
+/* An input that may act before its turn: t's next event when it is this
+ * input and still waits for its turn in a free-running ordered replay (no
+ * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
+DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
+DET_HIDDEN int det_replay_due(const struct det_sched *e);
+DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
+						     uint16_t got_kind, const void *got_addr,
+						     uint64_t ra, const char *what);
+DET_HIDDEN void det_replay_attach(struct det_thread *t);
+/* Replay: the thread goes on from t->idx (after attach, or in an exec'd image). */
+DET_HIDDEN void det_replay_resume(struct det_thread *t);
+/* Replay: the program starts (again, under gdb): forget the last run. */
+DET_HIDDEN void det_replay_reset(void);
+/* Replay: the process is ending; let its other threads finish their events. */
+DET_HIDDEN void det_replay_before_exit(void);
+
+/* Replay: the recording's call never came back; neither does this one. */
+DET_HIDDEN __attribute__((noreturn)) void det_replay_vanish(struct det_op *op);
+/* Replay: t's next event is its THREAD_CANCELED: take its turn and end the
+ * thread as the cancellation did (cleanup handlers, then its exit). */
+DET_HIDDEN __attribute__((noreturn)) void det_replay_cancel(struct det_thread *t);
+/* Replay: is t's next event a THREAD_CANCELED? */
+DET_HIDDEN int det_replay_cancel_next(struct det_thread *t);
+/* Replay: thread t's recorded event idx (< sched_count), from its window
+ * of the schedule; waits in the rare case the feeder has not written it
+ * yet (replayer/schedule.c). */
+DET_HIDDEN void det_sched_wait(struct det_thread *t, uint64_t idx);
+/* Has the feeder written t's entry idx (t->sched_known refreshed)? */
+DET_HIDDEN int det_sched_known(struct det_thread *t, uint64_t idx);
+
+#endif /* DET_ENFORCE_H */
