@@ -28,8 +28,8 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := preload/runtime.c preload/stack.c preload/interpose.c preload/inputs.c preload/process.c preload/signals.c preload/atomics.c preload/openmp.c preload/timers.c recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
-RUNTIME_HDR := preload/runtime.h preload/mode.h preload/locks.h preload/openmp.def preload/real.def preload/entries.def recorder/rings.h recorder/logfmt.h replayer/enforce.h replayer/strict.h replayer/logical.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
+RUNTIME_SRC := $(wildcard preload/*.c) recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
+RUNTIME_HDR := $(wildcard preload/*.h preload/*.def) recorder/rings.h recorder/logfmt.h replayer/enforce.h replayer/strict.h replayer/logical.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c replayer/schedule.c replayer/sup_turns.c
 SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 RUNTIME_HDR += include/det/cc.h

@@ -1,7 +1,7 @@
 /*
  * preload/locks.h - the shape of every lock-like wrapper: acquire, release,
  * destroy, (re)initialise. Shared by the pthread wrappers
- * (preload/interpose.c) and OpenMP's (preload/openmp.c).
+ * (preload/sync.c) and OpenMP's (preload/openmp.c).
  *
  * Rules of this file:
  *  - The macros return from the wrapper they are used in; the wrapper

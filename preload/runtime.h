@@ -2,7 +2,7 @@
  * preload/runtime.h - internal API of libdet.so, the preload runtime.
  *
  * Rules of this file:
- *  - Every interposed function (preload/interpose.c) goes through the
+ *  - Every interposed function (preload/threads.c, sync.c, ...) goes through the
  *    det_*_begin / det_*_end pairs below; they hide the mode. The record side
  *    lives in recorder/rings.c, the replay side in replayer/enforce.c, and
  *    both are reached through det_ops (preload/mode.h) only.
@@ -221,7 +221,7 @@ static inline void det_guard_check(struct det_guard *g)
 	struct det_thread *t = det_enter();                                                        \
 	struct det_guard det_guard_ __attribute__((cleanup(det_guard_check), unused)) = {t, t ? DET_RA() : 0}
 /* Load libgcc_s, the unwinder, and note its text: its own pthread_once
- * calls pass through (interpose.c). Before anything unwinds a thread. */
+ * calls pass through (once.c). Before anything unwinds a thread. */
 DET_HIDDEN void det_load_unwinder(void);
 DET_HIDDEN void det_find_unwinder(void); /* the same if it is loaded already */
 /* THREAD_CANCELED: t ends here (where: DET_AUX_THREAD_CANCELED_*). */
@@ -241,7 +241,7 @@ static inline int det_replaying(void)
 	return det_mode == DET_MODE_REPLAY;
 }
 
-/* --- processes (process.c) --- */
+/* --- processes (process.c, fork.c, exec.c, wait.c) --- */
 DET_HIDDEN extern uint32_t det_proc; /* this process's index in the region's process table */
 /* Find out which of the program's processes this is and attach its thread;
  * returns 1 for the program's first process (the caller attaches T0). */
@@ -253,10 +253,10 @@ DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
 /* The pipe fd writes into or reads from when the program made both its ends,
- * else 0 (inputs.c). A replayed writer publishes it in its slot's
+ * else 0 (reads.c). A replayed writer publishes it in its slot's
  * pipe_writing while it may wait for room. */
 DET_HIDDEN uint64_t det_own_pipe(int fd);
-/* The top process: remember the stdin pipe det feeds (inputs.c). */
+/* The top process: remember the stdin pipe det feeds (fds.c). */
 DET_HIDDEN void det_note_stdin(void);
 /* A task the program makes without pthread_create or fork: clone(), or
  * syscall(SYS_clone / SYS_clone3 / SYS_fork / SYS_vfork). Only a fork is
@@ -277,7 +277,7 @@ struct det_clone_call {
  * fork: the pid, 0 in the child; anything else stops the program at the
  * call (ra), naming it. On the det stack (preload/stack.c). */
 DET_HIDDEN long det_clone(const struct det_clone_call *c, uint64_t ra);
-/* syscall(nr, a...) for those four numbers (inputs.c's syscall()). */
+/* syscall(nr, a...) for those four numbers (rawsys.c's syscall(); fork.c). */
 DET_HIDDEN long det_clone_syscall(long nr, const long a[6], const char *call, uint64_t ra);
 
 /* --- objects (runtime.c) --- */
@@ -333,7 +333,7 @@ DET_HIDDEN void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kin
 DET_HIDDEN int det_obj_match(const void *addr, uint32_t want, enum det_objkind kind);
 
 /*
- * The mode-independent pairs used by interpose.c.
+ * The mode-independent pairs used by the wrappers.
  *
  * Release-like operations (unlock, signal, post, create...) take their place
  * in the order before the operation; acquire-like ones (lock, wait, join...)
@@ -405,7 +405,7 @@ static inline void det_acquire_end(struct det_op *op, int64_t result)
 }
 
 /*
- * Inputs (preload/inputs.c): record performs the call and logs its result
+ * Inputs (preload/inputs.h): record performs the call and logs its result
  * and data; in replay begin returns nonzero and the wrapper uses
  * op->rec->result and det_replay_data() instead of performing the call
  * (except for sources it re-reads and checks, like regular files).

@@ -319,7 +319,7 @@ void det_replay_cancel(struct det_thread *t)
 	if (det_unlikely(det_gdb_control.attached))
 		gdb_check(t, e);
 	det_replay_end(&op, e->result);
-	det_load_unwinder(); /* (its own calls are not events: interpose.c) */
+	det_load_unwinder(); /* (its own calls are not events: preload/once.c) */
 	det_leave(t);
 	real.pthread_exit(PTHREAD_CANCELED);
 	__builtin_unreachable();

@@ -1,4 +1,4 @@
-"""pthread_cancel (preload/interpose.c, replayer/enforce.c det_replay_cancel,
+"""pthread_cancel (preload/threads.c, replayer/enforce.c det_replay_cancel,
 replayer/strict.c det_strict_canceled): a request is an event, where the
 thread acted on it is another (THREAD_CANCELED), and replay ends the thread
 there with the same cleanup handlers. Before: a default-mode replay of a

@@ -1,9 +1,9 @@
 """Synchronization inside the C++ runtime. Spin-then-yield loops in a
 parallel recording: a loop yields as often as its timing makes it, so replay
-must not insist on the recorded count (preload/inputs.c, replayer/enforce.c
+must not insist on the recorded count (preload/machine.c, replayer/enforce.c
 det_replay_yield); C++20's latch, barrier and atomic wait spin with
 sched_yield inside libstdc++. Function-local statics: which thread
-constructs one (preload/interpose.c, __cxa_guard_*)."""
+constructs one (preload/once.c, __cxa_guard_*)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,155 @@
+/*
+ * preload/readiness.c - readiness: poll, select, epoll: which fds are
+ * ready is an input.
+ *
+ * Rules of this file:
+ *  - Those of preload/inputs.c, which holds what every input wrapper shares
+ *    (preload/inputs.h): this file is one source of inputs, split out of it.
+ */
+#include "inputs.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <sys/signalfd.h>
+#include <sys/inotify.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* readiness */
+
+static int det_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask,
+		     uint64_t ra)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.ppoll(fds, n, timeout, mask);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_POLL, (uint32_t)n, ra)) {
+		res = op.rec->result;
+		const short *rev = det_replay_data(op.rec);
+		for (nfds_t i = 0; i < n && (i + 1) * sizeof(short) <= op.rec->data_len; i++)
+			fds[i].revents = rev[i];
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(BLOCKING(&op, real.ppoll(fds, n, timeout, mask)));
+		if (res >= 0)
+			for (nfds_t i = 0; i < n; i++)
+				det_ops.rec_data(t, &fds[i].revents, sizeof(short));
+		det_ops.rec_input(&op, res, res >= 0 ? (uint32_t)(n * sizeof(short)) : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout, const sigset_t *mask)
+{
+	return det_ppoll(fds, n, timeout, mask, DET_RA());
+}
+
+DET_IMPL int det_impl_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl___poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort();
+	struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
+}
+
+DET_IMPL int det_impl_pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.pselect(nfds, r, w, x, timeout, mask);
+	struct det_op op = {0};
+	int64_t res;
+	fd_set *sets[3] = {r, w, x};
+	if (det_input_begin(&op, t, DET_EV_SELECT, (uint32_t)nfds, DET_RA())) {
+		res = op.rec->result;
+		if (res >= 0 && op.rec->data_len == 3 * sizeof(fd_set))
+			for (int i = 0; i < 3; i++)
+				if (sets[i])
+					memcpy(sets[i], (const char *)det_replay_data(op.rec) + i * sizeof(fd_set),
+					       sizeof(fd_set));
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(BLOCKING(&op, real.pselect(nfds, r, w, x, timeout, mask)));
+		fd_set out[3];
+		for (int i = 0; i < 3; i++) {
+			if (sets[i])
+				out[i] = *sets[i];
+			else
+				FD_ZERO(&out[i]);
+		}
+		det_input_end(&op, res, out, res >= 0 ? sizeof(out) : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+	struct timespec ts, *tsp = NULL;
+	if (tv) {
+		ts.tv_sec = tv->tv_sec;
+		ts.tv_nsec = tv->tv_usec * 1000;
+		tsp = &ts;
+	}
+	int res = pselect(nfds, r, w, x, tsp, NULL);
+	if (tv && res >= 0 && det_replaying()) /* Linux leaves the time not slept */
+		tv->tv_sec = tv->tv_usec = 0;
+	return res;
+}
+
+DET_IMPL int det_impl_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.epoll_pwait(epfd, ev, max, timeout, mask);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_EPOLL_WAIT, (uint32_t)epfd, DET_RA())) {
+		res = op.rec->result;
+		if (res > 0)
+			memcpy(ev, det_replay_data(op.rec),
+			       op.rec->data_len < (uint32_t)max * sizeof(*ev) ? op.rec->data_len : max * sizeof(*ev));
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(BLOCKING(&op, real.epoll_pwait(epfd, ev, max, timeout, mask)));
+		det_input_end(&op, res, ev, res > 0 ? (uint32_t)(res * sizeof(*ev)) : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	return epoll_pwait(epfd, ev, max, timeout, NULL);
+}

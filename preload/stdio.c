@@ -1,0 +1,291 @@
+/*
+ * preload/stdio.c - the stdio output functions libdet.so replaces: each
+ * call is an event on its FILE.
+ *
+ * Rules of this file:
+ *  - One wrapper per libc entry point, with libc's exact signature; each
+ *    passes straight through when det_enter() says the runtime is off.
+ *    Wrappers whose libc call may act on a cancellation (a cancellation
+ *    point, or pthread_cancel of the caller itself) enter with DET_ENTER,
+ *    whose guard logs a cancellation that unwinds them (det_unwound); the
+ *    rest (locks, signals and broadcasts, posts, thread bookkeeping, once)
+ *    use det_enter().
+ *  - Wrappers say what an operation is (its event kind, object, whether it
+ *    releases or acquires) and leave the mode to runtime.h's begin/end pairs.
+ *  - Replay never blocks inside libc on an ordered object: at its turn an
+ *    acquisition must succeed with the non-blocking variant (the recorded
+ *    order guarantees it), and waits that only exist to be woken (condition
+ *    variables, barriers) are emulated by the turn itself, as POSIX allows
+ *    spurious wake-ups.
+ *  - Results that say an operation failed (EBUSY, ETIMEDOUT, ...) are part of
+ *    the event; replay returns them without performing the operation.
+ */
+#include "threads.h"
+#include "locks.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ */
+/* stdio output: each call is an event on its FILE, so threads that print
+ * without their own locking produce the same output in replay. Record takes
+ * the FILE's lock around the call, and its place in the order as the call
+ * begins: what the call flushes may be read by another thread or process
+ * before the call returns, and that read must come after it in the order.
+ * (The result is logged when the call returns; "pending" if it never did.) */
+
+static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
+{
+	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
+	if (det_replaying()) {
+		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
+			det_ops.replay_vanish(op);
+		if (f && det_ops.replay_free_running()) {
+			/* Its place in the order was taken before it ran, so the
+			 * recording's next events did not wait for it to end: nor
+			 * do the replay's. It may block on a pipe that one of them
+			 * drains (a reader's read, placed when it returned). It
+			 * holds its FILE meanwhile: the FILE's next users still
+			 * write after it. (op->rec = NULL: done already.) */
+			real.flockfile(f);
+			det_acquire_end(op, op->rec->result);
+			op->rec = NULL;
+			/* a reader due after it may drain the pipe (read_ahead) */
+			atomic_store(&t->slot->pipe_writing, det_own_pipe(fileno(f)));
+		}
+		return;
+	}
+	if (f && real.ftrylockfile(f) != 0) {
+		if (det_strict) {
+			while (real.ftrylockfile(f) != 0) /* its holder needs the turn */
+				det_ops.strict_wait_for(op, f);
+		} else {
+			det_block(op);
+			real.flockfile(f);
+			det_unblock(op);
+		}
+	}
+	t->cancel_file = f; /* its write may be canceled (det_unwound) */
+	det_ops.rec_call_begin(op);
+}
+
+static int stdio_end(struct det_op *op, FILE *f, int r)
+{
+	if (det_replaying()) {
+		if (op->rec) {
+			det_acquire_end(op, op->rec->result);
+		} else {
+			atomic_store(&op->t->slot->pipe_writing, 0);
+			real.funlockfile(f);
+		}
+	} else {
+		det_ops.rec_call_end(op, r);
+		op->t->cancel_file = NULL;
+		if (f)
+			file_unlocked(op->t, f);
+	}
+	det_leave(op->t);
+	return r;
+}
+
+#define DET_STDIO(f, call)                                                          \
+	do {                                                                      \
+		DET_ENTER(t);                                                     \
+		if (!t)                                                           \
+			return call;                                              \
+		struct det_op op = {0};                                           \
+		stdio_begin(&op, t, f, DET_RA());                                 \
+		return stdio_end(&op, f, call);                                   \
+	} while (0)
+
+DET_IMPL int det_impl_vprintf(const char *fmt, va_list ap)
+{
+	DET_STDIO(stdout, real.vprintf(fmt, ap));
+}
+
+DET_IMPL int det_impl_vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+	DET_STDIO(f, real.vfprintf(f, fmt, ap));
+}
+
+DET_IMPL int det_impl___vprintf_chk(int flag, const char *fmt, va_list ap)
+{
+	DET_STDIO(stdout, real.__vprintf_chk(flag, fmt, ap));
+}
+
+DET_IMPL int det_impl___vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+{
+	DET_STDIO(f, real.__vfprintf_chk(f, flag, fmt, ap));
+}
+
+/* The variadic entry points are front-ends (their arguments may be on the
+ * caller's stack, which the det stack does not have): they pass a va_list
+ * and their return address to det_stdio_va, an entry on the det stack. */
+enum stdio_va { VA_PRINTF, VA_FPRINTF, VA_PRINTF_CHK, VA_FPRINTF_CHK };
+
+DET_HIDDEN int det_stdio_va(enum stdio_va which, FILE *f, int flag, const char *fmt, va_list ap, uint64_t ra);
+
+DET_IMPL int det_impl_det_stdio_va(enum stdio_va which, FILE *f, int flag, const char *fmt, va_list ap,
+				   uint64_t ra)
+{
+#define VCALL (which == VA_PRINTF ? real.vprintf(fmt, ap) : which == VA_FPRINTF ? real.vfprintf(f, fmt, ap) \
+	       : which == VA_PRINTF_CHK ? real.__vprintf_chk(flag, fmt, ap) : real.__vfprintf_chk(f, flag, fmt, ap))
+	DET_ENTER(t);
+	if (!t)
+		return VCALL;
+	struct det_op op = {0};
+	stdio_begin(&op, t, f, ra);
+	return stdio_end(&op, f, VCALL);
+#undef VCALL
+}
+
+#define DET_STDIO_VA(which, f, flag, last)                                                 \
+	do {                                                                               \
+		va_list ap;                                                                \
+		va_start(ap, last);                                                        \
+		int r = det_stdio_va(which, f, flag, last, ap, DET_RA());                  \
+		va_end(ap);                                                                \
+		return r;                                                                  \
+	} while (0)
+
+EXPORT int printf(const char *fmt, ...)
+{
+	DET_STDIO_VA(VA_PRINTF, stdout, 0, fmt);
+}
+
+EXPORT int fprintf(FILE *f, const char *fmt, ...)
+{
+	DET_STDIO_VA(VA_FPRINTF, f, 0, fmt);
+}
+
+EXPORT int __printf_chk(int flag, const char *fmt, ...)
+{
+	DET_STDIO_VA(VA_PRINTF_CHK, stdout, flag, fmt);
+}
+
+EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+	DET_STDIO_VA(VA_FPRINTF_CHK, f, flag, fmt);
+}
+
+DET_IMPL int det_impl_puts(const char *s)
+{
+	DET_STDIO(stdout, real.puts(s));
+}
+
+DET_IMPL int det_impl_fputs(const char *s, FILE *f)
+{
+	DET_STDIO(f, real.fputs(s, f));
+}
+
+DET_IMPL int det_impl_fputc(int c, FILE *f)
+{
+	DET_STDIO(f, real.fputc(c, f));
+}
+
+#undef putc
+DET_IMPL int det_impl_putc(int c, FILE *f)
+{
+	DET_STDIO(f, real.putc(c, f));
+}
+
+#undef putchar
+DET_IMPL int det_impl_putchar(int c)
+{
+	DET_STDIO(stdout, real.putchar(c));
+}
+
+DET_IMPL size_t det_impl_fwrite(const void *p, size_t size, size_t n, FILE *f)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.fwrite(p, size, n, f);
+	struct det_op op = {0};
+	stdio_begin(&op, t, f, DET_RA());
+	size_t r = real.fwrite(p, size, n, f);
+	stdio_end(&op, f, (int)(r > INT32_MAX ? INT32_MAX : r));
+	return r;
+}
+
+DET_IMPL int det_impl_fflush(FILE *f)
+{
+	DET_STDIO(f, real.fflush(f));
+}
+
+DET_IMPL void det_impl_perror(const char *s)
+{
+	DET_ENTER(t);
+	if (!t) {
+		real.perror(s);
+		return;
+	}
+	int saved = errno;
+	struct det_op op = {0};
+	stdio_begin(&op, t, stderr, DET_RA());
+	errno = saved;
+	real.perror(s);
+	stdio_end(&op, stderr, 0);
+}
+
+DET_IMPL void det_impl_flockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		real.flockfile(f);
+		return;
+	}
+	struct det_op op = {0};
+	if (!det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA()) && real.ftrylockfile(f) != 0) {
+		if (det_strict) {
+			while (real.ftrylockfile(f) != 0)
+				det_ops.strict_wait_for(&op, f);
+		} else {
+			det_block(&op);
+			real.flockfile(f);
+			det_unblock(&op);
+		}
+	}
+	det_acquire_end(&op, 0);
+	det_leave(t);
+}
+
+DET_IMPL int det_impl_ftrylockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.ftrylockfile(f);
+	struct det_op op = {0};
+	int r;
+	if (det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA())) {
+		r = (int)op.rec->result;
+	} else {
+		r = real.ftrylockfile(f);
+		if (r && det_replaying()) /* free at its turn in the recording */
+			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_FILE_LOCK, f, op.ra,
+				    "ftrylockfile failed where the recording's succeeded");
+	}
+	det_acquire_end(&op, r);
+	det_leave(t);
+	return r;
+}
+
+DET_IMPL void det_impl_funlockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		real.funlockfile(f);
+		return;
+	}
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, DET_RA());
+	file_unlocked(t, f);
+	det_release_end(&op, 0);
+	det_leave(t);
+}

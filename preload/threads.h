@@ -1,0 +1,18 @@
+/*
+ * preload/threads.h - what the other wrapper files use of preload/threads.c.
+ *
+ * Rules of this file:
+ *  - Declarations only.
+ */
+#ifndef DET_THREADS_H
+#define DET_THREADS_H
+
+#include "runtime.h"
+
+/* Is this pthread_once call the unwinder's own (it passes through)? */
+DET_HIDDEN int from_unwinder(uint64_t ra, uint64_t own_ra);
+/* Record: unlock a FILE det locked for the program; strict mode's waiters
+ * for it try again. */
+DET_HIDDEN void file_unlocked(struct det_thread *t, FILE *f);
+
+#endif /* DET_THREADS_H */
