@@ -88,7 +88,7 @@ $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Ipreload -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(CFLAGS) -Ipreload -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build

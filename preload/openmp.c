@@ -192,29 +192,29 @@ static void lock_init(void *lock, int recursive)
 	omp_init(lock);
 }
 
-DET_IMPL void det_impl_omp_init_lock(void *lock)
+DET_IMPL void det_impl_omp_init_lock(omp_lock_t *lock)
 {
 	lock_init(lock, 0);
 }
 
-DET_IMPL void det_impl_omp_init_lock_with_hint(void *lock, int hint)
+DET_IMPL void det_impl_omp_init_lock_with_hint(omp_lock_t *lock, omp_sync_hint_t hint)
 {
 	(void)hint;
 	det_impl_omp_init_lock(lock);
 }
 
-DET_IMPL void det_impl_omp_init_nest_lock(void *lock)
+DET_IMPL void det_impl_omp_init_nest_lock(omp_nest_lock_t *lock)
 {
 	lock_init(lock, 1);
 }
 
-DET_IMPL void det_impl_omp_init_nest_lock_with_hint(void *lock, int hint)
+DET_IMPL void det_impl_omp_init_nest_lock_with_hint(omp_nest_lock_t *lock, omp_sync_hint_t hint)
 {
 	(void)hint;
 	det_impl_omp_init_nest_lock(lock);
 }
 
-DET_IMPL void det_impl_omp_destroy_lock(void *lock)
+DET_IMPL void det_impl_omp_destroy_lock(omp_lock_t *lock)
 {
 	uint32_t id = *(uint32_t *)lock;
 	omp_destroy(lock, lock_of(lock));
@@ -222,23 +222,23 @@ DET_IMPL void det_impl_omp_destroy_lock(void *lock)
 	lock_free(id);
 }
 
-DET_IMPL void det_impl_omp_set_lock(void *lock)
+DET_IMPL void det_impl_omp_set_lock(omp_lock_t *lock)
 {
 	omp_acquire(DET_EV_OMP_LOCK, lock, lock_of(lock));
 }
 
-DET_IMPL void det_impl_omp_unset_lock(void *lock)
+DET_IMPL void det_impl_omp_unset_lock(omp_lock_t *lock)
 {
 	omp_release(lock, lock_of(lock));
 }
 
-DET_IMPL int det_impl_omp_test_lock(void *lock)
+DET_IMPL int det_impl_omp_test_lock(omp_lock_t *lock)
 {
 	return omp_acquire(DET_EV_OMP_TESTLOCK, lock, lock_of(lock)) == 0;
 }
 
 /* A nest lock's test returns its new nesting count (0: not taken). */
-DET_IMPL int det_impl_omp_test_nest_lock(void *lock)
+DET_IMPL int det_impl_omp_test_nest_lock(omp_nest_lock_t *lock)
 {
 	pthread_mutex_t *m = lock_of(lock);
 	return omp_acquire(DET_EV_OMP_TESTLOCK, lock, m) == 0 ? (int)m->__data.__count : 0;

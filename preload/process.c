@@ -81,18 +81,6 @@ int det_pid_is_program(pid_t pid)
 	return 0;
 }
 
-pid_t det_pid_to_rec(pid_t pid)
-{
-	if (!det_hdr || det_mode != DET_MODE_REPLAY || pid <= 0)
-		return pid;
-	for (uint32_t i = 0; i < nprocs(); i++) {
-		struct det_proc *p = proc_at(i);
-		if (atomic_load(&p->pid) == pid && p->rec_pid)
-			return p->rec_pid;
-	}
-	return pid;
-}
-
 /* A process-group or pid argument: positive pids and negative groups. */
 static pid_t translate(pid_t pid)
 {

@@ -43,6 +43,7 @@
 #include "det/events.h"
 #include "det/shm.h"
 #include "mode.h"
+#include "entries.h"
 
 #define DET_HIDDEN __attribute__((visibility("hidden")))
 #define det_likely(x) __builtin_expect(!!(x), 1)
@@ -246,9 +247,8 @@ DET_HIDDEN extern uint32_t det_proc; /* this process's index in the region's pro
 /* Find out which of the program's processes this is and attach its thread;
  * returns 1 for the program's first process (the caller attaches T0). */
 DET_HIDDEN int det_process_attach(void);
-/* The pid a program-visible pid stands for in this run (replay), and back. */
+/* The pid a program-visible pid stands for in this run (replay). */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
-DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
