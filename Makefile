@@ -29,10 +29,13 @@ PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
 RUNTIME_SRC := $(wildcard preload/*.c) recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
-RUNTIME_HDR := $(wildcard preload/*.h preload/*.def) recorder/rings.h recorder/logfmt.h replayer/enforce.h replayer/strict.h replayer/logical.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
+RUNTIME_HDR := $(wildcard preload/*.h preload/*.def) recorder/rings.h include/det/crc32c.h replayer/enforce.h replayer/strict.h replayer/logical.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c replayer/schedule.c replayer/sup_turns.c
-SUP_HDR     := supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
+SUP_HDR     := include/det/crc32c.h supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 RUNTIME_HDR += include/det/cc.h
+# How each library's sources compile (tools/layering.py compiles each alone with the same flags)
+RUNTIME_CFLAGS := $(CFLAGS) -Ipreload -fPIC -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions
+SUP_CFLAGS     := $(CFLAGS) -fPIC -fvisibility=hidden
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22
@@ -88,11 +91,11 @@ $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det
 
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -Ipreload -fPIC -shared -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
+	$(CC) $(RUNTIME_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
+	$(CC) $(SUP_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
 # The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
 # every det command would compile them again at each start (~0.1 s).
@@ -161,6 +164,8 @@ demo: all
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
 	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui kmod
+	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
+		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC)
 
 test: all check
 	$(PY) -m pytest -q -x tests

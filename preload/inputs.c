@@ -21,7 +21,7 @@
  *    cancellation points, and for the others its guard is one compare.
  */
 #include "inputs.h"
-#include "../recorder/logfmt.h" /* det_crc32c_soft, the capture log's hash */
+#include "det/crc32c.h"
 
 #include <dlfcn.h>
 #include <errno.h>

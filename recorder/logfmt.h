@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "det/crc32c.h"
 #include "det/shm.h"
 
 #define DET_LOG_MAGIC   "DETLOG\r\n"
@@ -68,18 +69,6 @@ struct det_log_clock {
 
 /* Largest payload of one chunk: a reader never needs more at once. */
 #define DET_LOG_CHUNK_MAX (1u << 22)
-
-/* crc32c of 8 bytes, as SSE4.2's crc32 instruction computes it (for CPUs,
- * and emulators like qemu's TCG, without it). */
-static inline uint64_t det_crc32c_soft(uint64_t crc, uint64_t w)
-{
-	uint32_t c = (uint32_t)crc;
-	for (int i = 0; i < 64; i++) {
-		uint32_t bit = (c ^ (uint32_t)(w >> i)) & 1;
-		c = (c >> 1) ^ (0x82F63B78u & -bit);
-	}
-	return c;
-}
 
 /* A checksum of a payload (a multiple of 8 bytes): crc32c in four lanes,
  * folded, so that it keeps up with the writer. */

@@ -8,7 +8,9 @@ Rules of this file:
   - C: each source of a library is compiled alone (-c, the library's own
     flags) and `nm` says which symbols it defines and which it uses; a use
     of a symbol another source defines is an edge between their files and,
-    when they differ, between their folders. Folder cycles are errors.
+    when they differ, between their folders. So is a header of another
+    folder that a source includes (directly or not; include/ is everyone's).
+    Folder cycles are errors.
   - Python: every module of the packages setup.cfg maps (package_dir), and
     gdb-ext's, is read with `ast`; every import is an edge, those inside
     functions ("lazy") too. A module's folder is the mapped folder it is in
@@ -25,6 +27,7 @@ import argparse
 import ast
 import configparser
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -109,6 +112,28 @@ def c_symbols(cc: list[str], flags: list[str], src: str, tmp: str) -> tuple[set[
     return defined, used
 
 
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def c_includes(src: str, flags: list[str]) -> Iterable[str]:
+    """Every file of the tree that src includes with quotes, directly or not,
+    found as the compiler would: beside the includer, then in each -I."""
+    dirs = [f[2:] for f in flags if f.startswith("-I") and len(f) > 2]
+    seen: set[str] = set()
+    todo = [src]
+    while todo:
+        f = todo.pop()
+        for name in INCLUDE_RE.findall((ROOT / f).read_text(errors="replace")):
+            for d in (os.path.dirname(f), *dirs):
+                cand = os.path.normpath(os.path.join(d, name))
+                if (ROOT / cand).is_file():
+                    if cand not in seen:
+                        seen.add(cand)
+                        todo.append(cand)
+                        yield cand
+                    break
+
+
 def c_layers(cc: list[str],
              libs: list[tuple[str, list[str], list[str]]]) -> tuple[list[str], dict[str, int], list[str]]:
     errors: list[str] = []
@@ -125,6 +150,12 @@ def c_layers(cc: list[str],
                     defs[s] = src
                 uses[src] = u
                 files += 1
+            for src in srcs:  # a header of another folder is a use of that folder too
+                for inc in c_includes(src, flags):
+                    a, b = os.path.dirname(src), os.path.dirname(inc)
+                    if a != b and not b.startswith("include"):
+                        folder_edges[a].add(b)
+                        why.setdefault((a, b), f"{name}: {src} includes {inc}")
             for src, used in uses.items():
                 for sym in used:
                     other = defs.get(sym)
