@@ -75,7 +75,7 @@ static cl::opt<bool> Ticks("det-ticks", cl::init(true),
 
 namespace {
 
-// The runtime ABI: include/det/cc.h (recorder/atomics.c implements it).
+// The runtime ABI: include/det/cc.h (preload/atomics.c implements it).
 // A runtime entry's name is spelled from its prototype there, and the IR
 // types built below are those of the prototypes (checked here).
 #define CC_ENTRY(fn) ((void)&fn, #fn)

@@ -44,7 +44,7 @@ static int read_at(int fd, void *buf, size_t n, off_t off)
  * secure when the file's effective bit is set or the new permitted set,
  * (bounding & fP) | (inheritable & fI), is not empty, whatever the process
  * held before; a nosuid mount ignores the attribute. (The same rule as
- * recorder/det/launch.py grants_capabilities.) */
+ * store/det/launch.py grants_capabilities.) */
 static int grants_capabilities(long fd)
 {
 	struct vfs_ns_cap_data caps;

@@ -497,7 +497,7 @@ DET_HIDDEN void det_call_on_boot_stack(void (*fn)(void));
  * the entry stub keeps (the implementation's own is the stub's). */
 #define DET_RA() (det_stk.ra ? (uint64_t)det_stk.ra : (uint64_t)(uintptr_t)__builtin_return_address(0))
 /* A place in the program's code, in a message for det_fatal: the supervisor
- * names its source line (recorder/det/symbols.py name_code_sites). */
+ * names its source line (store/det/symbols.py name_code_sites). */
 #define DET_CODE_AT "{code:%#llx}"
 
 /* A call that may block: marked for deadlock reports, and in strict mode

@@ -73,7 +73,7 @@ static int reaped_status(const siginfo_t *si, int options)
 }
 
 /* After the wait event that reaped it (so that a replay stops at the same
- * wait): what the image did is not in the trace. recorder/det/record.py
+ * wait): what the image did is not in the trace. recorder/det_record/engine.py
  * says the same of one nobody reaped. */
 static void unattached_stop(pid_t lost)
 {

@@ -177,7 +177,7 @@ SUP_EXPORT int det_capture_stopped(struct det_sup *s)
 }
 
 /* Thread i's ring makes no sense: it is not read again, and the recording
- * ends with the reason (recorder/det/record.py stops the program when
+ * ends with the reason (recorder/det_record/engine.py stops the program when
  * det_capture_stopped says so). The program wrote over det's memory: a
  * raw clone() thread that shares its creator's det state, a stray pointer. */
 static __attribute__((format(printf, 3, 4))) void ring_corrupt(struct det_sup *s, uint32_t i, const char *fmt, ...)
@@ -197,7 +197,7 @@ static __attribute__((format(printf, 3, 4))) void ring_corrupt(struct det_sup *s
 
 /* Are thread i's ring number (`ring`, its index + 1) and published index
  * (`head`) ones the runtime can have written? It publishes at most a ring
- * of entries past what the capture took (recorder/runtime.c ring_room),
+ * of entries past what the capture took (recorder/rings.c ring_room),
  * and only into the ring it owns. */
 static int ring_consistent(struct det_sup *s, uint32_t i, uint32_t ring, uint64_t head)
 {
@@ -271,7 +271,7 @@ static void release_rings(struct det_sup *s, uint32_t nthreads)
 		atomic_store(sup_ring_owner(s, ring), 0);
 		freed = 1;
 	}
-	if (freed) { /* new threads may wait for one (recorder/runtime.c claim_ring) */
+	if (freed) { /* new threads may wait for one (recorder/rings.c det_rec_claim_ring) */
 		atomic_fetch_add(&h->rings_freed, 1);
 		syscall(SYS_futex, &h->rings_freed, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	}

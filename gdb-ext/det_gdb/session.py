@@ -597,7 +597,7 @@ class Session:
                 block = block.superblock
             insns = callee.architecture().disassemble(block.start, block.end - 1) if block is not None else []
         except RuntimeError:
-            # An entry stub (recorder/stack.c, no debug information): it
+            # An entry stub (preload/stack.c, no debug information): it
             # returns to the program with the first `ret` after its call.
             insns = callee.architecture().disassemble(callee.pc(), count=64)
             insns = insns[:next((i + 1 for i, n in enumerate(insns) if n["asm"].split()[0] in ("ret", "retq")),

@@ -1,6 +1,6 @@
 /*
  * include/det/cc.h - det-cc's hooks: what a program built with det-cc
- * (llvm/DetPass.cpp) calls in libdet.so (recorder/atomics.c), and the
+ * (llvm/DetPass.cpp) calls in libdet.so (preload/atomics.c), and the
  * names the pass gives what it adds to the program. The one definition:
  * the runtime's definitions are compiled against these prototypes, and the
  * pass checks the types it builds in IR against them at compile time.

@@ -313,7 +313,7 @@ struct det_module {
 };
 
 /*
- * A file the program read or loaded, for `detrec pack` (recorder/det/pack.py):
+ * A file the program read or loaded, for `detrec pack` (recorder/det_record/pack.py):
  * its path as the program named it, made absolute, with its size and mtime
  * then, so that a file changed since is never packed as the one read.
  */

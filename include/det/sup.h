@@ -5,10 +5,10 @@
  *  - detrec and detreplay (Python) call these through ctypes; every function
  *    returns plain integers, and errors as a negative value plus a message
  *    from det_sup_error(). Nothing here prints or exits.
- *  - SQL text is the Python package's (recorder/det/schema.py): these
+ *  - SQL text is the Python package's (store/det/schema.py): these
  *    functions receive the statements and only bind values, in the order
  *    each parameter's comment gives.
- *  - struct det_thread_info is mirrored by ctypes in recorder/det/native.py;
+ *  - struct det_thread_info is mirrored by ctypes in store/det/native.py;
  *    det_sup_abi() lets Python check that both agree.
  */
 #ifndef DET_SUP_H

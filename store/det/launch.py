@@ -74,7 +74,7 @@ def resolve_program(name: str) -> str:
 def changes_ids(st: os.stat_result) -> bool:
     """Would exec'ing this file change the user or group the program runs
     as? Then the loader runs it in secure mode, ignoring LD_PRELOAD (the
-    same rule as recorder/process.c applies to the program's children)."""
+    same rule as preload/process.c applies to the program's children)."""
     return bool((st.st_mode & stat.S_ISUID and st.st_uid != os.geteuid())
                 or (st.st_mode & stat.S_ISGID and st.st_gid != os.getegid()))
 
@@ -92,7 +92,7 @@ def grants_capabilities(path: str) -> bool:
     or the new permitted set, (bounding & fP) | (inheritable & fI), is not
     empty, whatever the process held before; a nosuid mount ignores the
     attribute (capabilities(7), the kernel's cap_bprm_creds_from_file; the
-    same rule as recorder/process.c grants_capabilities)."""
+    same rule as preload/process.c grants_capabilities)."""
     if os.getuid() == 0:
         return False
     try:
@@ -418,7 +418,7 @@ class Program:
         err_r, err_w, _ = output_pair(outputs[1])
         stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
         env = program_env(env, shm_fd, shm_pid)
-        # (every image det starts for the program has it: exec keeps it, recorder/process.c)
+        # (every image det starts for the program has it: exec keeps it, preload/process.c)
         self.det_var = f"{SHM_ENV}={env[SHM_ENV]}".encode()
         try:
             with _no_aslr():

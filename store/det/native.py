@@ -64,7 +64,7 @@ class CaptureStats(ctypes.Structure):
 
 
 class TableSum(ctypes.Structure):
-    """A table's rows and its content-checksum lanes (recorder/sums.h)."""
+    """A table's rows and its content-checksum lanes (supervisor/sums.h)."""
 
     _fields_ = [("rows", ctypes.c_uint64), ("lane", ctypes.c_int64 * 2)]
 
@@ -330,7 +330,7 @@ def schedule_check(db_path: str | os.PathLike[str]) -> tuple[str | None, list[in
 
 
 def file_identity(path: str | os.PathLike[str]) -> str:
-    """A file's identity (recorder/identity.c: all its bytes, 256 bits, read
+    """A file's identity (supervisor/identity.c: all its bytes, 256 bits, read
     at memory speed): det.seal's key for traces known to be valid."""
     buf = ctypes.create_string_buffer(400)
     if lib().det_file_identity(c_string(path), buf, len(buf)) != 0:

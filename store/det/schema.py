@@ -88,7 +88,7 @@ CREATE TABLE schedule (
     chunk     INTEGER PRIMARY KEY,    -- 0, 1, ...: the events in seq order, 65536 a chunk
     first_seq INTEGER NOT NULL,       -- the seq of its first event
     events    INTEGER NOT NULL,       -- events in it
-    bytes     BLOB NOT NULL           -- packed (recorder/schedpack.h)
+    bytes     BLOB NOT NULL           -- packed (supervisor/schedpack.h)
 );
 CREATE TABLE marks (
     win INTEGER NOT NULL,             -- seq / 1024
@@ -168,7 +168,7 @@ OPTIONAL_TABLES = ("schedule",)
 # Seqs per marks window.
 MARK_WINDOW = DET_MARK_WINDOW
 
-# The packed schedule (include/det/sup.h enum det_sched_sql, recorder/schedpack.h):
+# The packed schedule (include/det/sup.h enum det_sched_sql, supervisor/schedpack.h):
 # the rows it is made from and checked against, dropping it, a chunk, and meta
 # schedule_rows (the checksum lanes of the rows it was made from).
 REPLAY_EVENTS = "SELECT seq, tid, call, result FROM event_rows ORDER BY seq"
@@ -217,7 +217,7 @@ SCHEDULE_SQL = _in_c_order(_SCHEDULE_SQL, SCHED_SQL_ORDER, "det_sched_sql")
 CONVERT_SQL = _in_c_order(_CONVERT_SQL, CONVERT_SQL_ORDER, "det_convert_sql")
 
 # The rows of the content checksum's lanes (include/det/sup.h det_table_sums,
-# recorder/sums.h): each event's order, thread, call and result, and each
+# supervisor/sums.h): each event's order, thread, call and result, and each
 # call's kind, object and aux (an event's idx follows from its seq and tid;
 # its site and time are not enforced). No join.
 EVENT_SUM_ROWS = "SELECT seq, tid, call, result FROM event_rows"

@@ -8,7 +8,7 @@ Rules of this file:
     meta values and outcome replay uses); det.validate's full pass compares
     it, so a changed input value or schedule is refused. The checksum is
     over the stored tables (event_rows and calls, no join); their row lanes
-    are summed in C (recorder/sums.h): by the converter as it writes them,
+    are summed in C (supervisor/sums.h): by the converter as it writes them,
     so detrec's seal reads no event again, else by one C scan of each.
   - The full pass runs once per content: the identity of a trace det wrote,
     or of one that passed (native.file_identity: all its bytes, 256 bits,
@@ -39,7 +39,7 @@ SEALED_META = ("format_version", "mode", "argv", "env", "cwd", "binary", "binary
 SEALED_OUTCOME = ("status", "exit_code", "signal", "stdout_bytes", "stdout_sha256", "stderr_bytes",
                   "stderr_sha256", "events")
 # The events and calls as stored: their lanes are summed in C
-# (recorder/sums.h), by the converter as it writes them, else by
+# (supervisor/sums.h), by the converter as it writes them, else by
 # native.table_sums (one scan of each table, no join).
 TableSums = tuple[list[Any], list[Any]]
 
@@ -128,7 +128,7 @@ def _cache_file() -> Path | None:
 def file_identity(path: Path) -> str | None:
     """The file's bytes, hashed (native.file_identity: every byte and the
     length, 256 bits, at memory speed, where SHA-256 cost a replay of a 60 MB
-    trace 0.1 s; not cryptographic, and need not be: recorder/identity.c says
+    trace 0.1 s; not cryptographic, and need not be: supervisor/identity.c says
     why); None while it is being written (its WAL holds part of it) or when
     it cannot be read."""
     from . import native  # (ctypes only here: gdb's Python imports this module)

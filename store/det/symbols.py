@@ -110,7 +110,7 @@ class Symbolizer:
 
 
 # A place in the program's code in a message of det's runtime (a return
-# address, recorder/runtime.h DET_CODE_AT).
+# address, preload/runtime.h DET_CODE_AT).
 CODE_SITE = re.compile(r"\{code:(0x[0-9a-f]+)\}")
 
 
