@@ -76,11 +76,14 @@ static uint64_t publish(struct det_thread *t)
 {
 	struct det_slot *s = t->slot;
 	uint64_t c = clock_of(), p = atomic_load(&s->lt_clock);
+	/* a waker may raise the clock at any moment (det_logical_runnable):
+	 * a plain store could put back the lower value it replaced */
+	while (p <= c && !atomic_compare_exchange_weak(&s->lt_clock, &p, c))
+		;
 	if (p > c) {
 		lt.base += p - c;
 		c = p;
 	}
-	atomic_store(&s->lt_clock, c);
 	return c;
 }
 
@@ -159,8 +162,20 @@ void det_logical_wait_turn(struct det_thread *t)
 		uint32_t word = atomic_load(&me->lt_wake);
 		uint32_t free = 0;
 		if (atomic_load(&h->lt_owner) == 0 && first(t->num, c) &&
-		    atomic_compare_exchange_strong(&h->lt_owner, &free, t->num + 1))
-			break;
+		    atomic_compare_exchange_strong(&h->lt_owner, &free, t->num + 1)) {
+			/* The turn is ours, and no one can move our clock now (only
+			 * an owner wakes threads). But the waker that made us
+			 * runnable may have raised it after we read it: a woken
+			 * thread can see its wait over before its waker has put its
+			 * clock after its own. Take the turn by the clock it has. */
+			uint64_t now = publish(t);
+			if (now == c || first(t->num, now))
+				break;
+			c = now;
+			atomic_store(&h->lt_owner, 0);
+			wake_first();
+			continue;
+		}
 		if (spin < SPIN_ROUNDS) {
 			__builtin_ia32_pause();
 			continue;
