@@ -237,10 +237,10 @@ class Schedule:
         return outcome_words(o) + (f": {o['message']}" if said else "")
 
     # --- text ------------------------------------------------------------
-    def status_text(self, pos: int, current: int | None, live: list[LiveThread], relaxed: bool,
+    def status_text(self, pos: int, current: int | None, live: list[LiveThread], mode: str,
                     selected: int | None = None) -> list[str]:
         """`det status`: the position, then one line per thread."""
-        mode = "relaxed replay" if relaxed else "ordered replay"
+        mode = f"{mode} replay"  # ordered, relaxed or strict
         lines = []
         if pos >= self.end:
             lines.append(f"det: at {self.of_total(pos)}, {mode}; recorded: {self.recorded_end()}")

@@ -108,9 +108,8 @@ def start(config_path: str) -> None:
     commands.register()
     s.make_breakpoints()
     m = s.model
-    mode = "relaxed" if s.relaxed else "ordered"
     print(f"det: replaying {cfg['trace']}: {m.meta.get('binary')}, {m.total} events, {len(m.threads)} threads, "
-          f"{mode}; recorded: {m.recorded_end()}")
+          f"{s.mode}; recorded: {m.recorded_end()}")
     print("det: `help det` lists det's commands")
     goto = cfg.get("goto")
     if goto is None:

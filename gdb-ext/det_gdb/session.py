@@ -131,6 +131,7 @@ class Session:
         self.cfg = cfg
         self.model = m.Schedule(cfg["trace"])
         self.relaxed = bool(cfg.get("relaxed"))
+        self.mode = str(cfg.get("mode") or ("relaxed" if self.relaxed else "ordered"))  # the replay's order
         self.goal: Goal | None = None
         self.hit: Hit | None = None
         self.pos: Position | None = None
@@ -413,7 +414,7 @@ class Session:
         elif hit.why == "end":
             lines.append(f"det: at {self.model.of_total(self.model.end)}; every thread waits where the "
                          f"recording ended ({self.model.recorded_end()})")
-            lines += [ln for ln in self.model.status_text(self.model.end, None, live, self.relaxed)[1:]
+            lines += [ln for ln in self.model.status_text(self.model.end, None, live, self.mode)[1:]
                       if ln.startswith("deadlock") or ln.startswith("all threads")]
         elif hit.why == "exit":
             lines.append(f"det: at {self.model.of_total(self.model.end)}; the program is about to exit with "

@@ -89,7 +89,13 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
 def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: dict, relaxed: bool,
              goto: int | None, gdb_args: list[str] | None, view: PackedView | None) -> int:
     here = view.host_path if view is not None else (lambda p: p)
-    rep = Replayer(path, complete, relaxed)
+    # a strict trace replays in strict order, as detreplay replays it (its
+    # scheduling events, det-cc's yields among them, are in no other order)
+    strict = meta.get("mode") == "strict"
+    if strict and relaxed:
+        print("detreplay: note: a strict trace replays in strict order; --relaxed ignored", file=sys.stderr)
+    relaxed = relaxed and not strict
+    rep = Replayer(path, complete, relaxed, strict)
     try:
         env = program_env(meta["env"], rep.fd, view.shm_holder(rep.fd) if view is not None else None)
         with tempfile.TemporaryDirectory(prefix="detreplay-gdb-") as d:
@@ -107,6 +113,7 @@ def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: 
             config.write_text(json.dumps({
                 "trace": str(path),
                 "relaxed": relaxed,
+                "mode": "strict" if strict else "relaxed" if relaxed else "ordered",
                 "goto": goto,
                 "binary": here(exe),
                 "exec_wrapper": [sys.executable, "-I", "-S", str(EXT_DIR / "det_exec.py"), str(spec)],

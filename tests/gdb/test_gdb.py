@@ -24,6 +24,7 @@ import pytest
 
 import det
 from conftest import DETREPLAY, ROOT, detrec, detreplay, program, reseal, sample_bin
+from det import events as ev
 
 MUTEX_LOCK, MUTEX_UNLOCK, THREAD_EXIT = 10, 14, 3
 
@@ -577,3 +578,21 @@ def test_interactive_session_in_tmux(deadlock: Path) -> None:
             raise AssertionError("gdb did not quit")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_strict_trace_replays_in_strict_order_under_gdb(tmp_path: Path) -> None:
+    """A strict trace with det-cc's scheduling points (cc_yield events, which
+    only strict order has) replays under gdb to its recorded end, as plain
+    detreplay does; gdb once replayed it in ordered mode and diverged at the
+    first cc_yield."""
+    t = tmp_path / "cc.db"
+    detrec("--chaos", "--strict", "--seed", "1", "--depth", "3", "--pct-k", "52", "-o", t, "--",
+           sample_bin("lost_update.mem"))
+    with sqlite3.connect(t) as db:
+        yields = db.execute("SELECT count(*) FROM event_rows e JOIN calls c ON c.call = e.call "
+                            "WHERE c.kind = ?", (ev.CC_YIELD,)).fetchone()[0]
+    assert yields > 0, "the recording has no cc_yield: this test needs one to test anything"
+    out = gdb_batch(t, "det status", "continue")
+    assert "strict replay" in out and ", strict; recorded:" in out, out
+    assert "diverged" not in out, out
+    assert re.search(r"det: the replay ended with exit code \d+; recorded: exit \d+", out), out

@@ -34,7 +34,7 @@ deadlock cycle (or what every thread waits for)."""
                     t.where = thread_where(th)
             if s.signalled is not None and s.signalled[0] == t.num:
                 t.signal = s.signalled[1]
-        lines = s.model.status_text(pos.seq, pos.thread if pos.det_stop else None, live, s.relaxed,
+        lines = s.model.status_text(pos.seq, pos.thread if pos.det_stop else None, live, s.mode,
                                     selected=s.det_num())
         if s.divergence:
             lines.insert(1, f"det: the replay diverged: {s.divergence}")
