@@ -21,6 +21,16 @@ def say(msg: str) -> None:
     print(f"detreplay: {msg}", file=sys.stderr, flush=True)
 
 
+def replay_order(meta: dict, relaxed: bool) -> tuple[bool, bool]:
+    """(relaxed, strict) for a replay of a trace with these meta rows: a
+    strict trace replays in strict order (its scheduling events, det-cc's
+    yields among them, are in no other order), whatever was asked."""
+    strict = meta.get("mode") == "strict"
+    if strict and relaxed:
+        say("note: a strict trace replays in strict order; --relaxed ignored")
+    return relaxed and not strict, strict
+
+
 def check_binary(tr: Trace, force: bool, trust: bool = False, view: PackedView | None = None,
                  quiet: bool = False) -> str:
     """Everything a replay runs, checked before it runs: whose trace it is

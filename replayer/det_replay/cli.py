@@ -28,7 +28,7 @@ from det.trace import Trace, kind_name
 from det.trust import sha256_file
 from det.watchdog import watched
 
-from .checks import check_binary, say
+from .checks import check_binary, replay_order, say
 from .native import Replayer
 from .view import PackedView, open_view
 
@@ -59,13 +59,11 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         total = tr.event_count()
         if rec is None:
             say(f"warning: {trace_path} is incomplete: {UNFINISHED}; replaying the {total} events it has")
-        strict = m.get("mode") == "strict"
-        rep = Replayer(Path(trace_path), tr.complete, relaxed and not strict, strict, backend)
-        if strict and relaxed:
-            say("note: a strict trace replays in strict order; --relaxed ignored")
+        relaxed, strict = replay_order(m, relaxed)
+        rep = Replayer(Path(trace_path), tr.complete, relaxed, strict, backend)
         sym = Symbolizer(tr.modules())
         try:
-            gaps = recorded_gaps(tr) if stall is not None and not (relaxed and not strict) else None
+            gaps = recorded_gaps(tr) if stall is not None and not relaxed else None
             return _run(tr, rep, exe, m, rec, total, forward, sym, stall, view, gaps)
         finally:
             rep.close()

@@ -34,7 +34,7 @@ from det.launch import FED_KINDS, program_env
 from det.trace import Trace
 from det.trust import sha256_file
 
-from .checks import check_binary  # the same checks as a replay without gdb
+from .checks import check_binary, replay_order  # the same checks as a replay without gdb
 from .native import Replayer
 from .view import PackedView, open_view
 
@@ -89,12 +89,7 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
 def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: dict, relaxed: bool,
              goto: int | None, gdb_args: list[str] | None, view: PackedView | None) -> int:
     here = view.host_path if view is not None else (lambda p: p)
-    # a strict trace replays in strict order, as detreplay replays it (its
-    # scheduling events, det-cc's yields among them, are in no other order)
-    strict = meta.get("mode") == "strict"
-    if strict and relaxed:
-        print("detreplay: note: a strict trace replays in strict order; --relaxed ignored", file=sys.stderr)
-    relaxed = relaxed and not strict
+    relaxed, strict = replay_order(meta, relaxed)
     rep = Replayer(path, complete, relaxed, strict)
     try:
         env = program_env(meta["env"], rep.fd, view.shm_holder(rep.fd) if view is not None else None)
