@@ -25,7 +25,7 @@ from array import array
 from dataclasses import dataclass
 
 from det import events as ev
-from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, holders, race_hint
+from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, holders, race_hint
 from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name, outcome_words
@@ -398,7 +398,8 @@ class Schedule:
     def divergence_text(self, div: dict[str, int], what: str) -> str:
         """One line, as detreplay says it, with its race hint (a default-mode trace)."""
         text = describe_divergence(self.names, div, what)
-        hint = race_hint(self.trace, self.names, DIVERGENCE_REASONS.get(div["reason"], "?"), what)
+        at = div["seq"] if div["seq"] != 2**64 - 1 else None
+        hint = race_hint(self.trace, self.names, DIVERGENCE_REASONS.get(div["reason"], "?"), what, at, HINT_SECONDS)
         return f"{text}; {hint[0]}" if hint else text
 
 

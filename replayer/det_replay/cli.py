@@ -12,11 +12,12 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from det import __version__, tracedir
-from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, race_hint
+from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, race_hint
 from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
@@ -44,11 +45,15 @@ class ReplayResult:
     lines: list[str] = field(default_factory=list)  # what detreplay says
     diverged: bool = False
     run_s: float = 0.0  # the program's run time, from its start to its end
+    said: int = 0  # how many of lines were already said as they came (replay's say_now)
 
 
 def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward: bool = True,
            stall: float | None = None, trust: bool = False, backend: str = "futex", host_files: bool = False,
-           quiet: bool = False) -> ReplayResult:
+           quiet: bool = False, say_now: Callable[[str], None] | None = None) -> ReplayResult:
+    """say_now: where a divergence's lines go the moment it is known, before
+    detreplay looks for its cause in the trace (those lines are also the
+    first ReplayResult.said of its lines)."""
     with Trace(trace_path) as tr, contextlib.ExitStack() as cleanup:
         view = open_view(tr, host_files)
         if view is not None:
@@ -64,7 +69,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         sym = Symbolizer(tr.modules())
         try:
             gaps = recorded_gaps(tr) if stall is not None and not relaxed else None
-            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, view, gaps)
+            return _run(tr, rep, exe, m, rec, total, forward, sym, stall, view, gaps, say_now)
         finally:
             rep.close()
 
@@ -94,7 +99,7 @@ def recorded_gaps(tr: Trace) -> list[float]:
 
 def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: int, forward: bool,
          sym: Symbolizer, stall: float | None, view: PackedView | None,
-         gaps: list[float] | None = None) -> ReplayResult:
+         gaps: list[float] | None = None, say_now: Callable[[str], None] | None = None) -> ReplayResult:
     duration = (rec or {}).get("duration_ns", 0) / 1e9
     stall_limit = stall if stall is not None else max(10.0, 2 * duration)
     prog = Program(exe, m["argv"], m["env"], m["cwd"], rep.fd, forward, replay_stdin(tr, rep, view),
@@ -154,6 +159,16 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     def result(*args, **kw) -> ReplayResult:
         return ReplayResult(*args, run_s=run_s, **kw)
 
+    def diverged(lines: list[str], reason: str, what: str = "", seq: int | None = None) -> ReplayResult:
+        """The divergence's lines said at once, then the hint, bounded."""
+        said = 0
+        if say_now is not None:
+            for line in lines:
+                say_now(line)
+            said = len(lines)
+        hint = race_hint(tr, names, reason, what, seq, HINT_SECONDS)
+        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True, said=said)
+
     out_info, err_info = prog.outputs()
     done = rep.events_done()
     lines: list[str] = []
@@ -164,8 +179,8 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     names = ObjectNames(tr, sym)
     if div is not None:
         lines.append(describe_divergence(names, div[0], div[1]))
-        hint = race_hint(tr, names, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1])
-        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
+        at = div[0]["seq"] if div[0]["seq"] != 2**64 - 1 else None
+        return diverged(lines, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1], at)
     if failure:
         lines.append(f"det stopped the program: {failure}")
         return result(EXIT_STOPPED, done, False, lines, diverged=True)
@@ -173,7 +188,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
         lines.append(_stall_text(tr, stalled, done, total, sym))
         if backend_view:
             lines.append(backend_view)
-        return result(EXIT_DIVERGED, done, False, lines + race_hint(tr, names, "stall"), diverged=True)
+        return diverged(lines, "stall", seq=done)
 
     # Compare with the recording.
     problems = []
@@ -210,8 +225,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     if problems:
         lines.append(f"replayed {done} events, but the outcome differs: " + "; ".join(problems))
         # a race's shape: every event replayed, yet another end (not a program killed half way)
-        hint = race_hint(tr, names, "outcome") if done >= total else []
-        return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True)
+        return diverged(lines, "outcome" if done >= total else "cut")
     # Threads still running when the program ended (exit from main, a crash)
     # may stop before their last recorded events: that is not a divergence.
     count = f"{done} events" if done >= total else f"{done} of {total} events (the rest were cut off by the end)"
@@ -347,7 +361,7 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
             return e.status
     try:
         res = replay(ns.trace, relaxed=ns.relaxed, force=ns.force, stall=ns.stall, trust=ns.trust,
-                     backend=ns.backend, host_files=ns.host_files, quiet=ns.quiet)
+                     backend=ns.backend, host_files=ns.host_files, quiet=ns.quiet, say_now=say)
     except DetError as e:
         say(str(e))
         return e.status
@@ -355,7 +369,7 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
         say("interrupted")
         return 130
     if not ns.quiet or res.diverged or not res.matched:
-        for line in res.lines:
+        for line in res.lines[res.said:]:
             say(line)
     return res.exit_status
 

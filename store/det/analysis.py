@@ -18,11 +18,20 @@ from .constants import DET_SIG_NUMBER, DET_SIG_UNANCHORED
 from .launch import signal_name
 from .names import ObjectNames
 from .symbols import Symbolizer
-from .trace import Trace, kind_name
+from .trace import OutOfTime, Trace, kind_name
 
 EOWNERDEAD = 130
 # Objects a thread holds (semaphores are counted, not owned).
 OWNED = {"MUTEX", "RWLOCK", "SPIN", "FILE", "OMP_LOCK"}
+
+
+def _of_calls(where: str) -> str:
+    """The events whose call matches where (a condition on calls' kind, obj,
+    aux, site), as a table expression of seq, tid, aux: the few calls are
+    found first, then one pass over event_rows (the events view's window
+    functions would sort every event, seconds on a million)."""
+    return (f"(SELECT e.seq AS seq, e.tid AS tid, c.aux AS aux FROM event_rows e CROSS JOIN calls c "
+            f"ON c.call = e.call WHERE e.call IN (SELECT call FROM calls WHERE {where}))")
 
 
 def _role_lists() -> tuple[list[int], list[int], list[int], list[int]]:
@@ -33,6 +42,9 @@ def _role_lists() -> tuple[list[int], list[int], list[int], list[int]]:
     return acq, rel, wait, wake
 
 
+# What is said after a divergence (race_hint) scans the trace: the
+# divergence is said first, and the scan gives up after this many seconds.
+HINT_SECONDS = 3.0
 RACE_REASONS = ("kind", "object", "result", "extra", "stall", "outcome")
 
 
@@ -181,7 +193,7 @@ def preemption_hint(trace: Trace) -> list[str]:
     """A strict recording's watchdog preemptions: a thread ran without any
     event for the watchdog's time (a busy-wait det does not see) and lost
     its turn there, a point its replay cannot make exact."""
-    seqs = [seq for (seq,) in trace.q("SELECT seq FROM events WHERE kind = ? ORDER BY seq", (ev.PREEMPT,))]
+    seqs = [seq for (seq,) in trace.q(f"SELECT seq FROM {_of_calls('kind = ?')} ORDER BY seq", (ev.PREEMPT,))]
     if not seqs:
         return []
     at = ", ".join(str(s) for s in seqs[:5]) + (", ..." if len(seqs) > 5 else "")
@@ -193,7 +205,7 @@ def preemption_hint(trace: Trace) -> list[str]:
 def cancel_hint(trace: Trace) -> list[str]:
     """Threads a pthread_cancel ended at a cancellation point det does not see
     (inside libc): replay cannot end them at the same point."""
-    rows = trace.q("SELECT tid, seq FROM events WHERE kind = ? AND aux = ? ORDER BY seq",
+    rows = trace.q(f"SELECT tid, seq FROM {_of_calls('kind = ? AND aux = ?')} ORDER BY seq",
                    (ev.THREAD_CANCELED, ev.AUX_THREAD_CANCELED_ELSEWHERE))
     if not rows:
         return []
@@ -203,7 +215,8 @@ def cancel_hint(trace: Trace) -> list[str]:
             "the replay is not exact from there"]
 
 
-def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> list[str]:
+def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "", seq: int | None = None,
+              seconds: float | None = None) -> list[str]:
     """What detreplay says when a default-mode recording does not replay in
     a way that has the shape of a data race: same program, same inputs, same
     schedule of events, another path taken (another call, object or result,
@@ -213,7 +226,27 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
     reason: one of RACE_REASONS, else nothing is said. A strict recording
     with watchdog preemptions gets the one line that says they are where
     its replay is not exact; so does a thread canceled where det does not
-    see it."""
+    see it. The data-race line needs two threads of one process by the
+    divergence (seq; None: the end): one thread alone has no race. seconds
+    bounds the scan: past it, one line says the hint was not looked for."""
+    if seconds is None:
+        return _race_hint(trace, names, reason, what, seq)
+    try:
+        with trace.deadline(seconds):
+            return _race_hint(trace, names, reason, what, seq)
+    except OutOfTime:
+        return [f"(det stopped looking for the cause in the trace after {seconds:g} s; "
+                "`detrec --strict` replays data races exactly)"]
+
+
+def threads_together(trace: Trace, seq: int | None = None) -> bool:
+    """Whether some process had two threads by event seq (None: ever)."""
+    lim = "" if seq is None else f"WHERE tid = 0 OR create_seq < {int(seq)}"
+    return bool(trace.q1(f"SELECT count(*) FROM (SELECT process FROM threads {lim} GROUP BY process "
+                         "HAVING count(*) > 1)"))
+
+
+def _race_hint(trace: Trace, names: ObjectNames, reason: str, what: str, seq: int | None) -> list[str]:
     if reason not in RACE_REASONS or "changed since recording" in what:
         return []
     if canceled := cancel_hint(trace):
@@ -222,19 +255,24 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "") -> 
         return preemption_hint(trace)
     if trace.meta.get("mode") != "record":
         return []
-    unanchored = trace.q("SELECT e.aux & ?, count(*) FROM events e WHERE e.kind = ? AND e.aux & ? "
-                         "GROUP BY 1 ORDER BY 1", (DET_SIG_NUMBER, ev.SIGNAL, DET_SIG_UNANCHORED))
+    unanchored = trace.q(f"SELECT aux & ?, count(*) FROM {_of_calls('kind = ? AND aux & ?')} GROUP BY 1 ORDER BY 1",
+                         (DET_SIG_NUMBER, ev.SIGNAL, DET_SIG_UNANCHORED))
     if unanchored:
         sigs = ", ".join(signal_name(n) + (f" x{c}" if c > 1 else "") for n, c in unanchored)
         return [f"a signal came while its thread made no event ({sigs}: a loop waiting for a handler's flag, "
                 "like one that computes until alarm(1) fires): replay delivers it near that point, not at it, so "
                 "what the thread had done by then (a count, a partial result) can differ from the recording"]
+    if not threads_together(trace, seq):
+        return []
     argv = shlex.join(trace.meta.get("argv") or ["PROGRAM"])
     lines = ["the recording was made in the default mode, which replays the order of det's events but not what "
              "threads do between them: this is most likely a data race (memory written under two different locks, "
              "or none) that took the replay another way with the same schedule and inputs. To replay the failure "
              f"exactly, record it in strict mode: detrec --strict --until-fail 500 -o {trace.path.name} -- {argv}"]
-    held = held_at_end(trace, names)
+    try:
+        held = held_at_end(trace, names)
+    except OutOfTime:  # the longest scan: the hint stands without it
+        return lines
     if held:
         lines.append("when the recording ended: " + "; ".join(held))
     return lines

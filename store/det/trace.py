@@ -8,10 +8,12 @@ method.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import stat
+import time
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +33,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 class TraceError(DetError):
     """The file is not a trace this det can read."""
+
+
+class OutOfTime(Exception):
+    """A query ran past the time Trace.deadline gave it."""
 
 
 @dataclass
@@ -83,6 +89,7 @@ class Trace:
         self.path = Path(path)
         self.db = _open_validated(self.path)
         self._meta: dict[str, Any] | None = None
+        self._late = False  # Trace.deadline's time ran out
         try:
             validate(self)
         except DetError as e:
@@ -98,10 +105,29 @@ class Trace:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextlib.contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        """Queries inside stop with OutOfTime once seconds have passed (what
+        a tool says at once must not wait for a scan of millions of events)."""
+        end = time.monotonic() + seconds
+        self._late = False
+
+        def late() -> bool:
+            self._late = time.monotonic() > end
+            return self._late
+
+        self.db.set_progress_handler(late, 20000)
+        try:
+            yield
+        finally:
+            self.db.set_progress_handler(None, 0)
+
     def q(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
             return self.db.execute(sql, args).fetchall()
         except (sqlite3.Error, UnicodeDecodeError) as e:
+            if self._late:
+                raise OutOfTime() from None
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
 
     def q1(self, sql: str, args: tuple = ()) -> Any:

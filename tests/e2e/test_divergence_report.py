@@ -1,0 +1,89 @@
+"""What detreplay says when a replay does not match: the divergence at once,
+then a hint about its cause only where the trace's evidence fits it, and
+only as long as finding it takes a bounded time (issue 22.7: the hint's
+scan of a million-event trace used to hold the divergence back by 25-130 s,
+and a single-threaded program was told it had a data race)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import detrec, detreplay, program, reseal, sample_bin
+from det.analysis import race_hint
+from det.names import ObjectNames
+from det.trace import OutOfTime, Trace
+
+RACE_WORDS = "most likely a data race"
+
+
+def _record(tmp_path: Path, name: str, *argv: str) -> Path:
+    trace = tmp_path / f"{Path(argv[0]).name}.det"
+    r = detrec("-o", trace, *argv)
+    assert r.returncode == 0, r.stderr.decode()
+    return trace
+
+
+def _spoil_stdout(trace: Path) -> None:
+    """The recorded stdout's digest no longer matches: every replay's
+    outcome differs (what a race that changes the output looks like)."""
+    db = sqlite3.connect(trace)
+    db.execute("UPDATE outcome SET stdout_sha256 = ?", ("0" * 64,))
+    db.commit()
+    db.close()
+    reseal(trace)
+
+
+def test_race_hint_needs_two_threads_of_one_process(tmp_path: Path) -> None:
+    one = _record(tmp_path, "one", str(program("hello")))
+    two = _record(tmp_path, "two", str(sample_bin("racy_counter")), "200")
+    with Trace(one) as tr:
+        assert race_hint(tr, ObjectNames(tr, symbolize=False), "outcome") == []
+    with Trace(two) as tr:
+        hint = race_hint(tr, ObjectNames(tr, symbolize=False), "outcome")
+        assert hint and RACE_WORDS in hint[0], hint
+        # before the first thread is created there is no second thread to race with
+        assert race_hint(tr, ObjectNames(tr, symbolize=False), "kind", seq=0) == []
+
+
+def test_race_hint_gives_up_at_its_deadline(tmp_path: Path) -> None:
+    trace = _record(tmp_path, "racy", str(sample_bin("racy_counter")), "3000")
+    with Trace(trace) as tr:
+        with tr.deadline(0), pytest.raises(OutOfTime):
+            tr.q("SELECT count(*), sum(ts) FROM events")
+        # out of time: at most one line, the hint without the locks held at
+        # the end (the longest scan), or the line that says it gave up
+        hint = race_hint(tr, ObjectNames(tr, symbolize=False), "outcome", seconds=0)
+        assert len(hint) == 1 and (RACE_WORDS in hint[0] or "stopped looking for the cause" in hint[0]), hint
+        # the trace is still usable after the deadline
+        assert tr.q1("SELECT count(*) FROM events") > 100
+        assert RACE_WORDS in race_hint(tr, ObjectNames(tr, symbolize=False), "outcome")[0]
+
+
+def test_divergence_is_said_before_the_trace_is_scanned(tmp_path: Path, monkeypatch) -> None:
+    from det.replay import cli
+
+    trace = _record(tmp_path, "racy", str(sample_bin("racy_counter")), "200")
+    _spoil_stdout(trace)
+    said: list[str] = []
+    seen_at_hint: list[list[str]] = []
+    real_hint = cli.race_hint
+
+    def hint_after_saying(*args, **kw):
+        seen_at_hint.append(list(said))
+        return real_hint(*args, **kw)
+
+    monkeypatch.setattr(cli, "race_hint", hint_after_saying)
+    res = cli.replay(str(trace), say_now=said.append)
+    assert res.diverged and not res.matched
+    assert seen_at_hint and any("outcome differs" in line for line in seen_at_hint[0]), seen_at_hint
+    assert res.said == len(seen_at_hint[0]) and res.lines[:res.said] == said
+    # and detreplay prints each line once, the divergence first
+    r = detreplay(trace)
+    lines = r.stderr.decode().splitlines()
+    assert r.returncode == 125
+    first = next(i for i, line in enumerate(lines) if "outcome differs" in line)
+    hint = next(i for i, line in enumerate(lines) if RACE_WORDS in line)
+    assert first < hint and sum("outcome differs" in line for line in lines) == 1, lines
