@@ -224,3 +224,28 @@ def killed_recording(tmp_path: Path) -> Path:
     log = tmp_path / "lost.db.incomplete.log"
     assert log.exists() and not trace.exists()
     return log
+
+
+def need(tool: str) -> str:
+    """The tool's path; a missing one fails the test (tools/setup.sh installs it)."""
+    path = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
+    if not path:
+        pytest.fail(f"{tool} is not installed (tools/setup.sh installs it)", pytrace=False)
+    return path
+
+
+def gdb_batch(trace: Path, *cmds: str, opts: tuple[str, ...] = (), timeout: float = 120) -> str:
+    """Run detreplay --gdb with gdb commands in batch mode; all output, as text."""
+    need("gdb")
+    args = ["--gdb", *opts, str(trace), "--", "-nx", "-batch"]
+    for c in cmds:
+        args += ["-ex", c]
+    r = detreplay(*args, timeout=timeout)
+    out = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+    assert "Traceback" not in out and "Python Exception" not in out, out
+    return out
+
+
+def marks(out: str, tag: str) -> list[list[int]]:
+    """Values printed by `printf "@tag %d ...\\n"`, in order."""
+    return [[int(x) for x in m.split()] for m in re.findall(rf"^@{tag} ([-\d ]+)$", out, re.M)]

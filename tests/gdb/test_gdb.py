@@ -23,34 +23,10 @@ from pathlib import Path
 import pytest
 
 import det
-from conftest import DETREPLAY, ROOT, detrec, detreplay, program, reseal, sample_bin
+from conftest import DETREPLAY, ROOT, detrec, detreplay, gdb_batch, marks, need, program, reseal, sample_bin
 from det import events as ev
 
 MUTEX_LOCK, MUTEX_UNLOCK, THREAD_EXIT = 10, 14, 3
-
-
-def need(tool: str) -> str:
-    path = shutil.which(tool)
-    if not path:
-        pytest.fail(f"{tool} is not installed (tools/setup.sh installs it)", pytrace=False)
-    return path
-
-
-def gdb_batch(trace: Path, *cmds: str, opts: tuple[str, ...] = (), timeout: float = 120) -> str:
-    """Run detreplay --gdb with gdb commands in batch mode; all output, as text."""
-    need("gdb")
-    args = ["--gdb", *opts, str(trace), "--", "-nx", "-batch"]
-    for c in cmds:
-        args += ["-ex", c]
-    r = detreplay(*args, timeout=timeout)
-    out = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
-    assert "Traceback" not in out and "Python Exception" not in out, out
-    return out
-
-
-def marks(out: str, tag: str) -> list[list[int]]:
-    """Values printed by `printf "@tag %d ...\\n"`, in order."""
-    return [[int(x) for x in m.split()] for m in re.findall(rf"^@{tag} ([-\d ]+)$", out, re.M)]
 
 
 EV = 'printf "@ev %d %d\\n", $det_event, $det_thread'
