@@ -143,6 +143,7 @@ tests/bin/%: tests/programs/%.c
 tests/bin/ring_scribble: tests/programs/ring_scribble.c include/det/shm.h
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -Iinclude -pthread -o $@ $<
+tests/bin/header_site: tests/programs/header_site.h
 tests/bin/%: tests/programs/%.cpp
 	@mkdir -p tests/bin
 	$(CXX) -std=c++20 -O1 -g $(WARN) -pthread -o $@ $<

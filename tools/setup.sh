@@ -38,6 +38,8 @@ headers=(
   "/usr/lib/llvm-22/bin/clang:clang-22"
   "/usr/lib/llvm-22/bin/llvm-config:llvm-22-dev"
   "/usr/lib/llvm-22/bin/FileCheck:llvm-22-tools"
+  # det names source lines with LLVM's addr2line (store/det/symbols.py)
+  "/usr/lib/llvm-22/bin/llvm-addr2line:llvm-22"
 )
 
 missing=()

@@ -1,4 +1,5 @@
-"""Source locations for recorded addresses, through binutils' addr2line.
+"""Source locations for recorded addresses, through addr2line: LLVM's
+where it is installed, else binutils'.
 
 Rules: standard library only (gdb's Python imports this module). A missing
 addr2line or debug info degrades to "module+offset", never to an error; an
@@ -8,6 +9,7 @@ ELF file that cannot be read to objects without names.
 from __future__ import annotations
 
 import bisect
+import glob
 import os
 import re
 import shutil
@@ -42,6 +44,23 @@ class Location:
         return where
 
 
+def addr2line_tool() -> str | None:
+    """LLVM's addr2line (same command line and output) where it is
+    installed, the newest one: binutils' 2.40 names the including .c file
+    for a function defined in a header (its line, the wrong file) in gcc
+    12's DWARF 5, which gdb and LLVM's read right. Else binutils'."""
+    llvm = shutil.which("llvm-addr2line")
+    if llvm:
+        return llvm
+
+    def version(path: str) -> int:
+        v = path.split("/llvm-")[1].split("/")[0]
+        return int(v) if v.isdigit() else 0
+
+    found = sorted(glob.glob("/usr/lib/llvm-*/bin/llvm-addr2line"), key=version)
+    return found[-1] if found else shutil.which("addr2line")
+
+
 class Symbolizer:
     """Maps run-time addresses to source lines, given the run's modules."""
 
@@ -50,7 +69,7 @@ class Symbolizer:
         self.bases = [b for b, _ in mods]
         self.paths = [p for _, p in mods]
         self.cache: dict[tuple[int, bool], Location] = {}
-        self.addr2line = shutil.which("addr2line")
+        self.addr2line = addr2line_tool()
 
     def module_of(self, addr: int) -> tuple[str, int]:
         i = bisect.bisect_right(self.bases, addr) - 1
