@@ -445,7 +445,8 @@ static struct det_objent *obj_lookup(uint64_t addr, int create, int *fresh)
 	}
 	if (!create)
 		return NULL;
-	det_fatal("object table full (%u objects)", det_hdr->objects_cap);
+	det_fatal("the program used more synchronization objects than det records in a run (%u; every "
+		  "pthread_*_init, and the first use of an address, makes one)", det_hdr->objects_cap);
 }
 
 static uint32_t objent_id(struct det_objent *e)

@@ -168,7 +168,8 @@ static inline uint64_t place(struct det_op *op, int observe)
 		return DET_SEQ_NONE;
 	uint32_t obj = op->obj;
 	if (det_unlikely(obj >= det_hdr->objseq_count))
-		det_fatal("object id %u beyond this run's %u (raise DET_MAX_OBJECTS)", obj, det_hdr->objseq_count);
+		det_fatal("the program made more synchronization objects than det records in a run (%u; every "
+			  "pthread_*_init, and the first use of an address, makes one)", det_hdr->objseq_count);
 	DET_ATOMIC(uint64_t) *n = det_shm_objseq(det_hdr, obj);
 	if (det_unlikely(observe))
 		return atomic_load_explicit(n, memory_order_acquire) | DET_SEQ_OBSERVE;
