@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from servers import SERVERS, check_recording, record, replays_to_the_end, server_dir
 
-from conftest import detrec, detreplay, outcome, query, samples
+from conftest import detrec, detreplay, gdb_batch, marks, outcome, query, samples
 
 pytestmark = pytest.mark.stress
 
@@ -70,3 +71,21 @@ def test_same_seed_same_schedule(tmp_path: Path) -> None:
 
 def samples_path(name: str) -> Path:
     return next(s.path for s in samples() if s.name == name)
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_server_replays_issue_22_targets(name: str) -> None:
+    """Issue 22's targets: each server replays 20 of 20 default, 10 of 10
+    relaxed, 10 of 10 strict and 3 of 3 under gdb (to its recorded end)."""
+    srv = SERVERS[name]
+    with server_dir(f"{name}-default") as d, server_dir(f"{name}-strict") as ds:
+        trace, took = record(srv, d)
+        check_recording(srv, d, trace, took)
+        strict, took = record(srv, ds, "--strict")
+        check_recording(srv, ds, strict, took)
+        for n, t, mode in ((20, trace, ()), (10, trace, ("--relaxed",)), (10, strict, ())):
+            for _ in range(n):
+                replays_to_the_end(t, *mode)
+        for t in (trace, strict, strict):
+            out = gdb_batch(t, "det goto end", 'printf "@ev %d\\n", $det_event', timeout=900)
+            assert marks(out, "ev") == [[outcome(t)["events"]]] and "divergence" not in out, out[-3000:]
