@@ -156,7 +156,9 @@ void det_rec_object(struct det_thread *t, uint32_t id, enum det_objkind kind, ui
  * holder usually has its counter's line already. Any order that keeps each
  * thread's order and each object's order is a faithful replay order;
  * recorder/convert.c builds one after the run (the argument is in
- * docs/DESIGN.md). Inputs need no place. An acquisition that failed only
+ * docs/DESIGN.md). Inputs need no place, except hand-offs through
+ * descriptors (det_kind_handoff: on object 0, a write's before it runs, a
+ * read's after it returns). An acquisition that failed only
  * looked at its object: it takes no position (so it cannot be ordered
  * before the event of a holder that updates two objects, see aux_place).
  */

@@ -481,7 +481,7 @@ const struct det_sched *det_replay_input(struct det_op *op)
 		park(t);
 	}
 	const struct det_sched *e = det_sched_at(t, t->idx);
-	wait_turn(t, e); /* none, except for the ordered ones (accept) */
+	wait_turn(t, e); /* none, except for the ordered ones (accept, hand-offs) */
 	if (e->kind != op->kind)
 		other_kind(t, e, op, NULL);
 	if (e->aux != op->aux)

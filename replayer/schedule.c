@@ -94,12 +94,11 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
-	/* (an ordered replay keeps a pipe read in its place: it consumes what
-	 * another process wrote, and what the reader does next, like closing
-	 * its end, must not overtake the writer; a reader running ahead made a
-	 * pipeline's writer die of SIGPIPE early) */
-	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT) &&
-	    !(e->kind == DET_EV_PIPE_READ && !(flags & DET_F_RELAXED)))
+	/* (hand-offs through descriptors are ordered, include/det/events.h
+	 * det_kind_handoff: a pipe read consumes what another thread or process
+	 * wrote, and what the reader does next, like calling a handler the
+	 * writer stored or closing its end, must not overtake the writer) */
+	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT))
 		return;
 	struct last_event me = {t + 1, 0, idx};
 	if (flags & DET_F_RELAXED) {

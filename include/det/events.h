@@ -47,11 +47,40 @@ static inline int det_kind_role(unsigned kind)
 	}
 }
 
-/* Kinds replay does not order across threads: inputs carry their values,
- * and a send is checked, not performed. */
+/*
+ * Inputs that another thread of the program can cause, and the writes that
+ * cause them: data or readiness one thread puts into a descriptor (an
+ * eventfd, a pipe or socket pair of its own, a signalfd) and another reads
+ * or waits for. Such a hand-off orders what the writer did before it (a
+ * thread pool's pool thread stores a handler, then writes an eventfd) before
+ * what the reader does after, so these take places in the order like
+ * synchronization: on object 0, the descriptors' (with opens and closes),
+ * a write before it runs and a read or wait after it returns, so a reader
+ * that saw a write comes after it. A regular file's reads stay out (a
+ * program reading a file is not slowed), and so do sends on a socket (the
+ * hash of what was sent is logged after the call: not placed before it).
+ */
+static inline int det_kind_handoff(unsigned kind)
+{
+	switch (kind) {
+	case DET_EV_READ:
+	case DET_EV_PIPE_READ:
+	case DET_EV_RECV:
+	case DET_EV_POLL:
+	case DET_EV_SELECT:
+	case DET_EV_EPOLL_WAIT:
+	case DET_EV_WRITE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Kinds replay does not order across threads: inputs carry their values
+ * (except hand-offs, above), and a send is checked, not performed. */
 static inline int det_kind_unordered(unsigned kind)
 {
-	return det_kind_role(kind) == DET_ROLE_INPUT || kind == DET_EV_SEND;
+	return (det_kind_role(kind) == DET_ROLE_INPUT && !det_kind_handoff(kind)) || kind == DET_EV_SEND;
 }
 
 #endif /* DET_EVENTS_H */

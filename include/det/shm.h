@@ -80,7 +80,8 @@ enum det_thread_state {
  *    or object 0 for ordered events without one, like fd_open), counted
  *    from 0; DET_SEQ_OBSERVE | n for an event that only saw the object (a
  *    failed trylock: n of the object's events came before it, and it does
- *    not count as one); DET_SEQ_NONE for an input, which needs no order.
+ *    not count as one); DET_SEQ_NONE for an input, which needs no order
+ *    (a hand-off through a descriptor has one: det_kind_handoff).
  *    The total order is built after the run (recorder/convert_merge.c).
  *
  * An event's timestamp is dts ticks after the thread's previous one (its
