@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
+
 from conftest import detrec, detreplay, outcome, program, query, replay_matches, sample_bin
 
 REPLAYS = 20
