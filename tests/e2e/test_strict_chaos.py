@@ -5,6 +5,7 @@ alive than event rings."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import signal
 from pathlib import Path
@@ -138,6 +139,25 @@ def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: 
         err = rr.stderr.decode()
         assert rr.returncode == 128 + sig and "outcome matches the recording" in err, f"replay {i + 1}: {err}"
         assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}"
+
+
+def test_crash_found_by_pct_replays_as_that_crash(tmp_path: Path) -> None:
+    """As dethunt finds it: PCT's schedules put the consumer's crash in
+    pthread_mutex_lock(NULL), or in a condition wait on the freed mutex
+    (logged, then dead inside the call); the failing run kept replays it."""
+    trace = tmp_path / "found.db"
+    r = detrec("--chaos", "--strict", "--seed", "3", "--runs", "20", "--timeout", "30", "-o", trace,
+               program("strict_crash_in_call"))
+    rec = outcome(trace)
+    assert rec["status"] == "signaled" and rec["signal"] == signal.SIGSEGV, r.stderr.decode()
+    tail = rec["stdout_tail"].encode() if isinstance(rec["stdout_tail"], str) else rec["stdout_tail"]
+    assert re.search(rb"Segmentation fault in the consumer [a-z ]+, at address 0x[0-9a-f]+\n$", tail), tail
+    for i in range(10):
+        rr = detreplay(trace)
+        err = rr.stderr.decode()
+        assert rr.returncode == 128 + signal.SIGSEGV, f"replay {i + 1}: {err}"
+        assert "outcome matches the recording" in err, f"replay {i + 1}: {err}"
+        assert hashlib.sha256(rr.stdout).hexdigest() == rec["stdout_sha256"], f"replay {i + 1}: {rr.stdout!r}"
 
 
 def test_more_threads_alive_than_event_rings(tmp_path: Path) -> None:
