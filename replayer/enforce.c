@@ -494,6 +494,30 @@ const struct det_sched *det_replay_input(struct det_op *op)
 	return e;
 }
 
+/*
+ * Strict: the recording's program ended by itself in t's turn, after t's
+ * last event: in code of its own, or inside a call det wraps that never
+ * returned (a crash in pthread_mutex_lock(NULL), an abort). Every other
+ * recorded event happened before that; once they have happened here too,
+ * t runs on alone and outside det (the others stay where their events
+ * end), so that the call it died in runs as libc's own and dies the same way.
+ */
+static void run_last(struct det_thread *t)
+{
+	for (unsigned round = 0;; round++) {
+		uint64_t done = 0;
+		for (uint32_t i = 0; i < det_hdr->threads_recorded; i++)
+			done += atomic_load(&det_shm_slot(det_hdr, i)->done);
+		if (done >= det_hdr->events_recorded)
+			break;
+		if (atomic_load(&det_hdr->diverged))
+			park(t);
+		struct timespec ts = {0, round < 100 ? 20000 : 1000000};
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
+	t->active = 0; /* its calls from now on pass straight through */
+}
+
 void det_replay_end(struct det_op *op, int64_t result)
 {
 	struct det_thread *t = op->t;
@@ -534,6 +558,8 @@ void det_replay_end(struct det_op *op, int64_t result)
 		 * only at a boundary: never after a BLOCK or its exit) and the
 		 * program ended before it got it back: the code after it never ran */
 		park(t);
+	} else if (atomic_load(&det_hdr->strict_owner) == t->num + 1) {
+		run_last(t);
 	}
 }
 

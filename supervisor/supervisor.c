@@ -260,6 +260,14 @@ SUP_EXPORT int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t p
 	return 0;
 }
 
+SUP_EXPORT int det_sup_replay_ran_last(struct det_sup *s, uint32_t num)
+{
+	if (num >= s->hdr->threads_recorded)
+		return sup_fail(s, "the trace says thread T%u ran last, but it has no such thread", num);
+	atomic_store(&s->hdr->strict_owner, num + 1);
+	return 0;
+}
+
 SUP_EXPORT int64_t det_sup_attached(struct det_sup *s)
 {
 	return atomic_load(&s->hdr->attached);
@@ -352,6 +360,11 @@ SUP_EXPORT void det_sup_schedule(struct det_sup *s, uint32_t quantum, uint32_t w
 SUP_EXPORT uint32_t det_sup_preemptions(struct det_sup *s)
 {
 	return atomic_load(&s->hdr->preemptions);
+}
+
+SUP_EXPORT uint32_t det_sup_strict_owner(struct det_sup *s)
+{
+	return atomic_load(&s->hdr->strict_owner);
 }
 
 SUP_EXPORT uint64_t det_sup_cc_points(struct det_sup *s)

@@ -372,7 +372,10 @@ struct det_shm_header {
 	struct det_module modules[DET_MAX_MODULES];
 
 	/* strict mode: who runs */
-	DET_ATOMIC(uint32_t) strict_owner;   /* thread number + 1 holding the run token; 0: free */
+	DET_ATOMIC(uint32_t) strict_owner;   /* thread number + 1 holding the run token; 0: free.
+					      * Replay: the thread that held it when the recording's
+					      * program ended by itself (trace meta ran_last), which
+					      * runs on alone past the schedule's end */
 	DET_ATOMIC(uint32_t) strict_wanting; /* threads waiting for it */
 	uint32_t strict_quantum;             /* events a thread runs before it offers the token */
 	uint32_t strict_watchdog_ms;         /* a holder that makes no event this long loses it */

@@ -187,6 +187,9 @@ void det_sup_schedule(struct det_sup *s, uint32_t quantum, uint32_t watchdog_ms,
 void det_sup_pct(struct det_sup *s, const uint64_t *points, uint32_t n, uint32_t spin_steps);
 /* Watchdog preemptions in strict mode so far. */
 uint32_t det_sup_preemptions(struct det_sup *s);
+/* Strict mode: the thread number + 1 holding the run token (0: free); once the
+ * program has ended, the thread it ended in. */
+uint32_t det_sup_strict_owner(struct det_sup *s);
 /* det-cc memory points the program passed (counted under PCT only). */
 uint64_t det_sup_cc_points(struct det_sup *s);
 uint32_t det_sup_threads(struct det_sup *s);
@@ -241,9 +244,13 @@ void det_sup_feed_stop(struct det_sup *s);
 uint64_t det_sup_events_done(struct det_sup *s);
 /* Replay: the recording's process `idx` had pid rec_pid and ended with
  * wait status rec_status (-1: unknown); thread `num` ran in process
- * `proc`. Set before the program starts. */
+ * `proc` (and, strict mode, waited for the token after its last event when
+ * the recording ended: yielded); thread `num` ran last (the program ended
+ * by itself in its turn: it runs on alone past the schedule's end). Set
+ * before the program starts. */
 int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status);
-int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc);
+int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, uint32_t yielded);
+int det_sup_replay_ran_last(struct det_sup *s, uint32_t num);
 
 /* Replay's enforcement backends (include/det/turns.def): the name of
  * number i, or NULL past the last; det_sup_turns makes the region use the

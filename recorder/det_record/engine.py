@@ -376,6 +376,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         attached = bool(rec.attached())
         files, files_lost = rec.files()
         preemptions = rec.preemptions()
+        token_holder = rec.strict_owner() - 1 if opts.strict else -1
         cc_points = rec.cc_points() if over_points else 0
     except BaseException:  # (the log gone, its empty trace would only look like a recording)
         writer.discard()
@@ -424,6 +425,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     }
     meta.update({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
                  "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
+    if token_holder >= 0 and (status == "exited" or (status == "signaled" and -rc in SELF_INFLICTED)):
+        # strict: the program ended by itself in this thread's turn, after its
+        # last event (maybe inside a call det wraps): replay lets it run on
+        meta["ran_last"] = token_holder
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
                     attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
                     over_points, files, meta, bool(capture_error))
@@ -565,6 +570,12 @@ def _end_states(rec: Recorder) -> dict[int, str]:
         states[int(t.num)] = end
     return states
 
+
+# Signals a thread brings on itself (a fault, abort()): a program killed by
+# one ended by itself, in the thread that ran last. (Not SIGKILL, SIGTERM...:
+# sent from outside, at any point of any thread.)
+SELF_INFLICTED = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP,
+                            signal.SIGABRT, signal.SIGSYS})
 
 def hung_run(res: RunResult) -> bool:
     """A run that never ended by itself: stopped by the (per-run) timeout, or

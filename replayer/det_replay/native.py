@@ -31,6 +31,7 @@ class Replayer(Region):
             try:
                 procs = db.execute(schema.REPLAY_PROCESSES).fetchall()
                 threads = db.execute(schema.REPLAY_THREAD_PROCESSES).fetchall()
+                ran_last = db.execute(schema.REPLAY_RAN_LAST).fetchone()
                 packed = db.execute(schema.REPLAY_SCHEDULE_ROWS).fetchone()
             finally:
                 db.close()
@@ -51,7 +52,7 @@ class Replayer(Region):
             raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")
         super().__init__(h)
         try:
-            self.set_processes(procs, threads)
+            self.set_processes(procs, threads, ran_last[0] if ran_last else None)
         except DetError as e:
             self.close()
             raise DetError(f"{trace_path}: cannot read its processes ({e})") from None
@@ -86,13 +87,17 @@ class Replayer(Region):
         return buf.value.decode(errors="replace")
 
     def set_processes(self, processes: list[tuple[int, int, int | None]],
-                      threads: list[tuple[int, int, str | None]]) -> None:
+                      threads: list[tuple[int, int, str | None]], ran_last: int | None = None) -> None:
         """The recording's (process, pid, wait status) and (thread, process,
         end state): a strict thread that ended waiting for its turn stops
-        after its last event in replay too."""
+        after its last event in replay too; the one that ran last (meta
+        ran_last) runs on alone past the schedule's end."""
         for idx, pid, status in processes:
             if lib().det_sup_replay_process(self.h, idx, pid, -1 if status is None else status) != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())
         for num, proc, end_state in threads:
             if lib().det_sup_replay_thread(self.h, num, proc, end_state == "waiting") != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())
+        if ran_last is not None and (type(ran_last) is not int or ran_last < 0
+                                     or lib().det_sup_replay_ran_last(self.h, ran_last) != 0):
+            raise DetError(f"impossible ran_last ({ran_last!r}): " + lib().det_sup_error(self.h).decode())

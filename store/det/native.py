@@ -136,6 +136,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
         "det_sup_replay_thread": (I, [P, U32, U32, U32]),
+        "det_sup_replay_ran_last": (I, [P, U32]),
+        "det_sup_strict_owner": (U32, [P]),
         "det_sup_turns_name": (C, [U32]),
         "det_sup_turns": (I, [P, C]),
         "det_sup_turns_describe": (I, [P, C, U32]),
@@ -189,6 +191,10 @@ class Region:
 
     def preemptions(self) -> int:
         return lib().det_sup_preemptions(self.h)
+
+    def strict_owner(self) -> int:
+        """Strict mode: the thread number + 1 holding the run token (0: free)."""
+        return lib().det_sup_strict_owner(self.h)
 
     def cc_points(self) -> int:
         """det-cc memory points the program passed (counted under PCT only)."""

@@ -258,6 +258,7 @@ ORDER BY t.tid
 """
 REPLAY_PROCESSES = "SELECT process, pid, status FROM processes ORDER BY process"
 REPLAY_THREAD_PROCESSES = "SELECT tid, process, end_state FROM threads ORDER BY tid"
+REPLAY_RAN_LAST = "SELECT value FROM meta WHERE key = 'ran_last'"
 REPLAY_MAX_OBJECT = "SELECT max(coalesce((SELECT max(obj) FROM objects), 0), coalesce((SELECT max(obj) FROM calls), 0))"
 REPLAY_CALLS = "SELECT call, kind, obj, aux FROM calls"
 REPLAY_DATA_SIZE = "SELECT coalesce(sum(length(bytes)), 0) FROM data"

@@ -114,6 +114,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
         isinstance(x, int) and x > 0 for x in v),
     "ingest_events_per_s": lambda v: isinstance(v, (int, float)) and v >= 0,
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
+    "ran_last": lambda v: _int(v) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
     "schedule_digest": lambda v: isinstance(v, str) and HEX16.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),

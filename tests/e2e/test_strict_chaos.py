@@ -5,8 +5,12 @@ alive than event rings."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import signal
 from pathlib import Path
+
+import pytest
 
 from conftest import detrec, detreplay, outcome, program, query, replay_matches, sample_bin
 
@@ -108,6 +112,52 @@ def test_thread_waiting_for_its_turn_at_the_end_stays_there(tmp_path: Path) -> N
     for i in range(REPLAYS):
         rr = detreplay(trace)
         assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r} {rr.stderr.decode()}"
+
+
+@pytest.mark.parametrize(("name", "args", "sig", "says"), [
+    ("strict_crash_in_call", [], signal.SIGSEGV, b"Segmentation fault in the consumer locking the queue"),
+    ("strict_crash_after", [], signal.SIGSEGV, b"cell gone\n"),
+    ("strict_crash_after", ["abort"], signal.SIGABRT, b"cell gone\n"),
+])
+def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: str, args: list[str],
+                                                          sig: int, says: bytes) -> None:
+    """The program dies in the turn of a thread past its last event, with the
+    other thread parked after events of its own that came later: inside
+    pthread_mutex_lock(NULL) (pbzip2's bug: main deleted the queue), of a plain
+    NULL write, of an assert. The trace says which thread ran last; replay
+    runs every event, then lets that thread run on alone into the same death
+    (before: the replay stalled, the crashing thread parked at its next call
+    or ahead of the other's events)."""
+    trace = tmp_path / "crash.db"
+    r = detrec("--strict", "--timeout", "30", "-o", trace, program(name), *args)
+    rec = outcome(trace)
+    assert rec["status"] == "signaled" and rec["signal"] == sig, r.stderr.decode()
+    assert says in r.stdout, r.stdout
+    assert query(trace, "SELECT value FROM meta WHERE key = 'ran_last'") == [(1,)]
+    for i in range(REPLAYS):
+        rr = detreplay(trace)
+        err = rr.stderr.decode()
+        assert rr.returncode == 128 + sig and "outcome matches the recording" in err, f"replay {i + 1}: {err}"
+        assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}"
+
+
+def test_crash_found_by_pct_replays_as_that_crash(tmp_path: Path) -> None:
+    """As dethunt finds it: PCT's schedules put the consumer's crash in
+    pthread_mutex_lock(NULL), or in a condition wait on the freed mutex
+    (logged, then dead inside the call); the failing run kept replays it."""
+    trace = tmp_path / "found.db"
+    r = detrec("--chaos", "--strict", "--seed", "3", "--runs", "20", "--timeout", "30", "-o", trace,
+               program("strict_crash_in_call"))
+    rec = outcome(trace)
+    assert rec["status"] == "signaled" and rec["signal"] == signal.SIGSEGV, r.stderr.decode()
+    tail = rec["stdout_tail"].encode() if isinstance(rec["stdout_tail"], str) else rec["stdout_tail"]
+    assert re.search(rb"Segmentation fault in the consumer [a-z ]+, at address 0x[0-9a-f]+\n$", tail), tail
+    for i in range(10):
+        rr = detreplay(trace)
+        err = rr.stderr.decode()
+        assert rr.returncode == 128 + signal.SIGSEGV, f"replay {i + 1}: {err}"
+        assert "outcome matches the recording" in err, f"replay {i + 1}: {err}"
+        assert hashlib.sha256(rr.stdout).hexdigest() == rec["stdout_sha256"], f"replay {i + 1}: {rr.stdout!r}"
 
 
 def test_more_threads_alive_than_event_rings(tmp_path: Path) -> None:
