@@ -136,6 +136,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             break
         kept = check_kept(out, pass_path, kind, failed, hunt_spec, verify, runs_dir(out), jobs,
                           note)
+        used += kept.strict_runs  # (they count: N runs in all, but for a passing partner's)
         if kept.strict_run is not None:
             failed, failed_opts = kept.strict_run, kept.strict_opts
             partner = partner or kept.strict_partner

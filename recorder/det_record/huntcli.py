@@ -202,8 +202,9 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
             "kept marked unverified")
     if rep.kinds and not ns.quiet:
         first = min((k.first for k in rep.kinds.values() if k.first), key=lambda r: r.seed)
-        run_opts = opts.for_seed(first.seed, first.pct_k)
-        say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
+        if first.kind not in repeats:  # (one recorded again in strict mode: its line is above)
+            run_opts = opts.for_seed(first.seed, first.pct_k)
+            say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
     say(f"summary in {out / 'summary.json'}")
     if rep.interrupted:
         say(f"interrupted after {rep.runs} run(s)")

@@ -39,6 +39,7 @@ class Kept:
     strict_run: RunSummary | None = None  # the strict run now kept in its place, if one is
     strict_opts: Any = None               # its hunt's Options (det.record's), to repeat it
     strict_partner: bool = False          # a strict passing run took the partner's place
+    strict_runs: int = 0                  # runs recorded in strict mode to reproduce it
 
 
 def check_kept(trace: Path, partner: Path, kind: str, run: RunSummary, spec: RunSpec, verify: Verifier,
@@ -69,20 +70,20 @@ def check_kept(trace: Path, partner: Path, kind: str, run: RunSummary, spec: Run
         k = rep.kinds.get(kind)
         if k is None or k.kept is None:
             note(f"strict mode did not reproduce it in {rep.runs} run(s); the trace kept is unverified")
-            return Kept(verdict)
+            return Kept(verdict, strict_runs=rep.runs)
         assert k.first is not None
         strict_verdict = verify(again)
         write_verdict(again, strict_verdict)
         if not strict_verdict.replays:
             note(f"the strict trace (seed {k.first.seed}) does not replay either: {strict_verdict.why}; "
                  "the trace kept is unverified")
-            return Kept(verdict)
+            return Kept(verdict, strict_runs=rep.runs)
         os.replace(again, trace)
         partnered = k.partner is not None
         if partnered:
             os.replace(again_pass, partner)
         note(f"verified: recorded again in strict mode (seed {k.first.seed}), its trace replays the failure")
-        return Kept(strict_verdict, k.first, opts, partnered)
+        return Kept(strict_verdict, k.first, opts, partnered, rep.runs)
     finally:
         again.unlink(missing_ok=True)
         again_pass.unlink(missing_ok=True)
