@@ -53,8 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dethunt",
         description="Run a program under many chaos schedules (seeds S, S+1, ...); report failures by kind and "
                     "keep the first failing trace of each kind with a passing run next to it.",
-        epilog="Exit status: 0 when no run failed, 1 when some did, 130 when interrupted, 2 for bad usage. "
-               "docs/hunting.md has sessions.",
+        epilog="A failure's trace is kept once a replay reproduces it: a default-mode trace that does not is "
+               "recorded again in strict mode (PCT seeds from the failing run's), else kept marked unverified "
+               "(`detrec info` says so). Exit status: 0 when no run failed, 1 when some did, 130 when interrupted, "
+               "2 for bad usage. docs/hunting.md has sessions.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     p.add_argument("-o", "--output", metavar="DIR",
