@@ -172,6 +172,7 @@ class KindStats:
     kept: Path | None = None         # where that run's trace is kept (stop_at_first: the first one's)
     partner: Path | None = None
     partner_seed: int | None = None
+    verified: bool | None = None     # did a replay reproduce the kept trace's failure (None: not checked)
 
 
 @dataclass
@@ -384,7 +385,7 @@ def write_summary(rep: HuntReport, spec: RunSpec, path: Path) -> None:
         "kinds": {name: {"runs": k.runs, "first_seed": k.first.seed if k.first else None,
                          "trace": str(k.kept) if k.kept else None,
                          "passing": str(k.partner) if k.partner else None,
-                         "passing_seed": k.partner_seed}
+                         "passing_seed": k.partner_seed, "verified": k.verified}
                   for name, k in sorted(rep.kinds.items())},
         "by_seed": runs,
         "host": socket.gethostname(),

@@ -189,6 +189,7 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
             run = kept.strict_run
             repeats[name] = kept.strict_opts.for_seed(run.seed, run.pct_k).repeat_flags()
             k.partner = keep(name)[1] if kept.strict_partner else k.partner
+        k.verified = kept.verdict.replays
         if not kept.verdict.replays:
             unverified.append(name)
     write_summary(rep, spec, out / "summary.json")

@@ -104,7 +104,9 @@ def test_dethunt_keeps_a_strict_trace_that_replays_the_failure(tmp_path: Path) -
     err = r.stderr.decode()
     assert r.returncode == 1, err
     trace = out / "exit-1.db"
-    seed = json.loads((out / "summary.json").read_text())["kinds"]["exit 1"]["first_seed"]
+    kind = json.loads((out / "summary.json").read_text())["kinds"]["exit 1"]
+    assert kind["verified"] is True, kind
+    seed = kind["first_seed"]
     # the failing run's seed, now a PCT seed
     assert f"exit 1: verified: recorded again in strict mode (seed {seed})" in err, err
     assert f"exit 1: repeat it with: detrec --chaos --strict --seed {seed} " in err, err
