@@ -7,7 +7,8 @@ Rules:
   - The parsers are the only source: every command in setup.cfg's
     console_scripts is imported from DIR (a staged package, tools/install.py
     stage) and its module's build_parser() read; a module with SUBCOMMANDS
-    (detrec) documents each through subcommand_parser(name). Nothing here
+    (detrec) documents each through subcommand_parser(name). A command's
+    function may name the module whose parser it runs (its `cli_module`). Nothing here
     names an option, so a new option appears in both outputs by itself.
   - An argument's `complete` attribute says what to complete ("trace",
     "command", "file", "dir"); choices complete as themselves.
@@ -195,9 +196,10 @@ def main() -> None:
     man_dir.mkdir(parents=True, exist_ok=True)
     comp_dir.mkdir(parents=True, exist_ok=True)
     cmds = commands()
-    for name, (module, _func) in cmds.items():
+    for name, (module, func) in cmds.items():
         try:
             mod = importlib.import_module(module)
+            mod = getattr(getattr(mod, func), "cli_module", mod)
         except ImportError as e:  # a command whose own dependencies are missing here: said, not hidden
             print(f"gen_cli_docs: {name}: cannot import {module} ({e}): no man page or completion for it",
                   file=sys.stderr)

@@ -172,6 +172,7 @@ class KindStats:
     kept: Path | None = None         # where that run's trace is kept (stop_at_first: the first one's)
     partner: Path | None = None
     partner_seed: int | None = None
+    verified: bool | None = None     # did a replay reproduce the kept trace's failure (None: not checked)
 
 
 @dataclass
@@ -199,10 +200,14 @@ class Hunt:
     keep(kind) names the files for a kind's failing trace and its passing
     partner. With stop_at_first, no run starts after the first failure but
     to find it a passing partner, and only that failure is kept. keep_pass:
-    where the last passing run goes when no run failed."""
+    where the last passing run goes when no run failed. wanted: only a
+    failure of that kind is kept and stops the hunt (another is counted and
+    dropped): a failure re-recorded in strict mode (det.record.verifykept).
+    partner_runs: how many more runs may look for a passing partner."""
 
     def __init__(self, spec: RunSpec, runs: int, engine: Engine, keep: Callable[[str], tuple[Path, Path]], *,
                  stop_at_first: bool = False, learn_k: bool = True, keep_pass: Path | None = None,
+                 wanted: str | None = None, partner_runs: int = PARTNER_RUNS,
                  progress: Callable[[HuntReport, bool], None] | None = None,
                  interrupted: Callable[[], bool] = lambda: False) -> None:
         self.spec = spec
@@ -212,6 +217,8 @@ class Hunt:
         self.stop_at_first = stop_at_first
         self.learn_k = learn_k and spec.opts.pct
         self.keep_pass = keep_pass
+        self.wanted = wanted
+        self.partner_runs = partner_runs
         self.progress = progress or (lambda rep, final: None)
         self.interrupted = interrupted  # Ctrl-C or another stopping signal came (det.record's INTERRUPT)
         self.report = HuntReport()
@@ -269,7 +276,7 @@ class Hunt:
             return True
         if self.partner_from is None:
             self.partner_from = index
-        return self._needs_partner() and index < self.partner_from + PARTNER_RUNS
+        return self._needs_partner() and index < self.partner_from + self.partner_runs
 
     def _needs_partner(self) -> bool:
         return any(k.kept is not None and k.partner is None for k in self.report.kinds.values())
@@ -296,6 +303,9 @@ class Hunt:
             rep.first_failure_at = rep.runs
         k = rep.kinds.setdefault(run.kind, KindStats())
         k.runs += 1
+        if self.wanted is not None and run.kind != self.wanted:
+            self.engine.discard(run)
+            return
         if self.stop_at_first and self.stopped:  # only the failure that stopped the hunt is kept
             k.first = k.first or run
             self.engine.discard(run)
@@ -375,7 +385,7 @@ def write_summary(rep: HuntReport, spec: RunSpec, path: Path) -> None:
         "kinds": {name: {"runs": k.runs, "first_seed": k.first.seed if k.first else None,
                          "trace": str(k.kept) if k.kept else None,
                          "passing": str(k.partner) if k.partner else None,
-                         "passing_seed": k.partner_seed}
+                         "passing_seed": k.partner_seed, "verified": k.verified}
                   for name, k in sorted(rep.kinds.items())},
         "by_seed": runs,
         "host": socket.gethostname(),

@@ -17,6 +17,7 @@ import contextlib
 import random
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from det import __version__, tracedir
@@ -24,6 +25,7 @@ from det.errors import DetError
 from det.launch import describe_status, output_source, read_own_stdin, resolve_program, stdin_source
 from det.outpath import check_output_dir, check_trace_output
 from det.tracefile import TraceLock
+from det.verdict import Verifier, write_verdict
 from det.watchdog import watched
 
 from .engine import INTERRUPT, PCT_K, Options, RunResult, RunTimeout, record_run
@@ -98,35 +100,60 @@ def print_result(res: RunResult, quiet: bool) -> None:
 
 
 def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool,
-               learn_k: bool = True) -> int:
+               learn_k: bool = True, verify: Verifier | None = None) -> int:
     """Rerun until a run fails (a hunt that stops at its first failure, see
     det.hunt); keep it as `out` and a passing run as NAME-pass.db. With a
-    chaos seed S, run i uses seed S+i, so every run can be repeated."""
+    chaos seed S, run i uses seed S+i, so every run can be repeated. With a
+    verifier, a failure is kept once its trace replays it (verifykept:
+    perhaps recorded again in strict mode); else the hunt goes on with the
+    runs left, and when none are left the last failure stays, unverified."""
     from det.hunt.hunt import Hunt, LocalEngine, make_spec, summary_lines, tty_progress
 
     from .seeds import RUNS
+    from .verifykept import check_kept
 
     pass_path = pass_output(out)
     opts.forward = False
     if opts.timeout is None:
         opts.auto_timeout = RunTimeout()
     spec = make_spec(exe, argv, opts)
-    hunt = Hunt(spec, runs, LocalEngine(jobs, runs_dir(out), RUNS), lambda kind: (out, pass_path),
-                stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
-                progress=None if quiet else tty_progress("detrec", runs),
-                interrupted=lambda: INTERRUPT.signal is not None)
-    rep = hunt.run()
+    note = say if not quiet else (lambda _msg: None)
+    used = 0  # runs done by the hunts so far
+    failed, failed_opts, failed_at, partner = None, opts, 0, False  # the failure kept at `out`, if any
+    while True:
+        hunt_spec = replace(spec, opts=opts.for_seed(opts.seed + used)) if used and opts.seed else spec
+        hunt = Hunt(hunt_spec, runs - used, LocalEngine(jobs, runs_dir(out), RUNS), lambda kind: (out, pass_path),
+                    stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
+                    progress=None if quiet else tty_progress("detrec", runs),
+                    interrupted=lambda: INTERRUPT.signal is not None)
+        rep = hunt.run()
+        kind = next((name for name, k in rep.kinds.items() if k.kept is not None), None)
+        if kind is not None:
+            failed, failed_opts = rep.kinds[kind].first, opts
+            failed_at, partner = used + (rep.first_failure_at or 0), rep.kinds[kind].partner is not None
+        used += rep.runs
+        if kind is None or verify is None:
+            break
+        kept = check_kept(out, pass_path, kind, failed, hunt_spec, verify, runs_dir(out), jobs,
+                          note)
+        used += kept.strict_runs  # (they count: N runs in all, but for a passing partner's)
+        if kept.strict_run is not None:
+            failed, failed_opts = kept.strict_run, kept.strict_opts
+            partner = partner or kept.strict_partner
+        if kept.verdict.replays or rep.interrupted or INTERRUPT.signal is not None:
+            break
+        if used >= runs:
+            say(f"no failure that replays in {runs} run(s): the last one's trace, {out}, is kept marked unverified")
+            break
+        note(f"hunting on for a failure whose trace replays: {runs - used} run(s) left")
     if not quiet:
         for line in summary_lines(rep, opts.strict)[:1]:
             say(line)
-    failed = next((k.first for k in rep.kinds.values() if k.kept is not None), None)
     if failed is not None:
-        partner = next(k.partner for k in rep.kinds.values() if k.kept is not None)
         what, msg = "failure", failed.message or failed.kind
         if failed.hung:
             what, msg = "hung run", msg.removeprefix("hung: ")
-        note = say if not quiet else (lambda _msg: None)
-        note(f"{what} after {rep.first_failure_at} run(s): {msg}; trace saved to {out}"
+        note(f"{what} after {failed_at} run(s): {msg}; trace saved to {out}"
             + (f", a passing run to {pass_path}" if partner else "; no run passed"))
         for line in failed.report:
             note("  " + line)
@@ -134,15 +161,15 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             note("  | " + line)
         note(f"replay it with: detreplay {out}")
         if failed.seed:
-            note(f"record it again with: detrec {opts.for_seed(failed.seed, failed.pct_k).repeat_flags()} -o {out} -- "
-                + " ".join(shlex.quote(a) for a in argv))
+            note(f"record it again with: detrec {failed_opts.for_seed(failed.seed, failed.pct_k).repeat_flags()} "
+                 f"-o {out} -- " + " ".join(shlex.quote(a) for a in argv))
         return failed.exit_status
     if rep.interrupted:
         if not quiet:
-            say(f"interrupted after {rep.runs} run(s), none failed")
+            say(f"interrupted after {used} run(s), none failed")
         return 130
     if not quiet:
-        say(f"no failure in {rep.runs} run(s); the last passing trace is {pass_path}")
+        say(f"no failure in {used} run(s); the last passing trace is {pass_path}")
     return 0
 
 
@@ -165,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="TRACE",
                    help="trace file (default: PROGRAM-N.db in the trace directory); an existing det trace there is "
                         "replaced, any other existing file, directory, device or link is refused").complete = "file"
+    p.add_argument("--verify", action="store_true",
+                   help="then replay the trace once, as detreplay would, and say \"verified: replays\" or why not "
+                        "(the first divergence); a trace that does not replay says so on stderr and in `detrec info`. "
+                        "--until-fail and --runs always verify the failure they keep (recording it again in strict "
+                        "mode when a default-mode trace does not replay it)")
     p.add_argument("--pack", action="store_true",
                    help="then pack the trace kept (see `detrec pack`), so it replays on another machine")
     p.add_argument("--timeout", type=float, metavar="S",
@@ -243,12 +275,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
+    """detrec; verify: what replays a trace to verify it (handed in by the
+    detrec command, det.replay.verify: det.record does not import det.replay)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return subcommand_main(argv[0])(argv[1:])
         ns = parse_args(argv)
+        if ns.verify and verify is None:
+            raise DetError("--verify needs the detrec command (det.replay.verify), which can replay", status=2)
         exe = resolve_program(ns.program)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
@@ -273,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                 locks.enter_context(TraceLock(path))
             # Before any thread: whatever ends detrec, no process of the program outlives it.
             with watched(runs_dir(out) if ns.until_fail else None, outputs):
-                return _record(ns, exe, prog_argv, out, opts)
+                return _record(ns, exe, prog_argv, out, opts, verify)
     except DetError as e:
         say(str(e))
         return e.status
@@ -282,15 +318,25 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options) -> int:
-    """The recording itself, once the options and outputs are known."""
+def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options,
+            verify: Verifier | None) -> int:
+    """The recording itself, once the options and outputs are known; then
+    its verification, when asked for (the program's exit status stays
+    detrec's: a trace that does not replay is said on stderr and noted in
+    the trace)."""
     if ns.until_fail:
         if opts.stdin["kind"] == "pipe":  # every run reads the same input
             opts.stdin_bytes = list(read_own_stdin())
-        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None)
+        status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None,
+                            verify=verify)
         return kept(out if out.exists() else pass_output(out), ns, status)
     res = record_run(exe, prog_argv, out, opts)
     print_result(res, ns.quiet)
+    if ns.verify and verify is not None and res.path.exists():
+        verdict = verify(res.path)
+        write_verdict(res.path, verdict)
+        if not ns.quiet or not verdict.replays:
+            say(verdict.line())
     kept(res.path, ns, res.exit_status)
     if opts.seed and not ns.quiet:
         say(f"seed {opts.seed}: `detrec {opts.repeat_flags()}` repeats this schedule")

@@ -39,10 +39,12 @@ from det.hunt.hunt import (
 from det.launch import read_own_stdin, resolve_program, stdin_source
 from det.outpath import check_output_dir
 from det.tracefile import TraceLock
+from det.verdict import Verifier
 from det.watchdog import watched
 
 from .engine import INTERRUPT, PCT_K, Options
 from .seeds import RUNS
+from .verifykept import check_kept
 
 # --- the dethunt command ---------------------------------------------------
 
@@ -51,8 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dethunt",
         description="Run a program under many chaos schedules (seeds S, S+1, ...); report failures by kind and "
                     "keep the first failing trace of each kind with a passing run next to it.",
-        epilog="Exit status: 0 when no run failed, 1 when some did, 130 when interrupted, 2 for bad usage. "
-               "docs/hunting.md has sessions.",
+        epilog="A failure's trace is kept once a replay reproduces it: a default-mode trace that does not is "
+               "recorded again in strict mode (PCT seeds from the failing run's), else kept marked unverified "
+               "(`detrec info` says so). Exit status: 0 when no run failed, 1 when some did, 130 when interrupted, "
+               "2 for bad usage. docs/hunting.md has sessions.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     p.add_argument("-o", "--output", metavar="DIR",
@@ -108,7 +112,9 @@ def say(msg: str) -> None:
     print(f"dethunt: {msg}", file=sys.stderr, flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
+    """dethunt; verify: what replays a kept failure's trace to verify it
+    (handed in by the dethunt command, det.replay.verify)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
         ns = parse_args(argv)
@@ -116,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else Path(f"{os.path.basename(ns.program)}.hunt")
         with TraceLock(out, "dethunt"):  # one hunt per directory
-            return _start(ns, exe, prog_argv, out)
+            return _start(ns, exe, prog_argv, out, verify)
     except DetError as e:
         say(str(e))
         return e.status
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _start(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path) -> int:
+def _start(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, verify: Verifier | None) -> int:
     """Check and prepare the output directory (its lock held), then hunt."""
     runs = out / ".runs"  # LocalEngine's runs in progress: a killed dethunt's watchdog removes them,
     if runs.is_dir() and not runs.is_symlink():  # unless it was killed too
@@ -142,11 +148,14 @@ def _start(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path) ->
     INTERRUPT.install()
     # Before any thread: whatever ends dethunt, no process of a run outlives it.
     with watched(runs):
-        return _hunt(ns, spec, out, prog_argv)
+        return _hunt(ns, spec, out, prog_argv, verify)
 
 
-def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]) -> int:
-    """The hunt itself, once its options and output directory are checked."""
+def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str], verify: Verifier | None) -> int:
+    """The hunt itself, once its options and output directory are checked;
+    then each kept failure verified (verifykept: recorded again in strict
+    mode when its default-mode trace does not replay it). The hunt's runs
+    are spent by then: a failure that does not replay stays, unverified."""
     opts = spec.opts
     if ns.cluster or ns.cluster_file:
         from det.hunt.cluster import DaskEngine
@@ -169,16 +178,36 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
                 progress=None if ns.quiet else tty_progress("dethunt", ns.runs),
                 interrupted=lambda: INTERRUPT.signal is not None)
     rep = hunt.run()
+    repeats: dict[str, str] = {}  # kind -> the flags that repeat its kept run, when recorded again strict
+    unverified = []
+    for name, k in sorted(rep.kinds.items()):
+        if verify is None or k.kept is None or k.first is None or INTERRUPT.signal is not None:
+            continue
+        kept = check_kept(k.kept, keep(name)[1], name, k.first, spec, verify, out / ".runs", ns.jobs,
+                          lambda msg, name=name: say(f"{name}: {msg}"))
+        if kept.strict_run is not None:
+            run = kept.strict_run
+            repeats[name] = kept.strict_opts.for_seed(run.seed, run.pct_k).repeat_flags()
+            k.partner = keep(name)[1] if kept.strict_partner else k.partner
+        k.verified = kept.verdict.replays
+        if not kept.verdict.replays:
+            unverified.append(name)
     write_summary(rep, spec, out / "summary.json")
     for line in summary_lines(rep, ns.strict):
         say(line)
     for name, k in sorted(rep.kinds.items()):
         if k.kept and k.partner:
             say(f"{name}: detdiff {k.partner} {k.kept}")
+        if name in repeats:
+            say(f"{name}: repeat it with: detrec {repeats[name]} -- {' '.join(prog_argv)}")
+    for name in unverified:
+        say(f"{name}: the trace kept does not replay the failure; the hunt's {ns.runs} runs are spent, so it is "
+            "kept marked unverified")
     if rep.kinds and not ns.quiet:
         first = min((k.first for k in rep.kinds.values() if k.first), key=lambda r: r.seed)
-        run_opts = opts.for_seed(first.seed, first.pct_k)
-        say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
+        if first.kind not in repeats:  # (one recorded again in strict mode: its line is above)
+            run_opts = opts.for_seed(first.seed, first.pct_k)
+            say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
     say(f"summary in {out / 'summary.json'}")
     if rep.interrupted:
         say(f"interrupted after {rep.runs} run(s)")

@@ -19,6 +19,7 @@ from det.errors import DetError
 from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Trace, kind_name, outcome_words
+from det.verdict import read_verdict
 
 from .salvage import ensure_trace
 
@@ -48,6 +49,7 @@ def summary(tr: Trace) -> dict[str, object]:
             k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in o.items()
         },
         "packed": _packed(tr),
+        "verified": m.get("verified"),  # {"replays", "why"} when a replay checked it (det.verdict), else None
         "file_bytes": size,
         "bytes_per_event": round(size / events, 1) if events else None,
     }
@@ -95,6 +97,9 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
         dur = o["duration_ns"] / 1e9
         w(f"outcome:    {outcome_words(o)}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
         w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
+    verdict = read_verdict(tr.meta)
+    if verdict is not None:
+        w(f"verified:   {'replays (checked by a replay after recording)' if verdict.replays else verdict.line()}")
     if s["packed"]:
         p = s["packed"]
         w(f"packed:     {p['files']} files, {p['bytes'] / 1e6:.1f} MB, stored in {p['stored_bytes'] / 1e6:.1f} MB "

@@ -116,6 +116,8 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "preemptions": lambda v: isinstance(v, int) and v >= 0,
     "ran_last": lambda v: _int(v) and v >= 0,
     "content_sum": lambda v: isinstance(v, str) and HEX64.fullmatch(v) is not None,
+    # detrec --verify, --until-fail, --runs, dethunt: did a replay right after recording reproduce it (det.verdict)
+    "verified": lambda v: isinstance(v, dict) and isinstance(v.get("replays"), bool) and isinstance(v.get("why"), str),
     "schedule_digest": lambda v: isinstance(v, str) and HEX16.fullmatch(v) is not None,
     "scrubbed": lambda v: isinstance(v, str),
     "machine": lambda v: isinstance(v, str),
@@ -127,7 +129,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "stderr": lambda v: v is None or _output_ok(v),
 }
 # (det.trace's too)
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified"}
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 

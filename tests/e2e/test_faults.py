@@ -204,7 +204,12 @@ def test_default_mode_race_says_why_and_who_held_which_lock(tmp_path: Path) -> N
     from conftest import ROOT, run
 
     fail, passing = tmp_path / "race.db", tmp_path / "race-pass.db"
-    r = detrec("--until-fail", "50", "-o", fail, program("two_locks"))
+    # (recorded plainly: --until-fail keeps a failure only once its trace
+    # replays it, which this default-mode trace does not, test_verify.py)
+    for _ in range(10):
+        r = detrec("-o", fail, program("two_locks"))
+        if r.returncode == 134:
+            break
     assert r.returncode == 134, r.stderr.decode()
     src = (ROOT / "tests" / "programs" / "two_locks.c").read_text().splitlines()
     line_a = next(i + 1 for i, ln in enumerate(src) if "pthread_mutex_lock(&lock_a)" in ln)

@@ -149,13 +149,14 @@ def _parsers() -> dict[str, object]:
     from install import commands
 
     out = {}
-    for name, (module, _func) in commands().items():
+    for name, (module, func) in commands().items():
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
             if e.name == module:
                 continue  # a command setup.cfg names before its module is written (none: gen_cli_docs says so)
             raise
+        mod = getattr(getattr(mod, func), "cli_module", mod)  # (the module whose parser the command runs)
         out[name] = mod.build_parser()
         for sub in getattr(mod, "SUBCOMMANDS", {}):
             out[f"{name} {sub}"] = mod.subcommand_parser(sub)

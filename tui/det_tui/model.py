@@ -35,6 +35,7 @@ from det.outpath import file_kind
 from det.record.salvage import ensure_trace
 from det.symbols import Location, Symbolizer
 from det.trace import LANE_KINDS, Event, Trace, kind_name, outcome_words
+from det.verdict import read_verdict
 
 # ---------------------------------------------------------------- kinds as the timeline shows them
 
@@ -194,6 +195,9 @@ class TraceModel:
         if not self.complete:
             notes.append(f"{self.path.name} is incomplete: the recording did not finish (detrec was killed?); "
                          "what it holds up to its last saved events is shown")
+        verdict = read_verdict(m)
+        if verdict is not None and not verdict.replays:  # (a replay right after recording: det.verdict)
+            notes.append(f"replayed right after recording, this trace {verdict.line()}")
         return Header(
             program=shlex.join(argv) if argv else str(m.get("binary") or "?"), outcome=outcome_words(o),
             mode=str(m.get("mode") or "?"), threads=len(self.threads), processes=max(1, len(self.processes)),
