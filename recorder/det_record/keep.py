@@ -1,0 +1,30 @@
+"""After a recording: keep what it ran (program, libraries, loader) beside
+the trace (det.objects), so a system update does not stop it replaying.
+
+Rules: keeping never changes the recording's outcome or exit status; what
+could not be kept is said in one line each (unless quiet), and replay then
+needs that file unchanged, as without keeping.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from det.errors import DetError
+from det.objects import keep, keep_wanted
+from det.trace import Trace
+
+
+def keep_ran(path: Path, opt_out: bool, quiet: bool) -> None:
+    if not keep_wanted(opt_out):
+        return
+    try:
+        with Trace(path) as tr:
+            meta = tr.meta
+        why = keep(path, meta).not_kept
+    except DetError as e:
+        why = [str(e)]
+    if not quiet:
+        for w in why:
+            print(f"detrec: note: not kept for replay after a system update: {w}", file=sys.stderr)
