@@ -61,9 +61,6 @@ def test_replay_runs_the_kept_library_after_an_update(work: Path, tmp_path: Path
     trace = traces / "t.db"
     stdout = record(work, trace)
     store = traces / ".det-objects"
-    assert stat.S_IMODE(store.stat().st_mode) == 0o700
-    kept = objects(traces)
-    assert kept and all(stat.S_IMODE(p.stat().st_mode) == 0o600 and p.stat().st_uid == os.geteuid() for p in kept)
     old = (work / "libval.so").read_bytes()
     lib = build_lib(work, 2)
     assert lib.read_bytes() != old
@@ -78,6 +75,9 @@ def test_replay_runs_the_kept_library_after_an_update(work: Path, tmp_path: Path
                          f"copies kept in {store}"], err
         assert "outcome matches the recording" in err
     assert (work / "libval.so").read_bytes() != old  # nothing changed on this machine
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    kept = objects(traces)
+    assert kept and all(stat.S_IMODE(p.stat().st_mode) == 0o600 and p.stat().st_uid == os.geteuid() for p in kept)
     # --host-files: this machine's files, refused as without kept copies
     r = detreplay("--host-files", trace)
     assert r.returncode == 2
