@@ -13,18 +13,15 @@ from pathlib import Path
 
 from det.errors import DetError
 from det.objects import keep, keep_wanted
-from det.trace import Trace
 
 
 def keep_ran(path: Path, opt_out: bool, quiet: bool) -> None:
     if not keep_wanted(opt_out):
         return
     try:
-        with Trace(path) as tr:
-            meta = tr.meta
-        why = keep(path, meta).not_kept
+        why = keep(path).not_kept
     except DetError as e:
         why = [str(e)]
-    if not quiet:
-        for w in why:
-            print(f"detrec: note: not kept for replay after a system update: {w}", file=sys.stderr)
+    if why and not quiet:
+        shown = "; ".join(why[:4]) + (f"; and {len(why) - 4} more" if len(why) > 4 else "")
+        print(f"detrec: note: not kept beside the trace (replay needs them unchanged): {shown}", file=sys.stderr)

@@ -23,14 +23,19 @@ Rules of this file (standard library only):
     content is checked against its name as it is read (read_object), so
     nothing but the bytes the trace's hashes name is ever shown to a program.
   - Keeping is the default; `detrec --no-keep-libs` or DET_KEEP_LIBS=0 opts
-    out.
+    out. `detrec rm` removes the objects no trace left in the directory
+    names (prune), and the store once it is empty. Keeping and pruning hold
+    the store's lock (flock on the directory), so a prune never removes what
+    a recording that just ended is keeping.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
+import sqlite3
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DetError
+from .tracefile import read_only
 
 OBJECTS_DIR = ".det-objects"
 KEEP_ENV = "DET_KEEP_LIBS"
@@ -61,6 +67,24 @@ def recorded_objects(meta: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def trace_objects(trace: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """recorded_objects of the trace at `trace`, from its meta rows alone:
+    a trace the recording just wrote, or one `detrec rm` weighs, need not
+    be valid to name what it ran (a damaged one is refused by replay)."""
+    db = read_only(trace)
+    try:
+        rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('binary', 'binary_sha256', 'libraries')"))
+    except sqlite3.Error as e:
+        raise DetError(f"{trace}: cannot read its meta ({e})") from None
+    finally:
+        db.close()
+    try:
+        libs = json.loads(rows.get("libraries") or "[]")
+    except ValueError:
+        raise DetError(f"{trace}: its meta libraries are damaged") from None
+    return recorded_objects({**rows, "libraries": libs})
+
+
 def _private(st: os.stat_result, owners: set[int], dir_mode: bool) -> bool:
     if st.st_uid not in owners:
         return False
@@ -78,9 +102,10 @@ class KeepReport:
     not_kept: list[str] = field(default_factory=list)  # "path: why"
 
 
-def keep(trace: str | os.PathLike[str], meta: dict[str, Any]) -> KeepReport:
+def keep(trace: str | os.PathLike[str]) -> KeepReport:
     """Keep what the recording of `trace` ran in its directory's store."""
     rep = KeepReport()
+    ran = trace_objects(trace)
     d = objects_dir(trace)
     try:
         os.mkdir(d, 0o700)
@@ -88,11 +113,23 @@ def keep(trace: str | os.PathLike[str], meta: dict[str, Any]) -> KeepReport:
         pass
     except OSError as e:
         raise DetError(f"{d}: cannot make it ({e.strerror})") from None
-    st = os.lstat(d)
-    if not _private(st, {os.geteuid()}, True):
-        raise DetError(f"{d} is not a directory of yours that only you may use (mode 0700): nothing kept there")
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise DetError(f"{d}: {e.strerror}") from None
+    try:
+        if not _private(os.fstat(fd), {os.geteuid()}, True):
+            raise DetError(f"{d} is not a directory of yours that only you may use (mode 0700): nothing kept there")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _keep(d, ran, rep)
+    finally:
+        os.close(fd)
+    return rep
+
+
+def _keep(d: Path, ran: list[tuple[str, str]], rep: KeepReport) -> None:
     seen: set[str] = set()
-    for path, digest in recorded_objects(meta):
+    for path, digest in ran:
         if digest in seen:
             continue
         seen.add(digest)
@@ -116,7 +153,6 @@ def keep(trace: str | os.PathLike[str], meta: dict[str, Any]) -> KeepReport:
         rep.added += 1
         rep.added_bytes += size
         rep.reflinked += cloned
-    return rep
 
 
 class _Changed(Exception):
@@ -185,6 +221,41 @@ def read_object(path: str, digest: str) -> Iterator[bytes]:
             yield chunk
     if h.hexdigest() != digest:
         raise DetError(f"{path}: its content does not match its name (SHA-256): the kept copy is damaged")
+
+
+def prune(d: str | os.PathLike[str]) -> int:
+    """Remove the objects in d's store that no det trace in d names (all of
+    them, and the store, when d holds none); returns how many. A trace that
+    cannot be read keeps every object (it may need any of them)."""
+    from .outpath import is_det_trace_file
+
+    store = Path(d) / OBJECTS_DIR
+    try:
+        fd = os.open(store, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        if not _private(os.fstat(fd), {os.geteuid()}, True):
+            return 0
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        needed: set[str] = set()
+        for p in Path(d).iterdir():
+            if p.name.startswith(".") or not p.is_file() or not is_det_trace_file(p):
+                continue
+            try:
+                needed.update(digest for _path, digest in trace_objects(p))
+            except DetError:
+                return 0
+        removed = 0
+        for obj in store.iterdir():
+            if obj.name not in needed:
+                obj.unlink()
+                removed += 1
+        if not needed:
+            store.rmdir()
+        return removed
+    finally:
+        os.close(fd)
 
 
 def keep_wanted(opt_out: bool) -> bool:

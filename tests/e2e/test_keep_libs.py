@@ -112,6 +112,13 @@ def test_traces_in_one_directory_share_the_kept_copies(work: Path, tmp_path: Pat
     r = detrec("-q", "-o", tmp_path / "c.db", "--", "./main", cwd=work)
     assert r.returncode == 0, r.stderr.decode()
     assert len(objects(tmp_path)) == len(first) + 1
+    # detrec rm removes what no trace left there names, and the store with the last trace
+    assert detrec("rm", "-q", tmp_path / "c.db").returncode == 0
+    assert objects(tmp_path) == first
+    assert detrec("rm", "-q", tmp_path / "a.db").returncode == 0
+    assert objects(tmp_path) == first
+    assert detrec("rm", "-q", tmp_path / "b.db").returncode == 0
+    assert not (tmp_path / ".det-objects").exists()
 
 
 def test_kept_copies_others_could_change_or_damaged_are_not_run(work: Path, tmp_path: Path) -> None:
@@ -134,3 +141,14 @@ def test_kept_copies_others_could_change_or_damaged_are_not_run(work: Path, tmp_
     assert r.stderr.decode().splitlines()[-1] == (f"detreplay: {kept[0]}: its content does not match its name "
                                                   "(SHA-256): the kept copy is damaged")
     assert outcome(trace)["exit_code"] == 0
+
+
+def test_gdb_replays_the_kept_library(work: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.db"
+    stdout = record(work, trace)
+    build_lib(work, 2)
+    r = detreplay("--gdb", trace, "--", "-nx", "-batch", "-ex", "det goto 200", "-ex", "continue", timeout=180)
+    out = r.stdout.decode() + r.stderr.decode()
+    assert "det: event 200 of " in out, out
+    assert stdout.decode() in out  # val=1, at the recorded addresses
+    assert "exited normally" in out
