@@ -152,3 +152,19 @@ def test_gdb_replays_the_kept_library(work: Path, tmp_path: Path) -> None:
     assert "det: event 200 of " in out, out
     assert stdout.decode() in out  # val=1, at the recorded addresses
     assert "exited normally" in out
+
+
+def test_a_program_changed_in_place_replays_from_its_copy(work: Path, tmp_path: Path) -> None:
+    """The program written over in place (as `cp` does: same inode), and its
+    library too: the kept copies are copies, not links, so they hold what ran."""
+    trace = tmp_path / "t.db"
+    stdout = record(work, trace)
+    for name in ("main", "libval.so"):
+        with open(work / name, "r+b") as f:
+            f.seek(0, os.SEEK_END)
+            f.write(b"\0patched in place")
+    r = detreplay(trace)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == stdout
+    assert (f"differs here or is gone ({work / 'main'}, {work / 'libval.so'}): replaying the copies kept in "
+            f"{tmp_path / '.det-objects'}") in r.stderr.decode()
