@@ -60,7 +60,7 @@ def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
     """After a recording: make the trace kept the latest, and pack it if asked."""
     if path.exists():
         tracedir.note_latest(path)
-        keep_ran(path, ns.no_keep_libs, ns.quiet)
+        keep_ran(path, ns.no_keep_libs or ns.pack, ns.quiet)  # (a packed trace carries them)
         if ns.pack:
             from .pack import pack_trace
 
