@@ -168,3 +168,29 @@ def test_a_program_changed_in_place_replays_from_its_copy(work: Path, tmp_path: 
     assert r.stdout == stdout
     assert (f"differs here or is gone ({work / 'main'}, {work / 'libval.so'}): replaying the copies kept in "
             f"{tmp_path / '.det-objects'}") in r.stderr.decode()
+
+
+@pytest.mark.parametrize("store", ["others-may-write", "symlink"])
+def test_a_store_others_could_change_is_not_used(work: Path, tmp_path: Path, store: str) -> None:
+    """.det-objects that is not the user's alone (mode 0770, or a symlink to
+    elsewhere) gets nothing, said in one line; replay then needs the files."""
+    d = tmp_path / "traces"
+    d.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if store == "symlink":
+        (d / ".det-objects").symlink_to(elsewhere)
+    else:
+        (d / ".det-objects").mkdir()
+        (d / ".det-objects").chmod(0o770)
+    r = detrec("-o", d / "t.db", "--", "./main", cwd=work)
+    assert r.returncode == 0, r.stderr.decode()
+    notes = [ln for ln in r.stderr.decode().splitlines() if "not kept" in ln]
+    assert len(notes) == 1 and notes[0].startswith("detrec: note: not kept beside the trace (replay needs them "
+                                                   f"unchanged): {d / '.det-objects'}"), r.stderr.decode()
+    assert not list(elsewhere.iterdir()) and (store == "symlink" or not list((d / ".det-objects").iterdir()))
+    lib = build_lib(work, 2)
+    r = detreplay(d / "t.db")
+    assert r.returncode == 2
+    assert r.stderr.decode().splitlines()[-1] == (f"detreplay: {lib} changed since the recording loaded it (its "
+                                                  "sha256 differs, or it is gone); --force replays anyway")
