@@ -29,6 +29,7 @@ from det.verdict import Verifier, write_verdict
 from det.watchdog import watched
 
 from .engine import INTERRUPT, PCT_K, Options, RunResult, RunTimeout, record_run
+from .keep import keep_ran
 
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
@@ -61,6 +62,7 @@ def kept(path: Path, ns: argparse.Namespace, status: int) -> int:
     """After a recording: make the trace kept the latest, and pack it if asked."""
     if path.exists():
         tracedir.note_latest(path)
+        keep_ran(path, ns.no_keep_libs or ns.pack, ns.quiet)  # (a packed trace carries them)
         if ns.pack:
             from .pack import pack_trace
 
@@ -199,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "mode when a default-mode trace does not replay it)")
     p.add_argument("--pack", action="store_true",
                    help="then pack the trace kept (see `detrec pack`), so it replays on another machine")
+    p.add_argument("--no-keep-libs", action="store_true",
+                   help="do not keep copies of the program, libraries and loader beside the trace (in .det-objects/, "
+                        "shared by the traces there; DET_KEEP_LIBS=0 does the same): replay then needs them unchanged")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
     p.add_argument("--until-fail", type=int, metavar="N",

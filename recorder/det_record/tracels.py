@@ -5,7 +5,8 @@
 
 Rules: `rm` removes det traces only (it checks the file's SQLite application
 id), never anything else; after it, latest-trace points at the newest trace
-left, or is gone.
+left, or is gone, and the kept copies (det.objects) no trace left in the
+directory names are removed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from det import __version__
 from det.errors import DetError
+from det.objects import prune
 from det.outpath import is_det_trace_file
 from det.trace import Trace, outcome_words
 from det.tracedir import LATEST, SUFFIX, note_latest, resolve, trace_argument, trace_dir, traces
@@ -105,6 +107,7 @@ def rm_main(argv: list[str]) -> int:
         p.error("name the traces to remove, or --all")
     targets = traces() if ns.all else [resolve(t) for t in ns.traces]
     status = 0
+    dirs: set[Path] = set()
     for path in targets:
         if not path.exists():
             print(f"detrec rm: {path}: no such trace", file=sys.stderr)
@@ -122,8 +125,15 @@ def rm_main(argv: list[str]) -> int:
             except OSError as e:
                 print(f"detrec rm: {f}: {e.strerror}", file=sys.stderr)
                 status = 1
+        dirs.add(path.parent)
         if not ns.quiet:
             print(f"removed {path}")
+    for d in dirs:  # the kept copies no trace left there needs
+        try:
+            prune(d)
+        except OSError as e:
+            print(f"detrec rm: {d}: cannot prune its kept copies ({e.strerror})", file=sys.stderr)
+            status = 1
     _repair_latest()
     return status
 

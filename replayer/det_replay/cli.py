@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how threads wait for their turns: futex (default) or kmod (det's kernel module, "
                         "/dev/detsched: docs/kmod.md)")
     p.add_argument("--host-files", action="store_true",
-                   help="a packed trace: use this machine's files, not the ones packed in the trace")
+                   help="use this machine's files, not the ones packed in the trace or kept beside it")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detreplay itself")
     p.add_argument("--stall", type=float, metavar="S",
                    help="report a divergence when no event happens for S seconds (default: twice the "

@@ -12,6 +12,12 @@ Rules:
     find the recorded files at the recorded paths, and everything else
     (/proc, /dev, /tmp, the user's files) is the host's. The namespace is
     detreplay's own: nothing is mounted on the host.
+  - A trace that is not packed replays the same way when a file the
+    recording ran (its program, a library, the loader) differs here and
+    its copy is kept beside the trace (det.objects): the view then shows
+    the kept copies (their SHA-256 checked as they are copied in) at the
+    host's paths of those files, and everything else as the host has it.
+    The user asked for it by replaying their trace; --host-files does not.
   - detreplay enters the namespaces itself, before it starts any thread
     (unshare needs a single-threaded process), and only the program (or
     gdb's exec wrapper) chroots.
@@ -33,8 +39,10 @@ from pathlib import Path
 
 from det import machine
 from det.errors import DetError
+from det.objects import kept_object, objects_dir, read_object, recorded_objects
 from det.record.pack import read_blob, walk
 from det.trace import Trace
+from det.trust import sha256_file
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -105,7 +113,8 @@ def _unshare(flags: int, what: str) -> None:
         e = ctypes.get_errno()
         hint = "" if os.getuid() == 0 else (" (kernel.unprivileged_userns_clone or user.max_user_namespaces may "
                                             "forbid them, and Linux does in a chroot; or run detreplay as root)")
-        raise DetError(f"a packed trace replays in a private mount namespace, and this system refused {what}: "
+        raise DetError(f"a packed trace (or one replaying kept copies) replays in a private mount namespace, "
+                       f"and this system refused {what}: "
                        f"{os.strerror(e)}{hint}; --host-files replays with this machine's files instead", status=2)
 
 
@@ -124,14 +133,17 @@ class Packed:
     mtime_ns: int
     sha256: str | None
     target: str | None
+    kept: str | None = None  # a file: its kept copy (det.objects), else its content is in blobs
 
 
 class PackedView:
-    """The packed files at their recorded paths, under `root`, for a chroot."""
+    """The packed files at their recorded paths, under `root`, for a chroot
+    (or the kept copies `entries` names)."""
 
-    def __init__(self, tr: Trace) -> None:
-        self.entries = {r[0]: Packed(*r) for r in
-                        tr.q("SELECT path, type, mode, mtime_ns, sha256, target FROM packed ORDER BY path")}
+    def __init__(self, tr: Trace, entries: dict[str, Packed] | None = None) -> None:
+        self.entries = entries if entries is not None else {r[0]: Packed(*r) for r in tr.q(
+            "SELECT path, type, mode, mtime_ns, sha256, target FROM packed ORDER BY path")}
+        self.kept = [e.path for e in self.entries.values() if e.kept]
         self.db = tr.db
         self.root = ""
         self.mounts = 0
@@ -173,7 +185,8 @@ class PackedView:
             e = self.entries.get(here)
             if e is not None and e.type == "file":
                 with open(there, "wb") as f:
-                    for chunk in read_blob(self.db, e.sha256 or ""):
+                    for chunk in (read_object(e.kept, e.sha256 or "") if e.kept
+                                  else read_blob(self.db, e.sha256 or "")):
                         f.write(chunk)
                 os.chmod(there, e.mode)
                 os.utime(there, ns=(e.mtime_ns, e.mtime_ns))
@@ -259,11 +272,41 @@ class PackedView:
 
 def open_view(tr: Trace, host_files: bool) -> PackedView | None:
     """The view a replay of `tr` runs in: None for the host's files."""
-    if host_files or not is_packed(tr):
+    if host_files:
         return None
-    view = PackedView(tr)
+    entries = None if is_packed(tr) else kept_entries(tr)
+    if entries == {}:
+        return None
+    view = PackedView(tr, entries)
     view.build()
     return view
+
+
+def kept_entries(tr: Trace) -> dict[str, Packed]:
+    """The files the recording ran that differ here (or are gone) and have a
+    kept copy, at the path this machine resolves theirs to."""
+    if not objects_dir(tr.path).is_dir():
+        return {}
+    has_files = tr.q1("SELECT count(*) FROM sqlite_master WHERE name = 'files'")
+    mtimes = dict(tr.q("SELECT path, mtime_ns FROM files WHERE how != 'opened'")) if has_files else {}
+    out: dict[str, Packed] = {}
+    for path, digest in recorded_objects(tr.meta):
+        try:
+            _links, real = walk(path)
+        except OSError:
+            continue
+        try:
+            st = os.stat(real)
+            if stat.S_ISREG(st.st_mode) and sha256_file(real) == digest:
+                continue
+            mode = stat.S_IMODE(st.st_mode)
+        except OSError:
+            mode = 0o755
+        obj = kept_object(tr.path, digest)
+        if obj is not None and real not in out:
+            mtime = mtimes.get(path) or os.stat(obj).st_mtime_ns
+            out[real] = Packed(real, "file", mode, mtime, digest, None, obj)
+    return out
 
 
 def host_differences(tr: Trace, view: PackedView | None) -> list[str]:
@@ -271,6 +314,9 @@ def host_differences(tr: Trace, view: PackedView | None) -> list[str]:
     and the program's files that are gone or differ (the ones not packed)."""
     lines = [f"note: {d}" for d in machine.differences(tr.meta)
              if "lacks features" in d or tr.meta.get("host") not in (None, os.uname().nodename)]
+    if view is not None and view.kept:
+        lines.append(f"note: what the recording ran differs here or is gone ({_few(view.kept)}): replaying the "
+                     f"copies kept in {objects_dir(tr.path)}")
     if view is not None and view.unseen:
         lines.append(f"note: the replay cannot show the program these files of this machine: {_few(view.unseen)}")
     has_files = tr.q1("SELECT count(*) FROM sqlite_master WHERE name = 'files'")
@@ -290,8 +336,8 @@ def host_differences(tr: Trace, view: PackedView | None) -> list[str]:
             changed.append(path)
     if gone or changed:
         parts = ([f"gone here: {_few(gone)}"] if gone else []) + ([f"changed: {_few(changed)}"] if changed else [])
-        where = "not packed, and " if view is not None else ""
-        hint = ("" if view is not None else "; the trace carries them: replay without --host-files"
+        where = "not packed, and " if view is not None and not view.kept else ""
+        hint = ("" if view is not None and not view.kept else "; the trace carries them: replay without --host-files"
                 if is_packed(tr) else "; `detrec pack` on the recording machine carries them with the trace")
         lines.append(f"warning: files the program read are {where}{'; '.join(parts)}{hint}")
     return lines

@@ -264,7 +264,7 @@ def test_a_second_writer_and_readers_of_a_live_recording(tmp_path: Path) -> None
     r = detrec("info", out)
     assert r.returncode == 0 and b"interrupted" in r.stdout, r.stderr.decode()
     left = sorted(f.name for f in tmp_path.iterdir())
-    assert left == ["same.db"], left
+    assert left == [".det-objects", "same.db"], left
 
 
 def test_writers_started_together_never_lose_a_trace(tmp_path: Path) -> None:
@@ -284,7 +284,7 @@ def test_writers_started_together_never_lose_a_trace(tmp_path: Path) -> None:
         assert any(rc == 7 for rc, _ in results)
         r = detreplay(out)
         assert r.returncode == 7 and b"outcome matches" in r.stderr, r.stderr.decode()
-        assert sorted(f.name for f in tmp_path.iterdir()) == ["same.db"]
+        assert sorted(f.name for f in tmp_path.iterdir()) == [".det-objects", "same.db"]
 
 
 def test_until_fail_holds_both_names(tmp_path: Path) -> None:
@@ -318,7 +318,7 @@ def test_killed_writer_leaves_nothing_that_blocks_the_next(tmp_path: Path) -> No
     assert not [f for f in tmp_path.iterdir() if f.name.endswith(".det")], list(tmp_path.iterdir())
     r = detrec("-q", "-o", out, program("hello"), "x")
     assert r.returncode == 7, r.stderr.decode()
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["k.db"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == [".det-objects", "k.db"]
 
 
 if __name__ == "__main__":

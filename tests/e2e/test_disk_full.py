@@ -49,7 +49,7 @@ def holding(d: Path, mb: int) -> list[str]:
 def the_line(err: bytes) -> str:
     """detrec's one line, of a run without a traceback."""
     text = err.decode()
-    lines = [ln for ln in text.splitlines() if ln.startswith("detrec")]
+    lines = [ln for ln in text.splitlines() if ln.startswith("detrec") and not ln.startswith("detrec: note:")]
     assert "Traceback" not in text and len(lines) == 1, text
     return lines[0]
 

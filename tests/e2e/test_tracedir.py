@@ -21,7 +21,7 @@ def test_recordings_are_numbered_and_the_latest_replays(tmp_path: Path) -> None:
     for _ in range(2):
         r = detrec(hello, env=env, cwd=tmp_path)
         assert r.returncode == 0, r.stderr.decode()
-    assert sorted(p.name for p in d.iterdir()) == ["hello-1.db", "hello-2.db", "latest-trace"]
+    assert sorted(p.name for p in d.iterdir()) == [".det-objects", "hello-1.db", "hello-2.db", "latest-trace"]
     assert os.readlink(d / "latest-trace") == "hello-2.db"
     assert list(tmp_path.glob("*.db")) == []  # nothing in the working directory
     r = detreplay(env=env)
