@@ -11,7 +11,9 @@
  *      relaxed: its predecessor on each object it touches (its object, and
  *               the mutex of a condition wait), which also carries the
  *               create -> start and exit -> join edges (a thread's events
- *               all name the thread's own object).
+ *               all name the thread's own object);
+ *      both: a hand-off through a descriptor (det_kind_handoff), its
+ *               predecessor among the hand-offs only.
  *    Program order within a thread needs no edge.
  *  - One feeder reads the trace once, in seq order, and writes entry i of
  *    thread T into T's window only while T has done enough of its events
@@ -80,10 +82,11 @@ struct call {
 };
 
 /* What the next event waits for: the last event in the order so far
- * (ordered), the last on each object (relaxed). */
+ * (ordered), the last on each object (relaxed), the last hand-off (both). */
 struct order {
 	struct last_event prev;      /* ordered */
 	struct last_event *last_obj; /* relaxed, per object */
+	struct last_event handoff;   /* the last hand-off through a descriptor */
 	int64_t max_obj;
 };
 
@@ -94,14 +97,28 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
-	/* (hand-offs through descriptors are ordered, include/det/events.h
-	 * det_kind_handoff: a pipe read consumes what another thread or process
-	 * wrote, and what the reader does next, like calling a handler the
-	 * writer stored or closing its end, must not overtake the writer) */
 	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT))
 		return;
 	struct last_event me = {t + 1, 0, idx};
-	if (flags & DET_F_RELAXED) {
+	if (det_kind_handoff(e->kind) && !(flags & DET_F_STRICT)) {
+		/* A hand-off through a descriptor (include/det/events.h
+		 * det_kind_handoff) keeps its place among the others, in both
+		 * modes: a reader comes after the writes it saw, and what it does
+		 * next (call a handler the writer stored) does not overtake
+		 * them. Only among them: joining the global order would make a
+		 * write to stdout wait for events that a replay may never make
+		 * (a child another process killed at another moment). */
+		dep[0] = o->handoff;
+		o->handoff = me;
+		/* (an ordered replay keeps a pipe read in the global order too:
+		 * what the reader does next, like closing its end, must not
+		 * overtake the writer's process; a reader running ahead made a
+		 * pipeline's writer die of SIGPIPE early) */
+		if (e->kind == DET_EV_PIPE_READ && !(flags & DET_F_RELAXED)) {
+			dep[1] = o->prev;
+			o->prev = me;
+		}
+	} else if (flags & DET_F_RELAXED) {
 		dep[0] = o->last_obj[e->obj];
 		o->last_obj[e->obj] = me;
 		if (aux_is_object(e->kind) && e->aux > 0 && e->aux <= o->max_obj && e->aux != e->obj) {
@@ -120,6 +137,7 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 static void order_reset(struct order *o)
 {
 	memset(&o->prev, 0, sizeof(o->prev));
+	memset(&o->handoff, 0, sizeof(o->handoff));
 	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));
 }
 

@@ -53,10 +53,11 @@ static inline int det_kind_role(unsigned kind)
  * eventfd, a pipe or socket pair of its own, a signalfd) and another reads
  * or waits for. Such a hand-off orders what the writer did before it (a
  * thread pool's pool thread stores a handler, then writes an eventfd) before
- * what the reader does after, so these take places in the order like
- * synchronization: on object 0, the descriptors' (with opens and closes),
- * a write before it runs and a read or wait after it returns, so a reader
- * that saw a write comes after it. A regular file's reads stay out (a
+ * what the reader does after, so these take places in the order: on
+ * object 0, the descriptors' (with opens and closes), a write before it
+ * runs and a read or wait after it returns, so a reader that saw a write
+ * comes after it; replay keeps their order among themselves
+ * (replayer/schedule.c order_next). A regular file's reads stay out (a
  * program reading a file is not slowed), and so do sends on a socket (the
  * hash of what was sent is logged after the call: not placed before it).
  */
