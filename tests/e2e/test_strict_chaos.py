@@ -143,10 +143,11 @@ def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: 
 
 def test_crash_found_by_pct_replays_as_that_crash(tmp_path: Path) -> None:
     """As dethunt finds it: PCT's schedules put the consumer's crash in
-    pthread_mutex_lock(NULL), or in a condition wait on the freed mutex
-    (logged, then dead inside the call); the failing run kept replays it."""
+    pthread_mutex_lock(NULL) (seed 1 today: stalled before), or in a
+    condition wait on the freed mutex (logged, then dead inside the call:
+    seed 3); the failing run kept replays it."""
     trace = tmp_path / "found.db"
-    r = detrec("--chaos", "--strict", "--seed", "3", "--runs", "20", "--timeout", "30", "-o", trace,
+    r = detrec("--chaos", "--strict", "--seed", "1", "--runs", "20", "--timeout", "30", "-o", trace,
                program("strict_crash_in_call"))
     rec = outcome(trace)
     assert rec["status"] == "signaled" and rec["signal"] == signal.SIGSEGV, r.stderr.decode()
