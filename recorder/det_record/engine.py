@@ -577,6 +577,7 @@ def _end_states(rec: Recorder) -> dict[int, str]:
 SELF_INFLICTED = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP,
                             signal.SIGABRT, signal.SIGSYS})
 
+
 def hung_run(res: RunResult) -> bool:
     """A run that never ended by itself: stopped by the (per-run) timeout, or
     interrupted while its threads waited for each other in a cycle."""

@@ -98,6 +98,9 @@ class Replayer(Region):
         for num, proc, end_state in threads:
             if lib().det_sup_replay_thread(self.h, num, proc, end_state == "waiting") != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())
-        if ran_last is not None and (type(ran_last) is not int or ran_last < 0
-                                     or lib().det_sup_replay_ran_last(self.h, ran_last) != 0):
-            raise DetError(f"impossible ran_last ({ran_last!r}): " + lib().det_sup_error(self.h).decode())
+        if ran_last is None:
+            return
+        if type(ran_last) is not int or ran_last < 0:
+            raise DetError(f"meta ran_last is not a thread number ({ran_last!r})")
+        if lib().det_sup_replay_ran_last(self.h, ran_last) != 0:
+            raise DetError(lib().det_sup_error(self.h).decode())

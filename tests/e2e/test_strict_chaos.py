@@ -114,13 +114,13 @@ def test_thread_waiting_for_its_turn_at_the_end_stays_there(tmp_path: Path) -> N
         assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r} {rr.stderr.decode()}"
 
 
-@pytest.mark.parametrize(("name", "args", "sig", "says"), [
-    ("strict_crash_in_call", [], signal.SIGSEGV, b"Segmentation fault in the consumer locking the queue"),
-    ("strict_crash_after", [], signal.SIGSEGV, b"cell gone\n"),
-    ("strict_crash_after", ["abort"], signal.SIGABRT, b"cell gone\n"),
+@pytest.mark.parametrize(("name", "args", "sig", "says", "main_ends"), [
+    ("strict_crash_in_call", [], signal.SIGSEGV, b"Segmentation fault in the consumer locking the queue", "waiting"),
+    ("strict_crash_after", [], signal.SIGSEGV, b"cell gone\n", "blocked"),
+    ("strict_crash_after", ["abort"], signal.SIGABRT, b"cell gone\n", "blocked"),
 ])
 def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: str, args: list[str],
-                                                          sig: int, says: bytes) -> None:
+                                                          sig: int, says: bytes, main_ends: str) -> None:
     """The program dies in the turn of a thread past its last event, with the
     other thread parked after events of its own that came later: inside
     pthread_mutex_lock(NULL) (pbzip2's bug: main deleted the queue), of a plain
@@ -133,6 +133,7 @@ def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: 
     rec = outcome(trace)
     assert rec["status"] == "signaled" and rec["signal"] == sig, r.stderr.decode()
     assert says in r.stdout, r.stdout
+    assert dict(query(trace, "SELECT tid, end_state FROM threads")) == {0: main_ends, 1: "running"}
     assert query(trace, "SELECT value FROM meta WHERE key = 'ran_last'") == [(1,)]
     for i in range(REPLAYS):
         rr = detreplay(trace)
@@ -143,10 +144,11 @@ def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: 
 
 def test_crash_found_by_pct_replays_as_that_crash(tmp_path: Path) -> None:
     """As dethunt finds it: PCT's schedules put the consumer's crash in
-    pthread_mutex_lock(NULL), or in a condition wait on the freed mutex
-    (logged, then dead inside the call); the failing run kept replays it."""
+    pthread_mutex_lock(NULL) (seed 1 today: stalled before), or in a
+    condition wait on the freed mutex (logged, then dead inside the call:
+    seed 3); the failing run kept replays it."""
     trace = tmp_path / "found.db"
-    r = detrec("--chaos", "--strict", "--seed", "3", "--runs", "20", "--timeout", "30", "-o", trace,
+    r = detrec("--chaos", "--strict", "--seed", "1", "--runs", "20", "--timeout", "30", "-o", trace,
                program("strict_crash_in_call"))
     rec = outcome(trace)
     assert rec["status"] == "signaled" and rec["signal"] == signal.SIGSEGV, r.stderr.decode()
