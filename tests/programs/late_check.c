@@ -22,7 +22,7 @@ static volatile unsigned long sink;
 static void *worker(void *arg)
 {
 	(void)arg;
-	for (unsigned long i = 0; i < 5000000ul; i++) /* some computing, no events */
+	for (unsigned long i = 0; i < 10000000ul; i++) /* some computing, no events */
 		sink += i;
 	total = total + 1; /* the race: a plain read and write */
 	pthread_mutex_lock(&checked); /* its next event comes after main's check */
@@ -39,7 +39,7 @@ int main(void)
 	}
 	pthread_mutex_lock(&checked);
 	pthread_create(&t, NULL, worker, NULL);
-	usleep(100 * 1000);
+	usleep(150 * 1000);
 	pthread_mutex_t *m = total ? &a : &b;
 	pthread_mutex_lock(m);
 	long seen = total;
