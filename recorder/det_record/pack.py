@@ -12,7 +12,9 @@ Rules:
     it leads to once.
   - Nothing is packed that is not what the program read: the program must
     have the recorded SHA-256; a file whose size or mtime changed since it
-    was read is left out and named; so are machine state (/proc, /sys, /dev,
+    was read is left out and named, unless it is one the recording ran
+    (program, library, loader) whose copy detrec kept (det.objects): that
+    copy is packed instead; so are machine state (/proc, /sys, /dev,
     /run) and det's own libdet.so (the replaying det brings its own).
   - Each distinct content is stored once (blobs, keyed by SHA-256), zlib
     compressed in chunks of at most 16 MiB (`raw` when that does not pay).
@@ -39,6 +41,7 @@ from pathlib import Path
 
 from det import __version__, tracedir
 from det.errors import DetError
+from det.objects import kept_object, recorded_objects
 from det.trace import Trace
 from det.tracefile import TraceLock, WorkDir, user_name
 from det.trust import check_owner, readable_by, sha256_file
@@ -57,6 +60,7 @@ class Entry:
     size: int = 0
     sha256: str | None = None
     target: str | None = None
+    source: str | None = None  # a file: where its content is read (its kept copy), else at path
 
 
 @dataclass
@@ -135,8 +139,10 @@ def plan_pack(tr: Trace, reader: int | None = None) -> Plan:
     if meta.get("files_lost"):
         plan.left_out.append(f"{meta['files_lost']} more files the program read: the recording could list "
                              "only the first ones")
+    kept = {path: (digest, obj) for path, digest in recorded_objects(meta)
+            if (obj := kept_object(tr.path, digest)) is not None}
     for path, then, sha in wanted:
-        _add(plan, path, then, sha, exe, reader)
+        _add(plan, path, then, sha, exe, reader, kept)
     cwd = meta.get("cwd")
     if cwd:
         links, real = walk(cwd)
@@ -157,7 +163,7 @@ def _add_link(plan: Plan, link: str, target: str) -> None:
 
 
 def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, exe: str,
-         reader: int | None) -> None:
+         reader: int | None, kept: dict[str, tuple[str, str]]) -> None:
     if path.startswith(MACHINE_STATE):
         return
     try:
@@ -170,6 +176,8 @@ def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, e
     try:
         st = os.stat(real)
     except OSError as e:
+        if _add_kept(plan, path, links, real, then, kept):
+            return
         if path == exe:
             raise DetError(f"{path}: the recorded program is gone ({e.strerror}); pack on the machine that "
                            "recorded it, before it changes") from None
@@ -181,6 +189,8 @@ def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, e
         plan.left_out.append(f"{path}: the trace's owner ({user_name(reader)}) could not read it")
         return
     if then is not None and (st.st_size, st.st_mtime_ns) != then:
+        if _add_kept(plan, path, links, real, then, kept):
+            return
         plan.left_out.append(f"{path}: changed since the program read it")
         return
     for link, target in links:
@@ -189,11 +199,34 @@ def _add(plan: Plan, path: str, then: tuple[int, int] | None, sha: str | None, e
         return
     digest = sha256_file(real)
     if sha is not None and digest != sha:
+        if _add_kept(plan, path, links, real, then, kept):
+            return
         if path == exe:
             raise DetError(f"{path} changed since it was recorded (its sha256 differs): cannot pack it")
         plan.left_out.append(f"{path}: changed since the program read it")
         return
     plan.entries[real] = Entry(real, "file", stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size, digest)
+
+
+def _add_kept(plan: Plan, path: str, links: list[tuple[str, str]], real: str, then: tuple[int, int] | None,
+              kept: dict[str, tuple[str, str]]) -> bool:
+    """`path` differs here: pack its kept copy at the path this machine
+    resolves it to, if there is one."""
+    if path not in kept:
+        return False
+    if real in plan.entries:
+        return True
+    digest, obj = kept[path]
+    for link, target in links:
+        _add_link(plan, link, target)
+    try:
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    except OSError:
+        mode = 0o755
+    st = os.stat(obj)
+    plan.entries[real] = Entry(real, "file", mode, then[1] if then else st.st_mtime_ns, st.st_size, digest,
+                               source=obj)
+    return True
 
 
 def _chunks(path: str) -> Iterator[tuple[str, int, bytes]]:
@@ -272,9 +305,9 @@ def _pack(path: Path, quiet: bool, trust: bool) -> PackReport:
                     if e.type != "file" or e.sha256 in seen:
                         continue
                     seen.add(e.sha256)
-                    if sha256_file(e.path) != e.sha256:
-                        raise DetError(f"{e.path} changed while it was being packed")
-                    for i, (codec, size, data) in enumerate(_chunks(e.path)):
+                    if sha256_file(e.source or e.path) != e.sha256:
+                        raise DetError(f"{e.source or e.path} changed while it was being packed")
+                    for i, (codec, size, data) in enumerate(_chunks(e.source or e.path)):
                         db.execute("INSERT INTO blobs(sha256, chunk, codec, size, bytes) VALUES (?,?,?,?,?)",
                                    (e.sha256, i, codec, size, data))
                         stored += len(data)

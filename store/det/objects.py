@@ -35,6 +35,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ OBJECTS_DIR = ".det-objects"
 KEEP_ENV = "DET_KEEP_LIBS"
 FICLONE = 0x40049409  # _IOW(0x94, 9, int)
 CHUNK = 1 << 20
+SHA256_NAME = re.compile("[0-9a-f]{64}")
 
 
 def objects_dir(trace: str | os.PathLike[str]) -> Path:
@@ -64,7 +66,8 @@ def recorded_objects(meta: dict[str, Any]) -> list[tuple[str, str]]:
         out.append((str(meta["binary"]), str(meta["binary_sha256"])))
     for path, digest in meta.get("libraries") or []:
         out.append((str(path), str(digest)))
-    return out
+    # (a name in the store is a hash, never a path: a trace naming anything else names no object)
+    return [(p, d) for p, d in out if SHA256_NAME.fullmatch(d)]
 
 
 def trace_objects(trace: str | os.PathLike[str]) -> list[tuple[str, str]]:
@@ -201,6 +204,8 @@ def _copy_checked(src: str, d: Path, digest: str) -> tuple[int, bool]:
 
 def kept_object(trace: str | os.PathLike[str], digest: str) -> str | None:
     """The kept copy of `digest` for `trace`, if there is one it may use."""
+    if not SHA256_NAME.fullmatch(digest):
+        return None
     d = objects_dir(trace)
     try:
         owners = {os.geteuid(), os.stat(trace).st_uid}

@@ -20,6 +20,10 @@ trace names. Rules of this file:
     is: a changed libc, or a library swapped under the same path, is
     refused unless --force. A library the recorded environment preloads
     (LD_PRELOAD, LD_AUDIT) must be one the recording loaded.
+  - The copies detrec keeps beside a trace (det.objects) are shown to the
+    program instead of this machine's changed files only when they are the
+    user's (or the trusted trace owner's) and no one else may write them,
+    and their bytes are checked against the hashes the trace names.
   - Reading a trace (detrec info, detdiff) runs nothing and needs no trust.
 Standard library only.
 """

@@ -13,13 +13,14 @@ opt-out refuse in one line as before.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, detrec, detreplay, outcome
+from conftest import ROOT, detrec, detreplay, outcome, query
 
 SRC = ROOT / "tests" / "programs" / "keep_libs"
 CC = ["gcc", "-O1", "-g", "-Wall", "-Werror"]
@@ -194,3 +195,21 @@ def test_a_store_others_could_change_is_not_used(work: Path, tmp_path: Path, sto
     assert r.returncode == 2
     assert r.stderr.decode().splitlines()[-1] == (f"detreplay: {lib} changed since the recording loaded it (its "
                                                   "sha256 differs, or it is gone); --force replays anyway")
+
+
+def test_pack_after_an_update_packs_the_kept_copy(work: Path, tmp_path: Path) -> None:
+    """`detrec pack` once the library changed: the kept copy goes into the
+    trace, which then replays without the store."""
+    trace = tmp_path / "t.db"
+    stdout = record(work, trace)
+    lib = build_lib(work, 2)
+    r = detrec("pack", trace)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "not packed" not in r.stderr.decode(), r.stderr.decode()
+    kept = {p.name for p in objects(tmp_path)}
+    packed = dict(query(trace, "SELECT path, sha256 FROM packed WHERE type = 'file'"))
+    assert packed[str(lib)] in kept
+    shutil.rmtree(tmp_path / ".det-objects")
+    r = detreplay(trace)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == stdout
