@@ -94,12 +94,12 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
-	/* (an ordered replay keeps a pipe read in its place: it consumes what
+	/* (an ordered replay keeps a pipe read (or a socket pair's receive) in its place: it consumes what
 	 * another process wrote, and what the reader does next, like closing
 	 * its end, must not overtake the writer; a reader running ahead made a
 	 * pipeline's writer die of SIGPIPE early) */
 	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT) &&
-	    !(e->kind == DET_EV_PIPE_READ && !(flags & DET_F_RELAXED)))
+	    !((e->kind == DET_EV_PIPE_READ || e->kind == DET_EV_SOCK_RECV) && !(flags & DET_F_RELAXED)))
 		return;
 	struct last_event me = {t + 1, 0, idx};
 	if (flags & DET_F_RELAXED) {

@@ -109,7 +109,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('READ', 105, 'NONE', 'INPUT', 'read, readv, pread or preadv of a pipe, socket, terminal or device; aux = fd; result = bytes, or -errno; data = the bytes'),
     EventKind('FILE_READ', 106, 'NONE', 'INPUT', 'read of a regular file, re-read in replay; aux = fd; result = bytes, or -errno; data = a 64-bit hash of the bytes'),
     EventKind('PIPE_READ', 107, 'NONE', 'INPUT', 'read of a pipe both ends of which the program made; re-read in replay; aux = fd; data = the bytes'),
-    EventKind('RECV', 108, 'NONE', 'INPUT', 'recv, recvfrom or recvmsg; aux = fd; result = bytes, or -errno; data = address length, address, flags, bytes'),
+    EventKind('RECV', 108, 'NONE', 'INPUT', "recv, recvfrom, recvmsg or recvmmsg (one event a message) of a socket from the outside world; aux = fd; result = bytes (a datagram's full length with MSG_TRUNC), or -errno; data = name length, name bytes kept, control length, msg_flags, bytes copied (5 x 32 bits), the name, the ancillary data, the bytes; descriptors passed in it are stand-ins in replay, read from the recording"),
+    EventKind('SOCK_RECV', 93, 'NONE', 'INPUT', 'recv, recvfrom, recvmsg or recvmmsg of a socket pair both ends of which the program made: received again in replay and checked (descriptors passed in it are real, moved to their recorded numbers); aux = fd; result and data as RECV'),
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
@@ -219,6 +220,7 @@ READ = 105
 FILE_READ = 106
 PIPE_READ = 107
 RECV = 108
+SOCK_RECV = 93
 SEND = 109
 ACCEPT = 110
 CONNECT = 111
