@@ -155,7 +155,7 @@ static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flag
 		 * until they are all there) */
 		size_t done = 0, want = m->copied;
 		long nap = NAP_FIRST;
-		while (done < want || (!want && res == 0 && done == 0)) {
+		while (done < want) {
 			size_t skip = done, room = want - done;
 			int first = 0;
 			memcpy(local, msg->msg_iov, (size_t)n * sizeof(*local));
@@ -178,11 +178,10 @@ static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flag
 			got = res_of(real.recvmsg(fd, &r, rflags));
 			if (got == -EINTR)
 				continue;
-			if (got <= 0) { /* the end, or an error: not what the recording got */
-				if (!want && got == 0)
-					break;
+			if (got <= 0) /* the end, or an error: not what the recording got */
 				diverge_data(op, "a socket pair's receive returned another count than recorded");
-			}
+			if (!done)
+				msg->msg_controllen = r.msg_controllen;
 			if (flags & MSG_PEEK) {
 				if ((size_t)got < want) {
 					nap_longer(&nap);
@@ -191,8 +190,6 @@ static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flag
 				done = (size_t)got;
 				break;
 			}
-			if (!done)
-				msg->msg_controllen = r.msg_controllen;
 			done += (size_t)got;
 		}
 		if (done == (size_t)res)

@@ -33,7 +33,7 @@ def test_every_input_family_replays(tmp_path: Path) -> None:
     r = detrec("-o", trace, program("inputs_tour"))
     assert r.returncode == 0, r.stderr.decode()
     kinds = {k for (k,) in query(trace, "SELECT DISTINCT k.name FROM events e JOIN event_kinds k USING (kind)")}
-    # (recv on a socketpair of its own is a re-read pipe_read; curl and split_reads cover recv)
+    # (recv on a socketpair of its own is a re-received sock_recv; curl and split_reads cover recv)
     for want in ("clock_gettime", "gettimeofday", "time", "clock", "getrandom", "read", "pipe_read",
                  "poll", "select", "epoll_wait", "getpid", "getppid", "gettid", "sysconf", "sysinfo",
                  "sched_yield", "sleep", "signal", "rdtsc", "getcpu", "rusage", "times"):

@@ -97,6 +97,7 @@ int main(void)
 		_exit(0);
 	}
 	close(sv[1]);
+	receive(sv[0], MSG_PEEK); /* the peek passes the descriptor too */
 	receive(sv[0], 0);
 	write(sv[0], "k", 1);
 	int status;
