@@ -63,3 +63,11 @@ def test_raw_syscall_reads_and_writes(mode: str, tmp_path: Path) -> None:
     """syscall(SYS_readv/preadv/writev/recvmsg/recvmmsg/sendmsg/sendmmsg)
     go through det's wrappers like the libc calls, instead of stopping."""
     recorded_and_replayed_as_native("raw_io", mode, tmp_path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_socket_options_and_names(mode: str, tmp_path: Path) -> None:
+    """setsockopt(TCP_NODELAY) on an accepted connection (a stand-in in
+    replay), getsockopt(SO_ERROR) after a non-blocking connect (not made in
+    replay), getsockname and getpeername say what they said when recorded."""
+    recorded_and_replayed_as_native("sockopt_conn", mode, tmp_path)
