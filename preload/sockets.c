@@ -133,7 +133,7 @@ static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flag
 		return res;
 	int type = 0;
 	socklen_t tl = sizeof(type);
-	getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
+	real.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
 	/* the recorded bytes were there; in replay they may not be yet */
 	int rflags = flags & ~MSG_DONTWAIT;
 	struct iovec local[64];
@@ -556,4 +556,106 @@ DET_IMPL int det_impl_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, i
 		done++;
 	}
 	return done;
+}
+
+/*
+ * Options and names of a socket from the outside world: in replay it may be
+ * a stand-in (an accepted connection) or never connected (connect is not
+ * performed), so what they say is recorded (nginx sets TCP_NODELAY on its
+ * connections; a non-blocking connect's outcome is getsockopt(SO_ERROR)).
+ * setsockopt still runs in replay (a listening socket is real there, and
+ * SO_REUSEADDR decides its bind) but returns the recorded result.
+ */
+enum sockopt_call { SOCKOPT_SET, SOCKOPT_GET, SOCKOPT_NAME, SOCKOPT_PEER };
+
+struct sockopt_args {
+	enum sockopt_call call;
+	int fd, level, name;
+	void *val;
+	socklen_t *len;
+	const void *setval;
+	socklen_t setlen;
+};
+
+static int64_t perform_sockopt(const struct sockopt_args *a)
+{
+	switch (a->call) {
+	case SOCKOPT_SET:
+		return res_of(real.setsockopt(a->fd, a->level, a->name, a->setval, a->setlen));
+	case SOCKOPT_GET:
+		return res_of(real.getsockopt(a->fd, a->level, a->name, a->val, a->len));
+	case SOCKOPT_NAME:
+		return res_of(real.getsockname(a->fd, a->val, a->len));
+	default:
+		return res_of(real.getpeername(a->fd, a->val, a->len));
+	}
+}
+
+/* Recorded as: the length the call reported, then the bytes it wrote. */
+static int det_sockopt(struct sockopt_args *a, uint64_t ra)
+{
+	DET_ENTER(t);
+	if (!t || fd_class(a->fd) != FDC_SOCKET) {
+		if (t)
+			det_leave(t);
+		return (int)ret_of(perform_sockopt(a));
+	}
+	struct det_op op = {0};
+	int64_t res;
+	socklen_t room = a->len ? *a->len : 0;
+	if (det_input_begin(&op, t, DET_EV_SOCKOPT, (uint32_t)a->fd, ra)) {
+		res = op.rec->result;
+		if (a->call == SOCKOPT_SET)
+			perform_sockopt(a);
+		const uint8_t *d = det_replay_data(op.rec);
+		socklen_t got;
+		if (res == 0 && a->call != SOCKOPT_SET && op.rec->data_len >= sizeof(got) && a->len) {
+			memcpy(&got, d, sizeof(got));
+			size_t kept = op.rec->data_len - sizeof(got);
+			if (a->val)
+				memcpy(a->val, d + sizeof(got), kept < room ? kept : room);
+			*a->len = got;
+		}
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = perform_sockopt(a);
+		if (res == 0 && a->call != SOCKOPT_SET && a->len) {
+			socklen_t got = *a->len;
+			uint32_t kept = a->val ? (got < room ? got : room) : 0;
+			det_ops.rec_data(t, &got, sizeof(got));
+			if (kept)
+				det_ops.rec_data(t, a->val, kept);
+			det_ops.rec_input(&op, res, (uint32_t)sizeof(got) + kept);
+		} else {
+			det_input_end(&op, res, NULL, 0);
+		}
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct sockopt_args a = {SOCKOPT_SET, fd, level, name, NULL, NULL, val, len};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct sockopt_args a = {SOCKOPT_GET, fd, level, name, val, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockopt_args a = {SOCKOPT_NAME, fd, 0, 0, addr, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockopt_args a = {SOCKOPT_PEER, fd, 0, 0, addr, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
 }

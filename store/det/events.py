@@ -139,6 +139,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
     EventKind('PATH_RESOLVE', 88, 'NONE', 'INPUT', "realpath, canonicalize_file_name, readlink or readlinkat: what the file system says a name is (links read, whether it exists: glibc's realpath reads links inside libc, past det); aux = 0 realpath, 1 readlink; result = the length of the path returned, or -errno; data = that path, then the name asked about"),
     EventKind('DIR_READ', 99, 'NONE', 'INPUT', 'readdir or readdir64: the entry it returned; listings change between runs (a trace being written, files the run itself made) and programs act on them (Python imports list their path); result = 1, 0 at the end, or -errno; data = inode, offset, type and name'),
+    EventKind('SOCKOPT', 92, 'NONE', 'INPUT', 'setsockopt, getsockopt, getsockname or getpeername of a socket from the outside world (in replay a stand-in, or never connected); setsockopt runs in replay too but returns the recorded result; aux = fd; result = 0 or -errno; data = the length reported, then the bytes written'),
     EventKind('TRANSFER', 94, 'NONE', 'INPUT', "sendfile, splice, tee or copy_file_range: its count steers the program; into a socket from the outside world, replay sends nothing and moves the source on (a file's bytes checked by hash); from a socket or device, det read and wrote the bytes itself and replay writes them; otherwise replay moves the recorded count again; aux = the out fd; result = bytes, or -errno; data = source start, hash, hashed, copied (see preload/transfers.c), then the bytes copied"),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
     EventKind('OMP_LOCK', 77, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: a critical section or the atomic region entered (GOMP_critical_start, GOMP_critical_name_start, GOMP_atomic_start), or omp_set_lock or omp_set_nest_lock returned'),
@@ -250,6 +251,7 @@ ACCESS = 97
 TEMP_NAME = 98
 PATH_RESOLVE = 88
 DIR_READ = 99
+SOCKOPT = 92
 TRANSFER = 94
 WRITE = 123
 OMP_LOCK = 77
