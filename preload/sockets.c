@@ -1,7 +1,10 @@
 /*
- * preload/sockets.c - receiving and sending: recv* recorded; send*
- * checked against the recording in replay, never sent; writes to streams
- * (pipes, terminals, devices) share the send path, their result an input.
+ * preload/sockets.c - receiving and sending: recv* recorded with their
+ * address, ancillary data and msg_flags (a socket pair the program made is
+ * received again in replay and checked, its passed descriptors real);
+ * send* checked against the recording in replay, never sent; writes to
+ * streams (pipes, terminals, devices) share the send path, their result an
+ * input; options and names of outside-world sockets recorded.
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
