@@ -45,6 +45,7 @@
 #include <sys/timerfd.h>
 #include <sys/times.h>
 #include <sys/uio.h>
+#include <sys/sendfile.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>

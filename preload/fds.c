@@ -39,7 +39,7 @@
 #define FD_LIMIT 65536
 static _Atomic uint8_t fd_classes[FD_LIMIT];
 
-static void fd_set_class(int fd, enum fd_class c)
+void fd_set_class(int fd, enum fd_class c)
 {
 	if (fd >= 0 && fd < FD_LIMIT)
 		atomic_store_explicit(&fd_classes[fd], (uint8_t)c, memory_order_relaxed);
@@ -327,7 +327,7 @@ DET_IMPL int det_impl___open_2(const char *path, int flags)
 
 /* Replay: put a stand-in at the recorded fd number (one end of a
  * socketpair), so the program can poll, read, write and close it. */
-static int stand_in(int want)
+int stand_in(int want)
 {
 	int sv[2];
 	if (real.socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)

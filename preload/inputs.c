@@ -9,8 +9,8 @@
  * Rules of this file:
  *  - Every wrapper records the call's result and the bytes it produced, and
  *    in replay returns them without touching the world - except for sources
- *    that replay re-reads and checks instead (regular files, pipes whose both
- *    ends belong to the program, stdin fed by det): those are read for real
+ *    that replay re-reads and checks instead (regular files, pipes and socket
+ *    pairs whose both ends belong to the program, stdin fed by det): those are read for real
  *    and compared, so that writes into them still drain.
  *  - Which kind of source an fd is gets decided once per fd (fd_class) and
  *    the event kind records it; replay with another kind is a divergence.

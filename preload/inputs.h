@@ -29,6 +29,11 @@ enum fd_class {
 DET_HIDDEN enum fd_class fd_class(int fd);
 /* A pipe's or socket pair's key, by inode (both ends share it). */
 DET_HIDDEN uint64_t pipe_key(const struct stat *st);
+/* Set the class of fd (a descriptor that arrived another way: passed over a socket). */
+DET_HIDDEN void fd_set_class(int fd, enum fd_class c);
+/* Replay: a stand-in for a descriptor from the outside world (a socket pair
+ * end whose peer is gone) at the recorded number; -1 if it is taken. */
+DET_HIDDEN int stand_in(int want);
 /* Give fd the number `want` (replay restores recorded numbers); -1 if held too long. */
 DET_HIDDEN int move_fd(int fd, int want);
 

@@ -41,8 +41,8 @@ static const char *syscall_name(long nr)
 #define NAME(x)                                                                                    \
 	case SYS_##x:                                                                              \
 		return "SYS_" #x;
-		NAME(recvmmsg) NAME(io_uring_setup) NAME(io_uring_enter) NAME(io_submit) NAME(io_getevents)
-		NAME(epoll_wait) NAME(epoll_pwait) NAME(ppoll) NAME(pselect6) NAME(select) NAME(preadv)
+		NAME(io_uring_setup) NAME(io_uring_enter) NAME(io_submit) NAME(io_getevents)
+		NAME(epoll_wait) NAME(epoll_pwait) NAME(ppoll) NAME(pselect6) NAME(select)
 		NAME(preadv2) NAME(accept) NAME(accept4) NAME(fork) NAME(vfork) NAME(clone) NAME(clone3)
 		NAME(execve) NAME(execveat) NAME(rt_sigaction)
 #undef NAME
@@ -87,6 +87,26 @@ EXPORT long syscall(long nr, ...)
 				(socklen_t *)a[5]);
 	case SYS_recvmsg:
 		return recvmsg((int)a[0], (struct msghdr *)a[1], (int)a[2]);
+	case SYS_recvmmsg:
+		return recvmmsg((int)a[0], (struct mmsghdr *)a[1], (unsigned)a[2], (int)a[3], (struct timespec *)a[4]);
+	case SYS_preadv:
+		return preadv((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3]);
+	case SYS_preadv2: /* without flags (RWF_NOWAIT...), preadv; at offset -1, readv */
+		if (a[5] != 0)
+			goto unsupported;
+		return a[3] == -1 ? readv((int)a[0], (const struct iovec *)a[1], (int)a[2])
+				  : preadv((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3]);
+	case SYS_write:
+		return write((int)a[0], (const void *)a[1], (size_t)a[2]);
+	case SYS_writev:
+		return writev((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+	case SYS_sendto:
+		return sendto((int)a[0], (const void *)a[1], (size_t)a[2], (int)a[3], (const struct sockaddr *)a[4],
+			      (socklen_t)a[5]);
+	case SYS_sendmsg:
+		return sendmsg((int)a[0], (const struct msghdr *)a[1], (int)a[2]);
+	case SYS_sendmmsg:
+		return sendmmsg((int)a[0], (struct mmsghdr *)a[1], (unsigned)a[2], (int)a[3]);
 	case SYS_poll:
 		return poll((struct pollfd *)a[0], (nfds_t)a[1], (int)a[2]);
 	case SYS_sched_yield:
@@ -103,7 +123,6 @@ EXPORT long syscall(long nr, ...)
 		snprintf(call, sizeof(call), "syscall(%s)", syscall_name(nr));
 		return det_clone_syscall(nr, a, call, DET_RA());
 	}
-	case SYS_recvmmsg:
 	case SYS_io_uring_setup:
 	case SYS_io_uring_enter:
 	case SYS_io_submit:
@@ -113,13 +132,12 @@ EXPORT long syscall(long nr, ...)
 	case SYS_ppoll:
 	case SYS_pselect6:
 	case SYS_select:
-	case SYS_preadv:
-	case SYS_preadv2:
 	case SYS_accept:
 	case SYS_accept4:
 	case SYS_execve:
 	case SYS_execveat:
 	case SYS_rt_sigaction:
+	unsupported:
 		if (det_enter())
 			det_fatal("syscall(%s) is not supported by det: its result would not replay (use the libc "
 				  "function, which det records)",

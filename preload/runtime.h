@@ -31,6 +31,8 @@
 #include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/sendfile.h>
+#include <fcntl.h> /* splice, tee, loff_t */
 #include <sys/resource.h>
 #include <sys/times.h>
 #include <sys/stat.h>

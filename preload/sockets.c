@@ -1,7 +1,10 @@
 /*
- * preload/sockets.c - receiving and sending: recv* recorded; send*
- * checked against the recording in replay, never sent; writes to streams
- * (pipes, terminals, devices) share the send path, their result an input.
+ * preload/sockets.c - receiving and sending: recv* recorded with their
+ * address, ancillary data and msg_flags (a socket pair the program made is
+ * received again in replay and checked, its passed descriptors real);
+ * send* checked against the recording in replay, never sent; writes to
+ * streams (pipes, terminals, devices) share the send path, their result an
+ * input; options and names of outside-world sockets recorded.
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
@@ -34,54 +37,249 @@
 /* ------------------------------------------------------------------ */
 /* sockets */
 
-/* Recorded as: socklen_t address length, the address, int msg flags, the bytes. */
+/*
+ * A receive is recorded with what recvmsg hands back besides the bytes:
+ * struct recv_meta, then the address (name_kept bytes), the ancillary data
+ * (control_len bytes) and the bytes copied into the buffers (the result
+ * may be more: MSG_TRUNC gives a datagram's full length).
+ */
+struct recv_meta {
+	uint32_t name_len;    /* msg_namelen out: the address's real length */
+	uint32_t name_kept;   /* of it, the bytes that fit the caller's buffer */
+	uint32_t control_len; /* msg_controllen out */
+	int32_t msg_flags;    /* msg_flags out (MSG_TRUNC, MSG_CTRUNC, ...) */
+	uint32_t copied;      /* bytes copied into msg_iov */
+};
+
+static size_t iov_room(const struct msghdr *msg)
+{
+	size_t room = 0;
+	for (size_t i = 0; i < msg->msg_iovlen; i++)
+		room += msg->msg_iov[i].iov_len;
+	return room;
+}
+
+static void record_recv(struct det_op *op, struct msghdr *msg, socklen_t name_room, int64_t res)
+{
+	struct recv_meta m = {0};
+	if (res >= 0) {
+		m.name_len = msg->msg_name ? msg->msg_namelen : 0;
+		m.name_kept = m.name_len < name_room ? m.name_len : name_room;
+		m.control_len = msg->msg_control ? (uint32_t)msg->msg_controllen : 0;
+		m.msg_flags = msg->msg_flags;
+		size_t room = iov_room(msg);
+		m.copied = (uint32_t)((size_t)res < room ? (size_t)res : room);
+	}
+	det_ops.rec_data(op->t, &m, sizeof(m));
+	if (m.name_kept)
+		det_ops.rec_data(op->t, msg->msg_name, m.name_kept);
+	if (m.control_len)
+		det_ops.rec_data(op->t, msg->msg_control, m.control_len);
+	record_iov(op->t, msg->msg_iov, (int)msg->msg_iovlen, m.copied);
+	det_ops.rec_input(op, res, (uint32_t)(sizeof(m) + m.name_kept + m.control_len + m.copied));
+}
+
+/* The recorded receive's parts; NULL if its data is not that shape. */
+static const struct recv_meta *recorded_recv(const struct det_sched *e, const uint8_t **name, const uint8_t **control,
+					     const uint8_t **bytes)
+{
+	static __thread struct recv_meta m;
+	const uint8_t *d = det_replay_data(e);
+	if (e->data_len < sizeof(m))
+		return NULL;
+	memcpy(&m, d, sizeof(m));
+	if ((uint64_t)sizeof(m) + m.name_kept + m.control_len + m.copied != e->data_len)
+		return NULL;
+	*name = d + sizeof(m);
+	*control = *name + m.name_kept;
+	*bytes = *control + m.control_len;
+	return &m;
+}
+
+/* Give the program the recorded address, ancillary data and msg_flags. */
+static void give_recorded(struct msghdr *msg, const struct recv_meta *m, const uint8_t *name, const uint8_t *control)
+{
+	if (msg->msg_name && msg->msg_namelen)
+		memcpy(msg->msg_name, name, m->name_kept < msg->msg_namelen ? m->name_kept : msg->msg_namelen);
+	msg->msg_namelen = m->name_len;
+	size_t croom = msg->msg_control ? msg->msg_controllen : 0;
+	if (croom)
+		memcpy(msg->msg_control, control, m->control_len < croom ? m->control_len : croom);
+	msg->msg_controllen = m->control_len < croom ? m->control_len : croom;
+	msg->msg_flags = m->msg_flags;
+}
+
+/* The descriptors an SCM_RIGHTS message in this control data carries. */
+#define EACH_PASSED_FD(control, len, fdp)                                                          \
+	for (struct msghdr m_ = {.msg_control = (void *)(control), .msg_controllen = (len)},       \
+			  *once_ = &m_;                                                            \
+	     once_; once_ = NULL)                                                                 \
+		for (struct cmsghdr *c_ = CMSG_FIRSTHDR(&m_); c_; c_ = CMSG_NXTHDR(&m_, c_))        \
+			if (c_->cmsg_level == SOL_SOCKET && c_->cmsg_type == SCM_RIGHTS)            \
+				for (int *fdp = (int *)CMSG_DATA(c_);                                  \
+				     (char *)(fdp + 1) <= (char *)c_ + c_->cmsg_len; fdp++)
+
+/*
+ * A socket pair the program made: the sender is the program too and sends
+ * again in replay, so replay receives for real (descriptors passed are
+ * real, usable ones), waits for what the recording got, checks it, and
+ * gives the received descriptors their recorded numbers.
+ */
+static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flags)
+{
+	const uint8_t *name, *control, *bytes;
+	const struct recv_meta *m = recorded_recv(op->rec, &name, &control, &bytes);
+	int64_t res = op->rec->result;
+	if (!m)
+		diverge_data(op, "a recorded receive is damaged");
+	if (res < 0) /* EAGAIN of MSG_DONTWAIT, a reset: nothing to take */
+		return res;
+	int type = 0;
+	socklen_t tl = sizeof(type);
+	real.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl);
+	/* the recorded bytes were there; in replay they may not be yet */
+	int rflags = flags & ~MSG_DONTWAIT;
+	struct iovec local[64];
+	int n = msg->msg_iovlen < 64 ? (int)msg->msg_iovlen : 64;
+	memcpy(local, msg->msg_iov, (size_t)n * sizeof(*local));
+	struct msghdr r = *msg;
+	r.msg_iov = local;
+	r.msg_iovlen = (size_t)n;
+	int64_t got;
+	if (type != SOCK_STREAM) {
+		/* one datagram or record, its full length with MSG_TRUNC */
+		do
+			got = res_of(real.recvmsg(fd, &r, rflags));
+		while (got == -EINTR);
+		if (got != res)
+			diverge_data(op, "a socket pair's receive returned another count than recorded");
+	} else {
+		/* a stream: take exactly the recorded bytes (a peek looks again
+		 * until they are all there) */
+		size_t done = 0, want = m->copied;
+		long nap = NAP_FIRST;
+		while (done < want) {
+			size_t skip = done, room = want - done;
+			int first = 0;
+			memcpy(local, msg->msg_iov, (size_t)n * sizeof(*local));
+			while (first < n && skip >= local[first].iov_len)
+				skip -= local[first++].iov_len;
+			if (first < n) {
+				local[first].iov_base = (char *)local[first].iov_base + skip;
+				local[first].iov_len -= skip;
+			}
+			int last = first;
+			for (size_t have = 0; last < n && have < room; last++) {
+				have += local[last].iov_len;
+				if (have > room)
+					local[last].iov_len -= have - room;
+			}
+			r.msg_iov = &local[first];
+			r.msg_iovlen = (size_t)(last - first);
+			r.msg_control = done ? NULL : msg->msg_control;
+			r.msg_controllen = done ? 0 : msg->msg_controllen;
+			got = res_of(real.recvmsg(fd, &r, rflags));
+			if (got == -EINTR)
+				continue;
+			if (got <= 0) /* the end, or an error: not what the recording got */
+				diverge_data(op, "a socket pair's receive returned another count than recorded");
+			if (!done)
+				msg->msg_controllen = r.msg_controllen;
+			if (flags & MSG_PEEK) {
+				if ((size_t)got < want) {
+					nap_longer(&nap);
+					continue;
+				}
+				done = (size_t)got;
+				break;
+			}
+			done += (size_t)got;
+		}
+		if (done == (size_t)res)
+			got = res;
+		else
+			diverge_data(op, "a socket pair's receive returned another count than recorded");
+		r.msg_controllen = msg->msg_controllen;
+		r.msg_control = msg->msg_control;
+	}
+	if (!same_iov(msg->msg_iov, (int)msg->msg_iovlen, bytes, m->copied))
+		diverge_data(op, "a socket pair's receive returned other bytes than recorded");
+	/* descriptors passed: the recorded ones, in the recorded order */
+	size_t clen = msg->msg_control ? r.msg_controllen : 0;
+	if (clen != m->control_len)
+		diverge_data(op, "a socket pair's receive returned other ancillary data than recorded");
+	int want_fds[64], nwant = 0;
+	EACH_PASSED_FD(control, m->control_len, fdp)
+	if (nwant < 64)
+		memcpy(&want_fds[nwant++], fdp, sizeof(int));
+	int i = 0;
+	EACH_PASSED_FD(msg->msg_control, clen, fdp)
+	{
+		int have;
+		memcpy(&have, fdp, sizeof(int));
+		if (i >= nwant || move_fd(have, want_fds[i]) != want_fds[i])
+			diverge_data(op, "a descriptor passed over a socket pair cannot get its recorded number");
+		fd_set_class(want_fds[i++], FDC_UNKNOWN);
+	}
+	if (i != nwant)
+		diverge_data(op, "a socket pair's receive passed other descriptors than recorded");
+	give_recorded(msg, m, name, control); /* credentials as recorded: the recorded pids */
+	return res;
+}
+
 static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int flags, uint64_t ra)
 {
 	struct det_op op = {0};
-	if (fd_class(fd) == FDC_INTERNAL) {
-		/* a socketpair of the program's own: re-read like a pipe */
-		struct read_call rc = {fd, msg->msg_iov, (int)msg->msg_iovlen, 0, perform_read, 0, flags};
-		for (size_t i = 0; i < msg->msg_iovlen; i++)
-			rc.want += msg->msg_iov[i].iov_len;
-		msg->msg_namelen = 0;
-		msg->msg_controllen = 0;
-		msg->msg_flags = 0;
-		return det_read(t, &rc, ra);
-	}
+	enum fd_class c = fd_class(fd);
+	/* a socket pair of the program's own is received again in replay */
+	uint16_t kind = c == FDC_INTERNAL ? DET_EV_SOCK_RECV : DET_EV_RECV;
 	int64_t res;
-	if (det_input_begin(&op, t, DET_EV_RECV, (uint32_t)fd, ra)) {
-		res = op.rec->result;
-		const uint8_t *d = det_replay_data(op.rec);
-		size_t len = op.rec->data_len;
-		socklen_t alen = 0;
-		int mflags = 0;
-		if (len >= sizeof(alen) + sizeof(mflags)) {
-			memcpy(&alen, d, sizeof(alen));
-			if (sizeof(alen) + alen + sizeof(mflags) <= len) {
-				if (msg->msg_name && msg->msg_namelen)
-					memcpy(msg->msg_name, d + sizeof(alen), alen < msg->msg_namelen ? alen : msg->msg_namelen);
-				msg->msg_namelen = alen;
-				memcpy(&mflags, d + sizeof(alen) + alen, sizeof(mflags));
-				msg->msg_flags = mflags;
-				d += sizeof(alen) + alen + sizeof(mflags);
-				if (res > 0)
-					scatter(msg->msg_iov, (int)msg->msg_iovlen, d, (size_t)res);
+	if (det_input_begin(&op, t, kind, (uint32_t)fd, ra)) {
+		if (kind == DET_EV_SOCK_RECV) {
+			res = rereceive(&op, fd, msg, flags);
+		} else {
+			const uint8_t *name, *control, *bytes;
+			const struct recv_meta *m = recorded_recv(op.rec, &name, &control, &bytes);
+			res = op.rec->result;
+			if (!m)
+				diverge_data(&op, "a recorded receive is damaged");
+			if (res >= 0) {
+				scatter(msg->msg_iov, (int)msg->msg_iovlen, bytes, m->copied);
+				give_recorded(msg, m, name, control);
+				/* descriptors from the outside world: stand-ins at the
+				 * recorded numbers, read from the recording like it */
+				EACH_PASSED_FD(msg->msg_control, msg->msg_controllen, fdp)
+				{
+					int want;
+					memcpy(&want, fdp, sizeof(int));
+					if (stand_in(want) != want)
+						diverge_data(&op, "the recorded number of a descriptor received is taken");
+					fcntl(want, F_SETFD, flags & MSG_CMSG_CLOEXEC ? FD_CLOEXEC : 0);
+				}
 			}
 		}
-		msg->msg_controllen = 0;
 		det_input_end(&op, res, NULL, 0);
 		return ret_of(res);
 	}
+	socklen_t name_room = msg->msg_name ? msg->msg_namelen : 0;
 	res = res_of(BLOCKING(&op, real.recvmsg(fd, msg, flags)));
-	size_t bytes = res > 0 ? (size_t)res : 0;
-	socklen_t alen = msg->msg_name ? msg->msg_namelen : 0;
-	int mflags = res >= 0 ? msg->msg_flags : 0;
-	det_ops.rec_data(t, &alen, sizeof(alen));
-	if (alen)
-		det_ops.rec_data(t, msg->msg_name, alen);
-	det_ops.rec_data(t, &mflags, sizeof(mflags));
-	record_iov(t, msg->msg_iov, (int)msg->msg_iovlen, bytes);
-	det_ops.rec_input(&op, res, (uint32_t)(sizeof(alen) + alen + sizeof(mflags) + bytes));
+	if (res >= 0 && kind == DET_EV_RECV && msg->msg_control) {
+		/* read in replay from the recording, like the socket they came on */
+		EACH_PASSED_FD(msg->msg_control, msg->msg_controllen, fdp)
+		{
+			int got;
+			memcpy(&got, fdp, sizeof(int));
+			fd_set_class(got, FDC_SOCKET);
+		}
+	} else if (res >= 0 && msg->msg_control) {
+		EACH_PASSED_FD(msg->msg_control, msg->msg_controllen, fdp)
+		{
+			int got;
+			memcpy(&got, fdp, sizeof(int));
+			fd_set_class(got, FDC_UNKNOWN);
+		}
+	}
+	record_recv(&op, msg, name_room, res);
 	return ret_of(res);
 }
 
@@ -123,6 +321,33 @@ DET_IMPL ssize_t det_impl_recv(int fd, void *buf, size_t n, int flags)
 	struct iovec iov = {buf, n};
 	struct msghdr msg = {NULL, 0, &iov, 1, NULL, 0, 0};
 	DET_RECV_CALL(fd, msg, flags, real.recv(fd, buf, n, flags));
+}
+
+/* One event a message: the first as the flags say, the rest only if
+ * already there with MSG_WAITFORONE. (The timeout is not kept: a receive
+ * that waits, waits for its first message.) */
+DET_IMPL int det_impl_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.recvmmsg(fd, vec, vlen, flags, timeout);
+	int done = 0, e = 0;
+	for (unsigned i = 0; i < vlen; i++) {
+		int f = done && (flags & MSG_WAITFORONE) ? flags | MSG_DONTWAIT : flags;
+		ssize_t r = det_recv(t, fd, &vec[i].msg_hdr, f & ~MSG_WAITFORONE, DET_RA());
+		if (r < 0) {
+			e = errno;
+			break;
+		}
+		vec[i].msg_len = (unsigned)r;
+		done++;
+	}
+	det_leave(t);
+	if (!done) {
+		errno = e;
+		return -1;
+	}
+	return done;
 }
 
 DET_IMPL ssize_t det_impl___recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
@@ -320,4 +545,120 @@ DET_IMPL ssize_t det_impl_writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct send_args a = {fd, NULL, 0, 0, NULL, 0, NULL, iov, iovcnt};
 	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt), 1);
+}
+
+/* One sendmsg a message, to the first that fails. */
+DET_IMPL int det_impl_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	int done = 0;
+	for (unsigned i = 0; i < vlen; i++) {
+		ssize_t r = sendmsg(fd, &vec[i].msg_hdr, flags);
+		if (r < 0)
+			return done ? done : -1;
+		vec[i].msg_len = (unsigned)r;
+		done++;
+	}
+	return done;
+}
+
+/*
+ * Options and names of a socket from the outside world: in replay it may be
+ * a stand-in (an accepted connection) or never connected (connect is not
+ * performed), so what they say is recorded (nginx sets TCP_NODELAY on its
+ * connections; a non-blocking connect's outcome is getsockopt(SO_ERROR)).
+ * setsockopt still runs in replay (a listening socket is real there, and
+ * SO_REUSEADDR decides its bind) but returns the recorded result.
+ */
+enum sockopt_call { SOCKOPT_SET, SOCKOPT_GET, SOCKOPT_NAME, SOCKOPT_PEER };
+
+struct sockopt_args {
+	enum sockopt_call call;
+	int fd, level, name;
+	void *val;
+	socklen_t *len;
+	const void *setval;
+	socklen_t setlen;
+};
+
+static int64_t perform_sockopt(const struct sockopt_args *a)
+{
+	switch (a->call) {
+	case SOCKOPT_SET:
+		return res_of(real.setsockopt(a->fd, a->level, a->name, a->setval, a->setlen));
+	case SOCKOPT_GET:
+		return res_of(real.getsockopt(a->fd, a->level, a->name, a->val, a->len));
+	case SOCKOPT_NAME:
+		return res_of(real.getsockname(a->fd, a->val, a->len));
+	default:
+		return res_of(real.getpeername(a->fd, a->val, a->len));
+	}
+}
+
+/* Recorded as: the length the call reported, then the bytes it wrote. */
+static int det_sockopt(struct sockopt_args *a, uint64_t ra)
+{
+	DET_ENTER(t);
+	if (!t || fd_class(a->fd) != FDC_SOCKET) {
+		if (t)
+			det_leave(t);
+		return (int)ret_of(perform_sockopt(a));
+	}
+	struct det_op op = {0};
+	int64_t res;
+	socklen_t room = a->len ? *a->len : 0;
+	if (det_input_begin(&op, t, DET_EV_SOCKOPT, (uint32_t)a->fd, ra)) {
+		res = op.rec->result;
+		if (a->call == SOCKOPT_SET)
+			perform_sockopt(a);
+		const uint8_t *d = det_replay_data(op.rec);
+		socklen_t got;
+		if (res == 0 && a->call != SOCKOPT_SET && op.rec->data_len >= sizeof(got) && a->len) {
+			memcpy(&got, d, sizeof(got));
+			size_t kept = op.rec->data_len - sizeof(got);
+			if (a->val)
+				memcpy(a->val, d + sizeof(got), kept < room ? kept : room);
+			*a->len = got;
+		}
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = perform_sockopt(a);
+		if (res == 0 && a->call != SOCKOPT_SET && a->len) {
+			socklen_t got = *a->len;
+			uint32_t kept = a->val ? (got < room ? got : room) : 0;
+			det_ops.rec_data(t, &got, sizeof(got));
+			if (kept)
+				det_ops.rec_data(t, a->val, kept);
+			det_ops.rec_input(&op, res, (uint32_t)sizeof(got) + kept);
+		} else {
+			det_input_end(&op, res, NULL, 0);
+		}
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct sockopt_args a = {SOCKOPT_SET, fd, level, name, NULL, NULL, val, len};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct sockopt_args a = {SOCKOPT_GET, fd, level, name, val, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockopt_args a = {SOCKOPT_NAME, fd, 0, 0, addr, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockopt_args a = {SOCKOPT_PEER, fd, 0, 0, addr, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
 }

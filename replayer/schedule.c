@@ -110,11 +110,12 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		 * (a child another process killed at another moment). */
 		dep[0] = o->handoff;
 		o->handoff = me;
-		/* (an ordered replay keeps a pipe read in the global order too:
-		 * what the reader does next, like closing its end, must not
-		 * overtake the writer's process; a reader running ahead made a
-		 * pipeline's writer die of SIGPIPE early) */
-		if (e->kind == DET_EV_PIPE_READ && !(flags & DET_F_RELAXED)) {
+		/* (an ordered replay keeps a pipe read, or a socket pair's
+		 * receive, in the global order too: what the reader does next,
+		 * like closing its end, must not overtake the writer's process; a
+		 * reader running ahead made a pipeline's writer die of SIGPIPE
+		 * early) */
+		if ((e->kind == DET_EV_PIPE_READ || e->kind == DET_EV_SOCK_RECV) && !(flags & DET_F_RELAXED)) {
 			dep[1] = o->prev;
 			o->prev = me;
 		}

@@ -414,6 +414,7 @@ enum det_point det_strict_point_of(uint16_t kind, int64_t result)
 	case DET_EV_READ:
 	case DET_EV_PIPE_READ:
 	case DET_EV_RECV:
+	case DET_EV_SOCK_RECV:
 	case DET_EV_ACCEPT:
 	case DET_EV_WRITE:
 		return result == -EAGAIN ? DET_POINT_SPIN : DET_POINT_EVENT;

@@ -67,6 +67,7 @@ static inline int det_kind_handoff(unsigned kind)
 	case DET_EV_READ:
 	case DET_EV_PIPE_READ:
 	case DET_EV_RECV:
+	case DET_EV_SOCK_RECV:
 	case DET_EV_POLL:
 	case DET_EV_SELECT:
 	case DET_EV_EPOLL_WAIT:

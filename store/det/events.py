@@ -109,7 +109,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('READ', 105, 'NONE', 'INPUT', 'read, readv, pread or preadv of a pipe, socket, terminal or device; aux = fd; result = bytes, or -errno; data = the bytes'),
     EventKind('FILE_READ', 106, 'NONE', 'INPUT', 'read of a regular file, re-read in replay; aux = fd; result = bytes, or -errno; data = a 64-bit hash of the bytes'),
     EventKind('PIPE_READ', 107, 'NONE', 'INPUT', 'read of a pipe both ends of which the program made; re-read in replay; aux = fd; data = the bytes'),
-    EventKind('RECV', 108, 'NONE', 'INPUT', 'recv, recvfrom or recvmsg; aux = fd; result = bytes, or -errno; data = address length, address, flags, bytes'),
+    EventKind('RECV', 108, 'NONE', 'INPUT', "recv, recvfrom, recvmsg or recvmmsg (one event a message) of a socket from the outside world; aux = fd; result = bytes (a datagram's full length with MSG_TRUNC), or -errno; data = name length, name bytes kept, control length, msg_flags, bytes copied (5 x 32 bits), the name, the ancillary data, the bytes; descriptors passed in it are stand-ins in replay, read from the recording"),
+    EventKind('SOCK_RECV', 93, 'NONE', 'INPUT', 'recv, recvfrom, recvmsg or recvmmsg of a socket pair both ends of which the program made: received again in replay and checked (descriptors passed in it are real, moved to their recorded numbers); aux = fd; result and data as RECV'),
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
@@ -138,6 +139,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
     EventKind('PATH_RESOLVE', 88, 'NONE', 'INPUT', "realpath, canonicalize_file_name, readlink or readlinkat: what the file system says a name is (links read, whether it exists: glibc's realpath reads links inside libc, past det); aux = 0 realpath, 1 readlink; result = the length of the path returned, or -errno; data = that path, then the name asked about"),
     EventKind('DIR_READ', 99, 'NONE', 'INPUT', 'readdir or readdir64: the entry it returned; listings change between runs (a trace being written, files the run itself made) and programs act on them (Python imports list their path); result = 1, 0 at the end, or -errno; data = inode, offset, type and name'),
+    EventKind('SOCKOPT', 92, 'NONE', 'INPUT', 'setsockopt, getsockopt, getsockname or getpeername of a socket from the outside world (in replay a stand-in, or never connected); setsockopt runs in replay too but returns the recorded result; aux = fd; result = 0 or -errno; data = the length reported, then the bytes written'),
+    EventKind('TRANSFER', 94, 'NONE', 'INPUT', "sendfile, splice, tee or copy_file_range: its count steers the program; into a socket from the outside world, replay sends nothing and moves the source on (a file's bytes checked by hash); from a socket or device, det read and wrote the bytes itself and replay writes them; otherwise replay moves the recorded count again; aux = the out fd; result = bytes, or -errno; data = source start, hash, hashed, copied (see preload/transfers.c), then the bytes copied"),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device: its result (a short count, EAGAIN) steers the program; replay writes exactly that; aux = fd'),
     EventKind('OMP_LOCK', 77, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: a critical section or the atomic region entered (GOMP_critical_start, GOMP_critical_name_start, GOMP_atomic_start), or omp_set_lock or omp_set_nest_lock returned'),
     EventKind('OMP_TESTLOCK', 78, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: omp_test_lock or omp_test_nest_lock returned; result = 0 if it took the lock, else EBUSY'),
@@ -219,6 +222,7 @@ READ = 105
 FILE_READ = 106
 PIPE_READ = 107
 RECV = 108
+SOCK_RECV = 93
 SEND = 109
 ACCEPT = 110
 CONNECT = 111
@@ -247,6 +251,8 @@ ACCESS = 97
 TEMP_NAME = 98
 PATH_RESOLVE = 88
 DIR_READ = 99
+SOCKOPT = 92
+TRANSFER = 94
 WRITE = 123
 OMP_LOCK = 77
 OMP_TESTLOCK = 78

@@ -33,7 +33,7 @@ def test_every_input_family_replays(tmp_path: Path) -> None:
     r = detrec("-o", trace, program("inputs_tour"))
     assert r.returncode == 0, r.stderr.decode()
     kinds = {k for (k,) in query(trace, "SELECT DISTINCT k.name FROM events e JOIN event_kinds k USING (kind)")}
-    # (recv on a socketpair of its own is a re-read pipe_read; curl and split_reads cover recv)
+    # (recv on a socketpair of its own is a re-received sock_recv; curl and split_reads cover recv)
     for want in ("clock_gettime", "gettimeofday", "time", "clock", "getrandom", "read", "pipe_read",
                  "poll", "select", "epoll_wait", "getpid", "getppid", "gettid", "sysconf", "sysinfo",
                  "sched_yield", "sleep", "signal", "rdtsc", "getcpu", "rusage", "times"):
@@ -99,7 +99,7 @@ def test_blocked_read_is_a_readable_trace(tmp_path: Path) -> None:
 def test_unsupported_syscall_is_named(tmp_path: Path) -> None:
     r = detrec("-o", tmp_path / "raw.db", program("rawsyscall"))
     assert r.returncode == 125
-    assert b"syscall(SYS_recvmmsg) is not supported by det" in r.stderr, r.stderr.decode()
+    assert b"syscall(SYS_io_uring_setup) is not supported by det" in r.stderr, r.stderr.decode()
 
 
 def test_changed_file_is_reported(tmp_path: Path) -> None:
