@@ -8,7 +8,6 @@
  *  - It prints one line per check, "ok NAME" or "FAIL NAME: why", and
  *    nothing that differs between a recording and its replay.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
