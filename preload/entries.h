@@ -34,6 +34,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/select.h>

@@ -241,9 +241,10 @@ void det_sup_feed_stop(struct det_sup *s);
 uint64_t det_sup_events_done(struct det_sup *s);
 /* Replay: the recording's process `idx` had pid rec_pid and ended with
  * wait status rec_status (-1: unknown); thread `num` ran in process
- * `proc`. Set before the program starts. */
+ * `proc` as kernel thread rec_ktid, and `yielded` says whether it ended
+ * waiting for the strict token. Set before the program starts. */
 int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status);
-int det_sup_replay_thread_process(struct det_sup *s, uint32_t num, uint32_t proc);
+int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, int64_t rec_ktid, uint32_t yielded);
 
 /* Replay's enforcement backends (include/det/turns.def): the name of
  * number i, or NULL past the last; det_sup_turns makes the region use the

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void check(const char *name, int ok, const char *why)
@@ -137,6 +138,19 @@ static void self_checks(void)
 	struct iovec local = {&copy, sizeof(copy)}, remote = {&word, sizeof(word)};
 	check("process_vm_readv getpid", process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof(word) && copy == 42,
 	      "failed");
+	int sv[2];
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+	check("SO_PEERCRED", socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 &&
+				     getsockopt(sv[0], SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid == pid,
+	      "the peer is not getpid()");
+	close(sv[0]);
+	close(sv[1]);
+	struct sigevent ev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGRTMIN};
+	ev._sigev_un._tid = tid;
+	timer_t timer;
+	check("timer_create SIGEV_THREAD_ID gettid", timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0, "failed");
+	timer_delete(timer);
 	check("getpgid getpid", getpgid(pid) >= 0, "failed");
 	check("getsid getpid", getsid(pid) >= 0, "failed");
 }
