@@ -178,8 +178,33 @@ static void thread_checks(void)
 	pthread_join(th, NULL);
 }
 
+/* A child's own ids and its parent's, checked in the child: the number of
+ * calls that failed is its exit status. */
+static int child_self_checks(void)
+{
+	pid_t pid = getpid(), tid = gettid(), parent = getppid();
+	int failed = 0, s = socket(AF_INET, SOCK_STREAM, 0);
+	failed += fcntl(s, F_SETOWN, pid) != 0 || fcntl(s, F_GETOWN) != pid;
+	close(s);
+	failed += syscall(SYS_tgkill, pid, tid, 0) != 0;
+	failed += kill(parent, 0) != 0;
+	failed += proc_field(parent, "status", "\nPid:") != parent;
+	failed += proc_field(pid, "status", "\nPPid:") != parent;
+	cpu_set_t cpus;
+	failed += sched_getaffinity(pid, sizeof(cpus), &cpus) != 0;
+	return failed;
+}
+
 static void child_checks(void)
 {
+	pid_t self_checker = fork();
+	if (self_checker == 0)
+		_exit(child_self_checks());
+	int status = -1;
+	check("child's own ids", waitpid(self_checker, &status, 0) == self_checker && WIFEXITED(status) &&
+					 WEXITSTATUS(status) == 0,
+	      "calls with the child's ids failed in the child");
+
 	pid_t child = fork();
 	if (child == 0) {
 		setpgid(0, 0);
