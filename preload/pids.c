@@ -9,8 +9,9 @@
  *  - One map: the region's process table (rec_pid -> pid) and thread slots
  *    (rec_ktid -> ktid), shared by the whole process tree. The supervisor
  *    fills the recorded ids from the trace before the program starts; each
- *    process and thread writes its live id as it starts. An id that is not
- *    the program's (another process on the machine) passes unchanged, and
+ *    process and thread writes its live id as it starts. A parent outside
+ *    the program joins the map when getppid names it (det_pid_note_parent).
+ *    Any other id (another process on the machine) passes unchanged, and
  *    recording changes nothing.
  *  - The calls that take or return ids are wrapped here, at the syscall
  *    boundary, with the libc function's own semantics (real.X); syscall()
@@ -27,12 +28,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <linux/sockios.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <termios.h>
 #include <unistd.h>
 
 static inline int translating(void)
@@ -61,6 +65,12 @@ pid_t det_pid_to_real(pid_t pid)
 		if (s->rec_ktid == pid && s->ktid && atomic_load(&s->state) != DET_TS_FREE)
 			return s->ktid;
 	}
+	for (uint32_t i = 0; i < nprocs(); i++) {
+		struct det_proc *p = proc_at(i);
+		int32_t live = atomic_load(&p->live_ppid);
+		if (live && p->rec_ppid == pid)
+			return live;
+	}
 	return pid;
 }
 
@@ -78,7 +88,24 @@ pid_t det_pid_to_rec(pid_t pid)
 		if (s->ktid == pid && s->rec_ktid && atomic_load(&s->state) != DET_TS_FREE)
 			return s->rec_ktid;
 	}
+	for (uint32_t i = 0; i < nprocs(); i++) {
+		struct det_proc *p = proc_at(i);
+		if (atomic_load(&p->live_ppid) == pid && p->rec_ppid)
+			return p->rec_ppid;
+	}
 	return pid;
+}
+
+/* getppid returned the recorded `rec`: a parent outside the program (the
+ * top process's: a shell, a service manager) is known from here on as the
+ * live one. A parent inside the program is in the table already. */
+void det_pid_note_parent(pid_t rec)
+{
+	if (!translating() || rec <= 0 || det_pid_to_real(rec) != rec)
+		return;
+	struct det_proc *p = proc_at(det_proc);
+	p->rec_ppid = rec;
+	atomic_store(&p->live_ppid, (int32_t)det_sys(SYS_getppid, 0, 0, 0, 0, 0, 0));
 }
 
 /* A pid argument that may name a process group by its negation (kill,
@@ -217,6 +244,79 @@ DET_IMPL int det_impl_fcntl(int fd, int cmd, ...)
 	return (int)r;
 }
 
+/* ioctl's owners and terminal groups: FIOSETOWN and SIOCSPGRP are
+ * F_SETOWN (a negative id is a group), TIOCSPGRP takes a group; the GET
+ * requests hand ids back. */
+static int id_ioctl(unsigned long req)
+{
+	return req == FIOSETOWN || req == SIOCSPGRP || req == TIOCSPGRP || req == FIOGETOWN || req == SIOCGPGRP ||
+	       req == TIOCGPGRP || req == TIOCGSID;
+}
+
+static long ids_ioctl(long (*call)(int, unsigned long, long), int fd, unsigned long req, long arg)
+{
+	int *id = (int *)arg;
+	if (req == FIOSETOWN || req == SIOCSPGRP || req == TIOCSPGRP) {
+		int live = id ? det_pid_arg_to_live(*id) : 0;
+		return call(fd, req, id ? (long)&live : arg);
+	}
+	long r = call(fd, req, arg);
+	if (r == 0 && id)
+		*id = pid_arg_to_rec(*id);
+	return r;
+}
+
+static long libc_ioctl(int fd, unsigned long req, long arg)
+{
+	return real.ioctl(fd, req, arg);
+}
+
+static long raw_ioctl(int fd, unsigned long req, long arg)
+{
+	return real.syscall(SYS_ioctl, fd, req, arg, 0, 0, 0);
+}
+
+DET_IMPL int det_impl_ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	det_init();
+	if (id_ioctl(req) && translating())
+		return (int)ids_ioctl(libc_ioctl, fd, req, arg);
+	if (det_likely(real.ioctl != NULL))
+		return real.ioctl(fd, req, arg);
+	long r = det_sys(SYS_ioctl, fd, (long)req, arg, 0, 0, 0); /* det's own start-up */
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
+}
+
+/* glibc's terminal group calls use its own ioctl, out of det's sight */
+
+DET_IMPL pid_t det_impl_tcgetpgrp(int fd)
+{
+	det_init();
+	pid_t r = real.tcgetpgrp(fd);
+	return r > 0 ? det_pid_to_rec(r) : r;
+}
+
+DET_IMPL int det_impl_tcsetpgrp(int fd, pid_t pgrp)
+{
+	det_init();
+	return real.tcsetpgrp(fd, det_pid_to_real(pgrp));
+}
+
+DET_IMPL pid_t det_impl_tcgetsid(int fd)
+{
+	det_init();
+	pid_t r = real.tcgetsid(fd);
+	return r > 0 ? det_pid_to_rec(r) : r;
+}
+
 /* ------------------------------------------------------------------ */
 /* calls that name a process or thread */
 
@@ -343,6 +443,13 @@ DET_IMPL pid_t det_impl_getsid(pid_t pid)
 	return r > 0 ? det_pid_to_rec(r) : r;
 }
 
+DET_IMPL pid_t det_impl_setsid(void)
+{
+	det_init();
+	pid_t r = real.setsid();
+	return r > 0 ? det_pid_to_rec(r) : r;
+}
+
 /* A socket's peer (SO_PEERCRED): a process of the program is named by its
  * recorded pid. */
 static void peercred_to_rec(int level, int name, void *val, const socklen_t *len)
@@ -405,8 +512,14 @@ int det_pids_syscall(long nr, const long a[6], long *result)
 		id_result = 1;
 		break;
 	case SYS_getpgrp:
+	case SYS_setsid:
 		id_result = 1;
 		break;
+	case SYS_ioctl:
+		if (!id_ioctl((unsigned long)a[1]))
+			return 0;
+		*result = ids_ioctl(raw_ioctl, (int)a[0], (unsigned long)a[1], a[2]);
+		return 1;
 	case SYS_getpriority:
 	case SYS_setpriority:
 		b[1] = (long)prio_who((int)a[0], (id_t)a[1]);

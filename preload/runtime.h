@@ -255,6 +255,8 @@ DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
 DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
 /* ... of a pid argument that may be a negated process group (kill) */
 DET_HIDDEN pid_t det_pid_arg_to_live(pid_t pid);
+/* replay: getppid returned the recorded pid `rec` (machine.c) */
+DET_HIDDEN void det_pid_note_parent(pid_t rec);
 /* path with its /proc/PID and /proc/PID/task/TID ids made live (in buf, n
  * bytes), or path itself */
 DET_HIDDEN const char *det_live_path(const char *path, char *buf, size_t n);

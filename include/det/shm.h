@@ -300,10 +300,13 @@ struct det_proc {
 	DET_ATOMIC(int32_t) status;     /* wait status, once its parent collected it */
 	DET_ATOMIC(uint32_t) status_known;
 	uint32_t execs;                 /* images it exec'd */
-	uint32_t pad;
+	/* replay: the parent getppid returned when that parent is not one of
+	 * the program's processes (the top process's), recorded and live */
+	int32_t rec_ppid;
+	DET_ATOMIC(int32_t) live_ppid;
 	int32_t rec_status;             /* replay: how it ended in the recording (a wait status)... */
 	uint32_t rec_status_known;      /* ... if its parent collected it */
-	char exe[64];                   /* the last image's file name (for reports; may be cut) */
+	char exe[60];                   /* the last image's file name (for reports; may be cut) */
 };
 
 /* A loaded ELF object, for symbolizing return addresses later. */

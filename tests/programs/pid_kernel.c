@@ -102,6 +102,11 @@ static void self_checks(void)
 	      "fcntl(F_GETOWN_EX) is not the tid set");
 
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int owner = pid, got = 0;
+	check("FIOSETOWN getpid", ioctl(s, FIOSETOWN, &owner) == 0, "ioctl(FIOSETOWN) failed");
+	check("FIOGETOWN", ioctl(s, FIOGETOWN, &got) == 0 && got == pid, "ioctl(FIOGETOWN) is not the pid set");
+	check("kill getppid 0", kill(getppid(), 0) == 0, "kill failed");
+
 	check("pidfd_open getpid", pfd >= 0, "pidfd_open failed");
 	if (pfd >= 0)
 		close(pfd);
@@ -192,6 +197,7 @@ static int child_self_checks(void)
 	failed += proc_field(pid, "status", "\nPPid:") != parent;
 	cpu_set_t cpus;
 	failed += sched_getaffinity(pid, sizeof(cpus), &cpus) != 0;
+	failed += setsid() != pid || getsid(0) != pid || getpgrp() != pid;
 	return failed;
 }
 
