@@ -248,6 +248,11 @@ static void proc_checks(pid_t worker, pid_t child)
 	check("/proc/PID/status", proc_field(pid, "status", "\nPid:") == pid, "its Pid is not getpid()");
 	check("thread /proc/TID/stat", proc_field(worker, "stat", "") == worker, "its first field is not the tid");
 	check("thread listed in /proc/PID/task", task_listed(worker), "not listed");
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)worker);
+	FILE *f = fopen(path, "r");
+	check("fopen /proc/self/task/TID/stat", f != NULL, "fopen failed");
+	if (f)
+		fclose(f);
 	check("child /proc/PID/stat", proc_field(child, "stat", "") == child, "its first field is not its pid");
 }
 
