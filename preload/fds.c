@@ -231,7 +231,8 @@ static int64_t do_dup(void *p)
 static int64_t do_openat(void *p)
 {
 	struct fd_args *a = p;
-	return res_of(real.openat(a->a, a->path, a->flags, a->mode));
+	char live[PATH_MAX]; /* /proc/PID paths name this run's ids (pids.c) */
+	return res_of(real.openat(a->a, det_live_path(a->path, live, sizeof(live)), a->flags, a->mode));
 }
 
 static void split_pair(int64_t res, int fds[2])
@@ -599,7 +600,8 @@ struct fopen_args {
 static int64_t do_fopen(void *p)
 {
 	struct fopen_args *a = p;
-	a->f = real.fopen(a->fd.path, a->mode);
+	char live[PATH_MAX]; /* /proc/PID paths name this run's ids (pids.c) */
+	a->f = real.fopen(det_live_path(a->fd.path, live, sizeof(live)), a->mode);
 	return a->f ? fileno(a->f) : -(int64_t)errno;
 }
 

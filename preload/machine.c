@@ -112,7 +112,10 @@ DET_IMPL pid_t det_impl_getppid(void)
 {
 	int passed;
 	int64_t r = simple_input(DET_EV_GETPPID, 0, get_ppid, DET_RA(), &passed);
-	return passed ? real.getppid() : (pid_t)r;
+	if (passed)
+		return real.getppid();
+	det_pid_note_parent((pid_t)r); /* kill(getppid()) reaches it (pids.c) */
+	return (pid_t)r;
 }
 
 DET_IMPL pid_t det_impl_gettid(void)

@@ -19,7 +19,8 @@
  *    and exec, since the spawn glibc makes inside them is invisible.
  *  - Replay makes real processes too. The pids the program sees are the
  *    recorded ones (fork's result, getpid, wait's result); calls that take
- *    a pid (kill, waitpid...) translate them back through the table.
+ *    a pid (kill, waitpid...) translate them back through the table
+ *    (preload/pids.c holds the map and the other calls that take ids).
  *  - A child det cannot follow (statically linked, set-user-ID, with file
  *    capabilities it would gain, not x86-64, started by a raw clone) stops
  *    the run with a message naming it: a trace without it would not replay.
@@ -57,19 +58,6 @@ static int32_t sys_getpid(void)
 	return (int32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 }
 
-pid_t det_pid_to_real(pid_t pid)
-{
-	if (!det_hdr || det_mode != DET_MODE_REPLAY || pid <= 0)
-		return pid;
-	for (uint32_t i = 0; i < nprocs(); i++) {
-		struct det_proc *p = proc_at(i);
-		int32_t real_pid = atomic_load(&p->pid);
-		if (p->rec_pid == pid && real_pid)
-			return real_pid;
-	}
-	return pid;
-}
-
 /* Is pid one of the program's processes (in this run)? */
 int det_pid_is_program(pid_t pid)
 {
@@ -79,16 +67,6 @@ int det_pid_is_program(pid_t pid)
 		if (atomic_load(&proc_at(i)->pid) == pid)
 			return 1;
 	return 0;
-}
-
-/* A process-group or pid argument: positive pids and negative groups. */
-static pid_t translate(pid_t pid)
-{
-	if (pid > 0)
-		return det_pid_to_real(pid);
-	if (pid < -1)
-		return -det_pid_to_real(-pid);
-	return pid;
 }
 
 static void note_exe(struct det_proc *p)
@@ -252,7 +230,7 @@ int det_process_attach(void)
 DET_IMPL int det_impl_kill(pid_t pid, int sig)
 {
 	det_init();
-	return real.kill(translate(pid), sig);
+	return real.kill(det_pid_arg_to_live(pid), sig);
 }
 
 DET_IMPL int det_impl_killpg(pid_t pgrp, int sig)
@@ -264,7 +242,7 @@ DET_IMPL int det_impl_killpg(pid_t pgrp, int sig)
 DET_IMPL int det_impl_setpgid(pid_t pid, pid_t pgid)
 {
 	det_init();
-	return (int)syscall(SYS_setpgid, translate(pid), translate(pgid));
+	return (int)real.syscall(SYS_setpgid, det_pid_arg_to_live(pid), det_pid_arg_to_live(pgid));
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
  * preload/rawsys.c - syscall(): the same calls by number as the wrappers;
- * inputs det cannot replay stop the program here.
+ * inputs det cannot replay stop the program here; calls that take process
+ * or thread ids translate them as their wrappers do (preload/pids.c).
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
@@ -144,5 +145,8 @@ EXPORT long syscall(long nr, ...)
 				  syscall_name(nr));
 		break;
 	}
+	long r;
+	if (det_pids_syscall(nr, a, &r)) /* a process or thread id in or out (pids.c) */
+		return r;
 	return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

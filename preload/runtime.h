@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <semaphore.h>
 #include <spawn.h>
@@ -249,8 +250,23 @@ DET_HIDDEN extern uint32_t det_proc; /* this process's index in the region's pro
 /* Find out which of the program's processes this is and attach its thread;
  * returns 1 for the program's first process (the caller attaches T0). */
 DET_HIDDEN int det_process_attach(void);
-/* The pid a program-visible pid stands for in this run (replay). */
+/* Process and thread ids (pids.c): the live id a program-visible
+ * (recorded) id stands for in this run, and back; unchanged when recording
+ * and for ids that are not the program's. */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
+DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+/* ... of a pid argument that may be a negated process group (kill) */
+DET_HIDDEN pid_t det_pid_arg_to_live(pid_t pid);
+/* replay: getppid returned the recorded pid `rec` (machine.c) */
+DET_HIDDEN void det_pid_note_parent(pid_t rec);
+/* path with its /proc/PID and /proc/PID/task/TID ids made live (in buf, n
+ * bytes), or path itself */
+DET_HIDDEN const char *det_live_path(const char *path, char *buf, size_t n);
+/* ev, or a copy of it in *copy naming the live thread (SIGEV_THREAD_ID) */
+DET_HIDDEN const struct sigevent *det_live_sigevent(const struct sigevent *ev, struct sigevent *copy);
+/* syscall(nr, a...) of a call that takes or returns ids: done with them
+ * translated, its result in *result; 0 if nr is not one (or not replaying) */
+DET_HIDDEN int det_pids_syscall(long nr, const long a[6], long *result);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);

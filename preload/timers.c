@@ -106,8 +106,10 @@ static void start_helper(void)
 EXPORT int timer_create(clockid_t clock, struct sigevent *ev, timer_t *id)
 {
 	det_init();
-	if (!det_mode || !ev || ev->sigev_notify != SIGEV_THREAD || !det_tls.active)
-		return real.timer_create(clock, ev, id);
+	if (!det_mode || !ev || ev->sigev_notify != SIGEV_THREAD || !det_tls.active) {
+		struct sigevent live; /* a thread it names is this run's (pids.c) */
+		return real.timer_create(clock, (struct sigevent *)det_live_sigevent(ev, &live), id);
+	}
 	pthread_once(&helper_once, start_helper);
 	size_t stack = 0;
 	if (ev->sigev_notify_attributes)

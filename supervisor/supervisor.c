@@ -248,14 +248,16 @@ SUP_EXPORT int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t r
 	return 0;
 }
 
-/* A recorded thread's process, and whether it waited for the strict token
- * after its last event when the recording ended. */
-SUP_EXPORT int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, uint32_t yielded)
+/* A recorded thread's process, its kernel thread id (what the program's
+ * ids stand for: preload/process.c translates them), and whether it waited
+ * for the strict token after its last event when the recording ended. */
+SUP_EXPORT int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, int64_t rec_ktid, uint32_t yielded)
 {
 	if (num >= s->fixed.max_threads || proc >= s->fixed.max_procs)
 		return sup_fail(s, "the trace puts thread T%u in process %u", num, proc);
 	struct det_slot *sl = sup_slot(s, num);
 	sl->proc = proc;
+	sl->rec_ktid = (int32_t)rec_ktid;
 	atomic_store(&sl->strict_yielded, yielded ? 1 : 0);
 	return 0;
 }

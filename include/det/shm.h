@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 10
+#define DET_SHM_VERSION 11
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -160,7 +160,7 @@ struct det_slot {
 	/* line 0: identity, written before the thread runs */
 	uint32_t num;
 	uint32_t parent;
-	int32_t ktid;
+	int32_t ktid;           /* kernel thread id in this run */
 	uint32_t ring;          /* ring index + 1, 0: none */
 	uint64_t create_seq;
 	uint64_t pthread;       /* pthread_self() */
@@ -168,7 +168,8 @@ struct det_slot {
 	uint64_t start_arg;
 	uint32_t obj;           /* the thread's own object id */
 	uint32_t proc;          /* its process: index in the process table */
-	uint32_t pad0[2];
+	int32_t rec_ktid;       /* replay: the thread id the recording saw (0: not known) */
+	uint32_t pad0;
 	/* line 1: state, written by the thread */
 	DET_ATOMIC(uint32_t) state;
 	DET_ATOMIC(uint32_t) blocked_kind; /* event kind it is blocked in, 0: running */
@@ -300,10 +301,13 @@ struct det_proc {
 	DET_ATOMIC(int32_t) status;     /* wait status, once its parent collected it */
 	DET_ATOMIC(uint32_t) status_known;
 	uint32_t execs;                 /* images it exec'd */
-	uint32_t pad;
+	/* replay: the parent getppid returned when that parent is not one of
+	 * the program's processes (the top process's), recorded and live */
+	int32_t rec_ppid;
+	DET_ATOMIC(int32_t) live_ppid;
 	int32_t rec_status;             /* replay: how it ended in the recording (a wait status)... */
 	uint32_t rec_status_known;      /* ... if its parent collected it */
-	char exe[64];                   /* the last image's file name (for reports; may be cut) */
+	char exe[60];                   /* the last image's file name (for reports; may be cut) */
 };
 
 /* A loaded ELF object, for symbolizing return addresses later. */

@@ -244,12 +244,12 @@ void det_sup_feed_stop(struct det_sup *s);
 uint64_t det_sup_events_done(struct det_sup *s);
 /* Replay: the recording's process `idx` had pid rec_pid and ended with
  * wait status rec_status (-1: unknown); thread `num` ran in process
- * `proc` (and, strict mode, waited for the token after its last event when
- * the recording ended: yielded); thread `num` ran last (the program ended
- * by itself in its turn: it runs on alone past the schedule's end). Set
- * before the program starts. */
+ * `proc` as kernel thread rec_ktid (and, strict mode, waited for the token
+ * after its last event when the recording ended: yielded); thread `num` ran
+ * last (the program ended by itself in its turn: it runs on alone past the
+ * schedule's end). Set before the program starts. */
 int det_sup_replay_process(struct det_sup *s, uint32_t idx, int64_t rec_pid, int64_t rec_status);
-int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, uint32_t yielded);
+int det_sup_replay_thread(struct det_sup *s, uint32_t num, uint32_t proc, int64_t rec_ktid, uint32_t yielded);
 int det_sup_replay_ran_last(struct det_sup *s, uint32_t num);
 
 /* Replay's enforcement backends (include/det/turns.def): the name of

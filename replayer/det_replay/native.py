@@ -87,16 +87,16 @@ class Replayer(Region):
         return buf.value.decode(errors="replace")
 
     def set_processes(self, processes: list[tuple[int, int, int | None]],
-                      threads: list[tuple[int, int, str | None]], ran_last: int | None = None) -> None:
+                      threads: list[tuple[int, int, int, str | None]], ran_last: int | None = None) -> None:
         """The recording's (process, pid, wait status) and (thread, process,
-        end state): a strict thread that ended waiting for its turn stops
-        after its last event in replay too; the one that ran last (meta
-        ran_last) runs on alone past the schedule's end."""
+        kernel thread id, end state): a strict thread that ended waiting for
+        its turn stops after its last event in replay too; the one that ran
+        last (meta ran_last) runs on alone past the schedule's end."""
         for idx, pid, status in processes:
             if lib().det_sup_replay_process(self.h, idx, pid, -1 if status is None else status) != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())
-        for num, proc, end_state in threads:
-            if lib().det_sup_replay_thread(self.h, num, proc, end_state == "waiting") != 0:
+        for num, proc, ktid, end_state in threads:
+            if lib().det_sup_replay_thread(self.h, num, proc, ktid, end_state == "waiting") != 0:
                 raise DetError(lib().det_sup_error(self.h).decode())
         if ran_last is None:
             return

@@ -135,7 +135,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_procs": (U32, [P]),
         "det_sup_proc": (I, [P, U32, ctypes.POINTER(ProcInfo)]),
         "det_sup_replay_process": (I, [P, U32, ctypes.c_int64, ctypes.c_int64]),
-        "det_sup_replay_thread": (I, [P, U32, U32, U32]),
+        "det_sup_replay_thread": (I, [P, U32, U32, ctypes.c_int64, U32]),
         "det_sup_replay_ran_last": (I, [P, U32]),
         "det_sup_strict_owner": (U32, [P]),
         "det_sup_turns_name": (C, [U32]),

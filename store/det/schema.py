@@ -257,7 +257,7 @@ LEFT JOIN (SELECT tid, count(*) AS n FROM event_rows GROUP BY tid) c ON c.tid = 
 ORDER BY t.tid
 """
 REPLAY_PROCESSES = "SELECT process, pid, status FROM processes ORDER BY process"
-REPLAY_THREAD_PROCESSES = "SELECT tid, process, end_state FROM threads ORDER BY tid"
+REPLAY_THREAD_PROCESSES = "SELECT tid, process, ktid, end_state FROM threads ORDER BY tid"
 REPLAY_RAN_LAST = "SELECT value FROM meta WHERE key = 'ran_last'"
 REPLAY_MAX_OBJECT = "SELECT max(coalesce((SELECT max(obj) FROM objects), 0), coalesce((SELECT max(obj) FROM calls), 0))"
 REPLAY_CALLS = "SELECT call, kind, obj, aux FROM calls"
