@@ -469,6 +469,11 @@ int det_replay_due(const struct det_sched *e)
 	return turn_due(e);
 }
 
+uint64_t det_replay_done_count(uint32_t num)
+{
+	return turns->done_count(num);
+}
+
 const struct det_sched *det_replay_input(struct det_op *op)
 {
 	struct det_thread *t = op->t;
@@ -575,6 +580,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_next_kind = det_replay_next_kind,
 	.replay_pending = det_replay_pending,
 	.replay_due = det_replay_due,
+	.replay_done_count = det_replay_done_count,
 	.replay_attach = det_replay_attach,
 	.replay_resume = det_replay_resume,
 	.replay_reset = det_replay_reset,

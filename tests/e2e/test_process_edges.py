@@ -1,0 +1,42 @@
+"""Processes at the edges of fork, exec and wait (tests/programs/proc_edges.c):
+children killed while they sleep or make events, a FIFO opened from both
+ends by two processes, exec with bad pointers, exec after dropping root,
+several processes writing one stdout, and a program that daemonizes. Each
+is recorded once and replays as recorded every time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import detrec, detreplay, program
+
+REPLAYS = 10
+
+
+def record(trace: Path, *args: str, mode: tuple[str, ...] = (), timeout: float = 120) -> bytes:
+    r = detrec("-q", *mode, "-o", trace, "--", program("proc_edges"), *args, timeout=timeout)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout, "the program wrote nothing"
+    return r.stdout
+
+
+def replays_identically(trace: Path, recorded: bytes, n: int = REPLAYS, mode: tuple[str, ...] = ()) -> None:
+    for i in range(n):
+        rr = detreplay("-q", *mode, trace, timeout=120)
+        assert rr.returncode == 0, f"replay {i + 1} {mode}: {rr.stderr.decode()}"
+        assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_killed_children_are_waited_for(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """The parent's kill is no event and the sleep and wait around it do not
+    wait for their turn: replay sent it before the child's first event
+    (which the recording had before it), and stalled."""
+    trace = tmp_path / "kill.db"
+    out = record(trace, "kill", mode=mode)
+    assert out == (b"waited 1: sleeper KILL: killed by 9\nwaited 1: sleeper TERM: killed by 15\n"
+                   b"busy KILL: killed by 9\n")
+    replays_identically(trace, out)
+
