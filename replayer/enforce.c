@@ -529,6 +529,9 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (!(det_hdr->flags & DET_F_STRICT))
 		return;
 	det_cc_replay_next(t); /* det-cc: the next event may be a switch at a tick */
+	if (e->kind == DET_EV_BLOCK)
+		return; /* the recording ran the blocking call without the turn (a FIFO's
+			 * open waits for another process's there): its event waits */
 	if (t->idx < t->sched_count) {
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups

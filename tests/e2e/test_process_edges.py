@@ -40,3 +40,14 @@ def test_killed_children_are_waited_for(mode: tuple[str, ...], tmp_path: Path) -
                    b"busy KILL: killed by 9\n")
     replays_identically(trace, out)
 
+
+@pytest.mark.parametrize("mode", [(), ("--strict",), ("--relaxed",)], ids=["default", "strict", "relaxed"])
+def test_fifo_opened_from_both_ends(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """Each open of a FIFO waits in the kernel for the other end's: replay
+    opened in its turn, so whichever open came first in the order waited for
+    one that waited for it. (Strict recording gives up the turn in it, as in
+    a read; the relaxed replay is of the default recording.)"""
+    trace = tmp_path / "fifo.db"
+    out = record(trace, "fifo", mode=("--strict",) if mode == ("--strict",) else ())
+    assert out == b"parent read 21 bytes: line 0\nline 1\nline 2\nchild: exited 5\n"
+    replays_identically(trace, out, mode=mode if mode == ("--relaxed",) else ())
