@@ -24,6 +24,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -234,9 +235,67 @@ static uint32_t exec_data(char *buf, uint32_t cap, const char *path, char *const
 	return n;
 }
 
+/* Can n bytes at p be read? The kernel says, through a copy from this
+ * process to itself (EFAULT: no). Where the call is refused (ENOSYS, EPERM),
+ * det reads them as before. */
+static int readable(const void *p, size_t n)
+{
+	char buf[256];
+	while (n) {
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+		struct iovec to = {buf, k}, from = {(void *)p, k};
+		long r = det_sys(SYS_process_vm_readv, det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&to, 1, (long)&from,
+				 1, 0);
+		if (r == -EFAULT)
+			return 0;
+		if (r <= 0)
+			return 1;
+		p = (const char *)p + r;
+		n -= (size_t)r;
+	}
+	return 1;
+}
+
+/* A NUL-terminated string, read a piece at a time up to the next page
+ * boundary (a string that ends just before an unmapped page is good). */
+static int readable_string(const char *s)
+{
+	for (;;) {
+		size_t k = 4096 - ((uintptr_t)s & 4095);
+		if (!readable(s, k))
+			return 0;
+		if (memchr(s, 0, k))
+			return 1;
+		s += k;
+	}
+}
+
+/* A NULL-terminated vector of strings (NULL itself: empty, as Linux takes it). */
+static int readable_vector(char *const v[])
+{
+	for (size_t i = 0; v; i++) {
+		if (!readable(&v[i], sizeof(v[i])))
+			return 0;
+		if (!v[i])
+			return 1;
+		if (!readable_string(v[i]))
+			return 0;
+	}
+	return 1;
+}
+
 static int det_exec(struct det_thread *t, const char *call, int dirfd, const char *path, char *const argv[],
 		    char *const envp[], int flags, uint64_t ra)
 {
+	/* An exec whose path or vectors point nowhere fails in the kernel before
+	 * it replaces anything (EFAULT, or first what opening the file says):
+	 * det must not read them itself, and the same memory fails the same way
+	 * in replay, so the call is made as it is, with no event. */
+	if (!readable_string(path) || !readable_vector(argv) || !readable_vector(envp)) {
+		long r = det_sys(SYS_execveat, dirfd, (long)path, (long)argv, (long)envp, flags, 0);
+		errno = r < 0 ? (int)-r : EFAULT;
+		return -1;
+	}
 	check_followable(call, dirfd, path);
 	det_note_file(dirfd, path, -1, DET_FILE_EXEC);
 	char **owned;

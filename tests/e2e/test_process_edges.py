@@ -51,3 +51,14 @@ def test_fifo_opened_from_both_ends(mode: tuple[str, ...], tmp_path: Path) -> No
     out = record(trace, "fifo", mode=("--strict",) if mode == ("--strict",) else ())
     assert out == b"parent read 21 bytes: line 0\nline 1\nline 2\nchild: exited 5\n"
     replays_identically(trace, out, mode=mode if mode == ("--relaxed",) else ())
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_exec_with_bad_pointers_fails_with_efault(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """det read exec's path and vectors itself (to add its environment, to
+    log the arguments) and crashed on a bad pointer; the kernel says EFAULT."""
+    trace = tmp_path / "badexec.db"
+    out = record(trace, "badexec", mode=mode)
+    assert out == (b"bad argv: -1 Bad address\nbad envp: -1 Bad address\nbad path: -1 Bad address\n"
+                   b"bad argv element: -1 Bad address\nexecvp bad argv: -1 No such file or directory\n")
+    replays_identically(trace, out)
