@@ -159,8 +159,8 @@ static char *const *with_det_env(char *const envp[], char ***owned)
 {
 	*owned = NULL;
 	const char *lib = libdet_file();
-	static char shm_entry[64];
-	if (!shm_entry[0] && det_shm_name[0])
+	static char shm_entry[64]; /* (det_shm_name changes once a process holds the region) */
+	if (det_shm_name[0])
 		snprintf(shm_entry, sizeof(shm_entry), "%s=%s", DET_SHM_ENV, det_shm_name);
 	size_t n = 0, libn = strlen(lib), keyn = strlen(DET_SHM_ENV);
 	int have_pre = 0, have_shm = 0;
@@ -298,6 +298,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	}
 	check_followable(call, dirfd, path);
 	det_note_file(dirfd, path, -1, DET_FILE_EXEC);
+	det_region_for_image(1);
 	char **owned;
 	char *const *env = with_det_env(envp, &owned);
 	struct det_op op = {0};
@@ -309,6 +310,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	} else if (op.rec->result < 0) {
 		int64_t r = op.rec->result; /* it failed in the recording: fail the same way */
 		det_input_end(&op, r, NULL, 0);
+		det_region_for_image(-1);
 		free(owned);
 		errno = (int)-r;
 		return -1;
@@ -324,6 +326,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	tsc_retrap();
 	atomic_store(&p->state, DET_PS_RUNNING);
 	atomic_store(&p->exec_thread, 0);
+	det_region_for_image(-1);
 	free(owned);
 	if (det_replaying())
 		det_ops.diverge(t, DET_DIV_RESULT, DET_EV_PROC_EXEC, NULL, ra, "an exec that worked in the recording failed");
@@ -567,6 +570,7 @@ static int det_spawn(struct det_thread *t, pid_t *pidp, const char *file, int se
 		struct timespec ts = {0, 1000 * 1000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
+	det_region_for_image(0);
 	char **owned;
 	char *const *env = with_det_env(envp, &owned);
 	pid_t pid = 0;

@@ -309,6 +309,36 @@ DET_IMPL int det_impl_setpgid(pid_t pid, pid_t pgid)
 	return (int)syscall(SYS_setpgid, translate(pid), translate(pgid));
 }
 
+/* A change of user may put the supervisor's descriptor out of reach of
+ * the images this process execs: hold the region first (det_region_keep). */
+DET_IMPL int det_impl_setuid(uid_t uid)
+{
+	det_init();
+	det_region_keep();
+	return real.setuid(uid);
+}
+
+DET_IMPL int det_impl_seteuid(uid_t uid)
+{
+	det_init();
+	det_region_keep();
+	return real.seteuid(uid);
+}
+
+DET_IMPL int det_impl_setreuid(uid_t ruid, uid_t euid)
+{
+	det_init();
+	det_region_keep();
+	return real.setreuid(ruid, euid);
+}
+
+DET_IMPL int det_impl_setresuid(uid_t ruid, uid_t euid, uid_t suid)
+{
+	det_init();
+	det_region_keep();
+	return real.setresuid(ruid, euid, suid);
+}
+
 /* ------------------------------------------------------------------ */
 /* a process ends */
 

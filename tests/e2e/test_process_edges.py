@@ -6,6 +6,7 @@ is recorded once and replays as recorded every time."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,4 +62,19 @@ def test_exec_with_bad_pointers_fails_with_efault(mode: tuple[str, ...], tmp_pat
     out = record(trace, "badexec", mode=mode)
     assert out == (b"bad argv: -1 Bad address\nbad envp: -1 Bad address\nbad path: -1 Bad address\n"
                    b"bad argv element: -1 Bad address\nexecvp bad argv: -1 No such file or directory\n")
+    replays_identically(trace, out)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_exec_after_dropping_root(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """A process that setuid()s to nobody cannot open the supervisor's
+    descriptor through /proc any more, which each image it execs needed:
+    they aborted ("cannot open det's shared memory"). The shell's children
+    exec too, and one is in a pipeline."""
+    assert os.geteuid() == 0, "this test drops root: run it as root"
+    hello = program("hello")
+    trace = tmp_path / "drop.db"
+    out = record(trace, "dropexec", "/bin/sh", "-c", f"{hello} a; {hello} b | cat; id -u", mode=mode)
+    line = f"hello from {hello} with 1 argument(s)\n".encode()
+    assert out == b"dropped to 65534:65534\n" + line + line + b"65534\n"
     replays_identically(trace, out)

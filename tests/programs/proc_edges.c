@@ -6,11 +6,11 @@
  *   fifo       parent and child open one FIFO from both ends (each open
  *              blocks until the other end opens) and pass lines through it
  *   badexec    execve with bad pointers: must fail with EFAULT, not crash
- *   dropexec   (run as root) setgid/setuid to nobody, then exec a program
+ *   dropexec   (run as root) setgid/setuid to nobody, then exec PROGRAM ARGS
  *   stdout     several processes write lines to one stdout at once
  *   daemon     fork, setsid, fork; the parent and the first child exit,
  *              the grandchild works a little and exits
- * Usage: proc_edges MODE [PROGRAM]
+ * Usage: proc_edges MODE [PROGRAM [ARG...]]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,7 +132,7 @@ static void do_badexec(void)
 	printf("execvp bad argv: %d %s\n", r, strerror(errno));
 }
 
-static void do_dropexec(const char *prog)
+static void do_dropexec(char **args)
 {
 	if (setgid(65534) != 0 || setuid(65534) != 0) {
 		perror("dropping root");
@@ -140,8 +140,7 @@ static void do_dropexec(const char *prog)
 	}
 	printf("dropped to %d:%d\n", (int)getuid(), (int)getgid());
 	fflush(stdout);
-	char *argv[] = { (char *)prog, NULL };
-	execv(prog, argv);
+	execv(args[0], args);
 	perror("execv");
 	exit(1);
 }
@@ -213,13 +212,13 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "badexec") == 0)
 		do_badexec();
 	else if (strcmp(mode, "dropexec") == 0 && argc > 2)
-		do_dropexec(argv[2]);
+		do_dropexec(argv + 2);
 	else if (strcmp(mode, "stdout") == 0)
 		do_stdout();
 	else if (strcmp(mode, "daemon") == 0)
 		do_daemon();
 	else {
-		fprintf(stderr, "usage: proc_edges kill|fifo|badexec|dropexec PROGRAM|stdout|daemon\n");
+		fprintf(stderr, "usage: proc_edges kill|fifo|badexec|dropexec PROGRAM [ARG...]|stdout|daemon\n");
 		return 2;
 	}
 	return 0;
