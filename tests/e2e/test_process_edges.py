@@ -78,3 +78,17 @@ def test_exec_after_dropping_root(mode: tuple[str, ...], tmp_path: Path) -> None
     line = f"hello from {hello} with 1 argument(s)\n".encode()
     assert out == b"dropped to 65534:65534\n" + line + line + b"65534\n"
     replays_identically(trace, out)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_processes_writing_one_stdout_keep_the_order(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """Four processes print to one stdout at once (stdio and write(2)).
+    Replay did not order the raw writes (inputs), and let a printf's event
+    be done before its bytes were written, so another process's output
+    could overtake them."""
+    trace = tmp_path / "stdout.db"
+    out = record(trace, "stdout", mode=mode)
+    lines = out.decode().splitlines()
+    assert sorted(lines) == sorted([f"child {k} {w} {i}" for k in range(3) for w in ("line", "raw")
+                                    for i in range(20)] + [f"parent line {i}" for i in range(20)] + ["all done"])
+    replays_identically(trace, out)
