@@ -7,11 +7,13 @@ is recorded once and replays as recorded every time."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, program
+from conftest import detrec, detreplay, outcome, program, query
+from det import events as ev
 
 REPLAYS = 10
 
@@ -92,3 +94,42 @@ def test_processes_writing_one_stdout_keep_the_order(mode: tuple[str, ...], tmp_
     assert sorted(lines) == sorted([f"child {k} {w} {i}" for k in range(3) for w in ("line", "raw")
                                     for i in range(20)] + [f"parent line {i}" for i in range(20)] + ["all done"])
     replays_identically(trace, out)
+
+
+def test_daemon_that_ends_soon_is_recorded_to_its_end(tmp_path: Path) -> None:
+    """fork, setsid, fork: the daemon works 300 ms after its starters have
+    gone; detrec waits for it (its events are in the trace) and replay too."""
+    trace = tmp_path / "daemon.db"
+    out = record(trace, "daemon")
+    assert out == b"first child: exited 0\n"
+    (n,), = query(trace, "SELECT count(*) FROM events WHERE tid = 2 AND kind = ?", (ev.MUTEX_LOCK,))
+    assert n == 100, "the daemon's work is not in the trace"
+    replays_identically(trace, out)
+
+
+def test_daemon_that_outlives_the_bound_is_stopped(tmp_path: Path) -> None:
+    """A daemon still running --outlive seconds after the program's first
+    process ended is stopped there, and the recording ends (detrec waited
+    for it for ever). Replay ends as soon as its events are done, rather than
+    waiting for it as for a stall."""
+    trace = tmp_path / "daemon.db"
+    t0 = time.monotonic()
+    r = detrec("-o", trace, "--outlive", "0.5", "--", program("proc_edges"), "daemon", "30000", timeout=60)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"first child: exited 0\n"
+    assert took < 15, f"detrec took {took:.1f} s for a daemon it should have stopped after 0.5 s"
+    assert "still ran 0.5 s after its first process ended" in outcome(trace)["message"]
+    assert "(a daemon?)" in r.stderr.decode()
+    for i in range(REPLAYS):
+        t0 = time.monotonic()
+        rr = detreplay("-q", trace, timeout=60)
+        took = time.monotonic() - t0
+        assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stderr.decode()}"
+        assert took < 5, f"replay {i + 1} took {took:.1f} s: it waited for the stopped daemon"
+
+
+def test_outlive_needs_a_number(tmp_path: Path) -> None:
+    r = detrec("-o", tmp_path / "x.db", "--outlive", "-1", "--", program("hello"))
+    assert r.returncode == 2 and b"--outlive needs a number of seconds" in r.stderr
+    assert b"Traceback" not in r.stderr

@@ -9,7 +9,8 @@
  *   dropexec   (run as root) setgid/setuid to nobody, then exec PROGRAM ARGS
  *   stdout     several processes write lines to one stdout at once
  *   daemon     fork, setsid, fork; the parent and the first child exit,
- *              the grandchild works a little and exits
+ *              the grandchild (its output to /dev/null) works a little
+ *              after they are gone (300 ms, or PROGRAM ms), and exits
  * Usage: proc_edges MODE [PROGRAM [ARG...]]
  */
 #include <errno.h>
@@ -180,35 +181,36 @@ static void do_stdout(void)
 	printf("all done\n");
 }
 
-static void do_daemon(void)
+static void do_daemon(long ms)
 {
-	int fds[2];
-	if (pipe(fds) != 0)
-		exit(1);
 	pid_t p = fork();
 	if (p == 0) {
 		setsid();
 		if (fork() != 0)
 			_exit(0);
-		/* the daemon: works a little after everyone else has gone */
-		close(fds[0]);
-		usleep(200000);
+		/* the daemon, as daemon(3) makes one: out of the way of its
+		 * starter's directory and terminal; it works a little after
+		 * everyone else has gone */
+		if (chdir("/") != 0)
+			_exit(1);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+		usleep((useconds_t)ms * 1000);
 		for (int i = 0; i < 100; i++) {
 			pthread_mutex_lock(&lock);
 			counter++;
 			pthread_mutex_unlock(&lock);
 		}
-		dprintf(fds[1], "daemon counted %ld\n", counter);
+		printf("daemon counted %ld\n", counter);
 		_exit(0);
 	}
-	close(fds[1]);
 	int st;
 	waitpid(p, &st, 0);
 	report("first child", st);
-	/* the daemon's line comes through the pipe after its parent is gone */
-	char buf[128];
-	ssize_t n = read(fds[0], buf, sizeof buf - 1);
-	printf("parent got: %.*s", n > 0 ? (int)n : 0, buf);
 }
 
 int main(int argc, char **argv)
@@ -225,7 +227,7 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "stdout") == 0)
 		do_stdout();
 	else if (strcmp(mode, "daemon") == 0)
-		do_daemon();
+		do_daemon(argc > 2 ? atol(argv[2]) : 300);
 	else {
 		fprintf(stderr, "usage: proc_edges kill|fifo|badexec|dropexec PROGRAM [ARG...]|stdout|daemon\n");
 		return 2;
