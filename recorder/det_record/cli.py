@@ -258,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
-        opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads, rings=min(ns.rings, ns.max_threads),
-                       forward=True, stdin=stdin_source(),
+        opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads,
+                       rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)

@@ -19,8 +19,16 @@ from det import __version__, tracedir
 from det.analysis import DIVERGENCE_REASONS, Waiter, block_report, describe_divergence, race_hint
 from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
-from det.launch import (EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, process_alive,
-                        shell_status)
+from det.launch import (
+    EXIT_STOPPED,
+    EXIT_TIMEOUT,
+    FED_KINDS,
+    Program,
+    StdinFeed,
+    describe_status,
+    process_alive,
+    shell_status,
+)
 from det.names import ObjectNames
 from det.native import turns_backends
 from det.record.salvage import ensure_trace
