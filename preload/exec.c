@@ -24,6 +24,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -158,8 +159,8 @@ static char *const *with_det_env(char *const envp[], char ***owned)
 {
 	*owned = NULL;
 	const char *lib = libdet_file();
-	static char shm_entry[64];
-	if (!shm_entry[0] && det_shm_name[0])
+	static char shm_entry[64]; /* (det_shm_name changes once a process holds the region) */
+	if (det_shm_name[0])
 		snprintf(shm_entry, sizeof(shm_entry), "%s=%s", DET_SHM_ENV, det_shm_name);
 	size_t n = 0, libn = strlen(lib), keyn = strlen(DET_SHM_ENV);
 	int have_pre = 0, have_shm = 0;
@@ -234,11 +235,70 @@ static uint32_t exec_data(char *buf, uint32_t cap, const char *path, char *const
 	return n;
 }
 
+/* Can n bytes at p be read? The kernel says, through a copy from this
+ * process to itself (EFAULT: no). Where the call is refused (ENOSYS, EPERM),
+ * det reads them as before. */
+static int readable(const void *p, size_t n)
+{
+	char buf[256];
+	while (n) {
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+		struct iovec to = {buf, k}, from = {(void *)p, k};
+		long r = det_sys(SYS_process_vm_readv, det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0), (long)&to, 1, (long)&from,
+				 1, 0);
+		if (r == -EFAULT)
+			return 0;
+		if (r <= 0)
+			return 1;
+		p = (const char *)p + r;
+		n -= (size_t)r;
+	}
+	return 1;
+}
+
+/* A NUL-terminated string, read a piece at a time up to the next page
+ * boundary (a string that ends just before an unmapped page is good). */
+static int readable_string(const char *s)
+{
+	for (;;) {
+		size_t k = 4096 - ((uintptr_t)s & 4095);
+		if (!readable(s, k))
+			return 0;
+		if (memchr(s, 0, k))
+			return 1;
+		s += k;
+	}
+}
+
+/* A NULL-terminated vector of strings (NULL itself: empty, as Linux takes it). */
+static int readable_vector(char *const v[])
+{
+	for (size_t i = 0; v; i++) {
+		if (!readable(&v[i], sizeof(v[i])))
+			return 0;
+		if (!v[i])
+			return 1;
+		if (!readable_string(v[i]))
+			return 0;
+	}
+	return 1;
+}
+
 static int det_exec(struct det_thread *t, const char *call, int dirfd, const char *path, char *const argv[],
 		    char *const envp[], int flags, uint64_t ra)
 {
+	/* An exec whose path or vectors point nowhere fails in the kernel before
+	 * it replaces anything (EFAULT, or first what opening the file says):
+	 * det must not read them itself, and the same memory fails the same way
+	 * in replay, so the call is made as it is, with no event. */
+	if (!readable_string(path) || !readable_vector(argv) || !readable_vector(envp)) {
+		long r = det_sys(SYS_execveat, dirfd, (long)path, (long)argv, (long)envp, flags, 0);
+		errno = r < 0 ? (int)-r : EFAULT;
+		return -1;
+	}
 	check_followable(call, dirfd, path);
 	det_note_file(dirfd, path, -1, DET_FILE_EXEC);
+	det_region_for_image(1);
 	char **owned;
 	char *const *env = with_det_env(envp, &owned);
 	struct det_op op = {0};
@@ -250,6 +310,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	} else if (op.rec->result < 0) {
 		int64_t r = op.rec->result; /* it failed in the recording: fail the same way */
 		det_input_end(&op, r, NULL, 0);
+		det_region_for_image(-1);
 		free(owned);
 		errno = (int)-r;
 		return -1;
@@ -265,6 +326,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 	tsc_retrap();
 	atomic_store(&p->state, DET_PS_RUNNING);
 	atomic_store(&p->exec_thread, 0);
+	det_region_for_image(-1);
 	free(owned);
 	if (det_replaying())
 		det_ops.diverge(t, DET_DIV_RESULT, DET_EV_PROC_EXEC, NULL, ra, "an exec that worked in the recording failed");
@@ -508,6 +570,7 @@ static int det_spawn(struct det_thread *t, pid_t *pidp, const char *file, int se
 		struct timespec ts = {0, 1000 * 1000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
+	det_region_for_image(0);
 	char **owned;
 	char *const *env = with_det_env(envp, &owned);
 	pid_t pid = 0;

@@ -158,20 +158,36 @@ int move_fd(int fd, int want)
 	return r;
 }
 
-/* result: the fd, or for a pair fds[0] | fds[1] << 32; -errno on failure */
+/* result: the fd, or for a pair fds[0] | fds[1] << 32; -errno on failure.
+ * `waits` (NULL: none) marks a call that waits for another process (an open
+ * of a FIFO waits for its other end). Strict recording gives up the turn in
+ * it, as in a read. Replay performs it before its turn (after the hand-over
+ * a strict recording made there), since the other process's open may come
+ * after this one in the order and waits for this one in the kernel;
+ * waits(ctx, fd) undoes it when the recording's call failed. (Opens are
+ * ordered for the numbers the threads of one process race for; this one
+ * takes its recorded number at its turn.) */
 static int64_t fd_event(uint32_t aux, uint64_t ra, int64_t (*perform)(void *), void *ctx, int pair,
-			enum fd_class cls)
+			enum fd_class cls, void (*waits)(void *ctx, int64_t fd))
 {
 	DET_ENTER(t);
 	if (!t)
 		return perform(ctx);
 	struct det_op op = {.aux = aux};
+	int performed = waits && det_replaying();
+	int64_t res = 0;
+	if (performed) {
+		det_ops.replay_next_kind(t, DET_EV_FD_OPEN); /* (takes a strict BLOCK's turn) */
+		res = perform(ctx);
+	}
 	det_acquire_begin(&op, t, DET_EV_FD_OPEN, NULL, DET_OBJ_NONE, ra);
-	int64_t res;
 	if (det_replaying() && op.rec->result < 0) {
+		if (performed && res >= 0)
+			waits(ctx, res);
 		res = op.rec->result; /* it failed in the recording */
 	} else {
-		res = perform(ctx);
+		if (!performed)
+			res = waits ? BLOCKING(&op, perform(ctx)) : perform(ctx);
 		if (det_replaying() && res >= 0 && res != op.rec->result) {
 			int64_t want = op.rec->result;
 			int a = move_fd((int)(res & 0xffffffff), (int)(want & 0xffffffff));
@@ -245,14 +261,14 @@ DET_IMPL int det_impl_socket(int domain, int type, int protocol)
 {
 	det_init();
 	struct fd_args a = {domain, type, protocol, NULL, NULL, 0, 0, NULL};
-	return (int)ret_of(fd_event((uint32_t)-1, DET_RA(), do_socket, &a, 0, FDC_SOCKET));
+	return (int)ret_of(fd_event((uint32_t)-1, DET_RA(), do_socket, &a, 0, FDC_SOCKET, NULL));
 }
 
 DET_IMPL int det_impl_socketpair(int domain, int type, int protocol, int sv[2])
 {
 	det_init();
 	struct fd_args a = {domain, type, protocol, sv, NULL, 0, 0, NULL};
-	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_socketpair, &a, 1, FDC_INTERNAL);
+	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_socketpair, &a, 1, FDC_INTERNAL, NULL);
 	if (res < 0)
 		return (int)ret_of(res);
 	split_pair(res, sv);
@@ -263,7 +279,7 @@ DET_IMPL int det_impl_pipe2(int fds[2], int flags)
 {
 	det_init();
 	struct fd_args a = {0, 0, 0, fds, NULL, flags, 0, NULL};
-	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL);
+	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL, NULL);
 	if (res < 0)
 		return (int)ret_of(res);
 	split_pair(res, fds);
@@ -274,18 +290,34 @@ DET_IMPL int det_impl_pipe(int fds[2])
 {
 	det_init();
 	struct fd_args a = {0, 0, 0, fds, NULL, 0, 0, NULL};
-	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL);
+	int64_t res = fd_event((uint32_t)-1, DET_RA(), do_pipe2, &a, 1, FDC_INTERNAL, NULL);
 	if (res < 0)
 		return (int)ret_of(res);
 	split_pair(res, fds);
 	return 0;
 }
 
+/* Would this open wait for another process: a FIFO opened for reading or
+ * writing only, and not O_NONBLOCK (asked in replay and strict recording). */
+static int open_waits(int dirfd, const char *path, int flags)
+{
+	struct stat st;
+	return (flags & O_ACCMODE) != O_RDWR && !(flags & (O_NONBLOCK | O_PATH)) && path &&
+	       det_sys(SYS_newfstatat, dirfd, (long)path, (long)&st, 0, 0, 0) == 0 && S_ISFIFO(st.st_mode);
+}
+
+static void undo_open(void *p, int64_t fd)
+{
+	(void)p;
+	det_sys(SYS_close, fd, 0, 0, 0, 0, 0);
+}
+
 /* open and openat: the mode argument exists only with O_CREAT or O_TMPFILE */
 static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint64_t ra)
 {
 	struct fd_args a = {dirfd, 0, 0, NULL, path, flags, mode, NULL};
-	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN));
+	int waits = (det_replaying() || det_strict) && open_waits(dirfd, path, flags);
+	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN, waits ? undo_open : NULL));
 	if (fd >= 0 && (flags & O_ACCMODE) != O_WRONLY) {
 		int e = errno;
 		det_note_file(dirfd, path, fd, DET_FILE_OPENED);
@@ -466,7 +498,7 @@ DET_IMPL int det_impl_dup(int fd)
 	det_init();
 	struct fd_args a = {fd, 0, 0, NULL, NULL, 0, 0, NULL};
 	enum fd_class c = fd >= 0 && fd < FD_LIMIT ? (enum fd_class)atomic_load(&fd_classes[fd]) : FDC_UNKNOWN;
-	return (int)ret_of(fd_event((uint32_t)fd, DET_RA(), do_dup, &a, 0, c));
+	return (int)ret_of(fd_event((uint32_t)fd, DET_RA(), do_dup, &a, 0, c, NULL));
 }
 
 DET_IMPL int det_impl_dup2(int fd, int to)
@@ -513,7 +545,7 @@ static int kernel_fd(enum kernel_fd call, int arg, int flags, const char *name, 
 	/* a memfd is a file the program writes: re-read like one (its class is
 	 * found when it is first read); the others are read like devices */
 	enum fd_class cls = call == KFD_MEMFD ? FDC_UNKNOWN : FDC_EXTERNAL;
-	return (int)ret_of(fd_event((uint32_t)-1, ra, do_kernel_fd, &a, 0, cls));
+	return (int)ret_of(fd_event((uint32_t)-1, ra, do_kernel_fd, &a, 0, cls, NULL));
 }
 
 DET_IMPL int det_impl_eventfd(unsigned int count, int flags)
@@ -605,11 +637,20 @@ static int64_t do_fopen(void *p)
 	return a->f ? fileno(a->f) : -(int64_t)errno;
 }
 
+/* (det_impl_fopen closes it: a.f is still set) */
+static void undo_fopen(void *p, int64_t fd)
+{
+	(void)p;
+	(void)fd;
+}
+
 DET_IMPL FILE *det_impl_fopen(const char *path, const char *mode)
 {
 	det_init();
 	struct fopen_args a = {{AT_FDCWD, 0, 0, NULL, path, 0, 0, NULL}, mode, NULL};
-	int64_t fd = fd_event((uint32_t)AT_FDCWD, DET_RA(), do_fopen, &a, 0, FDC_UNKNOWN);
+	int access = strchr(mode, '+') ? O_RDWR : mode[0] == 'r' ? O_RDONLY : O_WRONLY;
+	int waits = (det_replaying() || det_strict) && open_waits(AT_FDCWD, path, access);
+	int64_t fd = fd_event((uint32_t)AT_FDCWD, DET_RA(), do_fopen, &a, 0, FDC_UNKNOWN, waits ? undo_fopen : NULL);
 	if (fd < 0) {
 		if (a.f) /* opened in replay where the recording's failed */
 			real.fclose(a.f);

@@ -227,15 +227,57 @@ int det_process_attach(void)
 /* ------------------------------------------------------------------ */
 /* pids the program hands back to the kernel */
 
+/*
+ * Replay: a signal sent to another of the program's processes (by its
+ * recorded pid, or to the group it leads) that the recording shows died of
+ * that signal waits until the process has done all its recorded events:
+ * in the recording they all came before the signal, but kill is no event,
+ * and the inputs before it (a sleep, a wait) do not wait for their turn,
+ * so it could come early and leave the target's events undone (a stall).
+ * The target, once at its end, dies of the signal by itself too
+ * (det_replay_thread_done); the real signal still ends one that computes
+ * without events. A signal the target survived is left alone: replay
+ * delivers those at their recorded events, and the target may need the
+ * sender's later events first.
+ */
+static void replay_kill_in_turn(pid_t rec_pid, int sig)
+{
+	if (!det_hdr || det_mode != DET_MODE_REPLAY || rec_pid <= 0 || sig <= 0)
+		return;
+	uint32_t idx = UINT32_MAX;
+	for (uint32_t i = 0; i < nprocs(); i++) {
+		struct det_proc *p = proc_at(i);
+		if (i != det_proc && p->rec_pid == rec_pid && p->rec_status_known && WIFSIGNALED(p->rec_status) &&
+		    WTERMSIG(p->rec_status) == sig)
+			idx = i;
+	}
+	if (idx == UINT32_MAX)
+		return;
+	for (uint32_t i = 0; i < det_hdr->threads_recorded; i++) {
+		struct det_slot *s = det_shm_slot(det_hdr, i);
+		if (s->proc != idx)
+			continue;
+		/* (polled: the target's events wake only the threads that wait
+		 * for them in the order, and this is no event) */
+		while (det_ops.replay_done_count(i) < s->sched_count &&
+		       atomic_load(&proc_at(idx)->state) != DET_PS_GONE) {
+			struct timespec ts = {0, 1000 * 1000};
+			det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		}
+	}
+}
+
 DET_IMPL int det_impl_kill(pid_t pid, int sig)
 {
 	det_init();
+	replay_kill_in_turn(pid < -1 ? -pid : pid, sig);
 	return real.kill(det_pid_arg_to_live(pid), sig);
 }
 
 DET_IMPL int det_impl_killpg(pid_t pgrp, int sig)
 {
 	det_init();
+	replay_kill_in_turn(pgrp, sig);
 	return real.kill(pgrp > 1 ? -det_pid_to_real(pgrp) : -pgrp, sig);
 }
 
@@ -243,6 +285,36 @@ DET_IMPL int det_impl_setpgid(pid_t pid, pid_t pgid)
 {
 	det_init();
 	return (int)real.syscall(SYS_setpgid, det_pid_arg_to_live(pid), det_pid_arg_to_live(pgid));
+}
+
+/* A change of user may put the supervisor's descriptor out of reach of
+ * the images this process execs: hold the region first (det_region_keep). */
+DET_IMPL int det_impl_setuid(uid_t uid)
+{
+	det_init();
+	det_region_keep();
+	return real.setuid(uid);
+}
+
+DET_IMPL int det_impl_seteuid(uid_t uid)
+{
+	det_init();
+	det_region_keep();
+	return real.seteuid(uid);
+}
+
+DET_IMPL int det_impl_setreuid(uid_t ruid, uid_t euid)
+{
+	det_init();
+	det_region_keep();
+	return real.setreuid(ruid, euid);
+}
+
+DET_IMPL int det_impl_setresuid(uid_t ruid, uid_t euid, uid_t suid)
+{
+	det_init();
+	det_region_keep();
+	return real.setresuid(ruid, euid, suid);
 }
 
 /* ------------------------------------------------------------------ */

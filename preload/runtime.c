@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ int det_strict;
 int det_logical;
 int det_debug; /* DET_DEBUG=1: print every replayed event (for det's developers) */
 char det_shm_name[32]; /* DET_SHM_ENV's value, kept for exec'd images even if the program clears it */
+int det_region_fd = -1;
 
 static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
 static __thread int initialising __attribute__((tls_model("initial-exec")));
@@ -141,7 +143,8 @@ static void map_region(void)
 		return; /* not under detrec/detreplay: pass everything through */
 	/* "PID:FD": the supervisor's own descriptor, reopened through /proc,
 	 * so that every process of the program (exec'd images too) finds the
-	 * region without holding a descriptor the program could see or close. */
+	 * region without holding a descriptor the program could see or close
+	 * (but one that changed its user: det_region_keep). */
 	char *end;
 	long pid = strtol(env, &end, 10), fd = -1;
 	if (*end == ':')
@@ -157,6 +160,12 @@ static void map_region(void)
 	snprintf(path, sizeof(path), "/proc/%ld/fd/%ld", pid, fd);
 	strncpy(det_shm_name, env, sizeof(det_shm_name) - 1);
 	long mfd = det_sys(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0, 0, 0);
+	if (mfd >= 0 && pid == det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0)) {
+		/* this process held it over its exec (det_region_for_image): it
+		 * holds it on, for its next exec */
+		det_region_fd = (int)fd;
+		det_sys(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC, 0, 0, 0);
+	}
 	struct stat st;
 	if (mfd < 0 || fstat((int)mfd, &st) != 0 || (size_t)st.st_size < sizeof(struct det_shm_header))
 		det_fatal("cannot open det's shared memory %s (%s): is detrec/detreplay still running?", path,
@@ -179,6 +188,50 @@ static void map_region(void)
 	}
 	else if (det_mode == DET_MODE_RECORD && h->chaos_seed)
 		det_chaos = 1;
+}
+
+/*
+ * A process that changes its user (setuid to nobody) can no longer open the
+ * supervisor's descriptor through /proc (another user's process), which an
+ * image it execs needs. Before the change it opens the region once more and
+ * holds it, high and close-on-exec: only such processes hold a descriptor
+ * of det's. Its execs hand it to the new image (same pid), its spawns name
+ * it through its pid.
+ */
+void det_region_keep(void)
+{
+	if (!det_hdr || det_region_fd >= 0 || !det_shm_name[0])
+		return;
+	char *end;
+	long pid = strtol(det_shm_name, &end, 10), fd = *end == ':' ? strtol(end + 1, &end, 10) : -1;
+	if (*end || pid <= 0 || fd < 0)
+		return;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%ld", pid, fd);
+	long mfd = det_sys(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0, 0, 0);
+	if (mfd < 0)
+		return;
+	struct rlimit rl;
+	long base = 3;
+	if (det_sys(SYS_getrlimit, RLIMIT_NOFILE, (long)&rl, 0, 0, 0, 0) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur > 128)
+		base = (long)rl.rlim_cur - 64; /* out of the way of the numbers programs use */
+	long high = det_sys(SYS_fcntl, mfd, F_DUPFD_CLOEXEC, base, 0, 0, 0);
+	if (high >= 0) {
+		det_sys(SYS_close, mfd, 0, 0, 0, 0, 0);
+		mfd = high;
+	}
+	det_region_fd = (int)mfd;
+}
+
+void det_region_for_image(int exec)
+{
+	if (det_region_fd < 0)
+		return;
+	if (exec >= 0)
+		snprintf(det_shm_name, sizeof(det_shm_name), "%ld:%d", det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			 det_region_fd);
+	det_sys(SYS_fcntl, det_region_fd, F_SETFD, exec > 0 ? 0 : FD_CLOEXEC, 0, 0, 0);
 }
 
 /* ------------------------------------------------------------------ */

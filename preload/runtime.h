@@ -118,6 +118,14 @@ extern DET_HIDDEN struct det_shm_header *det_hdr;
 extern DET_HIDDEN int det_mode; /* 0: off (pass through), or enum det_mode */
 extern DET_HIDDEN int det_debug;
 extern DET_HIDDEN char det_shm_name[32];
+/* The region held open by a process that changed its user (-1: none): the
+ * supervisor's descriptor in /proc may be out of its reach from then on. */
+extern DET_HIDDEN int det_region_fd;
+DET_HIDDEN void det_region_keep(void);
+/* With a held region: before an image starts (exec 1: an exec, which the
+ * descriptor survives; 0: a spawn) det_shm_name names it through this
+ * process's pid; -1: the exec failed, the descriptor closes on exec again. */
+DET_HIDDEN void det_region_for_image(int exec);
 
 /* An event in progress, between its begin and end calls. The caller zeroes
  * it and may preset id, aux, aux_addr and auxkind. */

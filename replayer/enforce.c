@@ -469,6 +469,11 @@ int det_replay_due(const struct det_sched *e)
 	return turn_due(e);
 }
 
+uint64_t det_replay_done_count(uint32_t num)
+{
+	return turns->done_count(num);
+}
+
 const struct det_sched *det_replay_input(struct det_op *op)
 {
 	struct det_thread *t = op->t;
@@ -548,6 +553,9 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (!(det_hdr->flags & DET_F_STRICT))
 		return;
 	det_cc_replay_next(t); /* det-cc: the next event may be a switch at a tick */
+	if (e->kind == DET_EV_BLOCK)
+		return; /* the recording ran the blocking call without the turn (a FIFO's
+			 * open waits for another process's there): its event waits */
 	if (t->idx < t->sched_count) {
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups
@@ -601,6 +609,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_next_kind = det_replay_next_kind,
 	.replay_pending = det_replay_pending,
 	.replay_due = det_replay_due,
+	.replay_done_count = det_replay_done_count,
 	.replay_attach = det_replay_attach,
 	.replay_resume = det_replay_resume,
 	.replay_reset = det_replay_reset,

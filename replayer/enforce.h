@@ -32,6 +32,8 @@ DET_HIDDEN uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind);
  * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
 DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
 DET_HIDDEN int det_replay_due(const struct det_sched *e);
+/* How many events thread `num` (of any of the program's processes) has done. */
+DET_HIDDEN uint64_t det_replay_done_count(uint32_t num);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);

@@ -28,7 +28,7 @@ from det.tracefile import TraceLock
 from det.verdict import Verifier, write_verdict
 from det.watchdog import watched
 
-from .engine import INTERRUPT, PCT_K, Options, RunResult, RunTimeout, record_run
+from .engine import INTERRUPT, OUTLIVE_S, PCT_K, Options, RunResult, RunTimeout, record_run
 from .keep import keep_ran
 
 # detrec's other commands: name -> (module, its main, its parser), imported when used
@@ -206,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "shared by the traces there; DET_KEEP_LIBS=0 does the same): replay then needs them unchanged")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop the program after S seconds, saving the trace and what blocked threads wait for")
+    p.add_argument("--outlive", type=float, metavar="S", default=OUTLIVE_S,
+                   help="once the program's first process has ended, wait at most S seconds (default "
+                        f"{OUTLIVE_S:g}) for the processes it started (a daemon) to end, then stop them")
     p.add_argument("--until-fail", type=int, metavar="N",
                    help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db "
                         "(with --strict, each run is scheduled from its own chaos seed). Without --timeout, a run "
@@ -252,6 +255,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("-j needs a positive number")
     if ns.timeout is not None and not 0 < ns.timeout < float("inf"):
         p.error("--timeout needs a positive number of seconds")
+    if not 0 <= ns.outlive < float("inf"):
+        p.error("--outlive needs a number of seconds, 0 or more")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
     if not 1 <= ns.rings <= 65535:
@@ -294,8 +299,8 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
-        opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, rings=min(ns.rings, ns.max_threads),
-                       forward=True, stdin=stdin_source(),
+        opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads,
+                       rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)

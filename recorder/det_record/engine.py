@@ -92,6 +92,11 @@ class RunTimeout:
                     f"{self.longest:.3g} s; --timeout sets it)")
 
 
+# How long detrec waits for the processes a program started (a daemon) once
+# its first process has ended; then it stops them and the recording ends.
+OUTLIVE_S = 10.0
+
+
 @dataclass
 class Options:
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
@@ -99,6 +104,7 @@ class Options:
     outputs: tuple[dict | None, dict | None] = (None, None)  # output_source() of stdout and stderr
     timeout: float | None = None
     auto_timeout: RunTimeout | None = None    # --until-fail/--runs without --timeout
+    outlive: float = OUTLIVE_S  # --outlive: how long processes may run on after the first one ended
     max_threads: int = 4096
     rings: int = 1024
     ring_entries: int = RING_ENTRIES
@@ -354,11 +360,18 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                 prog.kill()
                 rc = prog.wait()
 
+        first_ended = time.monotonic()
+        outlived = 0
+
         def give_up() -> bool:
-            nonlocal timed_out
-            if deadline is not None and time.monotonic() >= deadline:
+            nonlocal timed_out, outlived
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 timed_out = True
-            return timed_out or capture_ended() or INTERRUPT.signal is not None or (stop is not None and stop.is_set())
+            if now - first_ended > opts.outlive:
+                outlived = len(prog.others())
+            return (timed_out or bool(outlived) or capture_ended() or INTERRUPT.signal is not None
+                    or (stop is not None and stop.is_set()))
 
         prog.wait_others(give_up)
         duration = time.monotonic() - t0
@@ -405,6 +418,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     # (a run stopped by Ctrl-C before libdet's constructor ran is only interrupted)
     if not attached and not failure and status != "interrupted":
         message = (message + "; " if message else "") + "libdet.so was never loaded into the program"
+    if outlived:
+        note = (f"{outlived} process(es) the program started (a daemon?) still ran {opts.outlive:g} s after its "
+                "first process ended: detrec stopped them, and their recording ends there (--outlive S waits longer)")
+        message = f"{message}; {note}" if message else note
     if preemptions:
         note = (f"{preemptions} watchdog preemption(s): a thread ran without any event for "
                 f"{opts.watchdog_ms} ms (a busy-wait?); replay is not exact there")

@@ -20,7 +20,16 @@ from det import __version__, tracedir
 from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, race_hint
 from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
-from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, Program, StdinFeed, describe_status, shell_status
+from det.launch import (
+    EXIT_STOPPED,
+    EXIT_TIMEOUT,
+    FED_KINDS,
+    Program,
+    StdinFeed,
+    describe_status,
+    process_alive,
+    shell_status,
+)
 from det.names import ObjectNames
 from det.native import turns_backends
 from det.record.salvage import ensure_trace
@@ -151,6 +160,14 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             now, done = time.monotonic(), rep.events_done()
             if done != progress["done"]:
                 progress.update(done=done, at=now)
+            if done >= total:
+                # every event replayed, and the processes left wait past their
+                # last one: the recording stopped them there (detrec --outlive)
+                pids = [int(p.pid) for p in rep.processes()]
+                live = [t for t in rep.threads() if THREAD_STATES.get(t.state) in ("running", "starting", "parked")
+                        and t.proc < len(pids) and pids[t.proc] > 0 and process_alive(pids[t.proc])]
+                if all(THREAD_STATES.get(t.state) == "parked" for t in live):
+                    return True
             return rep.divergence() is not None or rep.failed() is not None or now - progress["at"] > stall_limit
 
         prog.wait_others(give_up)

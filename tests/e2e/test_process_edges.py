@@ -1,0 +1,135 @@
+"""Processes at the edges of fork, exec and wait (tests/programs/proc_edges.c):
+children killed while they sleep or make events, a FIFO opened from both
+ends by two processes, exec with bad pointers, exec after dropping root,
+several processes writing one stdout, and a program that daemonizes. Each
+is recorded once and replays as recorded every time."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import detrec, detreplay, outcome, program, query
+from det import events as ev
+
+REPLAYS = 10
+
+
+def record(trace: Path, *args: str, mode: tuple[str, ...] = (), timeout: float = 120) -> bytes:
+    r = detrec("-q", *mode, "-o", trace, "--", program("proc_edges"), *args, timeout=timeout)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout, "the program wrote nothing"
+    return r.stdout
+
+
+def replays_identically(trace: Path, recorded: bytes, n: int = REPLAYS, mode: tuple[str, ...] = ()) -> None:
+    for i in range(n):
+        rr = detreplay("-q", *mode, trace, timeout=120)
+        assert rr.returncode == 0, f"replay {i + 1} {mode}: {rr.stderr.decode()}"
+        assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_killed_children_are_waited_for(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """The parent's kill is no event and the sleep and wait around it do not
+    wait for their turn: replay sent it before the child's first event
+    (which the recording had before it), and stalled."""
+    trace = tmp_path / "kill.db"
+    out = record(trace, "kill", mode=mode)
+    assert out == (b"waited 1: sleeper KILL: killed by 9\nwaited 1: sleeper TERM: killed by 15\n"
+                   b"busy KILL: killed by 9\n")
+    replays_identically(trace, out)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",), ("--relaxed",)], ids=["default", "strict", "relaxed"])
+def test_fifo_opened_from_both_ends(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """Each open of a FIFO waits in the kernel for the other end's: replay
+    opened in its turn, so whichever open came first in the order waited for
+    one that waited for it. (Strict recording gives up the turn in it, as in
+    a read; the relaxed replay is of the default recording.)"""
+    trace = tmp_path / "fifo.db"
+    out = record(trace, "fifo", mode=("--strict",) if mode == ("--strict",) else ())
+    assert out == b"parent read 21 bytes: line 0\nline 1\nline 2\nchild: exited 5\n"
+    replays_identically(trace, out, mode=mode if mode == ("--relaxed",) else ())
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_exec_with_bad_pointers_fails_with_efault(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """det read exec's path and vectors itself (to add its environment, to
+    log the arguments) and crashed on a bad pointer; the kernel says EFAULT."""
+    trace = tmp_path / "badexec.db"
+    out = record(trace, "badexec", mode=mode)
+    assert out == (b"bad argv: -1 Bad address\nbad envp: -1 Bad address\nbad path: -1 Bad address\n"
+                   b"bad argv element: -1 Bad address\nexecvp bad argv: -1 No such file or directory\n")
+    replays_identically(trace, out)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_exec_after_dropping_root(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """A process that setuid()s to nobody cannot open the supervisor's
+    descriptor through /proc any more, which each image it execs needed:
+    they aborted ("cannot open det's shared memory"). The shell's children
+    exec too, and one is in a pipeline."""
+    assert os.geteuid() == 0, "this test drops root: run it as root"
+    hello = program("hello")
+    trace = tmp_path / "drop.db"
+    out = record(trace, "dropexec", "/bin/sh", "-c", f"{hello} a; {hello} b | cat; id -u", mode=mode)
+    line = f"hello from {hello} with 1 argument(s)\n".encode()
+    assert out == b"dropped to 65534:65534\n" + line + line + b"65534\n"
+    replays_identically(trace, out)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_processes_writing_one_stdout_keep_the_order(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """Four processes print to one stdout at once (stdio and write(2)).
+    Replay did not order the raw writes (inputs), and let a printf's event
+    be done before its bytes were written, so another process's output
+    could overtake them."""
+    trace = tmp_path / "stdout.db"
+    out = record(trace, "stdout", mode=mode)
+    lines = out.decode().splitlines()
+    assert sorted(lines) == sorted([f"child {k} {w} {i}" for k in range(3) for w in ("line", "raw")
+                                    for i in range(20)] + [f"parent line {i}" for i in range(20)] + ["all done"])
+    replays_identically(trace, out)
+
+
+def test_daemon_that_ends_soon_is_recorded_to_its_end(tmp_path: Path) -> None:
+    """fork, setsid, fork: the daemon works 300 ms after its starters have
+    gone; detrec waits for it (its events are in the trace) and replay too."""
+    trace = tmp_path / "daemon.db"
+    out = record(trace, "daemon")
+    assert out == b"first child: exited 0\n"
+    (n,), = query(trace, "SELECT count(*) FROM events WHERE tid = 2 AND kind = ?", (ev.MUTEX_LOCK,))
+    assert n == 100, "the daemon's work is not in the trace"
+    replays_identically(trace, out)
+
+
+def test_daemon_that_outlives_the_bound_is_stopped(tmp_path: Path) -> None:
+    """A daemon still running --outlive seconds after the program's first
+    process ended is stopped there, and the recording ends (detrec waited
+    for it for ever). Replay ends as soon as its events are done, rather than
+    waiting for it as for a stall."""
+    trace = tmp_path / "daemon.db"
+    t0 = time.monotonic()
+    r = detrec("-o", trace, "--outlive", "0.5", "--", program("proc_edges"), "daemon", "30000", timeout=60)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"first child: exited 0\n"
+    assert took < 15, f"detrec took {took:.1f} s for a daemon it should have stopped after 0.5 s"
+    assert "still ran 0.5 s after its first process ended" in outcome(trace)["message"]
+    assert "(a daemon?)" in r.stderr.decode()
+    for i in range(REPLAYS):
+        t0 = time.monotonic()
+        rr = detreplay("-q", trace, timeout=60)
+        took = time.monotonic() - t0
+        assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stderr.decode()}"
+        assert took < 5, f"replay {i + 1} took {took:.1f} s: it waited for the stopped daemon"
+
+
+def test_outlive_needs_a_number(tmp_path: Path) -> None:
+    r = detrec("-o", tmp_path / "x.db", "--outlive", "-1", "--", program("hello"))
+    assert r.returncode == 2 and b"--outlive needs a number of seconds" in r.stderr
+    assert b"Traceback" not in r.stderr
