@@ -452,21 +452,6 @@ DET_IMPL pid_t det_impl_setsid(void)
 
 /* A socket's peer (SO_PEERCRED): a process of the program is named by its
  * recorded pid. */
-static void peercred_to_rec(int level, int name, void *val, const socklen_t *len)
-{
-	if (level == SOL_SOCKET && name == SO_PEERCRED && val && len && *len >= sizeof(struct ucred))
-		((struct ucred *)val)->pid = det_pid_to_rec(((struct ucred *)val)->pid);
-}
-
-DET_IMPL int det_impl_getsockopt(int fd, int level, int name, void *restrict val, socklen_t *restrict len)
-{
-	det_init();
-	int r = real.getsockopt(fd, level, name, val, len);
-	if (r == 0 && translating())
-		peercred_to_rec(level, name, val, len);
-	return r;
-}
-
 const struct sigevent *det_live_sigevent(const struct sigevent *ev, struct sigevent *copy)
 {
 	if (!translating() || !ev || !(ev->sigev_notify & SIGEV_THREAD_ID))
@@ -561,10 +546,8 @@ int det_pids_syscall(long nr, const long a[6], long *result)
 		b[at] = (long)det_live_sigevent(ev, &live_ev);
 		break;
 	}
-	case SYS_getsockopt:
-		*result = real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		if (*result == 0)
-			peercred_to_rec((int)a[1], (int)a[2], (void *)a[3], (const socklen_t *)a[4]);
+	case SYS_getsockopt: /* (an input: SO_PEERCRED's pid comes from the trace, a recorded one) */
+		*result = getsockopt((int)a[0], (int)a[1], (int)a[2], (void *)a[3], (socklen_t *)a[4]);
 		return 1;
 	default:
 		return 0;
