@@ -153,6 +153,7 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
 static void deliver_held(struct det_thread *t, uint32_t where);
+static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc);
 static void replay_next_signal(struct det_thread *t);
 
 /* ------------------------------------------------------------------ */
@@ -277,9 +278,13 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
+	} else if (t->wait_op) {
+		deliver_in_wait(t, sig, info, ucv);
 	} else if (t->depth) {
 		hold(t, sig, info);
 		t->sig_due = 1; /* as the thread leaves det */
+		if (det_strict) /* or as a strict-mode wait it is in sees it (det_signals_in_wait) */
+			atomic_fetch_add(&t->slot->strict_wake, 1);
 	} else if (!t->sigs_held) {
 		hold(t, sig, info);
 		t->sigs_held = 1; /* as the thread next calls into det, or at the kick */
@@ -318,6 +323,35 @@ static void deliver_held(struct det_thread *t, uint32_t where)
 		record_and_deliver(t, sig, where, &info, NULL);
 	}
 	t->depth = 1;
+}
+
+/* Record: the signal came while the thread waited in a blocking call det
+ * makes for the program (det_block: a read, a join, a lock, a sleep): the
+ * kernel interrupted that call, so the handler runs now, as natively, and
+ * the call then fails with EINTR or starts again (SA_RESTART), as the
+ * kernel decides when this entry returns. Held until the wait ended, a
+ * handler that wakes its own thread (the self-pipe trick, a SIGTERM handler
+ * that ends the thread main joins) never ran. The thread takes its place
+ * again as from a wait (strict: a BLOCK event on each side), so replay
+ * delivers it, and any held with it, where the thread next takes a turn:
+ * at the wait's own event, before the call's outcome. */
+static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc)
+{
+	struct det_op *wait = t->wait_op;
+	(void)uc; /* (the handler gets none, as from deliver_held: replay has none to give) */
+	det_unblock(wait);
+	hold(t, sig, info);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
+	det_block(wait);
+}
+
+void det_signals_in_wait(struct det_thread *t)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Record: the thread calls into det with signals held for this moment. */
