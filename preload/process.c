@@ -252,7 +252,7 @@ int det_process_attach(void)
 DET_IMPL int det_impl_kill(pid_t pid, int sig)
 {
 	det_init();
-	return real.kill(translate(pid), sig);
+	return det_kill_live(translate(pid), sig, DET_RA());
 }
 
 DET_IMPL int det_impl_killpg(pid_t pgrp, int sig)

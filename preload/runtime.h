@@ -254,6 +254,11 @@ DET_HIDDEN extern uint32_t det_proc; /* this process's index in the region's pro
 DET_HIDDEN int det_process_attach(void);
 /* The pid a program-visible pid stands for in this run (replay). */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
+/* Send a signal, the ids live ones (signals.c: one the program sends itself
+ * is handled before the call returns, or, blocked, comes from the trace). */
+DET_HIDDEN int det_kill_live(pid_t pid, int sig, uint64_t ra);
+DET_HIDDEN int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra);
+DET_HIDDEN int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);

@@ -45,6 +45,7 @@ int det_tsc_trapped;
 /* The program's own handlers. */
 static struct sigaction prog_act[NSIG];
 static _Atomic int prog_set[NSIG];
+static int was_unsent(int sig);
 
 uint64_t det_now_slow(void)
 {
@@ -542,7 +543,7 @@ static int det_sigwait(const sigset_t *set, siginfo_t *info, const struct timesp
 			si.si_pid = d->pid;
 			si.si_uid = (uid_t)d->uid;
 			si.si_value.sival_ptr = (void *)(intptr_t)d->value;
-			if (d->from_program) {
+			if (d->from_program && !(r < NSIG && was_unsent((int)r))) {
 				sigset_t one;
 				siginfo_t real_si;
 				sigemptyset(&one);
@@ -592,6 +593,107 @@ DET_IMPL sighandler_t det_impl_signal(int sig, sighandler_t handler)
 	if (sigaction(sig, &act, &old) != 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/*
+ * A signal the program sends its own process (kill, sigqueue) or one of its
+ * threads (tgkill), with live ids. When the sending thread does not block
+ * it, the thread takes it itself before the call returns, in every mode, as
+ * natively when main sends it (the kernel gives main first choice); a
+ * worker directs it at itself (tgkill, or SI_QUEUE for sigqueue: the kernel
+ * lets only main fake SI_USER), which POSIX allows too, where the kernel
+ * would have interrupted main at a moment nothing reproduces. When it blocks
+ * it, the kernel hands it to another thread, or keeps it pending for a
+ * sigwait or an unblocking, and the recording has that delivery: replay
+ * takes it from there and does not send the real one, which would come
+ * again somewhere else (a thread that unblocks it after resetting its
+ * handler, and dies of it); a sigwait that took it in the recording knows
+ * it was not sent (own_unsent). A signal with no handler of the program's
+ * is sent in both modes: the kernel acts alone.
+ */
+static _Atomic uint32_t own_unsent[NSIG];
+
+static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval value)
+{
+	if (code == SI_QUEUE) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = pid;
+		si.si_uid = (uid_t)det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0);
+		si.si_value = value;
+		return tid ? det_sys(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0)
+			   : det_sys(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0);
+	}
+	return tid ? det_sys(SYS_tgkill, pid, tid, sig, 0, 0, 0) : det_sys(SYS_kill, pid, sig, 0, 0, 0, 0);
+}
+
+static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, uint64_t ra)
+{
+	det_init();
+	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	pid_t my_tid = (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	struct det_thread *t = pid == me && sig > 0 && sig < NSIG ? det_enter() : NULL;
+	long r = 0;
+	int to_me = 0; /* sent below, outside det: the handler's calls are events */
+	struct det_op op = {0};
+	if (!t) {
+		r = send_live(pid, tid, sig, code, value);
+	} else if (det_input_begin(&op, t, DET_EV_SIGNAL_SEND, (uint32_t)sig, ra) && op.rec->result < 0) {
+		r = op.rec->result; /* it failed in the recording: fail the same way */
+	} else if (tid && tid != my_tid) {
+		r = send_live(pid, tid, sig, code, value);
+	} else {
+		sigset_t cur;
+		det_sys(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, _NSIG / 8, 0, 0);
+		if (!sigismember(&cur, sig))
+			to_me = 1;
+		else if (det_replaying() && !tid && atomic_load(&prog_set[sig]))
+			atomic_fetch_add(&own_unsent[sig], 1);
+		else
+			r = send_live(pid, tid, sig, code, value);
+	}
+	if (t) {
+		det_input_end(&op, r, NULL, 0);
+		det_leave(t);
+	}
+	if (to_me) {
+		int prev = t->self_signal;
+		t->self_signal = sig;
+		r = send_live(pid, tid || my_tid == me ? tid : my_tid, sig, code, value);
+		t->self_signal = prev;
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
+
+int det_kill_live(pid_t pid, int sig, uint64_t ra)
+{
+	return send_signal(pid, 0, sig, SI_USER, (union sigval){0}, ra);
+}
+
+int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra)
+{
+	return send_signal(pid, 0, sig, SI_QUEUE, value, ra);
+}
+
+int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra)
+{
+	return send_signal(tgid, tid, sig, SI_TKILL, (union sigval){0}, ra);
+}
+
+/* Replay: a sigwait takes a signal its own process sent while the recording
+ * ran: was the real one left unsent? */
+static int was_unsent(int sig)
+{
+	uint32_t n = atomic_load(&own_unsent[sig]);
+	while (n && !atomic_compare_exchange_weak(&own_unsent[sig], &n, n - 1))
+		;
+	return n != 0;
 }
 
 /* Signals a thread sends itself arrive before the call returns, in both

@@ -69,3 +69,30 @@ def test_termination_signal_in_strict_mode(tmp_path: Path) -> None:
     assert rc == 0, err
     assert out == b"clean shutdown after SIGTERM (work 100)\n", (out, err)
     replay_matches(trace, [], REPLAYS)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_a_signal_sent_to_oneself_is_handled_before_the_call_returns(tmp_path: Path, mode: list[str]) -> None:
+    """self_kill: kill(getpid()) from main and from a thread (main blocks
+    it), raise, pthread_kill(self): natively the handler has run when the
+    call returns; det deferred kill's to the thread's next call into det."""
+    want = "kill: 1\nraise: 1\npthread_kill: 1\nthread kill: 1\ntotal: 4\n"
+    trace = tmp_path / "self.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("self_kill"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() == want
+    replay_matches(trace, [], REPLAYS)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_a_signal_every_other_thread_blocks_goes_to_the_one_waiting_for_it(tmp_path: Path, mode: list[str]) -> None:
+    """sigsuspend_wait: main takes the worker's kill(getpid(), SIGUSR2) in
+    sigsuspend, then restores the default actions and its mask. The replay
+    sent the kill again, main unblocked it, and died of it (3 of 3)."""
+    trace = tmp_path / "suspend.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("sigsuspend_wait"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() == "sum 500500, woken by SIGUSR2\n"
+    replay_matches(trace, [], REPLAYS)
+    if not mode:
+        replay_matches(trace, ["--relaxed"], 3)

@@ -3,7 +3,9 @@
  * SIGUSR2 and SIGTERM are blocked in every thread; main waits for them in
  * sigsuspend with them unblocked; a worker does the work and, when done,
  * sends kill(getpid(), SIGUSR2). Only main ever takes the signal (the
- * others block it). det once let the replay's real SIGUSR2 kill the program.
+ * others block it). Then main restores the default actions and its mask, as
+ * a daemon does before it exits: a SIGUSR2 still pending then kills it
+ * (det's replay once sent the worker's kill again, and was killed).
  *
  * Prints the work's result and which signal ended the wait.
  */
@@ -51,6 +53,10 @@ int main(void)
 	pthread_create(&t, NULL, worker, NULL);
 	while (!got)
 		sigsuspend(&old);
+	/* done: back to the default actions, then the mask main started with */
+	for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		signal(sigs[i], SIG_DFL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_join(t, NULL);
 	printf("sum %ld, woken by %s\n", sum, got == SIGUSR2 ? "SIGUSR2" : "another signal");
 	return 0;
