@@ -638,9 +638,11 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 	long r = 0;
 	int to_me = 0; /* sent below, outside det: the handler's calls are events */
 	struct det_op op = {0};
+	if (t && !det_input_begin(&op, t, DET_EV_SIGNAL_SEND, (uint32_t)sig, ra))
+		det_ops.rec_release_begin(&op); /* in the order before the signal's delivery */
 	if (!t) {
 		r = send_live(pid, tid, sig, code, value);
-	} else if (det_input_begin(&op, t, DET_EV_SIGNAL_SEND, (uint32_t)sig, ra) && op.rec->result < 0) {
+	} else if (det_replaying() && op.rec->result < 0) {
 		r = op.rec->result; /* it failed in the recording: fail the same way */
 	} else if (tid && tid != my_tid) {
 		r = send_live(pid, tid, sig, code, value);
@@ -655,7 +657,10 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 			r = send_live(pid, tid, sig, code, value);
 	}
 	if (t) {
-		det_input_end(&op, r, NULL, 0);
+		if (det_replaying())
+			det_input_end(&op, r, NULL, 0);
+		else
+			det_ops.rec_end(&op, r);
 		det_leave(t);
 	}
 	if (to_me) {
