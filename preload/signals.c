@@ -9,6 +9,11 @@
  *    program's handler runs there: as the thread next calls into det (aux
  *    flag DET_SIG_BEFORE), or, if it arrived while the thread was inside
  *    det, as the thread leaves it. Both are points replay can find again.
+ *    One that comes while the thread waits in a blocking call det makes for
+ *    it (det_block..det_unblock: a read, a join, a lock, a sleep, sigsuspend;
+ *    or a strict-mode wait of det's own, which it ends) is delivered there,
+ *    at once, as natively (DET_SIG_BEFORE | DET_SIG_IN_WAIT): replay
+ *    delivers it as the thread comes to the wait's next event.
  *  - A thread that makes no event keeps its signals held; when another one
  *    arrives meanwhile, or KICK_RECORD_MS later (a kick: a one-shot timer
  *    of the thread's own that sends the held signal again, told apart by
@@ -23,6 +28,11 @@
  *    one at its boundary by calling the handler.
  *  - Synchronous signals (faults, raise, pthread_kill to oneself, abort)
  *    reproduce by themselves and are delivered at once in both modes.
+ *  - A signal the program sends its own process (kill, sigqueue, tgkill:
+ *    send_signal) is a SIGNAL_SEND event, ordered before its delivery
+ *    (SIGNAL events are ordered too). A sender that does not block it takes
+ *    it itself, synchronously; one it blocks goes where the kernel puts it,
+ *    and replay delivers it from the trace instead of sending it again.
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
