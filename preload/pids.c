@@ -323,13 +323,13 @@ DET_IMPL pid_t det_impl_tcgetsid(int fd)
 DET_IMPL int det_impl_tgkill(pid_t tgid, pid_t tid, int sig)
 {
 	det_init();
-	return real.tgkill(det_pid_to_real(tgid), det_pid_to_real(tid), sig);
+	return det_tgkill_live(det_pid_to_real(tgid), det_pid_to_real(tid), sig, DET_RA());
 }
 
 DET_IMPL int det_impl_sigqueue(pid_t pid, int sig, const union sigval value)
 {
 	det_init();
-	return real.sigqueue(det_pid_to_real(pid), sig, value);
+	return det_sigqueue_live(det_pid_to_real(pid), sig, value, DET_RA());
 }
 
 DET_IMPL int det_impl_pidfd_open(pid_t pid, unsigned int flags)
@@ -478,10 +478,12 @@ int det_pids_syscall(long nr, const long a[6], long *result)
 			return 0;
 		*result = owner_fcntl(raw_fcntl, (int)a[0], (int)a[1], a[2]);
 		return 1;
-	case SYS_kill:
-		b[0] = det_pid_arg_to_live((pid_t)a[0]);
-		break;
+	case SYS_kill: /* (the wrappers: a signal the program sends itself is an event, signals.c) */
+		*result = kill((pid_t)a[0], (int)a[1]);
+		return 1;
 	case SYS_tgkill:
+		*result = tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
+		return 1;
 	case SYS_rt_tgsigqueueinfo:
 	case SYS_kcmp:
 		b[0] = det_pid_to_real((pid_t)a[0]);

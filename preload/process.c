@@ -271,7 +271,7 @@ DET_IMPL int det_impl_kill(pid_t pid, int sig)
 {
 	det_init();
 	replay_kill_in_turn(pid < -1 ? -pid : pid, sig);
-	return real.kill(det_pid_arg_to_live(pid), sig);
+	return det_kill_live(det_pid_arg_to_live(pid), sig, DET_RA());
 }
 
 DET_IMPL int det_impl_killpg(pid_t pgrp, int sig)

@@ -90,6 +90,8 @@ struct det_thread {
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
 	uint32_t nsigs;    /* record: signals held for the next event boundary */
 	uint32_t sigs_held; /* record: some of them wait for the thread's next call into det */
+	struct det_op *wait_op; /* record: the blocking call it waits in (det_block), where a
+				 * signal's handler may run at once (signals.c) */
 	uint32_t holding;  /* strict: holds the run token */
 	int32_t quantum;   /* strict: events left before it offers the token */
 	uint32_t run_steps; /* strict chaos: steps run while others waited, since it last deferred */
@@ -186,6 +188,9 @@ DET_HIDDEN void det_thread_attach(struct det_thread *t, uint32_t num);
 DET_HIDDEN void det_thread_exit(struct det_thread *t);
 
 DET_HIDDEN void det_signals_enter(struct det_thread *t);
+/* Record: deliver the signals held while the thread waited in det's own
+ * code (a strict-mode wait, which they woke), anchored in that wait. */
+DET_HIDDEN void det_signals_in_wait(struct det_thread *t);
 DET_HIDDEN void det_replay_signals_now(struct det_thread *t);
 DET_HIDDEN void det_replay_signals_attached(struct det_thread *t);
 
@@ -275,6 +280,11 @@ DET_HIDDEN const struct sigevent *det_live_sigevent(const struct sigevent *ev, s
 /* syscall(nr, a...) of a call that takes or returns ids: done with them
  * translated, its result in *result; 0 if nr is not one (or not replaying) */
 DET_HIDDEN int det_pids_syscall(long nr, const long a[6], long *result);
+/* Send a signal, the ids live ones (signals.c: one the program sends itself
+ * is handled before the call returns, or, blocked, comes from the trace). */
+DET_HIDDEN int det_kill_live(pid_t pid, int sig, uint64_t ra);
+DET_HIDDEN int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra);
+DET_HIDDEN int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
@@ -482,17 +492,26 @@ static inline const void *det_replay_data(const struct det_sched *e)
 	return (const char *)det_hdr + e->data_off;
 }
 
-/* Record only: say what the thread is about to block in (deadlock reports). */
+/* Record only: say what the thread is about to block in (deadlock reports).
+ * Between the two, the thread waits in a libc call or system call (never in
+ * det's own code), where a signal's handler may run as it would natively
+ * (signals.c: det_sig_entry). */
 static inline void det_block(struct det_op *op)
 {
-	if (!det_replaying())
+	if (!det_replaying()) {
 		det_ops.rec_block(op->t, op->kind, op->obj, op->ra);
+		__atomic_store_n(&op->t->wait_op, op, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
 }
 
 static inline void det_unblock(struct det_op *op)
 {
-	if (!det_replaying())
+	if (!det_replaying()) {
+		__atomic_store_n(&op->t->wait_op, NULL, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		det_ops.rec_unblock(op->t);
+	}
 }
 
 /* --- det's stack (stack.c) --- */

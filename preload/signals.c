@@ -9,6 +9,11 @@
  *    program's handler runs there: as the thread next calls into det (aux
  *    flag DET_SIG_BEFORE), or, if it arrived while the thread was inside
  *    det, as the thread leaves it. Both are points replay can find again.
+ *    One that comes while the thread waits in a blocking call det makes for
+ *    it (det_block..det_unblock: a read, a join, a lock, a sleep, sigsuspend;
+ *    or a strict-mode wait of det's own, which it ends) is delivered there,
+ *    at once, as natively (DET_SIG_BEFORE | DET_SIG_IN_WAIT): replay
+ *    delivers it as the thread comes to the wait's next event.
  *  - A thread that makes no event keeps its signals held; when another one
  *    arrives meanwhile, or KICK_RECORD_MS later (a kick: a one-shot timer
  *    of the thread's own that sends the held signal again, told apart by
@@ -23,6 +28,11 @@
  *    one at its boundary by calling the handler.
  *  - Synchronous signals (faults, raise, pthread_kill to oneself, abort)
  *    reproduce by themselves and are delivered at once in both modes.
+ *  - A signal the program sends its own process (kill, sigqueue, tgkill:
+ *    send_signal) is a SIGNAL_SEND event, ordered before its delivery
+ *    (SIGNAL events are ordered too). A sender that does not block it takes
+ *    it itself, synchronously; one it blocks goes where the kernel puts it,
+ *    and replay delivers it from the trace instead of sending it again.
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
@@ -45,6 +55,7 @@ int det_tsc_trapped;
 /* The program's own handlers. */
 static struct sigaction prog_act[NSIG];
 static _Atomic int prog_set[NSIG];
+static int was_unsent(int sig);
 
 uint64_t det_now_slow(void)
 {
@@ -153,6 +164,7 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
 static void deliver_held(struct det_thread *t, uint32_t where);
+static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc);
 static void replay_next_signal(struct det_thread *t);
 
 /* ------------------------------------------------------------------ */
@@ -277,9 +289,13 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
+	} else if (t->wait_op) {
+		deliver_in_wait(t, sig, info, ucv);
 	} else if (t->depth) {
 		hold(t, sig, info);
 		t->sig_due = 1; /* as the thread leaves det */
+		if (det_strict) /* or as a strict-mode wait it is in sees it (det_signals_in_wait) */
+			atomic_fetch_add(&t->slot->strict_wake, 1);
 	} else if (!t->sigs_held) {
 		hold(t, sig, info);
 		t->sigs_held = 1; /* as the thread next calls into det, or at the kick */
@@ -318,6 +334,35 @@ static void deliver_held(struct det_thread *t, uint32_t where)
 		record_and_deliver(t, sig, where, &info, NULL);
 	}
 	t->depth = 1;
+}
+
+/* Record: the signal came while the thread waited in a blocking call det
+ * makes for the program (det_block: a read, a join, a lock, a sleep): the
+ * kernel interrupted that call, so the handler runs now, as natively, and
+ * the call then fails with EINTR or starts again (SA_RESTART), as the
+ * kernel decides when this entry returns. Held until the wait ended, a
+ * handler that wakes its own thread (the self-pipe trick, a SIGTERM handler
+ * that ends the thread main joins) never ran. The thread takes its place
+ * again as from a wait (strict: a BLOCK event on each side), so replay
+ * delivers it, and any held with it, where the thread next takes a turn:
+ * at the wait's own event, before the call's outcome. */
+static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc)
+{
+	struct det_op *wait = t->wait_op;
+	(void)uc; /* (the handler gets none, as from deliver_held: replay has none to give) */
+	det_unblock(wait);
+	hold(t, sig, info);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
+	det_block(wait);
+}
+
+void det_signals_in_wait(struct det_thread *t)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Record: the thread calls into det with signals held for this moment. */
@@ -508,7 +553,7 @@ static int det_sigwait(const sigset_t *set, siginfo_t *info, const struct timesp
 			si.si_pid = d->pid;
 			si.si_uid = (uid_t)d->uid;
 			si.si_value.sival_ptr = (void *)(intptr_t)d->value;
-			if (d->from_program) {
+			if (d->from_program && !(r < NSIG && was_unsent((int)r))) {
 				sigset_t one;
 				siginfo_t real_si;
 				sigemptyset(&one);
@@ -558,6 +603,112 @@ DET_IMPL sighandler_t det_impl_signal(int sig, sighandler_t handler)
 	if (sigaction(sig, &act, &old) != 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/*
+ * A signal the program sends its own process (kill, sigqueue) or one of its
+ * threads (tgkill), with live ids. When the sending thread does not block
+ * it, the thread takes it itself before the call returns, in every mode, as
+ * natively when main sends it (the kernel gives main first choice); a
+ * worker directs it at itself (tgkill, or SI_QUEUE for sigqueue: the kernel
+ * lets only main fake SI_USER), which POSIX allows too, where the kernel
+ * would have interrupted main at a moment nothing reproduces. When it blocks
+ * it, the kernel hands it to another thread, or keeps it pending for a
+ * sigwait or an unblocking, and the recording has that delivery: replay
+ * takes it from there and does not send the real one, which would come
+ * again somewhere else (a thread that unblocks it after resetting its
+ * handler, and dies of it); a sigwait that took it in the recording knows
+ * it was not sent (own_unsent). A signal with no handler of the program's
+ * is sent in both modes: the kernel acts alone.
+ */
+static _Atomic uint32_t own_unsent[NSIG];
+
+static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval value)
+{
+	if (code == SI_QUEUE) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = pid;
+		si.si_uid = (uid_t)det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0);
+		si.si_value = value;
+		return tid ? det_sys(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0)
+			   : det_sys(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0);
+	}
+	return tid ? det_sys(SYS_tgkill, pid, tid, sig, 0, 0, 0) : det_sys(SYS_kill, pid, sig, 0, 0, 0, 0);
+}
+
+static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, uint64_t ra)
+{
+	det_init();
+	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	pid_t my_tid = (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	struct det_thread *t = pid == me && sig > 0 && sig < NSIG ? det_enter() : NULL;
+	long r = 0;
+	int to_me = 0; /* sent below, outside det: the handler's calls are events */
+	struct det_op op = {0};
+	if (t && !det_input_begin(&op, t, DET_EV_SIGNAL_SEND, (uint32_t)sig, ra))
+		det_ops.rec_release_begin(&op); /* in the order before the signal's delivery */
+	if (!t) {
+		r = send_live(pid, tid, sig, code, value);
+	} else if (det_replaying() && op.rec->result < 0) {
+		r = op.rec->result; /* it failed in the recording: fail the same way */
+	} else if (tid && tid != my_tid) {
+		r = send_live(pid, tid, sig, code, value);
+	} else {
+		sigset_t cur;
+		det_sys(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, _NSIG / 8, 0, 0);
+		if (!sigismember(&cur, sig))
+			to_me = 1;
+		else if (det_replaying() && !tid && atomic_load(&prog_set[sig]))
+			atomic_fetch_add(&own_unsent[sig], 1);
+		else
+			r = send_live(pid, tid, sig, code, value);
+	}
+	if (t) {
+		if (det_replaying())
+			det_input_end(&op, r, NULL, 0);
+		else
+			det_ops.rec_end(&op, r);
+		det_leave(t);
+	}
+	if (to_me) {
+		int prev = t->self_signal;
+		t->self_signal = sig;
+		r = send_live(pid, tid || my_tid == me ? tid : my_tid, sig, code, value);
+		t->self_signal = prev;
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
+
+int det_kill_live(pid_t pid, int sig, uint64_t ra)
+{
+	return send_signal(pid, 0, sig, SI_USER, (union sigval){0}, ra);
+}
+
+int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra)
+{
+	return send_signal(pid, 0, sig, SI_QUEUE, value, ra);
+}
+
+int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra)
+{
+	return send_signal(tgid, tid, sig, SI_TKILL, (union sigval){0}, ra);
+}
+
+/* Replay: a sigwait takes a signal its own process sent while the recording
+ * ran: was the real one left unsent? */
+static int was_unsent(int sig)
+{
+	uint32_t n = atomic_load(&own_unsent[sig]);
+	while (n && !atomic_compare_exchange_weak(&own_unsent[sig], &n, n - 1))
+		;
+	return n != 0;
 }
 
 /* Signals a thread sends itself arrive before the call returns, in both

@@ -385,8 +385,10 @@ void file_unlocked(struct det_thread *t, FILE *f)
  * THREAD_CANCELED. Then it leaves det: its cleanup handlers are recorded. */
 void det_unwound(struct det_thread *t, uint64_t ra)
 {
-	/* no longer blocked in the call (what a deadlock report shows) */
+	/* no longer blocked in the call (what a deadlock report shows), nor
+	 * waiting in it for a signal's handler (its op was on the frames gone) */
 	atomic_store_explicit(&t->slot->blocked_kind, 0, memory_order_relaxed);
+	t->wait_op = NULL;
 	if (!det_replaying() && t->active && !t->exited && !t->canceled) {
 		if (t->cancel_file) {
 			FILE *f = t->cancel_file;

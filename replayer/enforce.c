@@ -384,13 +384,17 @@ static void skip_preemptions(struct det_thread *t, uint16_t kind)
 	}
 }
 
-/* A recorded signal comes before this event: deliver it first. */
+/* A recorded signal comes before this event: deliver it first. (One that
+ * came during a strict-mode wait has that wait's BLOCK events on both sides,
+ * and its handler's events after it.) */
 static void signals_first(struct det_thread *t, uint16_t kind)
 {
 	skip_preemptions(t, kind);
-	if (det_unlikely(t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
-			 kind != DET_EV_SIGNAL))
+	while (det_unlikely(t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
+			    kind != DET_EV_SIGNAL)) {
 		det_replay_signals_now(t);
+		skip_preemptions(t, kind);
+	}
 }
 
 const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, enum det_objkind objkind)

@@ -648,6 +648,14 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 		uint32_t w = atomic_load(&me->strict_wake);
 		if (!atomic_load(&me->strict_cond))
 			break; /* signalled: made runnable by the signaller */
+		if (det_unlikely(t->nsigs)) {
+			/* a signal came (it woke this wait, preload/signals.c):
+			 * leave it as a spurious wake-up, to run its handler */
+			uint64_t mine = det_obj_shared_key(obj);
+			if (atomic_compare_exchange_strong(&me->strict_cond, &mine, 0))
+				det_strict_runnable(t->num);
+			break;
+		}
 		if (abstime) {
 			struct timespec now;
 			det_sys(SYS_clock_gettime, clock, (long)&now, 0, 0, 0, 0);
@@ -667,6 +675,8 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 		}
 	}
 	wait_token(t);
+	if (det_unlikely(t->nsigs))
+		det_signals_in_wait(t);
 	return (int)atomic_load(&me->strict_timedout);
 }
 

@@ -79,10 +79,13 @@ static inline int det_kind_handoff(unsigned kind)
 }
 
 /* Kinds replay does not order across threads: inputs carry their values
- * (except hand-offs, above), and a send is checked, not performed. */
+ * (except hand-offs, above), and a send is checked, not performed. A
+ * signal's delivery is ordered: its handler's effects reach other threads
+ * (and it comes after the program's own kill, SIGNAL_SEND). */
 static inline int det_kind_unordered(unsigned kind)
 {
-	return (det_kind_role(kind) == DET_ROLE_INPUT && !det_kind_handoff(kind)) || kind == DET_EV_SEND;
+	return (det_kind_role(kind) == DET_ROLE_INPUT && !det_kind_handoff(kind) && kind != DET_EV_SIGNAL) ||
+	       kind == DET_EV_SEND;
 }
 
 #endif /* DET_EVENTS_H */

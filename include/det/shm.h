@@ -115,6 +115,10 @@ struct det_rec {
  * its previous event, and the trace's order keeps it right after that one. */
 #define DET_SIG_BEFORE 0x10000     /* as the thread next called into det */
 #define DET_SIG_UNANCHORED 0x20000 /* wherever the thread was (it made no event) */
+/* with DET_SIG_BEFORE: while the thread waited in a call det made for it (a
+ * read, a join...), which the signal interrupted; replay delivers it as the
+ * thread comes to the wait's next event, before that event */
+#define DET_SIG_IN_WAIT 0x40000
 #define DET_SIG_NUMBER 0xffff
 
 #define DET_SEQ_NONE    UINT64_MAX

@@ -181,7 +181,8 @@ class RunResult:
 
 
 class Interrupt:
-    """SIGINT/SIGTERM/SIGHUP while recording: stop the program, keep the trace."""
+    """SIGINT/SIGTERM/SIGHUP/SIGQUIT while recording: forwarded to the program
+    (a second one kills it); the trace is kept whichever way it ends."""
 
     def __init__(self) -> None:
         self.signal: int | None = None
@@ -190,7 +191,7 @@ class Interrupt:
 
     def install(self) -> None:
         if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
                 signal.signal(s, self._handle)
 
     def _handle(self, signum: int, frame: object) -> None:
@@ -199,9 +200,14 @@ class Interrupt:
         with self.lock:
             progs = list(self.programs)
         for p in progs:
-            # The terminal already sent SIGINT to the program's group; a
-            # second one, or another signal, is forwarded as SIGKILL.
-            p.kill(signal.SIGKILL if again or signum != signal.SIGINT else signal.SIGINT)
+            if again:
+                p.kill(signal.SIGKILL)
+            elif signum == signal.SIGINT:
+                p.kill(signal.SIGINT)  # as a terminal's Ctrl-C reaches the program's whole group
+            else:
+                # as systemd or timeout(1) signal a service's main process: it
+                # shuts down by itself (its children too), and that is recorded
+                p.signal_first(signum)
 
 
 INTERRUPT = Interrupt()

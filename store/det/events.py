@@ -123,6 +123,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SYSCONF', 118, 'NONE', 'INPUT', 'sysconf, get_nprocs, get_phys_pages, get_avphys_pages: machine facts that vary (processors online, free memory); aux = the name; result'),
     EventKind('SCHED_YIELD', 119, 'NONE', 'INPUT', 'sched_yield'),
     EventKind('SLEEP', 120, 'NONE', 'INPUT', 'nanosleep, clock_nanosleep, usleep or sleep, skipped in replay; result = 0 or -errno'),
+    EventKind('SIGNAL_SEND', 89, 'NONE', 'OTHER', "kill, sigqueue or tgkill to the program's own process: ordered, so that the signal's delivery (a SIGNAL event, or a sigwait) comes after it; aux = signal number; result = 0 or -errno"),
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
     EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
     EventKind('PREEMPT', 125, 'THREAD', 'OTHER', 'strict mode: the thread running made no event for too long and lost its turn (the watchdog); replay is not exact around here; aux = the thread preempted'),
@@ -235,6 +236,7 @@ GETTID = 117
 SYSCONF = 118
 SCHED_YIELD = 119
 SLEEP = 120
+SIGNAL_SEND = 89
 SIGNAL = 121
 RDTSC = 122
 PREEMPT = 125

@@ -483,6 +483,13 @@ class Program:
             except ProcessLookupError:
                 pass
 
+    def signal_first(self, sig: int) -> None:
+        """Signal the program's first process only (the one det started)."""
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
     def wait_others(self, until: Callable[[], bool]) -> bool:
         """After the program's first process ended: wait for the others it
         started (that outlived it) to end, or until `until()` says to stop

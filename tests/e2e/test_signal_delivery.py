@@ -1,0 +1,98 @@
+"""Where det delivers a signal (preload/signals.c): a handler runs while its
+thread waits in a call det makes for it, as natively (the self-pipe trick, a
+SIGTERM handler while main joins), and replay runs it at the same point; a
+termination signal sent to detrec reaches the program, which shuts down by
+itself in the recording (issues 22.5, 23.4)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DETREC, detrec, outcome, program, query, replay_matches
+
+SIGNAL_KIND = 121  # include/det/events.def
+IN_WAIT = 0x40000  # DET_SIG_IN_WAIT (include/det/shm.h)
+REPLAYS = 10
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_handler_runs_while_its_thread_waits_in_read(tmp_path: Path, mode: list[str]) -> None:
+    """self_pipe: main sleeps in read() on a pipe its SA_RESTART handler
+    writes (once for a worker's kill, once for a timer). det held the signal
+    until the read returned, which it never did."""
+    trace = tmp_path / "pipe.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("self_pipe"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() == "woken by U\nwoken by A\n"
+    in_wait = query(trace, "SELECT count(*) FROM events WHERE kind = ? AND (aux & ?) != 0", (SIGNAL_KIND, IN_WAIT))
+    assert in_wait[0][0] == 2, in_wait
+    replay_matches(trace, [], REPLAYS)
+    if not mode:
+        replay_matches(trace, ["--relaxed"], 3)
+
+
+def record_with_signal_to_detrec(trace: Path, sig: int, mode: list[str]) -> tuple[int, bytes, str]:
+    p = subprocess.Popen([str(DETREC), "-q", *mode, "--timeout", "60", "-o", str(trace), str(program("term_handler"))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    time.sleep(0.2)  # main waits in pthread_join, the worker in read
+    p.send_signal(sig)  # to detrec only, as systemd's main-process kill or timeout(1) does
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err.decode()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name)
+def test_termination_signal_is_forwarded_and_the_shutdown_recorded(tmp_path: Path, sig: signal.Signals) -> None:
+    """What a service manager or timeout(1) sends detrec reaches the program,
+    whose handler runs in main as it waits in pthread_join: the program's own
+    exit is the outcome, and the shutdown replays (det SIGKILLed it)."""
+    trace = tmp_path / "term.db"
+    rc, out, err = record_with_signal_to_detrec(trace, sig, [])
+    assert rc == 0, err
+    assert out.startswith(f"clean shutdown after {sig.name} (work 100)".encode()), (out, err)
+    o = outcome(trace)
+    assert o["status"] == "exited" and o["exit_code"] == 0, o
+    replay_matches(trace, [], REPLAYS if sig == signal.SIGTERM else 3)
+
+
+def test_termination_signal_in_strict_mode(tmp_path: Path) -> None:
+    """The same in strict mode, where main waits for the worker in det's own
+    wait (replayer/strict.c), which the signal now ends for its handler."""
+    trace = tmp_path / "term.db"
+    rc, out, err = record_with_signal_to_detrec(trace, signal.SIGTERM, ["--strict"])
+    assert rc == 0, err
+    assert out == b"clean shutdown after SIGTERM (work 100)\n", (out, err)
+    replay_matches(trace, [], REPLAYS)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_a_signal_sent_to_oneself_is_handled_before_the_call_returns(tmp_path: Path, mode: list[str]) -> None:
+    """self_kill: kill(getpid()) from main and from a thread (main blocks
+    it), raise, pthread_kill(self): natively the handler has run when the
+    call returns; det deferred kill's to the thread's next call into det."""
+    want = "kill: 1\nraise: 1\npthread_kill: 1\nthread kill: 1\ntotal: 4\n"
+    trace = tmp_path / "self.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("self_kill"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() == want
+    replay_matches(trace, [], REPLAYS)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_a_signal_every_other_thread_blocks_goes_to_the_one_waiting_for_it(tmp_path: Path, mode: list[str]) -> None:
+    """sigsuspend_wait: main takes the worker's kill(getpid(), SIGUSR2) in
+    sigsuspend, then restores the default actions and its mask. The replay
+    sent the kill again, main unblocked it, and died of it (3 of 3)."""
+    trace = tmp_path / "suspend.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("sigsuspend_wait"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() == "sum 500500, woken by SIGUSR2\n"
+    replay_matches(trace, [], REPLAYS)
+    if not mode:
+        replay_matches(trace, ["--relaxed"], 3)
