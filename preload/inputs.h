@@ -92,7 +92,7 @@ static inline long ret_of(int64_t res)
 }
 
 DET_HIDDEN uint64_t hash_iov(const struct iovec *iov, int n, size_t len);
-DET_HIDDEN void diverge_data(struct det_op *op, const char *what);
+DET_HIDDEN __attribute__((noreturn)) void diverge_data(struct det_op *op, const char *what);
 /* A regular file read back in replay is not what was recorded: say which. */
 DET_HIDDEN __attribute__((noreturn)) void diverge_file(struct det_op *op, int fd, const char *what);
 DET_HIDDEN void scatter(const struct iovec *iov, int n, const uint8_t *data, size_t len);
