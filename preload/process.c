@@ -377,7 +377,10 @@ static void process_exit(void)
 	}
 	if (det_strict) {
 		t->exited = 1;
-		if (t->holding)
+		/* (a thread that exits from inside a call det wraps, where a
+		 * handler of a crash in that call called _exit, keeps the token:
+		 * the trace says it ran last, and replay lets it into that call) */
+		if (t->holding && !t->depth)
 			det_ops.strict_release(t);
 	}
 }

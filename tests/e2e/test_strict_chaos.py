@@ -142,6 +142,25 @@ def test_crash_after_the_last_event_replays_as_that_crash(tmp_path: Path, name: 
         assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}"
 
 
+def test_crash_handler_that_exits_inside_the_call_replays(tmp_path: Path) -> None:
+    """The consumer's SIGSEGV handler calls _exit(3) from inside
+    pthread_mutex_lock(NULL): the program exited, in the consumer's turn,
+    inside a call det wraps. The consumer keeps the token as its process
+    ends, the trace says it ran last, and replay exits there the same way
+    (before: the replay stalled, the consumer parked at that call)."""
+    trace = tmp_path / "exit.db"
+    r = detrec("--strict", "--timeout", "30", "-o", trace, program("strict_crash_in_call"), "exit")
+    rec = outcome(trace)
+    assert rec["status"] == "exited" and rec["exit_code"] == 3, r.stderr.decode()
+    assert re.search(rb"Segmentation fault in the consumer locking the queue, at address 0x[0-9a-f]+\n$", r.stdout)
+    assert query(trace, "SELECT value FROM meta WHERE key = 'ran_last'") == [(1,)]
+    for i in range(REPLAYS):
+        rr = detreplay(trace)
+        err = rr.stderr.decode()
+        assert rr.returncode == 3 and "outcome matches the recording" in err, f"replay {i + 1}: {err}"
+        assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}"
+
+
 def test_crash_found_by_pct_replays_as_that_crash(tmp_path: Path) -> None:
     """As dethunt finds it: PCT's schedules put the consumer's crash in
     pthread_mutex_lock(NULL) (seed 1 today: stalled before), or in a

@@ -6,7 +6,7 @@
  * consumer yields after each item (in strict mode the turn goes to main
  * there, which deletes the queue before the consumer gets it back). A
  * SIGSEGV handler says which thread died doing what, and where, then dies
- * of it. */
+ * of it (with argv[1] = "exit": calls _exit(3)). */
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -29,6 +29,7 @@ static sem_t all_taken;
 static pthread_mutex_t stats = PTHREAD_MUTEX_INITIALIZER;
 static long work;
 static _Thread_local const char *who = "main", *doing = "starting";
+static int exit_on_fault;
 
 static void died(int sig, siginfo_t *info, void *uc)
 {
@@ -37,6 +38,8 @@ static void died(int sig, siginfo_t *info, void *uc)
 	int n = snprintf(line, sizeof(line), "%s in %s %s, at address %p\n", strsignal(sig), who, doing,
 			 info->si_addr);
 	write(1, line, (size_t)n);
+	if (exit_on_fault)
+		_exit(3);
 	signal(sig, SIG_DFL); /* the fault comes again, and kills */
 }
 
@@ -62,8 +65,9 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	exit_on_fault = argc > 1 && strcmp(argv[1], "exit") == 0;
 	struct sigaction a = {.sa_sigaction = died, .sa_flags = SA_SIGINFO};
 	sigaction(SIGSEGV, &a, NULL);
 	q = calloc(1, sizeof(*q));
