@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -72,6 +73,14 @@ static ssize_t reread_exact(struct read_call *rc, size_t got, size_t count)
 		ssize_t r = read_from(rc, got, count - got);
 		if (r < 0 && errno == EINTR) /* a signal the recording took elsewhere */
 			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* a non-blocking end: the recording read these bytes, and
+			 * the writer, whose turn may be over before its write
+			 * is (sockets.c det_write_stream), still brings them */
+			struct pollfd p = {rc->fd, POLLIN, 0};
+			det_sys(SYS_poll, (long)&p, 1, -1, 0, 0, 0);
+			continue;
+		}
 		if (r <= 0)
 			return got ? (ssize_t)got : r;
 		got += (size_t)r;

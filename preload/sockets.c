@@ -456,6 +456,16 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 	int64_t res = op.rec->result;
 	if (res == DET_RESULT_PENDING) /* the writer died in it (a SIGPIPE, a kill) */
 		det_ops.replay_vanish(&op);
+	/* The write is a hand-off (det_kind_handoff): the readers after it in
+	 * the order wait for it. Its turn is over once the thread is here (what
+	 * it did before is done), so it says so before it writes: a write
+	 * larger than the pipe or socket buffer returns only once a reader
+	 * took part of it, and those readers wait for this turn. A reader of
+	 * the program's own pipe reads for real, so it still waits for the
+	 * bytes. (Strict mode and gdb keep the write inside its turn.) */
+	int done_first = det_ops.replay_free_running();
+	if (done_first)
+		det_input_end(&op, res, NULL, 0);
 	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	size_t done = 0;
 	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
@@ -491,7 +501,8 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		done += off;
 		i++;
 	}
-	det_input_end(&op, res, NULL, 0);
+	if (!done_first)
+		det_input_end(&op, res, NULL, 0);
 	return ret_of(res);
 }
 

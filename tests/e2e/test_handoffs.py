@@ -37,3 +37,20 @@ def test_handoff_through_descriptor_replays(tmp_path: Path, channel: str, wait: 
     assert r.stdout.decode().startswith("300 rounds, sum "), r.stdout.decode()
     replay_matches(trace, [], 4)
     replay_matches(trace, ["--relaxed"], 3)
+
+
+@pytest.mark.parametrize(("channel", "modes"), [("pipe", ([], ["--relaxed"])), ("socketpair", (["--relaxed"],))])
+def test_write_larger_than_the_buffer_replays(tmp_path: Path, channel: str, modes: tuple[list[str], ...]) -> None:
+    """A write is a hand-off that the reads after it wait for; one larger than
+    the pipe's or socket's buffer returns only once the reader took most of
+    it, so replay lets the readers go once the writer reached its write (a
+    replay that waited for the write to end stalled at the first read).
+    (An ordered replay of a socket pair can still stall where the writer
+    closes its end: it keeps the reads in the global order, and only a pipe
+    is read ahead while a read waits; not this change's.)"""
+    trace = tmp_path / "bulk.db"
+    r = detrec("-q", "-o", trace, "--", program("socketpair_bulk"), channel, "2048")
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().startswith("read 2097152 bytes"), r.stdout.decode()
+    for mode in modes:
+        replay_matches(trace, mode, 3)
