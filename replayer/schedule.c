@@ -97,11 +97,9 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 	/* (an ordered replay keeps a pipe read in its place: it consumes what
 	 * another process wrote, and what the reader does next, like closing
 	 * its end, must not overtake the writer; a reader running ahead made a
-	 * pipeline's writer die of SIGPIPE early. And a write to a stream in
-	 * its place: what processes write to one stdout comes out in the
-	 * recorded order) */
+	 * pipeline's writer die of SIGPIPE early) */
 	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT) &&
-	    !((e->kind == DET_EV_PIPE_READ || e->kind == DET_EV_WRITE) && !(flags & DET_F_RELAXED)))
+	    !(e->kind == DET_EV_PIPE_READ && !(flags & DET_F_RELAXED)))
 		return;
 	struct last_event me = {t + 1, 0, idx};
 	if (flags & DET_F_RELAXED) {
