@@ -47,16 +47,13 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 	if (det_replaying()) {
 		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
 			det_ops.replay_vanish(op);
-		if (f && det_ops.replay_free_running() && det_own_pipe(fileno(f))) {
+		if (f && det_ops.replay_free_running()) {
 			/* Its place in the order was taken before it ran, so the
 			 * recording's next events did not wait for it to end: nor
 			 * do the replay's. It may block on a pipe that one of them
 			 * drains (a reader's read, placed when it returned). It
 			 * holds its FILE meanwhile: the FILE's next users still
-			 * write after it. (op->rec = NULL: done already.) Output
-			 * nobody of the program reads (a terminal, detreplay's
-			 * capture, a file) is written before the event is done:
-			 * what several processes print comes out in the order. */
+			 * write after it. (op->rec = NULL: done already.) */
 			real.flockfile(f);
 			det_acquire_end(op, op->rec->result);
 			op->rec = NULL;

@@ -82,20 +82,6 @@ def test_exec_after_dropping_root(mode: tuple[str, ...], tmp_path: Path) -> None
     replays_identically(trace, out)
 
 
-@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
-def test_processes_writing_one_stdout_keep_the_order(mode: tuple[str, ...], tmp_path: Path) -> None:
-    """Four processes print to one stdout at once (stdio and write(2)).
-    Replay did not order the raw writes (inputs), and let a printf's event
-    be done before its bytes were written, so another process's output
-    could overtake them."""
-    trace = tmp_path / "stdout.db"
-    out = record(trace, "stdout", mode=mode)
-    lines = out.decode().splitlines()
-    assert sorted(lines) == sorted([f"child {k} {w} {i}" for k in range(3) for w in ("line", "raw")
-                                    for i in range(20)] + [f"parent line {i}" for i in range(20)] + ["all done"])
-    replays_identically(trace, out)
-
-
 def test_daemon_that_ends_soon_is_recorded_to_its_end(tmp_path: Path) -> None:
     """fork, setsid, fork: the daemon works 300 ms after its starters have
     gone; detrec waits for it (its events are in the trace) and replay too."""
