@@ -97,10 +97,13 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
-	if (det_kind_unordered(e->kind) && !(flags & DET_F_STRICT))
+	if (det_kind_unordered(e->kind) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED)))
 		return;
 	struct last_event me = {t + 1, 0, idx};
-	if (det_kind_handoff(e->kind) && !(flags & DET_F_STRICT)) {
+	if (flags & DET_F_ALL_ORDERED) {
+		dep[0] = o->prev; /* one order, the recorded one (it is a relaxed order too) */
+		o->prev = me;
+	} else if (det_kind_handoff(e->kind) && !(flags & DET_F_STRICT)) {
 		/* A hand-off through a descriptor (include/det/events.h
 		 * det_kind_handoff) keeps its place among the others, in both
 		 * modes: a reader comes after the writes it saw, and what it does

@@ -52,6 +52,8 @@ enum det_turns_backend {
 #define DET_F_LOGICAL   0x10 /* with STRICT's waits: threads take turns by logical clock (Kendo) */
 #define DET_F_CC_POINTS 0x20 /* chaos: PCT change points count det-cc memory points, not events */
 #define DET_F_NOTRACE   0x40 /* nobody reads the rings (detrun): a full ring is simply overwritten */
+#define DET_F_ALL_ORDERED 0x80 /* replay under gdb: inputs too wait for their place in one order, so a
+				    * stop before event N is there (inputs run ahead otherwise) */
 
 /* The record clock packs the thread count and, in strict mode, the next
  * event number, so a create takes its sequence number and its child's

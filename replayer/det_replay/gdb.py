@@ -90,7 +90,7 @@ def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: 
              goto: int | None, gdb_args: list[str] | None, view: PackedView | None) -> int:
     here = view.host_path if view is not None else (lambda p: p)
     relaxed, strict = replay_order(meta, relaxed)
-    rep = Replayer(path, complete, relaxed, strict)
+    rep = Replayer(path, complete, relaxed, strict, all_ordered=True)
     try:
         env = program_env(meta["env"], rep.fd, view.shm_holder(rep.fd) if view is not None else None)
         with tempfile.TemporaryDirectory(prefix="detreplay-gdb-") as d:

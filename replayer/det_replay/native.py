@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from det import schema
-from det.constants import DET_F_RELAXED, DET_F_STRICT
+from det.constants import DET_F_ALL_ORDERED, DET_F_RELAXED, DET_F_STRICT
 from det.errors import DetError
 from det.native import Region, c_string, lib, schedule_events
 from det.tracefile import read_only
@@ -23,7 +23,9 @@ from det.tracefile import read_only
 
 class Replayer(Region):
     def __init__(self, trace_path: Path, complete: bool, relaxed: bool, strict: bool = False,
-                 backend: str = "futex") -> None:
+                 backend: str = "futex", all_ordered: bool = False) -> None:
+        """all_ordered: inputs too wait for their place in the order (under
+        gdb, where a stop at event N must be at N)."""
         err = ctypes.create_string_buffer(512)
         threads_sql = schema.REPLAY_THREADS_COMPLETE if complete else schema.REPLAY_THREADS_COUNTED
         try:
@@ -46,7 +48,8 @@ class Replayer(Region):
             c_string(schema.REPLAY_EVENTS), c_string(schema.REPLAY_SCHEDULE if events is not None else None),
             2**64 - 1 if events is None else events,
             c_string(schema.REPLAY_DATA_SIZE), c_string(schema.REPLAY_DATA),
-            (DET_F_RELAXED if relaxed else 0) | (DET_F_STRICT if strict else 0), err, 512,
+            (DET_F_RELAXED if relaxed else 0) | (DET_F_STRICT if strict else 0)
+            | (DET_F_ALL_ORDERED if all_ordered else 0), err, 512,
         )
         if not h:
             raise DetError(f"{trace_path}: {err.value.decode(errors='replace')}")
