@@ -452,6 +452,12 @@ DET_IMPL pid_t det_impl_setsid(void)
 
 /* A socket's peer (SO_PEERCRED): a process of the program is named by its
  * recorded pid. */
+void det_peercred_to_rec(int level, int name, void *val, const socklen_t *len)
+{
+	if (translating() && level == SOL_SOCKET && name == SO_PEERCRED && val && len && *len >= sizeof(struct ucred))
+		((struct ucred *)val)->pid = det_pid_to_rec(((struct ucred *)val)->pid);
+}
+
 const struct sigevent *det_live_sigevent(const struct sigevent *ev, struct sigevent *copy)
 {
 	if (!translating() || !ev || !(ev->sigev_notify & SIGEV_THREAD_ID))

@@ -275,6 +275,9 @@ DET_HIDDEN void det_pid_note_parent(pid_t rec);
 /* path with its /proc/PID and /proc/PID/task/TID ids made live (in buf, n
  * bytes), or path itself */
 DET_HIDDEN const char *det_live_path(const char *path, char *buf, size_t n);
+/* getsockopt's SO_PEERCRED, made live by the kernel: its pid made recorded
+ * (a socket of the program's own, whose options are not inputs) */
+DET_HIDDEN void det_peercred_to_rec(int level, int name, void *val, const socklen_t *len);
 /* ev, or a copy of it in *copy naming the live thread (SIGEV_THREAD_ID) */
 DET_HIDDEN const struct sigevent *det_live_sigevent(const struct sigevent *ev, struct sigevent *copy);
 /* syscall(nr, a...) of a call that takes or returns ids: done with them

@@ -612,7 +612,10 @@ static int det_sockopt(struct sockopt_args *a, uint64_t ra)
 	if (!t || fd_class(a->fd) != FDC_SOCKET) {
 		if (t)
 			det_leave(t);
-		return (int)ret_of(perform_sockopt(a));
+		int r = (int)ret_of(perform_sockopt(a));
+		if (r == 0 && a->call == SOCKOPT_GET)
+			det_peercred_to_rec(a->level, a->name, a->val, a->len);
+		return r;
 	}
 	struct det_op op = {0};
 	int64_t res;
