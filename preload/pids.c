@@ -300,8 +300,7 @@ DET_IMPL int det_impl_ioctl(int fd, unsigned long req, ...)
 DET_IMPL pid_t det_impl_tcgetpgrp(int fd)
 {
 	det_init();
-	pid_t r = real.tcgetpgrp(fd);
-	return r > 0 ? det_pid_to_rec(r) : r;
+	return det_pid_to_rec(real.tcgetpgrp(fd));
 }
 
 DET_IMPL int det_impl_tcsetpgrp(int fd, pid_t pgrp)
@@ -313,8 +312,7 @@ DET_IMPL int det_impl_tcsetpgrp(int fd, pid_t pgrp)
 DET_IMPL pid_t det_impl_tcgetsid(int fd)
 {
 	det_init();
-	pid_t r = real.tcgetsid(fd);
-	return r > 0 ? det_pid_to_rec(r) : r;
+	return det_pid_to_rec(real.tcgetsid(fd));
 }
 
 /* ------------------------------------------------------------------ */
@@ -425,29 +423,25 @@ DET_IMPL ssize_t det_impl_process_vm_writev(pid_t pid, const struct iovec *local
 DET_IMPL pid_t det_impl_getpgid(pid_t pid)
 {
 	det_init();
-	pid_t r = real.getpgid(det_pid_to_real(pid));
-	return r > 0 ? det_pid_to_rec(r) : r;
+	return det_pid_to_rec(real.getpgid(det_pid_to_real(pid)));
 }
 
 DET_IMPL pid_t det_impl_getpgrp(void)
 {
 	det_init();
-	pid_t r = real.getpgrp();
-	return r > 0 ? det_pid_to_rec(r) : r;
+	return det_pid_to_rec(real.getpgrp());
 }
 
 DET_IMPL pid_t det_impl_getsid(pid_t pid)
 {
 	det_init();
-	pid_t r = real.getsid(det_pid_to_real(pid));
-	return r > 0 ? det_pid_to_rec(r) : r;
+	return det_pid_to_rec(real.getsid(det_pid_to_real(pid)));
 }
 
 DET_IMPL pid_t det_impl_setsid(void)
 {
 	det_init();
-	pid_t r = real.setsid();
-	return r > 0 ? det_pid_to_rec(r) : r;
+	return det_pid_to_rec(real.setsid());
 }
 
 /* A socket's peer (SO_PEERCRED): a process of the program is named by its
