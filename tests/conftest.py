@@ -66,6 +66,14 @@ def program(name: str) -> Path:
     return _require(PROGRAMS / name)
 
 
+def replays_identically(trace: Path, recorded: bytes, n: int = 10, mode: tuple[str, ...] = ()) -> None:
+    """Replay `trace` n times (-q): each exits 0 and prints exactly `recorded`."""
+    for i in range(n):
+        rr = detreplay("-q", *mode, trace, timeout=120)
+        assert rr.returncode == 0, f"replay {i + 1} {mode}: {rr.stderr.decode()}"
+        assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
+
+
 def replay_matches(trace: Path, mode: list[str], n: int) -> None:
     """Replay `trace` n times: each replay ends as the recording did, says
     so, and prints the same output."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, outcome, program, query
+from conftest import detrec, detreplay, outcome, program, query, replays_identically
 from det import events as ev
 
 REPLAYS = 10
@@ -23,13 +23,6 @@ def record(trace: Path, *args: str, mode: tuple[str, ...] = (), timeout: float =
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout, "the program wrote nothing"
     return r.stdout
-
-
-def replays_identically(trace: Path, recorded: bytes, n: int = REPLAYS, mode: tuple[str, ...] = ()) -> None:
-    for i in range(n):
-        rr = detreplay("-q", *mode, trace, timeout=120)
-        assert rr.returncode == 0, f"replay {i + 1} {mode}: {rr.stderr.decode()}"
-        assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])

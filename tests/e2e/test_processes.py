@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, move_events, outcome, program, query
+from conftest import detrec, move_events, outcome, program, query, replays_identically
 from det import events as ev
 
-REPLAYS = 10
 MODES = ["fork", "wait", "system", "popen", "spawn", "exec"]
 
 
@@ -23,13 +22,6 @@ def record(trace: Path, *argv: str | os.PathLike[str], mode: tuple[str, ...] = (
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout, "the program wrote nothing"
     return r.stdout
-
-
-def replays_identically(trace: Path, recorded: bytes, n: int = REPLAYS, mode: tuple[str, ...] = ()) -> None:
-    for i in range(n):
-        rr = detreplay("-q", *mode, trace, timeout=120)
-        assert rr.returncode == 0, f"replay {i + 1} {mode}: {rr.stderr.decode()}"
-        assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
 
 
 @pytest.mark.parametrize("mode", MODES)
