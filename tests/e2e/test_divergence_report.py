@@ -20,9 +20,11 @@ RACE_WORDS = "most likely a data race"
 
 
 def _record(tmp_path: Path, name: str, *argv: str) -> Path:
+    """A recording of argv; racy_counter exits 1 (its BUG line) when the race
+    lost an update in this run, 0 when not: either is a trace to read."""
     trace = tmp_path / f"{Path(argv[0]).name}.det"
     r = detrec("-o", trace, *argv)
-    assert r.returncode == 0, r.stderr.decode()
+    assert r.returncode in (0, 1) and b"trace saved" in r.stderr, r.stderr.decode()
     return trace
 
 
