@@ -28,12 +28,21 @@ def frame_kind(f: gdb.Frame) -> str:
     """"det" (libdet.so), "system" (a system library, the vDSO) or "program"."""
     try:
         pc = f.pc()
+        name = f.name() or ""
+    except gdb.error:
+        return "system"
+    return pc_kind(pc, name)
+
+
+def pc_kind(pc: int, name: str = "") -> str:
+    """frame_kind() of code at pc (in the function called name)."""
+    try:
         path = gdb.solib_name(pc)
     except gdb.error:
         return "system"
     if path is None:
         # The executable itself, or the vDSO (no file either).
-        return "system" if (f.name() or "").startswith("__vdso_") else "program"
+        return "system" if name.startswith("__vdso_") else "program"
     if os.path.basename(path) == LIBDET:
         return "det"
     return "system" if path.startswith(SYSTEM_DIRS) or "linux-vdso" in path else "program"

@@ -13,6 +13,7 @@ from det_gdb.commands import (  # noqa: F401 - imported for their @command
     back,
     break_event,
     disas,
+    gdb_reverse,
     goto,
     last_write,
     next,

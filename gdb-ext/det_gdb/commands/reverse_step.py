@@ -1,19 +1,30 @@
-"""`det reverse-step`: go back to the previous line of the current thread.
+"""`det reverse-step`: go back to the previous line of the current thread;
+and the going back by lines that gdb's own reverse-next, reverse-step and
+reverse-finish do in a det session (det_gdb/commands/gdb_reverse.py).
 
 Rules of this file (as every det_gdb module): no inferior function calls,
 standard library only, every user error one gdb.GdbError line; how a
 re-execution finds its way back: det_gdb/reexec.py.
+  - A logged line start is at one of three levels of the current thread's
+    stack: "here" (the current call of the current function: its caller's
+    stack pointer is the same), "caller" (the call that called it), "callee"
+    (a function the current one called directly, with line information).
+    The line to go back to is picked from their order alone (pick_line).
 """
 
 from __future__ import annotations
 
+import re
+
 import gdb
 
-from det_gdb.frames import frame_kind, user_frame, where
+from det_gdb.frames import frame_kind, pc_kind, user_frame, where
 from det_gdb.reexec import Hit, Logger, Run, arrive, begin, between, figures, search, where_now
 from det_gdb.registry import DetCommand, command
+from det_gdb.session import Session
 
-MAX_LINES = 4096  # line-start breakpoints for reverse-step
+MAX_LINES = 4096  # line-start breakpoints of one going back
+CALL = re.compile(r"^call[q]?\s+(0x[0-9a-f]+)")
 
 
 def frame_key(f: gdb.Frame) -> int:
@@ -22,19 +33,228 @@ def frame_key(f: gdb.Frame) -> int:
     return int(o.read_register("rsp")) if o is not None else 0
 
 
-def line_starts(f: gdb.Frame) -> list[int]:
-    """The pcs where the lines of f's function begin."""
-    block = f.block()
+def function_block(pc: int) -> gdb.Block | None:
+    try:
+        block = gdb.block_for_pc(pc)
+    except RuntimeError:
+        return None
     while block is not None and block.function is None:
         block = block.superblock
-    sal = f.find_sal()
-    if block is None or sal.symtab is None:
+    return block
+
+
+def line_starts_at(pc: int) -> list[int]:
+    """The pcs where the lines of the function at pc begin."""
+    block = function_block(pc)
+    symtab = gdb.find_pc_line(pc).symtab
+    if block is None or symtab is None:
         return []
-    pcs = set()
-    for entry in sal.symtab.linetable():
-        if block.start <= entry.pc < block.end and entry.line:
-            pcs.add(entry.pc)
-    return sorted(pcs)[:MAX_LINES]
+    entries = sorted((e.pc, e.line) for e in symtab.linetable() if block.start <= e.pc < block.end and e.line)
+    body = after_prologue(entries)
+    return sorted({pc for pc, _ in entries[body:]})
+
+
+def after_prologue(entries: list[tuple[int, int]]) -> int:
+    """The index of the function's first body line among its (pc, line)
+    entries: a step never stops in the prologue (the entry's line, the
+    function's opening, before the body's lines), so going back does not
+    either; from the body's first line it goes back to the caller (as gdb's
+    skip_prologue_using_sal finds the prologue's end)."""
+    if not entries or entries[0][1] != min(line for _, line in entries):
+        return 0
+    return next((i for i, (_, line) in enumerate(entries) if line != entries[0][1]), 0)
+
+
+def line_starts(f: gdb.Frame) -> list[int]:
+    """The pcs where the lines of f's function begin."""
+    return line_starts_at(f.pc())
+
+
+def direct_callees(f: gdb.Frame) -> list[int]:
+    """Entry pcs of the program's functions (with line information) that
+    f's function calls directly (a call through a pointer is not seen)."""
+    block = function_block(f.pc())
+    if block is None:
+        return []
+    out = set()
+    for insn in f.architecture().disassemble(block.start, block.end - 1):
+        m = CALL.match(insn["asm"])
+        if m is None:
+            continue
+        target = int(m.group(1), 16)
+        if not block.start <= target < block.end and pc_kind(target) == "program" \
+                and gdb.find_pc_line(target).symtab is not None:
+            out.add(target)
+    return sorted(out)
+
+
+def stack_level(hit: Hit) -> str:
+    return hit.detail["level"]
+
+
+def pick_line(hits: list[Hit], line: int) -> Hit | None:
+    """Where going back one line from `line` lands, given the logged line
+    starts before the position in order: the start of the previous line run
+    in this call, or (into a call that line made) the start of the callee's
+    last line, or at the function's first line the start of its caller's."""
+    def same(a: Hit, b: Hit) -> bool:
+        return a.detail["level"] == b.detail["level"] and a.detail["line"] == b.detail["line"] \
+            and a.detail["func"] == b.detail["func"]
+
+    def run_start(i: int) -> Hit:
+        while i > 0 and same(hits[i - 1], hits[i]):
+            i -= 1
+        return hits[i]
+
+    i = len(hits)
+    # The current line's own start, and the calls it made before the position.
+    while True:
+        j = i
+        while j > 0 and stack_level(hits[j - 1]) == "callee":
+            j -= 1
+        if j > 0 and stack_level(hits[j - 1]) == "here" and hits[j - 1].detail["line"] == line:
+            i = j - 1
+            continue
+        break
+    if i == 0:
+        return None
+    last = hits[i - 1]
+    if stack_level(last) != "here":
+        return run_start(i - 1)
+    # Back through the previous line: into the last call it made, if any
+    # (calls between two of its own hits).
+    k = i - 1
+    while k > 0:
+        if same(hits[k - 1], last):
+            k -= 1
+            continue
+        c = k
+        while c > 0 and stack_level(hits[c - 1]) == "callee":
+            c -= 1
+        if c < k and c > 0 and same(hits[c - 1], last):
+            return run_start(k - 1)
+        break
+    return hits[k]
+
+
+def back_a_line(cmd: str, arg: str, into_calls: bool) -> None:
+    """Go back to the previous line the current thread ran (as gdb's
+    reverse-next; into_calls: as its reverse-step, into the last function
+    that line called)."""
+    s, mark = begin(cmd, arg)
+    num, f = program_frame(s, cmd, mark.thread)
+    key, line, own_sp = frame_key(f), f.find_sal().line, int(f.read_register("rsp"))
+    caller = program_caller(f)
+    levels = [("here", line_starts(f), key)]
+    if caller is not None:
+        levels.append(("caller", line_starts(caller), frame_key(caller)))
+    if into_calls:
+        for entry in direct_callees(f):
+            levels.append(("callee", line_starts_at(entry), own_sp))
+    if not levels[0][1]:
+        raise gdb.GdbError(f"det: {cmd}: no line table for {where(f)} (compiled without -g?)")
+
+    def loggers(run: Run) -> list[gdb.Breakpoint]:
+        out: list[gdb.Breakpoint] = []
+        placed: set[int] = set()
+        for level, pcs, k in levels:
+            for pc in pcs:
+                if pc in placed or len(placed) >= MAX_LINES:
+                    continue  # (a recursive call: its own line starts are "here")
+                placed.add(pc)
+
+                def accept(tnum: int, done: int) -> dict | None:
+                    if tnum != num:
+                        return None
+                    fr = gdb.newest_frame()
+                    fk = frame_key(fr)
+                    lvl = next((lv for lv, _, k in levels if k == fk), None)
+                    if lvl is None:
+                        return None
+                    sal = fr.find_sal()
+                    return {"level": lvl, "line": sal.line, "func": fr.name()}
+
+                out.append(Logger(run, len(out), f"*{pc:#x}", accept))
+        return out
+
+    hit, start, fig = search(s, cmd, mark, loggers, lambda hits: pick_line(hits, line))
+    if hit is None:
+        print(f"det: {cmd}: T{num} ran no earlier line of {f.name()} (or its caller) since the program's start "
+              f"{figures(fig, start, s)}")
+        return
+    frame = arrive(s, hit)
+    lines = [f"det: T{num} back at {where_now()}, {between(s, num, hit.done)} {figures(fig, start, s)}"]
+    for ln in lines + frame:
+        print(ln)
+
+
+def program_frame(s: Session, cmd: str, thread: int | None) -> tuple[int, gdb.Frame]:
+    """The det thread going back (the mark's, else the selected) and its innermost frame in the program's code."""
+    num = thread if thread is not None else s.det_num()
+    if num is None:
+        raise gdb.GdbError(f"det: {cmd}: no det thread selected")
+    th = s.gdb_thread(num)
+    if th is None:
+        raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
+    th.switch()
+    f = user_frame()
+    if f is None or frame_kind(f) != "program":
+        raise gdb.GdbError(f"det: {cmd}: T{num} is not in the program's code")
+    return num, f
+
+
+def program_caller(f: gdb.Frame) -> gdb.Frame | None:
+    caller = f.older()
+    while caller is not None and frame_kind(caller) != "program":
+        caller = caller.older()
+    return caller
+
+
+def call_instruction(caller: gdb.Frame) -> int | None:
+    """The pc of the call instruction the caller frame is in (its return address's)."""
+    ret = caller.pc()
+    block = function_block(ret - 1)
+    if block is None:
+        return None
+    for insn in caller.architecture().disassemble(max(block.start, ret - 4096), ret - 1):
+        if insn["addr"] + insn["length"] == ret and insn["asm"].startswith("call"):
+            return int(insn["addr"])
+    return None
+
+
+def back_to_call(cmd: str, arg: str) -> None:
+    """Go back to the call of the current thread's function in the program (gdb's reverse-finish)."""
+    s, mark = begin(cmd, arg)
+    num, f = program_frame(s, cmd, mark.thread)
+    caller = f.older()
+    if caller is None or frame_kind(caller) != "program":
+        by = caller.name() if caller is not None and caller.name() else "the system"
+        raise gdb.GdbError(f"det: {cmd}: {f.name()} is T{num}'s outermost function in the program's code "
+                           f"(called by {by}); `det goto N` or `det back` go further back")
+    call_pc = call_instruction(caller)
+    if call_pc is None:
+        raise gdb.GdbError(f"det: {cmd}: cannot find the instruction that called {f.name()} in {where(caller)}")
+    key = int(caller.read_register("rsp"))
+    name = f.name()
+
+    def loggers(run: Run) -> list[gdb.Breakpoint]:
+        def accept(tnum: int, done: int) -> dict | None:
+            if tnum != num or int(gdb.newest_frame().read_register("rsp")) != key:
+                return None
+            return {}
+
+        return [Logger(run, 0, f"*{call_pc:#x}", accept)]
+
+    hit, start, fig = search(s, cmd, mark, loggers)
+    if hit is None:
+        print(f"det: {cmd}: the call of {name} was not found again between the program's start and "
+              f"{mark.what} {figures(fig, start, s)}")
+        return
+    frame = arrive(s, hit)
+    lines = [f"det: T{num} back at the call of {name}: {where_now()}, {between(s, num, hit.done)} "
+             f"{figures(fig, start, s)}"]
+    for ln in lines + frame:
+        print(ln)
 
 
 @command("det reverse-step", gdb.COMMAND_RUNNING)
@@ -47,66 +267,4 @@ function (calls are stepped over, as by gdb's reverse-next); at the
 function's first line, to the line that called it."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
-        cmd = self.det_name
-        s, mark = begin(cmd, arg)
-        num = mark.thread if mark.thread is not None else s.det_num()
-        if num is None:
-            raise gdb.GdbError(f"det: {cmd}: no det thread selected")
-        th = s.gdb_thread(num)
-        if th is None:
-            raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
-        th.switch()
-        f = user_frame()
-        if f is None or frame_kind(f) != "program":
-            raise gdb.GdbError(f"det: {cmd}: T{num} is not in the program's code")
-        key, line = frame_key(f), f.find_sal().line
-        caller = f.older()
-        while caller is not None and frame_kind(caller) != "program":
-            caller = caller.older()
-        funcs = [(line_starts(f), key)]
-        ckey = frame_key(caller) if caller is not None else None
-        if caller is not None:
-            funcs.append((line_starts(caller), ckey))
-        if not funcs[0][0]:
-            raise gdb.GdbError(f"det: {cmd}: no line table for {where(f)} (compiled without -g?)")
-
-        def loggers(run: Run) -> list[gdb.Breakpoint]:
-            out: list[gdb.Breakpoint] = []
-            n = 0
-            for pcs, k in funcs:
-                for pc in pcs:
-                    def accept(tnum: int, done: int, k: int = k) -> dict | None:
-                        if tnum != num:
-                            return None
-                        fr = gdb.newest_frame()
-                        if frame_key(fr) != k:
-                            return None
-                        return {"key": k, "line": fr.find_sal().line}
-
-                    out.append(Logger(run, n, f"*{pc:#x}", accept))
-                    n += 1
-            return out
-
-        def starts(hits: list[Hit]) -> list[Hit]:
-            """The first hit of each run of hits on one line: where the thread began a line."""
-            return [h for i, h in enumerate(hits) if i == 0 or hits[i - 1].detail["line"] != h.detail["line"]]
-
-        def pick(hits: list[Hit]) -> Hit | None:
-            mine = starts([h for h in hits if h.detail["key"] == key])
-            # The line the thread is in now is not "before" it.
-            if mine and mine[-1].detail["line"] == line:
-                mine.pop()
-            if mine:
-                return mine[-1]
-            up = starts([h for h in hits if h.detail["key"] == ckey])
-            return up[-1] if up else None
-
-        hit, start, fig = search(s, cmd, mark, loggers, pick)
-        if hit is None:
-            print(f"det: {cmd}: T{num} ran no earlier line of {f.name()} (or its caller) since the program's start "
-                  f"{figures(fig, start, s)}")
-            return
-        frame = arrive(s, hit)
-        lines = [f"det: T{num} back at {where_now()}, {between(s, num, hit.done)} {figures(fig, start, s)}"]
-        for ln in lines + frame:
-            print(ln)
+        back_a_line(self.det_name, arg, into_calls=False)
