@@ -154,27 +154,25 @@ def back_a_line(cmd: str, arg: str, into_calls: bool) -> None:
     if not levels[0][1]:
         raise gdb.GdbError(f"det: {cmd}: no line table for {where(f)} (compiled without -g?)")
 
+    def accept(tnum: int, done: int) -> dict | None:
+        if tnum != num:
+            return None
+        fr = gdb.newest_frame()
+        fk = frame_key(fr)
+        lvl = next((lv for lv, _, k in levels if k == fk), None)
+        if lvl is None:
+            return None
+        return {"level": lvl, "line": fr.find_sal().line, "func": fr.name()}
+
     def loggers(run: Run) -> list[gdb.Breakpoint]:
         out: list[gdb.Breakpoint] = []
         placed: set[int] = set()
-        for level, pcs, k in levels:
+        for _, pcs, _ in levels:
             for pc in pcs:
-                if pc in placed or len(placed) >= MAX_LINES:
-                    continue  # (a recursive call: its own line starts are "here")
-                placed.add(pc)
-
-                def accept(tnum: int, done: int) -> dict | None:
-                    if tnum != num:
-                        return None
-                    fr = gdb.newest_frame()
-                    fk = frame_key(fr)
-                    lvl = next((lv for lv, _, k in levels if k == fk), None)
-                    if lvl is None:
-                        return None
-                    sal = fr.find_sal()
-                    return {"level": lvl, "line": sal.line, "func": fr.name()}
-
-                out.append(Logger(run, len(out), f"*{pc:#x}", accept))
+                # (a recursive call's own line starts are "here"; its level is the stack's)
+                if pc not in placed and len(placed) < MAX_LINES:
+                    placed.add(pc)
+                    out.append(Logger(run, len(out), f"*{pc:#x}", accept))
         return out
 
     hit, start, fig = search(s, cmd, mark, loggers, lambda hits: pick_line(hits, line))
