@@ -1,6 +1,6 @@
 """det_exec: gdb's exec-wrapper for a det replay.
 
-    python3 -I -S det_exec.py SPEC.json [anything gdb appends]
+    python3 -I -S det_exec.py SPEC.json [--out PATH] [--err PATH] [anything gdb appends]
 
 gdb (with `set startup-with-shell on` and `set exec-wrapper`) runs this
 between its shell and the program. It starts the recorded program exactly
@@ -18,6 +18,8 @@ Rules of this file:
     sequence and traces this process), no output unless the exec fails.
   - Whatever gdb appends to the command line (the program and the `run`
     arguments) is ignored: the spec is the only source of truth.
+  - --out/--err: the program's stdout/stderr (det_gdb/output.py's channels,
+    which show the program's output once however often a replay goes back).
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ def main(argv: list[str]) -> int:
             fd = os.open(spec["stdin_fifo"], os.O_RDONLY)
             os.dup2(fd, 0)
             os.close(fd)
+        # The output channels (opened before a chroot hides them).
+        rest = argv[2:]
+        while len(rest) >= 2 and rest[0] in ("--out", "--err"):
+            fd = os.open(rest[1], os.O_WRONLY | os.O_NOCTTY)
+            os.dup2(fd, 1 if rest[0] == "--out" else 2)
+            os.close(fd)
+            rest = rest[2:]
         # A packed trace: the program sees its packed files at their recorded
         # paths in this root (det.replay.view), where cwd and exe are.
         if spec.get("root"):

@@ -8,7 +8,8 @@ stops the replaying program at recorded events and keeps gdb's own commands
 the enforced schedule.
 
 The package: session (the replay under gdb and how it moves the program),
-frames (whose code a frame is in), args (the commands' arguments), pointers
+frames (whose code a frame is in), output (the program's output, shown
+once), args (the commands' arguments), pointers
 (names for heap objects), reexec (going back by re-execution), registry
 (@command: the one list of commands), commands/ (one module per command);
 det_gdb_model (beside it) is what needs no gdb.
@@ -38,6 +39,7 @@ import gdb
 
 from det_gdb import commands, session
 from det_gdb.frames import frame_kind, user_frame, where
+from det_gdb.output import Relay
 from det_gdb.pointers import pointer_expression
 
 
@@ -93,7 +95,9 @@ def start(config_path: str) -> None:
         raise gdb.GdbError(f"det: {e}") from None
     session.SESSION = s
     s.model.names.live = pointer_expression
-    wrapper = " ".join(shlex.quote(a) for a in cfg["exec_wrapper"])
+    s.output = Relay()
+    args = [*cfg["exec_wrapper"], "--out", s.output.stdout_path, "--err", s.output.stderr_path]
+    wrapper = " ".join(shlex.quote(a) for a in args)
     for cmd in ("set startup-with-shell on", f"set exec-wrapper {wrapper}", "set breakpoint pending on",
                 f"file {gdb_quote(cfg['binary'])}"):
         gdb.execute(cmd, to_string=True)
@@ -105,6 +109,7 @@ def start(config_path: str) -> None:
     gdb.execute("define hookpost-thread\npython det_gdb.after_thread_command()\nend", to_string=True)
     gdb.events.stop.connect(_stop_handler)
     gdb.events.exited.connect(_exit_handler)
+    gdb.events.gdb_exiting.connect(lambda _event: s.output.drain())
     commands.register()
     s.make_breakpoints()
     m = s.model

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import gdb
 
 from det_gdb.frames import det_caller_frame, frame_kind, in_det, in_user, user_frame, where
+from det_gdb.output import Relay
 
 UINT64_MAX = 2**64 - 1
 
@@ -148,6 +149,7 @@ class Session:
         self.signalled: tuple[int | None, str] | None = None  # (det thread, SIGABRT) of the last stop
         self.stop_thread: int | None = None     # the det thread gdb reported the last stop in
         self.finish_bp: gdb.Breakpoint | None = None
+        self.output: Relay | None = None        # the program's output (det_gdb.output)
 
     # --- the program's memory ------------------------------------------------
     def alive(self) -> bool:
@@ -252,6 +254,8 @@ class Session:
 
     def on_ready(self) -> bool:
         # A (re)start: the region was reset, det_gdb_control is fresh.
+        if self.output is not None:
+            self.output.new_run()
         self.slot_base = None
         self.lwp_to_num = {}
         self.divergence = None
@@ -347,6 +351,8 @@ class Session:
     # --- stops -------------------------------------------------------------------
     def on_stop(self, event: gdb.StopEvent) -> None:
         self.last_event = event
+        if self.output is not None:
+            self.output.drain()
         if not self.alive():
             return
         hit, self.hit = self.hit, None
@@ -433,6 +439,8 @@ class Session:
         return Position(min(nexts) if nexts else self.model.end, None, False)
 
     def on_exited(self, event) -> None:
+        if self.output is not None:
+            self.output.drain()
         self.pos = None
         self.slot_base = None
         self.hit = None
