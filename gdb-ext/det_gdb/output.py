@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import threading
 
+GDB_SIGNALS = {signal.SIGINT, signal.SIGCHLD, signal.SIGALRM, signal.SIGWINCH}
 HISTORY = 64 << 20   # bytes of each channel kept for comparison; past it, only counted
 
 
@@ -83,7 +85,14 @@ class Relay:
         self.stdout_path = out.path
         self.stderr_path = self.channels[-1].path
         self.lock = threading.Lock()
-        threading.Thread(target=self.copy, name="det-output", daemon=True).start()
+        # gdb's signals (SIGCHLD above all) must reach gdb's main thread: a
+        # thread that could take them hangs gdb in its wait for the program
+        # (gdb 14's gdb.block_signals, by hand for gdb 13).
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, GDB_SIGNALS)
+        try:
+            threading.Thread(target=self.copy, name="det-output", daemon=True).start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def copy(self) -> None:
         by_fd = {c.read: c for c in self.channels}
