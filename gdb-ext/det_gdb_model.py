@@ -21,6 +21,7 @@ Rules of this file:
 from __future__ import annotations
 
 import bisect
+import signal
 from array import array
 from dataclasses import dataclass
 
@@ -228,6 +229,16 @@ class Schedule:
         """The recording was stopped with threads still waiting (a hang)."""
         o = self.outcome
         return o is not None and o["status"] not in ("exited", "signaled")
+
+    def ended_by(self, signal_name: str) -> bool:
+        """Did the recorded run end by this signal (a name as gdb says it, SIGABRT)?"""
+        o = self.outcome
+        if o is None or o["status"] != "signaled":
+            return False
+        try:
+            return signal.Signals(int(o["signal"])).name == signal_name
+        except (ValueError, TypeError):
+            return False
 
     def recorded_end(self) -> str:
         """The recording's outcome in det's one wording, with what det said

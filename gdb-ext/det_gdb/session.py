@@ -387,7 +387,15 @@ class Session:
                 return  # stepping out of det's code for next/step: they report
             if isinstance(event, gdb.SignalEvent):
                 self.signalled = (here, event.stop_signal)
-            if goal is not None:
+            if goal is not None and goal.end and self.signalled is not None \
+                    and self.model.ended_by(self.signalled[1]):
+                # a crash is where its recording ended
+                who = f"T{here}" if here is not None else "the program"
+                uf = user_frame()
+                at = f" in {where(uf)}" if uf is not None and frame_kind(uf) == "program" else ""
+                lines.append(f"det: at the end of the recording: {who} received {self.signalled[1]}{at}, as the "
+                             f"recorded run ended (recorded: {self.model.recorded_end()}); `continue` lets it end")
+            elif goal is not None:
                 lines.append(f"det: stopped before reaching {goal.what}; now at "
                              f"{self.model.label(self.pos.seq)}")
             # gdb stopped in det's code (a watchpoint hit inside det's call)
@@ -569,6 +577,11 @@ class Session:
             goal = Goal("the end of the recording", end=True, honor=honor, select=select)
         else:
             goal = Goal(what or f"event {seq}", seq=seq, honor=honor, select=select)
+        if (seq >= self.model.end and self.alive() and not honor and self.signalled is not None
+                and self.model.ended_by(self.signalled[1])):
+            print(f"det: already at the end of the recording: T{self.signalled[0]} stopped by {self.signalled[1]}, "
+                  f"as the recorded run ended (recorded: {self.model.recorded_end()}); `continue` lets it end")
+            return
         if (self.pos is not None and self.pos.det_stop and self.pos.seq == seq and self.alive()
                 and not honor):
             print(f"det: already at {self.model.of_total(seq)}: {self.model.describe(seq)}")
