@@ -31,6 +31,14 @@ from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name, outcome_words
 
+# The orders a replay under gdb keeps (replayer/det_replay/gdb.py picks one;
+# the banner says what it means, `det status` names it).
+REPLAY_MODES = {
+    "strict": "every event and every shared-memory access in its recorded place (a --strict recording)",
+    "all-ordered": "every event in its recorded place, inputs too; code between events runs freely",
+    "relaxed": "each object's events in their recorded order (--relaxed)",
+}
+
 ROLE = {k.number: k.role for k in ev.EVENTS}
 KIND_BY_NAME = {k.name.lower(): k.number for k in ev.EVENTS}
 ACQUIRE_ROLES = {"ACQUIRE", "JOIN", "WAKE"}
@@ -251,7 +259,7 @@ class Schedule:
     def status_text(self, pos: int, current: int | None, live: list[LiveThread], mode: str,
                     selected: int | None = None) -> list[str]:
         """`det status`: the position, then one line per thread."""
-        mode = f"{mode} replay"  # ordered, relaxed or strict
+        mode = f"{mode} replay"  # REPLAY_MODES
         lines = []
         if pos >= self.end:
             lines.append(f"det: at {self.of_total(pos)}, {mode}; recorded: {self.recorded_end()}")

@@ -41,6 +41,7 @@ from det_gdb import commands, session
 from det_gdb.frames import frame_kind, user_frame, where
 from det_gdb.output import Relay
 from det_gdb.pointers import pointer_expression
+from det_gdb.session import model_module
 
 
 def after_thread_command() -> None:
@@ -114,7 +115,8 @@ def start(config_path: str) -> None:
     s.make_breakpoints()
     m = s.model
     print(f"det: replaying {cfg['trace']}: {m.meta.get('binary')}, {m.total} events, {len(m.threads)} threads, "
-          f"{s.mode}; recorded: {m.recorded_end()}")
+          f"{s.mode} replay; recorded: {m.recorded_end()}")
+    print(f"det: {s.mode} replay: {model_module().REPLAY_MODES.get(s.mode, s.mode)}")
     print("det: `help det` lists det's commands")
     goto = cfg.get("goto")
     if goto is None:

@@ -132,7 +132,7 @@ class Session:
         self.cfg = cfg
         self.model = m.Schedule(cfg["trace"])
         self.relaxed = bool(cfg.get("relaxed"))
-        self.mode = str(cfg.get("mode") or ("relaxed" if self.relaxed else "ordered"))  # the replay's order
+        self.mode = str(cfg.get("mode") or ("relaxed" if self.relaxed else "all-ordered"))  # REPLAY_MODES
         self.goal: Goal | None = None
         self.hit: Hit | None = None
         self.pos: Position | None = None

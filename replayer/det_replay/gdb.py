@@ -108,7 +108,7 @@ def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: 
             config.write_text(json.dumps({
                 "trace": str(path),
                 "relaxed": relaxed,
-                "mode": "strict" if strict else "relaxed" if relaxed else "ordered",
+                "mode": "strict" if strict else "relaxed" if relaxed else "all-ordered",  # det_gdb_model.REPLAY_MODES
                 "goto": goto,
                 "binary": here(exe),
                 "exec_wrapper": [sys.executable, "-I", "-S", str(EXT_DIR / "det_exec.py"), str(spec)],

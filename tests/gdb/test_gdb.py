@@ -569,6 +569,6 @@ def test_strict_trace_replays_in_strict_order_under_gdb(tmp_path: Path) -> None:
                             "WHERE c.kind = ?", (ev.CC_YIELD,)).fetchone()[0]
     assert yields > 0, "the recording has no cc_yield: this test needs one to test anything"
     out = gdb_batch(t, "det status", "continue")
-    assert "strict replay" in out and ", strict; recorded:" in out, out
+    assert "strict replay" in out and ", strict replay; recorded:" in out, out
     assert "diverged" not in out, out
     assert re.search(r"det: the replay ended with exit code \d+; recorded: exit \d+", out), out
