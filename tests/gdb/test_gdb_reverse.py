@@ -80,7 +80,9 @@ def test_gdb_reverse_commands_say_why_not(trace: Path) -> None:
                     opts=("--relaxed",))
     assert "det: reverse-finish: going back needs an ordered replay (start gdb without --relaxed)" in out, out
     assert "det: reverse-next: going back needs an ordered replay" in out, out
-    out = gdb_batch(trace, "break worker", "continue", "reverse-finish")
+    out = gdb_batch(trace, "det goto end", "rn", "break worker", "det goto start", "continue", "reverse-finish")
+    assert re.search(r"^det: reverse-next: no line table for _start, T0's innermost frame in the program's code "
+                     r"\(compiled without -g, or past main's return\); `det back \[N\]`", out, re.M), out
     assert re.search(r"^det: reverse-finish: worker is T\d's outermost function in the program's code \(called by "
                      r"\w+\); `det goto N` or `det back` go further back", out, re.M), out
 

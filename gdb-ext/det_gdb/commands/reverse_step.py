@@ -152,7 +152,9 @@ def back_a_line(cmd: str, arg: str, into_calls: bool) -> None:
         for entry in direct_callees(f):
             levels.append(("callee", line_starts_at(entry), own_sp))
     if not levels[0][1]:
-        raise gdb.GdbError(f"det: {cmd}: no line table for {where(f)} (compiled without -g?)")
+        raise gdb.GdbError(f"det: {cmd}: no line table for {where(f)}, T{num}'s innermost frame in the program's "
+                           "code (compiled without -g, or past main's return); `det back [N]`, `det goto N`, or "
+                           "reverse-continue to a breakpoint go back")
 
     def accept(tnum: int, done: int) -> dict | None:
         if tnum != num:
