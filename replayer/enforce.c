@@ -511,10 +511,12 @@ const struct det_sched *det_replay_input(struct det_op *op)
  * not in the trace. Every other recorded event happened before that; once
  * they have happened here too, t runs on alone and outside det (the others
  * stay where their events end), so that the call it died in runs as libc's
- * own and dies the same way.
+ * own and dies the same way. (Strict: right after its last event, as the
+ * code after it ran after theirs; otherwise as t next calls into det.)
  */
 static void run_last(struct det_thread *t)
 {
+	t->run_last_due = 0;
 	for (unsigned round = 0;; round++) {
 		uint64_t done = 0;
 		for (uint32_t i = 0; i < det_hdr->threads_recorded; i++)
@@ -557,8 +559,13 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
 	if (!(det_hdr->flags & DET_F_STRICT)) {
-		if (det_unlikely(t->idx >= t->sched_count) && atomic_load(&det_hdr->ran_last) == t->num + 1)
-			run_last(t);
+		if (det_unlikely(t->idx >= t->sched_count) && atomic_load(&det_hdr->ran_last) == t->num + 1) {
+			/* run_last as it next calls into det, where it died: the
+			 * code before that ran alongside the others' events (a flag
+			 * they wait for may be set there) */
+			t->run_last_due = 1;
+			t->active = 0;
+		}
 		return;
 	}
 	det_cc_replay_next(t); /* det-cc: the next event may be a switch at a tick */
@@ -623,6 +630,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_resume = det_replay_resume,
 	.replay_reset = det_replay_reset,
 	.replay_before_exit = det_replay_before_exit,
+	.replay_run_last = run_last,
 	.replay_vanish = det_replay_vanish,
 	.replay_cancel = det_replay_cancel,
 	.replay_cancel_next = det_replay_cancel_next,

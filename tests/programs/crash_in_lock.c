@@ -6,7 +6,9 @@
  * inside the call, while main prints and then waits in pthread_join. The
  * event of that lock never completes, so the trace ends without it. With
  * argv[1] = "abort", a SIGSEGV handler says so and calls abort() (a crash
- * handler's usual end): SIGABRT, still inside the call. */
+ * handler's usual end): SIGABRT, still inside the call; with "exit", the
+ * handler calls _exit(3) there. First it says whether SIGSEGV and SIGABRT
+ * were at their default action (det's recorder has its own entry there). */
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -26,11 +28,15 @@ struct queue {
 static struct queue *q;
 static sem_t all_taken, go_on;
 
+static int exit_on_fault;
+
 static void died(int sig)
 {
 	(void)sig;
-	static const char line[] = "fault in the consumer: aborting\n";
+	static const char line[] = "fault in the consumer\n";
 	write(1, line, sizeof(line) - 1);
+	if (exit_on_fault)
+		_exit(3);
 	abort();
 }
 
@@ -56,8 +62,14 @@ static void *consumer(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "abort") == 0)
-		signal(SIGSEGV, died);
+	struct sigaction segv, abrt;
+	sigaction(SIGSEGV, NULL, &segv);
+	sigaction(SIGABRT, NULL, &abrt);
+	printf("SIGSEGV %s, SIGABRT %s\n", segv.sa_handler == SIG_DFL ? "default" : "handled",
+	       abrt.sa_handler == SIG_DFL ? "default" : "handled");
+	exit_on_fault = argc > 1 && strcmp(argv[1], "exit") == 0;
+	if (argc > 1 && (exit_on_fault || strcmp(argv[1], "abort") == 0) && signal(SIGSEGV, died) != SIG_DFL)
+		printf("signal() did not return the default action\n");
 	q = calloc(1, sizeof(*q));
 	q->mut = malloc(sizeof(*q->mut));
 	pthread_mutex_init(q->mut, NULL);
