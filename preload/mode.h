@@ -83,7 +83,6 @@ struct det_mode_ops {
 	void (*replay_resume)(struct det_thread *t);
 	void (*replay_reset)(void);
 	void (*replay_before_exit)(void);
-	void (*replay_run_last)(struct det_thread *t);
 	__attribute__((noreturn)) void (*replay_vanish)(struct det_op *op);
 	__attribute__((noreturn)) void (*replay_cancel)(struct det_thread *t);
 	int (*replay_cancel_next)(struct det_thread *t);

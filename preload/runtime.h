@@ -65,7 +65,6 @@ struct det_thread {
 	struct det_slot *slot;
 	uint32_t num;
 	uint32_t active;   /* attached to the region: events are recorded/enforced */
-	uint32_t run_last_due; /* replay, not active: past its last event, it ran last (enforce.c) */
 	uint32_t depth;    /* > 0 inside the runtime: nested calls pass through */
 	uint32_t exited;   /* its exit event is done */
 	uint64_t idx;      /* events so far (= index of the next one) */
@@ -200,8 +199,6 @@ static inline struct det_thread *det_enter(void)
 {
 	struct det_thread *t = &det_tls;
 	if (det_unlikely(!t->active)) {
-		if (det_unlikely(t->run_last_due))
-			det_ops.replay_run_last(t); /* then its calls pass through */
 		if (det_mode || !det_hdr)
 			det_init();
 		if (!t->active)

@@ -503,6 +503,10 @@ const struct det_sched *det_replay_input(struct det_op *op)
 	return e;
 }
 
+/* Not strict: rounds of run_last's wait (1 ms each, after the first 100)
+ * without another thread's event before t goes on anyway. */
+#define RUN_LAST_STILL_ROUNDS 300
+
 /*
  * The recording's program ended by itself in t, after t's last event (strict:
  * in t's turn; any mode: t took the fault or abort it died of): in code of
@@ -511,12 +515,16 @@ const struct det_sched *det_replay_input(struct det_op *op)
  * not in the trace. Every other recorded event happened before that; once
  * they have happened here too, t runs on alone and outside det (the others
  * stay where their events end), so that the call it died in runs as libc's
- * own and dies the same way. (Strict: right after its last event, as the
- * code after it ran after theirs; otherwise as t next calls into det.)
+ * own and dies the same way.
  */
 static void run_last(struct det_thread *t)
 {
-	t->run_last_due = 0;
+	/* Strict: the code after its last event ran after every other event.
+	 * Otherwise it ran alongside them, so that they may wait for it (a
+	 * flag it sets): t waits only while they make progress. */
+	int patient = !!(det_hdr->flags & DET_F_STRICT);
+	uint64_t seen = 0;
+	unsigned still = 0;
 	for (unsigned round = 0;; round++) {
 		uint64_t done = 0;
 		for (uint32_t i = 0; i < det_hdr->threads_recorded; i++)
@@ -525,6 +533,12 @@ static void run_last(struct det_thread *t)
 			break;
 		if (atomic_load(&det_hdr->diverged))
 			park(t);
+		if (done != seen) {
+			seen = done;
+			still = 0;
+		} else if (!patient && ++still > RUN_LAST_STILL_ROUNDS) {
+			break;
+		}
 		struct timespec ts = {0, round < 100 ? 20000 : 1000000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
@@ -559,13 +573,8 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
 	if (!(det_hdr->flags & DET_F_STRICT)) {
-		if (det_unlikely(t->idx >= t->sched_count) && atomic_load(&det_hdr->ran_last) == t->num + 1) {
-			/* run_last as it next calls into det, where it died: the
-			 * code before that ran alongside the others' events (a flag
-			 * they wait for may be set there) */
-			t->run_last_due = 1;
-			t->active = 0;
-		}
+		if (det_unlikely(t->idx >= t->sched_count) && atomic_load(&det_hdr->ran_last) == t->num + 1)
+			run_last(t);
 		return;
 	}
 	det_cc_replay_next(t); /* det-cc: the next event may be a switch at a tick */
@@ -630,7 +639,6 @@ static const struct det_mode_ops replay_ops = {
 	.replay_resume = det_replay_resume,
 	.replay_reset = det_replay_reset,
 	.replay_before_exit = det_replay_before_exit,
-	.replay_run_last = run_last,
 	.replay_vanish = det_replay_vanish,
 	.replay_cancel = det_replay_cancel,
 	.replay_cancel_next = det_replay_cancel_next,
