@@ -49,3 +49,20 @@ def test_crash_inside_a_wrapped_call_replays_as_that_crash(tmp_path: Path, recor
             assert rr.returncode == want and "outcome matches the recording" in err, f"{order} {i + 1}: {err}"
             assert rr.stdout == r.stdout, f"{order} {i + 1}: {rr.stdout!r}"
 
+
+
+@pytest.mark.parametrize("record", list(ORDERS), ids=lambda m: "strict" if m else "default")
+def test_destroying_a_mutex_a_wait_is_in_says_busy(tmp_path: Path, record: tuple[str, ...]) -> None:
+    """pthread_mutex_destroy of a mutex a condition wait is in fails with
+    EBUSY in glibc (pbzip2's queue deletion meets it before its crash): so
+    in a strict recording, whose waits det emulates, and in every replay
+    (before: an emulated wait released the mutex as an unlock does, so the
+    destroy succeeded, and a default trace diverged there)."""
+    trace = tmp_path / "busy.db"
+    r = detrec(*record, "--timeout", "30", "-o", trace, program("destroy_busy"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"destroy while waited on: Device or resource busy\nworker joined\n", r.stdout
+    for order in ORDERS[record]:
+        for i in range(REPLAYS):
+            rr = detreplay(*order, trace, timeout=60)
+            assert rr.returncode == 0 and rr.stdout == r.stdout, f"{order} {i + 1}: {rr.stderr.decode()}"
