@@ -33,6 +33,12 @@
  *    (SIGNAL events are ordered too). A sender that does not block it takes
  *    it itself, synchronously; one it blocks goes where the kernel puts it,
  *    and replay delivers it from the trace instead of sending it again.
+ *  - While recording, det's entry also stands in for the default action of
+ *    the signals a thread brings on itself that kill (a fault, abort()),
+ *    so that the thread the program died in is known (det_hdr->ran_last:
+ *    it may have died inside a call det wraps, whose event never
+ *    completed); the entry then dies of the signal as natively, and
+ *    sigaction reports the default action.
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
@@ -69,6 +75,16 @@ static int is_fault(int sig, const siginfo_t *info)
 	return info->si_code > 0 &&
 	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP);
 }
+
+/* Signals that kill by default and that a thread brings on itself (a fault,
+ * abort()); (not SIGTRAP: debuggers use it). */
+static int is_crash_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+}
+
+/* Recording: det's entry stands in for their default action (note_crash). */
+static int crash_entries;
 
 struct handler_call {
 	struct sigaction *a;
@@ -274,10 +290,16 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		errno = saved;
 		return;
 	}
+	if (crash_entries && is_crash_signal(sig) && t->active &&
+	    (is_fault(sig, info) || (sig == SIGABRT && self_inflicted(sig, info))))
+		atomic_store(&det_hdr->ran_last, t->num + 1); /* (the program may die of it in this thread) */
 	if (!atomic_load(&prog_set[sig])) {
-		/* det's own SIGSEGV entry and no program handler: die as natively */
+		/* det's own entry and no program handler: die as natively */
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
 		real.sigaction(sig, &dfl, NULL);
+		if (info->si_code <= 0) /* sent, not a fault that comes again: send it again */
+			det_sys(SYS_tgkill, det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0), det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0),
+				sig, 0, 0, 0);
 		errno = saved;
 		return; /* the fault happens again, with the default action */
 	}
@@ -441,17 +463,21 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 	if (sig <= 0 || sig >= NSIG || sig == SIGKILL || sig == SIGSTOP || !det_mode)
 		return real.sigaction(sig, act, old);
 	struct sigaction prev = prog_act[sig];
-	int had = atomic_load(&prog_set[sig]);
+	/* (det's entry standing in for the default action: prog_act says which) */
+	int had = atomic_load(&prog_set[sig]) || (crash_entries && is_crash_signal(sig)) ||
+		  (sig == SIGSEGV && det_tsc_trapped);
 	if (!act) {
 		int r = real.sigaction(sig, NULL, old);
-		if (r == 0 && old && had)
+		if (r == 0 && old && had && old->sa_sigaction == det_sig_entry)
 			*old = prev;
 		return r;
 	}
 	struct sigaction mine = *act;
 	int handled = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
 						   : act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
-	int keep_entry = sig == SIGSEGV && det_tsc_trapped;
+	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) ||
+			 (crash_entries && is_crash_signal(sig) && !(act->sa_flags & SA_SIGINFO) &&
+			  act->sa_handler == SIG_DFL);
 	if (handled || keep_entry) {
 		mine.sa_sigaction = det_sig_entry;
 		mine.sa_flags = (act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
@@ -461,7 +487,7 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 	if (r != 0)
 		return r;
 	if (old)
-		*old = had ? prev : kernel_old;
+		*old = had && kernel_old.sa_sigaction == det_sig_entry ? prev : kernel_old;
 	prog_act[sig] = *act;
 	atomic_store(&prog_set[sig], handled);
 	return 0;
@@ -777,8 +803,27 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *found)
 	return 0;
 }
 
+/* Recording: det's entry stands in for the default action of the crash
+ * signals the program left at it (not one it inherited ignored). */
+static void crash_entries_init(void)
+{
+	if (det_replaying())
+		return;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction cur;
+		if (!is_crash_signal(sig) || real.sigaction(sig, NULL, &cur) != 0 ||
+		    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+			continue;
+		struct sigaction a = {.sa_sigaction = det_sig_entry, .sa_flags = SA_SIGINFO};
+		sigemptyset(&a.sa_mask);
+		real.sigaction(sig, &a, NULL);
+	}
+	crash_entries = 1;
+}
+
 void det_signals_init(void)
 {
+	crash_entries_init();
 	const char *force = getenv("DET_TRAP_TSC");
 	int found = 0;
 	if (force && *force)

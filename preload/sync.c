@@ -113,6 +113,47 @@ static int bad_deadline(enum cond_how how, clockid_t clock, const struct timespe
 				     (how == COND_CLOCK && clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC));
 }
 
+/*
+ * det's emulated waits (replay, strict recording) release the mutex with
+ * pthread_mutex_unlock and retake it with trylock. glibc's own wait leaves
+ * the waiter counted among the mutex's users (__nusers), so that
+ * pthread_mutex_destroy fails with EBUSY while a wait is in it (pbzip2
+ * deletes its queue so): the emulation keeps that count as glibc's wait
+ * would, one more as the wait releases the mutex, one less once it has it
+ * again, both while holding it. Returns whether it counted the waiter.
+ */
+static int cond_release(struct det_thread *t, pthread_mutex_t *m, int *result)
+{
+	int counted = m->__data.__owner == t->slot->ktid;
+	if (counted)
+		m->__data.__nusers++;
+	*result = real.pthread_mutex_unlock(m);
+	if (*result && counted) {
+		m->__data.__nusers--;
+		counted = 0;
+	}
+	return counted;
+}
+
+static void cond_retaken(pthread_mutex_t *m, int counted)
+{
+	if (counted)
+		m->__data.__nusers--;
+}
+
+static int real_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, enum cond_how how, clockid_t clock,
+			  const struct timespec *abstime)
+{
+	switch (how) {
+	case COND_PLAIN:
+		return real.pthread_cond_wait(c, m);
+	case COND_TIMED:
+		return real.pthread_cond_timedwait(c, m, abstime);
+	default:
+		return real.pthread_cond_clockwait(c, m, clock, abstime);
+	}
+}
+
 static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c, pthread_mutex_t *m,
 			 enum cond_how how, clockid_t clock, const struct timespec *abstime, uint64_t ra)
 {
@@ -124,8 +165,16 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	if (det_replaying()) {
 		/* The wait releases the mutex; the turn of the wake-up event is
 		 * the recorded moment the wait returned. */
-		int u = bad_deadline(how, clock, abstime) ? EINVAL : real.pthread_mutex_unlock(m);
+		int u = EINVAL, counted = bad_deadline(how, clock, abstime) ? 0 : cond_release(t, m, &u);
 		det_release_end(&wait, 0); /* (published before it ran) */
+		if (det_unlikely(!t->active) && !u) {
+			/* its last event: the program ended in this thread, inside
+			 * this wait (it ran last: replayer/enforce.c run_last), which
+			 * now runs as glibc's own, from the mutex held again */
+			if (real.pthread_mutex_trylock(m) == 0)
+				cond_retaken(m, counted);
+			return real_cond_wait(c, m, how, clock, abstime);
+		}
 		det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 		r = (int)wake.rec->result;
 		if (u) { /* as glibc's wait, it fails at once (EINVAL, EPERM): so did the recorded one */
@@ -138,6 +187,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		if (real.pthread_mutex_trylock(m) != 0)
 			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_COND_WAKE, c, ra,
 				    "the mutex of a condition wait was not free at its recorded turn");
+		cond_retaken(m, counted);
 		det_acquire_end(&wake, r);
 		if (r == ECANCELED && det_ops.replay_cancel_next(t)) /* canceled in the wait, mutex held */
 			det_ops.replay_cancel(t);
@@ -151,7 +201,11 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		cond_cancel_point(t, c, m); /* a request already made acts as the wait begins */
 		/* as glibc's wait: a bad deadline or clock, or an error-checking
 		 * mutex the caller does not hold, fails at once */
-		if ((r = bad_deadline(how, clock, abstime) ? EINVAL : real.pthread_mutex_unlock(m))) {
+		int counted = 0;
+		r = EINVAL;
+		if (!bad_deadline(how, clock, abstime))
+			counted = cond_release(t, m, &r);
+		if (r) {
 			det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);
 			det_acquire_end(&wake, r);
 			return r;
@@ -164,6 +218,8 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		atomic_store(&t->slot->strict_cancel_point, 0);
 		while ((r = real.pthread_mutex_trylock(m)) == EBUSY)
 			det_ops.strict_wait_for(&wait, m);
+		if (!r)
+			cond_retaken(m, counted);
 		/* a pthread_cancel may have woken it: a cancellation point, with
 		 * the mutex held again, as in glibc's wait */
 		cond_cancel_point(t, c, m);
@@ -175,17 +231,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 	det_block(&wait);
 	t->cancel_cond = c; /* a cancellation takes the mutex back and unwinds */
 	t->cancel_mutex = m;
-	switch (how) {
-	case COND_PLAIN:
-		r = real.pthread_cond_wait(c, m);
-		break;
-	case COND_TIMED:
-		r = real.pthread_cond_timedwait(c, m, abstime);
-		break;
-	default:
-		r = real.pthread_cond_clockwait(c, m, clock, abstime);
-		break;
-	}
+	r = real_cond_wait(c, m, how, clock, abstime);
 	t->cancel_cond = NULL;
 	det_unblock(&wait);
 	det_acquire_begin(&wake, t, DET_EV_COND_WAKE, c, DET_OBJ_COND, ra);

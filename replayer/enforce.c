@@ -503,16 +503,28 @@ const struct det_sched *det_replay_input(struct det_op *op)
 	return e;
 }
 
+/* Not strict: rounds of run_last's wait (1 ms each, after the first 100)
+ * without another thread's event before t goes on anyway. */
+#define RUN_LAST_STILL_ROUNDS 300
+
 /*
- * Strict: the recording's program ended by itself in t's turn, after t's
- * last event: in code of its own, or inside a call det wraps that never
- * returned (a crash in pthread_mutex_lock(NULL), an abort). Every other
- * recorded event happened before that; once they have happened here too,
- * t runs on alone and outside det (the others stay where their events
- * end), so that the call it died in runs as libc's own and dies the same way.
+ * The recording's program ended by itself in t, after t's last event (strict:
+ * in t's turn; any mode: t took the fault or abort it died of): in code of
+ * its own, or inside a call det wraps that never returned (a crash in
+ * pthread_mutex_lock(NULL), an abort), an event that never completed and is
+ * not in the trace. Every other recorded event happened before that; once
+ * they have happened here too, t runs on alone and outside det (the others
+ * stay where their events end), so that the call it died in runs as libc's
+ * own and dies the same way.
  */
 static void run_last(struct det_thread *t)
 {
+	/* Strict: the code after its last event ran after every other event.
+	 * Otherwise it ran alongside them, so that they may wait for it (a
+	 * flag it sets): t waits only while they make progress. */
+	int patient = !!(det_hdr->flags & DET_F_STRICT);
+	uint64_t seen = 0;
+	unsigned still = 0;
 	for (unsigned round = 0;; round++) {
 		uint64_t done = 0;
 		for (uint32_t i = 0; i < det_hdr->threads_recorded; i++)
@@ -521,6 +533,12 @@ static void run_last(struct det_thread *t)
 			break;
 		if (atomic_load(&det_hdr->diverged))
 			park(t);
+		if (done != seen) {
+			seen = done;
+			still = 0;
+		} else if (!patient && ++still > RUN_LAST_STILL_ROUNDS) {
+			break;
+		}
 		struct timespec ts = {0, round < 100 ? 20000 : 1000000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
@@ -554,8 +572,11 @@ void det_replay_end(struct det_op *op, int64_t result)
 		t->sig_due = 1; /* delivered as the thread leaves det */
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
-	if (!(det_hdr->flags & DET_F_STRICT))
+	if (!(det_hdr->flags & DET_F_STRICT)) {
+		if (det_unlikely(t->idx >= t->sched_count) && atomic_load(&det_hdr->ran_last) == t->num + 1)
+			run_last(t);
 		return;
+	}
 	det_cc_replay_next(t); /* det-cc: the next event may be a switch at a tick */
 	if (e->kind == DET_EV_BLOCK)
 		return; /* the recording ran the blocking call without the turn (a FIFO's
@@ -570,7 +591,7 @@ void det_replay_end(struct det_op *op, int64_t result)
 		 * only at a boundary: never after a BLOCK or its exit) and the
 		 * program ended before it got it back: the code after it never ran */
 		park(t);
-	} else if (atomic_load(&det_hdr->strict_owner) == t->num + 1) {
+	} else if (atomic_load(&det_hdr->ran_last) == t->num + 1) {
 		run_last(t);
 	}
 }

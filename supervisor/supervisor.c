@@ -266,7 +266,8 @@ SUP_EXPORT int det_sup_replay_ran_last(struct det_sup *s, uint32_t num)
 {
 	if (num >= s->hdr->threads_recorded)
 		return sup_fail(s, "the trace says thread T%u ran last, but it has no such thread", num);
-	atomic_store(&s->hdr->strict_owner, num + 1);
+	atomic_store(&s->hdr->strict_owner, num + 1); /* strict: it starts with the token */
+	atomic_store(&s->hdr->ran_last, num + 1);
 	return 0;
 }
 
@@ -367,6 +368,11 @@ SUP_EXPORT uint32_t det_sup_preemptions(struct det_sup *s)
 SUP_EXPORT uint32_t det_sup_strict_owner(struct det_sup *s)
 {
 	return atomic_load(&s->hdr->strict_owner);
+}
+
+SUP_EXPORT uint32_t det_sup_crashed(struct det_sup *s)
+{
+	return atomic_load(&s->hdr->ran_last);
 }
 
 SUP_EXPORT uint64_t det_sup_cc_points(struct det_sup *s)

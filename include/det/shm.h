@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 11
+#define DET_SHM_VERSION 12
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -371,7 +371,13 @@ struct det_shm_header {
 	DET_ATOMIC(uint32_t) attached;   /* program pid once libdet is initialised */
 	DET_ATOMIC(uint32_t) capture_kick; /* futex: bumped when a ring is full (wakes the capture) */
 	DET_ATOMIC(uint32_t) rings_freed;  /* futex: bumped by the capture when it frees rings */
-	uint32_t pad_rings_freed;
+	/* record: thread number + 1 that last took a signal it brought on itself
+	 * whose default action kills (a fault, an abort): if the program died of
+	 * it, or exited in its handler, it ended in that thread, maybe inside a
+	 * call det wraps (trace meta ran_last). Replay: the thread that ran last
+	 * (meta ran_last), which runs on alone, outside det, once every recorded
+	 * event is done (replayer/enforce.c run_last) */
+	DET_ATOMIC(uint32_t) ran_last;
 	uint64_t tsc0, mono0;            /* TSC and CLOCK_MONOTONIC (ns) at attach */
 	DET_ATOMIC(uint32_t) failed;     /* nonzero: the runtime stopped the program */
 	DET_ATOMIC(uint32_t) diverged;
@@ -384,8 +390,8 @@ struct det_shm_header {
 	/* strict mode: who runs */
 	DET_ATOMIC(uint32_t) strict_owner;   /* thread number + 1 holding the run token; 0: free.
 					      * Replay: the thread that held it when the recording's
-					      * program ended by itself (trace meta ran_last), which
-					      * runs on alone past the schedule's end */
+					      * program ended by itself (trace meta ran_last: see
+					      * ran_last above) */
 	DET_ATOMIC(uint32_t) strict_wanting; /* threads waiting for it */
 	uint32_t strict_quantum;             /* events a thread runs before it offers the token */
 	uint32_t strict_watchdog_ms;         /* a holder that makes no event this long loses it */

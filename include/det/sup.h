@@ -190,6 +190,9 @@ uint32_t det_sup_preemptions(struct det_sup *s);
 /* Strict mode: the thread number + 1 holding the run token (0: free); once the
  * program has ended, the thread it ended in. */
 uint32_t det_sup_strict_owner(struct det_sup *s);
+/* Record: the thread number + 1 that last took a fault or an abort (0:
+ * none): the program ended in it if it died of that signal. */
+uint32_t det_sup_crashed(struct det_sup *s);
 /* det-cc memory points the program passed (counted under PCT only). */
 uint64_t det_sup_cc_points(struct det_sup *s);
 uint32_t det_sup_threads(struct det_sup *s);

@@ -395,7 +395,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         attached = bool(rec.attached())
         files, files_lost = rec.files()
         preemptions = rec.preemptions()
-        token_holder = rec.strict_owner() - 1 if opts.strict else -1
+        token_holder = rec.strict_owner() - 1 if opts.strict else _crashed_thread(rec)
         cc_points = rec.cc_points() if over_points else 0
     except BaseException:  # (the log gone, its empty trace would only look like a recording)
         writer.discard()
@@ -449,8 +449,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     meta.update({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
                  "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
     if token_holder >= 0 and (status == "exited" or (status == "signaled" and -rc in SELF_INFLICTED)):
-        # strict: the program ended by itself in this thread's turn, after its
-        # last event (maybe inside a call det wraps): replay lets it run on
+        # the program ended by itself in this thread (strict: in its turn), after
+        # its last event (maybe inside a call det wraps): replay lets it run on
         meta["ran_last"] = token_holder
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
                     attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
@@ -592,6 +592,18 @@ def _end_states(rec: Recorder) -> dict[int, str]:
             end = "waiting"  # strict: for its turn, after its last event
         states[int(t.num)] = end
     return states
+
+
+def _crashed_thread(rec: Recorder) -> int:
+    """The thread of the program's first process that last took a fault or
+    an abort (-1: none): the program ended in it if it died of that signal,
+    or exited in its handler. (One of a child process's threads ended only
+    that process, whose parent went on.)"""
+    num = rec.crashed() - 1
+    if num < 0:
+        return -1
+    threads = {int(t.num): int(t.proc) for t in rec.threads()}
+    return num if threads.get(num) == 0 else -1
 
 
 # Signals a thread brings on itself (a fault, abort()): a program killed by

@@ -138,6 +138,7 @@ def lib() -> ctypes.CDLL:
         "det_sup_replay_thread": (I, [P, U32, U32, ctypes.c_int64, U32]),
         "det_sup_replay_ran_last": (I, [P, U32]),
         "det_sup_strict_owner": (U32, [P]),
+        "det_sup_crashed": (U32, [P]),
         "det_sup_turns_name": (C, [U32]),
         "det_sup_turns": (I, [P, C]),
         "det_sup_turns_describe": (I, [P, C, U32]),
@@ -195,6 +196,10 @@ class Region:
     def strict_owner(self) -> int:
         """Strict mode: the thread number + 1 holding the run token (0: free)."""
         return lib().det_sup_strict_owner(self.h)
+
+    def crashed(self) -> int:
+        """The thread number + 1 that last took a fault or an abort (0: none)."""
+        return lib().det_sup_crashed(self.h)
 
     def cc_points(self) -> int:
         """det-cc memory points the program passed (counted under PCT only)."""
