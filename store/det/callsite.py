@@ -103,11 +103,18 @@ def forwarded(path: str | None, line: int | None, function: str | None, callee: 
     return params.index(args[0])
 
 
-def object_expression(arg: str) -> str:
+# An lvalue as programs spell an object's place: a name, then members and
+# subscripts (`q->mut`, `pool.locks[i]`, `(*q).mut`); nothing computed.
+PLACE = re.compile(r"(?:[A-Za-z_]\w*|\(\*[A-Za-z_]\w*\))(?:\s*(?:\.|->)\s*[A-Za-z_]\w*|\s*\[[\w\s.+\-*>]*\])*")
+
+
+def object_expression(arg: str) -> str | None:
     """The object an argument points to, as an expression: `&q->mut` ->
-    `q->mut`, `lk` -> `*lk`."""
+    `q->mut`, `lk` -> `*lk`; None for anything computed (`c ? &a : &b`)."""
     arg = " ".join(arg.split())
     if arg.startswith("&") and not arg.startswith("&&"):
         inner = arg[1:].strip()
-        return inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner
-    return f"*{arg}" if re.fullmatch(r"[\w.>\-\[\]]+", arg) else f"*({arg})"
+        if inner.startswith("(") and inner.endswith(")") and PLACE.fullmatch(inner[1:-1].strip()):
+            inner = inner[1:-1].strip()
+        return inner if PLACE.fullmatch(inner) else None
+    return f"*{arg}" if PLACE.fullmatch(arg) else None
