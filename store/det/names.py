@@ -110,7 +110,8 @@ class ObjectNames:
 
     def name(self, obj: int) -> str | None:
         """The program's name for the object: its variable, or the pointer
-        expression that reaches it (gdb), or None."""
+        expression that reaches it (gdb), or the expression its source
+        passes to the call (source_name), or None."""
         if obj not in self._names:
             kind_no, addr = self.objects.get(obj, (0, 0))
             kind = objkind_name(kind_no)
@@ -119,8 +120,8 @@ class ObjectNames:
                 n = self.symbol(addr, kind)
                 if n is None and self.live is not None and addr:
                     n = self.live(addr, kind)
-                    if n is None:
-                        return None  # the program may not reach it yet: ask again later
+                    if n is None:  # the program may not reach it yet: ask again later
+                        return self.source_name(obj) if self.symbolize else None
                 if n is None and self.symbolize:
                     n = self.source_name(obj)
             self._names[obj] = n

@@ -5,7 +5,7 @@ an object used where one was destroyed (a freed queue's mutex) said so.
 
 tests/programs/wrapped_heap_lock.c: a calloc'ed queue's mutex locked only
 through `lock(&q->mut)` / `unlock(&q->mut)`; with `late`, two threads lock
-it after main destroyed it and freed the queue. Expected lines are read
+it (`lock(&old->mut)`) after main destroyed it and freed the queue. Expected lines are read
 from that source, never from det.
 """
 
@@ -73,6 +73,6 @@ def test_detdiff_says_a_mutex_was_destroyed_where_it_is_used(tmp_path: Path) -> 
     late = next(i for i in j["inversions"] if "destroyed" in (i["object"]["name"] or ""))
     (destroyed,) = query(a, "SELECT obj FROM events WHERE kind = (SELECT kind FROM event_kinds "
                             "WHERE name = 'mutex_destroy')")[0]
-    assert late["object"]["name"] == (f"q->mut; after mutex {destroyed} (q->mut) was destroyed there at "
+    assert late["object"]["name"] == (f"old->mut; after mutex {destroyed} (q->mut) was destroyed there at "
                                       f"{FILE}:{line_of('pthread_mutex_destroy(&q->mut);')}"), late["object"]
     assert late["first"]["function"] == "late" and late["second"]["function"] == "late"

@@ -6,12 +6,15 @@
  * as the wrapper's caller, not the wrapper.
  *
  * Two workers push ITEMS items each; main joins them, prints the count,
- * destroys the mutex and frees the queue. With the argument `late`, two
- * threads started after that lock the freed queue's mutex (a use after
- * free, as consumers outliving their queue do), in either order: the
- * tools say that mutex was destroyed there before. The mutex sits past the first 16 bytes,
- * which malloc reuses once the block is freed, so the late lock reads the
- * destroyed mutex (glibc: EINVAL), never blocks.
+ * destroys the mutex, frees the queue and forgets it (q = NULL). With the
+ * argument `late`, main then allocates a block of the queue's size (malloc
+ * hands back the freed one) kept in the static `scratch`, and two threads,
+ * given the old queue, lock its mutex (a use after free, as consumers
+ * outliving their queue do), in either order: the tools say that mutex
+ * was destroyed there before, and gdb does not name it as a part of
+ * `scratch`'s block, whose type has no mutex. The mutex sits past the first
+ * 16 bytes, which malloc reuses, so the late lock reads the destroyed mutex
+ * (glibc: EINVAL) and never blocks.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +30,7 @@ struct queue {
 };
 
 static struct queue *q;
+static char *scratch;
 
 static void lock(pthread_mutex_t *m) { pthread_mutex_lock(m); }
 static void unlock(pthread_mutex_t *m) { pthread_mutex_unlock(m); }
@@ -44,9 +48,9 @@ static void *worker(void *arg)
 
 static void *late(void *arg)
 {
-	(void)arg;
-	lock(&q->mut);
-	unlock(&q->mut);
+	struct queue *old = arg;
+	lock(&old->mut);
+	unlock(&old->mut);
 	return NULL;
 }
 
@@ -63,12 +67,18 @@ int main(int argc, char **argv)
 		pthread_join(t[i], NULL);
 	printf("items %ld\n", q->items);
 	pthread_mutex_destroy(&q->mut);
+	struct queue *volatile old = q; /* (volatile: the compiler does not see the use after free) */
 	free(q);
+	q = NULL;
 	if (argc > 1 && strcmp(argv[1], "late") == 0) {
+		scratch = malloc(sizeof(struct queue));
+		if (!scratch)
+			return 2;
 		for (int i = 0; i < 2; i++)
-			pthread_create(&t[i], NULL, late, NULL);
+			pthread_create(&t[i], NULL, late, old);
 		for (int i = 0; i < 2; i++)
 			pthread_join(t[i], NULL);
+		free(scratch);
 	}
 	return 0;
 }

@@ -87,13 +87,13 @@ def test_a_person_reads_a_deadlock_in_a_terminal(deadlock: str, in_tmp: Path) ->
 def test_heap_objects_are_named_and_wrapped_locks_placed_at_their_caller(in_tmp: Path) -> None:
     """Issue 24.5 in a real terminal (wide: the details pane shows the whole
     label): a freed queue's mutex, locked through the program's one-line
-    wrapper, is `q->mut`, said to be used where one was destroyed, at the
+    wrapper, is `old->mut`, said to be used where one was destroyed, at the
     wrapper's caller's line (tests/programs/wrapped_heap_lock.c)."""
     if shutil.which("tmux") is None:
         pytest.fail("tmux is not installed (tools/setup.sh installs it)")
     src = (Path(__file__).parents[1] / "programs" / "wrapped_heap_lock.c").read_text().splitlines()
     late_lock = next(i for i, t in enumerate(src, 1)
-                     if t.strip() == "lock(&q->mut);" and "late" in "".join(src[i - 5:i]))
+                     if t.strip() == "lock(&old->mut);")
     destroy = next(i for i, t in enumerate(src, 1) if t.strip() == "pthread_mutex_destroy(&q->mut);")
     trace = in_tmp / "late.db"
     r = subprocess.run([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(Path(__file__).parents[1] / "bin" /
@@ -118,7 +118,7 @@ def test_heap_objects_are_named_and_wrapped_locks_placed_at_their_caller(in_tmp:
         # the details pane (right of the list: after `││`), its wrapped lines joined
         joined = " ".join(" ".join(line.split("││", 1)[1].rstrip().rstrip("│").split())
                           for line in shown.splitlines() if "││" in line)
-        assert f"mutex {obj} (q->mut; after mutex {before} (q->mut) was destroyed there at " \
+        assert f"mutex {obj} (old->mut; after mutex {before} (q->mut) was destroyed there at " \
                f"wrapped_heap_lock.c:{destroy})" in joined, shown
         assert f"wrapped_heap_lock.c:{late_lock} (late, through lock)" in joined, shown
         keys(name, "q")
