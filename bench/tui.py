@@ -17,6 +17,10 @@ to nothing (what the harness costs by itself); a held key is 20 presses
 sent at once, as a terminal's key repeat does, divided by 20. Medians of
 --runs runs. The targets are printed next to the figures and never
 asserted.
+
+--diff opens `dettui A B` instead, on two such recordings: "first screen"
+as above, "compared" when det.compare.diff's result is on the screen (the
+keys are not timed there).
 """
 
 from __future__ import annotations
@@ -57,17 +61,26 @@ def cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def child(trace: str, t0: float) -> None:
+def child(traces: list[str], t0: float) -> None:
     """One run: print {"first": s, "timeline": s, "keys": {label: median ms}} as JSON."""
     from det.tui.app import DetTui
 
     async def go() -> dict[str, object]:
-        app = DetTui([trace])
+        app = DetTui(traces)
         out: dict[str, object] = {}
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
             out["first"] = time.monotonic() - t0
             out["first_cpu"] = cpu()
+            if len(traces) == 2:  # dettui A B: until the comparison is shown
+                while getattr(app.screen, "result", None) is None:
+                    await pilot.pause(0.005)
+                await pilot.pause()
+                out["timeline"] = time.monotonic() - t0
+                out["timeline_cpu"] = cpu()
+                out["keys"] = {}
+                out["events"] = app.screen.a.count
+                return out
             while not getattr(app.screen, "lanes_loaded", False):
                 await pilot.pause(0.005)
             await pilot.pause()
@@ -107,11 +120,12 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--iters", type=int, default=250000, help="mutex_counter's argument (4 events per iteration)")
     p.add_argument("--trace", help="use this trace instead of recording one")
+    p.add_argument("--diff", action="store_true", help="time `dettui A B` on two recordings instead")
     p.add_argument("--json", help="also write the results here")
-    p.add_argument("--child", nargs=2, metavar=("TRACE", "T0"), help=argparse.SUPPRESS)
+    p.add_argument("--child", nargs="+", metavar="TRACE T0", help=argparse.SUPPRESS)
     ns = p.parse_args()
     if ns.child:
-        child(ns.child[0], float(ns.child[1]))
+        child(ns.child[:-1], float(ns.child[-1]))
         return 0
     if ns.runs < 1:
         p.error("--runs must be positive")
@@ -126,10 +140,15 @@ def main() -> int:
             st = record(trace, ns.iters)
             print(f"# dettui on a recording of mutex_counter {ns.iters}: {st['events']} events "
                   f"({st['bytes'] / 1e6:.1f} MB); median of {ns.runs} runs, {SIZE[0]}x{SIZE[1]}", flush=True)
+        traces = [str(trace)]
+        if ns.diff:
+            traces.append(str(Path(d) / "other.db"))
+            record(Path(traces[1]), ns.iters)
+            print("# dettui A B: two recordings, A and B", flush=True)
         runs = []
         for _ in range(ns.runs):
             t0 = time.monotonic()
-            r = subprocess.run([sys.executable, __file__, "--child", str(trace), repr(t0)], capture_output=True,
+            r = subprocess.run([sys.executable, __file__, "--child", *traces, repr(t0)], capture_output=True,
                                text=True, timeout=300)
             if r.returncode != 0:
                 sys.exit(f"bench: dettui failed: {r.stderr[-800:]}")
@@ -141,13 +160,14 @@ def main() -> int:
     # The machine's load changes wall times a lot on 2 shared cores; the CPU time the process used does not.
     print(f"  open, first screen     {first:.3f} s (min {min(r['first'] for r in runs):.3f}, "
           f"max {max(r['first'] for r in runs):.3f}); CPU {cpu_first:.3f} s")
-    print(f"  open, timeline drawn   {lanes:.3f} s (min {min(r['timeline'] for r in runs):.3f}, "
+    second = "compared" if ns.diff else "timeline drawn"
+    print(f"  open, {second:<15} {lanes:.3f} s (min {min(r['timeline'] for r in runs):.3f}, "
           f"max {max(r['timeline'] for r in runs):.3f}); CPU {cpu_lanes:.3f} s; target <= {OPEN_TARGET_S:g} s")
     print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     results: dict[str, object] = {"first_s": first, "timeline_s": lanes, "first_cpu_s": cpu_first,
                                   "timeline_cpu_s": cpu_lanes, "events": runs[0]["events"], "keys": {}}
-    base = statistics.median(r["keys"][KEYS[0][0]] for r in runs)
-    for label, *_ in KEYS:
+    base = statistics.median(r["keys"][KEYS[0][0]] for r in runs) if not ns.diff else 0.0
+    for label, *_ in KEYS if not ns.diff else []:
         ms = statistics.median(r["keys"][label] for r in runs)
         cpu_ms = statistics.median(r["keys"][label + " cpu"] for r in runs)
         results["keys"][label] = {"ms": ms, "cpu_ms": cpu_ms}

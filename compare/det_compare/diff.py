@@ -43,7 +43,7 @@ from det import schema
 from det.analysis import held_at_end
 from det.errors import DetError
 from det.names import THREAD_KIND, ObjectNames
-from det.symbols import DataSymbols, Symbolizer, variable_name
+from det.symbols import Symbolizer
 from det.trace import Trace, TraceError, kind_name, objkind_name
 from det.tracefile import read_only
 
@@ -508,7 +508,7 @@ class Comparison:
         if tr_site:
             self.b.sites_s = self.b.sites_s.translate(tr_site)
         self.canon_to_b = {c: o for o, c in self.b_obj_canon.items()}
-        self._symbols: dict[str, DataSymbols] = {}
+        self._names: dict[str, ObjectNames] = {}  # by side name
         self.align_budget = ALIGN_BUDGET
         # (trace, is a thread_start, address, what to locate): see finish().
         self._pending: list[tuple[_Side, bool, int, EventRef | ObjectRef]] = []
@@ -607,11 +607,15 @@ class Comparison:
         return o
 
     def name(self, side: _Side, obj: int) -> str | None:
-        """The variable an object is, from the symbol tables (static objects only)."""
-        kind, addr, _first = side.objects.get(obj, (0, 0, 0))
-        if not self.symbolize or kind == THREAD_KIND or not addr:
+        """The program's name for an object (det.names): its variable, or
+        the expression its source passed to det's call (`q->mut`), and
+        whether one destroyed at its address came before it."""
+        kind, _addr, _first = side.objects.get(obj, (0, 0, 0))
+        if not self.symbolize or kind == THREAD_KIND:
             return None
-        return variable_name(side.sym, self._symbols, objkind_name(kind), addr)
+        if side.name not in self._names:
+            self._names[side.name] = ObjectNames(side.tr, side.sym, self.symbolize)
+        return self._names[side.name].describe(obj) or None
 
 
 def check_same_program(a: _Side, b: _Side, force: bool, notes: list[str]) -> None:

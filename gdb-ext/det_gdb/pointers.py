@@ -20,7 +20,10 @@ MAX_SCANNED = 1 << 20  # bytes of the program's static data read to find pointer
 def pointer_expression(addr: int, kind: str) -> str | None:
     """The expression that reaches an object with no symbol (on the heap)
     from the program's static data, one pointer away: `q->lock`, `*p`,
-    `pools[1]->locks[2]`; None if no static pointer leads to it."""
+    `pools[1]->locks[2]`; None if no static pointer leads to it, or the
+    nearest one points to a block the object is not inside by the pointer's
+    type (`(char *)scratch+64` named a freed queue's mutex by the block
+    malloc handed out again)."""
     s = S.SESSION
     if s is None or not s.alive():
         return None
@@ -59,6 +62,8 @@ def pointer_expression(addr: int, kind: str) -> str | None:
         if target.code != gdb.TYPE_CODE_PTR:
             return None
         pointee = target.target()
+        if delta >= max(pointee.strip_typedefs().sizeof, 1):
+            return None  # beyond what the pointer points to (a freed block, its memory another's): no name
         if delta == 0 and pointee.strip_typedefs().code != gdb.TYPE_CODE_STRUCT:
             return f"*{ptr}"
         inner = lvalue_path(pointee, delta, "")

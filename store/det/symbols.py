@@ -1,6 +1,11 @@
 """Source locations for recorded addresses, through addr2line: LLVM's
 where it is installed, else binutils'.
 
+A site inside a one-line wrapper that the compiler inlined into its caller
+(`static void lock(pthread_mutex_t *m) { pthread_mutex_lock(m); }`) is the
+caller's line, the wrapper named as `via` (det.callsite decides what is a
+wrapper, from the source).
+
 Rules: standard library only (gdb's Python imports this module). A missing
 addr2line or debug info degrades to "module+offset", never to an error; an
 ELF file that cannot be read to objects without names.
@@ -17,6 +22,11 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
+from .callsite import INTERPOSED, forwarded
+
+# One frame of an address's inline chain: (function, file, line).
+Frame = tuple[str | None, str | None, int | None]
+
 
 @dataclass(frozen=True)
 class Location:
@@ -26,6 +36,8 @@ class Location:
     function: str | None
     file: str | None
     line: int | None
+    via: str | None = None  # the inlined wrapper this site passed through (function, file and line are its caller's)
+    frames: tuple[Frame, ...] = ()  # the inline chain, innermost first
 
     def short(self) -> str:
         """`file.c:44`, else `function`, else `module+0x1a2b`."""
@@ -40,8 +52,8 @@ class Location:
     def long(self) -> str:
         where = self.short()
         if self.function and self.file and self.line:
-            return f"{self.function} at {where}"
-        return where
+            where = f"{self.function} at {where}"
+        return f"{where} (through {self.via})" if self.via else where
 
 
 def addr2line_tool() -> str | None:
@@ -92,8 +104,11 @@ class Symbolizer:
             todo.setdefault(module, []).append((a, look))
         for module, items in todo.items():
             results = self._addr2line(module, [look for _, look in items])
-            for (a, _), (func, file, line) in zip(items, results, strict=True):
-                loc = Location(a, module, self.module_of(a)[1], func, file, line)
+            for (a, _), frames in zip(items, results, strict=True):
+                outer = outside_wrappers(frames) if return_addresses else 0
+                func, file, line = frames[outer]
+                loc = Location(a, module, self.module_of(a)[1], func, file, line,
+                               frames[outer - 1][0] if outer else None, tuple(frames))
                 self.cache[(a, return_addresses)] = loc
                 out[a] = loc
         return out
@@ -101,31 +116,54 @@ class Symbolizer:
     def one(self, addr: int, return_address: bool = True) -> Location:
         return self.lookup([addr], return_address)[addr]
 
-    def _addr2line(self, module: str, offsets: list[int]) -> list[tuple[str | None, str | None, int | None]]:
-        blank: list[tuple[str | None, str | None, int | None]] = [(None, None, None)] * len(offsets)
+    def _addr2line(self, module: str, offsets: list[int]) -> list[list[Frame]]:
+        """Each offset's inline chain, innermost frame first (one frame of
+        Nones when nothing is known)."""
+        blank: list[list[Frame]] = [[(None, None, None)] for _ in offsets]
         if not module or not self.addr2line or not os.path.exists(module):
             return blank
         try:
             proc = subprocess.run(
-                [self.addr2line, "-f", "-C", "-e", module] + [f"{o:#x}" for o in offsets],
+                [self.addr2line, "-a", "-i", "-f", "-C", "-e", module] + [f"{o:#x}" for o in offsets],
                 capture_output=True, text=True, timeout=60,
             )
         except (OSError, subprocess.TimeoutExpired):
             return blank
-        lines = proc.stdout.splitlines()
-        if proc.returncode != 0 or len(lines) != 2 * len(offsets):
+        if proc.returncode != 0:
+            return blank
+        # -a heads each address's frames with the address itself: (function, file:line) pairs follow
+        chains: list[list[str]] = []
+        for text in proc.stdout.splitlines():
+            if text.startswith("0x"):
+                chains.append([])
+            elif chains and text.strip():
+                chains[-1].append(text.strip())
+        if len(chains) != len(offsets) or any(not c or len(c) % 2 for c in chains):
             return blank
         res = []
-        for i in range(len(offsets)):
-            func = lines[2 * i].strip()
-            fileline = lines[2 * i + 1].strip().split(" (discriminator")[0]
-            file, _, line = fileline.rpartition(":")
-            res.append((
-                None if func == "??" else func,
-                None if file in ("??", "") else file,
-                int(line) if line.isdigit() and line != "0" else None,
-            ))
+        for chain in chains:
+            frames: list[Frame] = []
+            for func, fileline in zip(chain[::2], chain[1::2], strict=True):
+                file, _, line = fileline.split(" (discriminator")[0].rpartition(":")
+                frames.append((
+                    None if func == "??" else func,
+                    None if file in ("??", "") else file,
+                    int(line) if line.isdigit() and line != "0" else None,
+                ))
+            res.append(frames)
         return res
+
+
+def outside_wrappers(frames: list[Frame]) -> int:
+    """The first frame of an inline chain outside the one-line wrappers
+    that only forward their parameter to the call below them (innermost:
+    the interposed call)."""
+    callee = INTERPOSED
+    for i, (func, file, line) in enumerate(frames[:-1]):
+        if forwarded(file, line, func, callee) is None:
+            return i
+        callee = re.escape((func or "").split("(")[0].split("::")[-1])
+    return len(frames) - 1
 
 
 # A place in the program's code in a message of det's runtime (a return

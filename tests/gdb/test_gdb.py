@@ -416,6 +416,26 @@ def test_objects_have_one_name_in_every_tool(counter: Path, tmp_path: Path) -> N
     assert "_IO_2_1_" not in out
 
 
+def test_a_freed_mutex_is_not_named_by_the_block_malloc_reused(tmp_path: Path) -> None:
+    """Issue 24.5: wrapped_heap_lock late frees its queue (q = NULL), malloc
+    hands the block out again as `scratch` (a char *), and two threads lock
+    the old queue's destroyed mutex. gdb named it `(char *)scratch+64` (the
+    nearest static pointer, into a block of another type); it names it by
+    the source (`old->mut`) and says where the mutex there was destroyed."""
+    trace = tmp_path / "late.db"
+    r = detrec("-q", "-o", trace, "--", program("wrapped_heap_lock"), "late")
+    assert r.returncode == 0, r.stderr.decode()
+    evs = events(trace)
+    seq, _tid, _kind, obj = [e for e in evs if e[2] == MUTEX_LOCK][-1]
+    destroyed = next(o for _s, _t, kind, o in evs if kind == ev.MUTEX_DESTROY)
+    src = (ROOT / "tests" / "programs" / "wrapped_heap_lock.c").read_text().splitlines()
+    destroy_line = next(i for i, text in enumerate(src, 1) if text.strip() == "pthread_mutex_destroy(&q->mut);")
+    out = gdb_batch(trace, f"det goto {seq}", "det status")
+    assert "scratch" not in out, out
+    assert re.search(rf"^det: event {seq} of \d+: T\d+ mutex_lock mutex {obj} \(old->mut; after mutex {destroyed} "
+                     rf"\(q->mut\) was destroyed there at wrapped_heap_lock\.c:{destroy_line}\)", out, re.M), out
+
+
 def test_divergence_reported_in_gdb(counter: Path, tmp_path: Path) -> None:
     bad = tmp_path / "diverge.db"
     shutil.copy(counter, bad)

@@ -28,10 +28,10 @@ from det.tui.dialogs import ErrorScreen, FilterScreen, GotoScreen, HelpScreen
 Body = Callable[[DetTui, Pilot], Awaitable[None]]
 
 
-def drive(paths: list[str], body: Body, live: bool = False) -> None:
+def drive(paths: list[str], body: Body, live: bool = False, size: tuple[int, int] = SIZE) -> None:
     async def go() -> None:
         app = DetTui([str(p) for p in paths], live=live)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await settle(app, pilot)
             await body(app, pilot)
     asyncio.run(go())
@@ -272,6 +272,23 @@ def test_diff_view_shows_detdiffs_comparison(bank: str, bank_swapped: str) -> No
         assert s.bisect is None, "--bisect refuses traces that are not strict recordings"
 
     drive([bank, bank_swapped], body)
+
+
+def test_diff_view_lists_fill_the_height(bank: str, bank_swapped: str) -> None:
+    """At 160x45 the two event lists get the rows the lanes leave (they had 4)."""
+    n = query(bank, "SELECT count(*) FROM threads")[0][0]
+
+    async def body(app: DetTui, pilot: Pilot) -> None:
+        s = app.screen
+        assert s.result is not None
+        for side in ("a", "b"):
+            timeline = s.query_one(f"#timeline-{side}")
+            assert timeline.size.height >= min(n, 6), f"the {side} lanes show the threads"
+            rows = s.query_one(f"#events-{side}").scrollable_content_region.height
+            assert rows >= 20, f"the {side} list shows {rows} rows of 45"
+        assert s.query_one("#diff-items").size.height >= 20, "the differences list too"
+
+    drive([bank, bank_swapped], body, size=(160, 45))
 
 
 def strict_pair(tmp: Path) -> tuple[Path, Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import time
 import uuid
@@ -79,5 +80,47 @@ def test_a_person_reads_a_deadlock_in_a_terminal(deadlock: str, in_tmp: Path) ->
             time.sleep(0.2)
         assert status.exists(), f"dettui did not quit on q; the screen:\n{screen(name)}"
         assert status.read_text().strip() == "0"
+    finally:
+        tmux("kill-session", "-t", name)
+
+
+def test_heap_objects_are_named_and_wrapped_locks_placed_at_their_caller(in_tmp: Path) -> None:
+    """Issue 24.5 in a real terminal (wide: the details pane shows the whole
+    label): a freed queue's mutex, locked through the program's one-line
+    wrapper, is `old->mut`, said to be used where one was destroyed, at the
+    wrapper's caller's line (tests/programs/wrapped_heap_lock.c)."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (tools/setup.sh installs it)")
+    src = (Path(__file__).parents[1] / "programs" / "wrapped_heap_lock.c").read_text().splitlines()
+    late_lock = next(i for i, t in enumerate(src, 1)
+                     if t.strip() == "lock(&old->mut);")
+    destroy = next(i for i, t in enumerate(src, 1) if t.strip() == "pthread_mutex_destroy(&q->mut);")
+    trace = in_tmp / "late.db"
+    r = subprocess.run([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(Path(__file__).parents[1] / "bin" /
+                        "wrapped_heap_lock"), "late"], capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    db = sqlite3.connect(trace)
+    (seq, obj), = db.execute("SELECT e.seq, e.obj FROM events e JOIN event_kinds k ON k.kind = e.kind "
+                             "WHERE k.name = 'mutex_lock' ORDER BY e.seq DESC LIMIT 1").fetchall()
+    (before,), = db.execute("SELECT e.obj FROM events e JOIN event_kinds k ON k.kind = e.kind "
+                            "WHERE k.name = 'mutex_destroy'").fetchall()
+    db.close()
+    name = f"dettui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    assert tmux("new-session", "-d", "-s", name, "-x", "250", "-y", "50",
+                # (after a pause: a detached session's pane takes its size a moment after the command starts)
+                f"sleep 0.5; exec {BIN / 'dettui'} {trace}").returncode == 0
+    try:
+        wait_for(name, "Timeline")
+        keys(name, "g")
+        wait_for(name, "Go to event")
+        keys(name, *str(seq), "Enter")
+        shown = wait_for(name, f"Event {seq}")
+        # the details pane (right of the list: after `││`), its wrapped lines joined
+        joined = " ".join(" ".join(line.split("││", 1)[1].rstrip().rstrip("│").split())
+                          for line in shown.splitlines() if "││" in line)
+        assert f"mutex {obj} (old->mut; after mutex {before} (q->mut) was destroyed there at " \
+               f"wrapped_heap_lock.c:{destroy})" in joined, shown
+        assert f"wrapped_heap_lock.c:{late_lock} (late, through lock)" in joined, shown
+        keys(name, "q")
     finally:
         tmux("kill-session", "-t", name)

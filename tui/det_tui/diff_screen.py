@@ -95,10 +95,10 @@ class DiffScreen(Screen[None]):
         with Vertical(id="diff-lanes"):
             yield Timeline(self.a, id="timeline-a")
             yield Timeline(self.b, id="timeline-b")
-        with Horizontal(id="diff-events"):
+        with Horizontal(id="diff-events"):  # the lists take the height the lanes leave
             yield EventList(self.a, id="events-a")
             yield EventList(self.b, id="events-b")
-        yield OptionList(Option("comparing the two traces (det.diff)...", disabled=True), id="diff-items")
+            yield OptionList(Option("comparing the two traces (det.diff)...", disabled=True), id="diff-items")
         with Horizontal(id="bisect-bar"):
             yield ProgressBar(id="bisect-progress", show_eta=False)
             yield Label("", id="bisect-step")

@@ -297,7 +297,7 @@ class TraceModel:
         if loc is None:
             return ""
         if loc.function and loc.file and loc.line:
-            return f"{loc.short()} ({loc.function})"
+            return f"{loc.short()} ({loc.function}{f', through {loc.via}' if loc.via else ''})"
         return loc.short()
 
     def object_label(self, obj: int, first_use: bool = False) -> str:
