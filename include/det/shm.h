@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 11
+#define DET_SHM_VERSION 12
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -225,6 +225,16 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) lt_retry;     /* logical time: it found its lock taken again each of its
 					    * last LT_RETRIES wake-ups: its next waker lets it go first */
 	uint8_t pad5[16];
+	/* line 6: record: how the thread died, if a signal that ends the
+	 * program (a fault, abort) killed it (preload/signals.c note_crash) */
+	DET_ATOMIC(uint32_t) crash_sig;    /* 0: none; written last */
+	int32_t crash_code;                /* si_code */
+	uint64_t crash_pc;                 /* where it was: the interrupted instruction */
+	uint64_t crash_addr;               /* a fault's address (si_addr), else 0 */
+	uint64_t crash_call_ra;            /* inside a call det wraps: where the program made it */
+	uint64_t crash_caller;             /* the first return address into the program's own code
+					    * on its stack (its frame, when it died inside a library) */
+	uint8_t pad6[24];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */

@@ -1,7 +1,7 @@
 """detrec: record a program's synchronization order into a SQLite trace.
 
     detrec [options] [--] PROGRAM [ARGS...]
-    detrec info|ls|rm|salvage|scrub|pack ...
+    detrec info|dump|ls|rm|salvage|scrub|pack ...
 
 Rules: the command line only; det.record.engine records (every run leaves a
 readable trace, whatever happens to the program or to detrec). Exit status:
@@ -34,6 +34,7 @@ from .keep import keep_ran
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
     "info": ("info", "main", "build_parser"),
+    "dump": ("dump", "main", "build_parser"),
     "ls": ("tracels", "ls_main", "ls_parser"),
     "rm": ("tracels", "rm_main", "rm_parser"),
     "salvage": ("salvage", "main", "build_parser"),
@@ -180,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="detrec",
         usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
-        epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
+        epilog="Commands: `detrec info TRACE` prints what a trace holds and how the run ended; `detrec dump TRACE` lists its events (--thread, --from/--to, --kind, --json); `detrec ls` lists the traces in the "
                "trace directory and `detrec rm TRACE` removes them; `detrec salvage LOG` turns the capture log "
                "of a killed detrec into a trace (info, detreplay and detdiff do that by themselves); `detrec pack "
                "TRACE` puts into the trace the program, its libraries and the files it read, so that it replays on "

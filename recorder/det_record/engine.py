@@ -391,6 +391,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         if not failure and not timed_out and INTERRUPT.signal is None and not (stop is not None and stop.is_set()):
             failure = _unfollowed_exec(rec)
         end_states = _end_states(rec)
+        crash = _crash(rec, rc)
         cap = rec.stats()
         attached = bool(rec.attached())
         files, files_lost = rec.files()
@@ -448,6 +449,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     }
     meta.update({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
                  "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
+    if crash is not None:
+        meta["crash"] = crash
     if token_holder >= 0 and (status == "exited" or (status == "signaled" and -rc in SELF_INFLICTED)):
         # strict: the program ended by itself in this thread's turn, after its
         # last event (maybe inside a call det wraps): replay lets it run on
@@ -592,6 +595,18 @@ def _end_states(rec: Recorder) -> dict[int, str]:
             end = "waiting"  # strict: for its turn, after its last event
         states[int(t.num)] = end
     return states
+
+
+def _crash(rec: Recorder, rc: int | None) -> dict[str, int] | None:
+    """The thread a signal that ends the program killed, and where
+    (preload/signals.c note_crash): the one that died of the top process's
+    signal, else the first noted."""
+    noted = [t for t in rec.threads() if t.crash_sig]
+    if not noted:
+        return None
+    t = next((t for t in noted if rc is not None and -rc == t.crash_sig and t.proc == 0), noted[0])
+    return {"thread": int(t.num), "signal": int(t.crash_sig), "code": int(t.crash_code), "pc": int(t.crash_pc),
+            "addr": int(t.crash_addr), "call_ra": int(t.crash_call_ra), "caller": int(t.crash_caller)}
 
 
 # Signals a thread brings on itself (a fault, abort()): a program killed by

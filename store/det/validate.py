@@ -127,9 +127,13 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "schedule_rows": lambda v: isinstance(v, list) and len(v) == 3 and all(_int(x) for x in v) and v[0] >= 0,
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
+    # the thread a signal that ends the program killed, and where (det.record.engine, det.ending)
+    "crash": lambda v: isinstance(v, dict) and all(_int(v.get(k)) for k in CRASH_FIELDS),
 }
+CRASH_FIELDS = ("thread", "signal", "code", "pc", "addr", "call_ra", "caller")
 # (det.trace's too)
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified",
+             "crash"}
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 
