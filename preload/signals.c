@@ -351,6 +351,11 @@ static void note_crash(struct det_thread *t, int sig, const siginfo_t *info, voi
 	sl->crash_pc = (uint64_t)g[REG_RIP];
 	sl->crash_addr = is_fault(sig, info) ? (uint64_t)(uintptr_t)info->si_addr : 0;
 	sl->crash_call_ra = in_det ? (uint64_t)det_stk.ra : 0;
+	/* the program's entry's stub pushed three words and a pad where its
+	 * frames begin on the det stack (det_stk.sp), then called its
+	 * implementation: the return address into the stub (preload/stack.c) */
+	int entry_ok = in_det && det_stk.sp >= det_stk.lo + 40 && det_stk.sp <= det_stk.hi;
+	sl->crash_entry = entry_ok ? *(const uint64_t *)(det_stk.sp - 40) : 0;
 	sl->crash_caller = program_caller(in_det ? det_stk.prog_sp : sp);
 	atomic_store(&sl->crash_sig, (uint32_t)sig);
 }

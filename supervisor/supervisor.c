@@ -209,6 +209,7 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 		out->crash_addr = sl->crash_addr;
 		out->crash_call_ra = sl->crash_call_ra;
 		out->crash_caller = sl->crash_caller;
+		out->crash_entry = sl->crash_entry;
 	}
 	if (s->fixed.mode == DET_MODE_REPLAY) {
 		out->events = atomic_load(&sl->done);

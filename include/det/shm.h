@@ -234,7 +234,9 @@ struct det_slot {
 	uint64_t crash_call_ra;            /* inside a call det wraps: where the program made it */
 	uint64_t crash_caller;             /* the first return address into the program's own code
 					    * on its stack (its frame, when it died inside a library) */
-	uint8_t pad6[24];
+	uint64_t crash_entry;              /* inside det: a return address into the entry the program
+					    * called (its exported stub: the function's name), else 0 */
+	uint8_t pad6[16];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */

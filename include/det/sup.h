@@ -30,7 +30,7 @@ struct det_thread_info {
 	/* record: the signal that killed it (0: none) and where (struct det_slot's crash_*) */
 	uint64_t crash_sig;
 	int64_t crash_code;
-	uint64_t crash_pc, crash_addr, crash_call_ra, crash_caller;
+	uint64_t crash_pc, crash_addr, crash_call_ra, crash_caller, crash_entry;
 };
 
 /* One of the program's processes (include/det/shm.h struct det_proc). */

@@ -27,6 +27,7 @@ from typing import IO
 
 from det import __version__, machine, schema
 from det.analysis import Waiter, block_report
+from det.ending import ending
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
 from det.errors import DetError
 from det.launch import (
@@ -516,6 +517,11 @@ def _finish_run(c: Captured) -> RunResult:
             report = [rep.summary] + rep.lines
             message = f"{message}: {rep.summary}"
             _set_message(path, message)
+    elif c.status == "signaled":
+        # which thread died of what, where (det.ending: every tool's one wording)
+        with Trace(path) as tr:
+            end = ending(tr)
+        report = [end.line] + end.details
     path = c.writer.publish()
     c.writer.log.unlink(missing_ok=True)
     if c.spool is not None:
@@ -606,7 +612,7 @@ def _crash(rec: Recorder, rc: int | None) -> dict[str, int] | None:
         return None
     t = next((t for t in noted if rc is not None and -rc == t.crash_sig and t.proc == 0), noted[0])
     return {"thread": int(t.num), "signal": int(t.crash_sig), "code": int(t.crash_code), "pc": int(t.crash_pc),
-            "addr": int(t.crash_addr), "call_ra": int(t.crash_call_ra), "caller": int(t.crash_caller)}
+            "addr": int(t.crash_addr), "call_ra": int(t.crash_call_ra), "caller": int(t.crash_caller), "entry": int(t.crash_entry)}
 
 
 # Signals a thread brings on itself (a fault, abort()): a program killed by

@@ -46,7 +46,7 @@ class ThreadInfo(ctypes.Structure):
             "crash_sig",
         )
     ] + [("crash_code", ctypes.c_int64)] + [
-        (name, ctypes.c_uint64) for name in ("crash_pc", "crash_addr", "crash_call_ra", "crash_caller")
+        (name, ctypes.c_uint64) for name in ("crash_pc", "crash_addr", "crash_call_ra", "crash_caller", "crash_entry")
     ]
 
 

@@ -128,9 +128,10 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
     # the thread a signal that ends the program killed, and where (det.record.engine, det.ending)
-    "crash": lambda v: isinstance(v, dict) and all(_int(v.get(k)) for k in CRASH_FIELDS),
+    "crash": lambda v: isinstance(v, dict) and _int(v.get("thread")) and _int(v.get("signal")) and all(
+        _int(v[k]) for k in CRASH_FIELDS if k in v),
 }
-CRASH_FIELDS = ("thread", "signal", "code", "pc", "addr", "call_ra", "caller")
+CRASH_FIELDS = ("thread", "signal", "code", "pc", "addr", "call_ra", "caller", "entry")
 # (det.trace's too)
 JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified",
              "crash"}
