@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="detrec",
         usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
-        epilog="Commands: `detrec info TRACE` prints what a trace holds and how the run ended; `detrec dump TRACE` lists its events (--thread, --from/--to, --kind, --json); `detrec ls` lists the traces in the "
+        epilog="Commands: `detrec info TRACE` prints what a trace holds and how the run ended; `detrec dump "
+               "TRACE` lists its events (--thread, --from/--to, --kind, --json); `detrec ls` lists the traces in the "
                "trace directory and `detrec rm TRACE` removes them; `detrec salvage LOG` turns the capture log "
                "of a killed detrec into a trace (info, detreplay and detdiff do that by themselves); `detrec pack "
                "TRACE` puts into the trace the program, its libraries and the files it read, so that it replays on "

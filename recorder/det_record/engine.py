@@ -27,8 +27,8 @@ from typing import IO
 
 from det import __version__, machine, schema
 from det.analysis import Waiter, block_report
-from det.ending import ending
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
+from det.ending import ending
 from det.errors import DetError
 from det.launch import (
     EXIT_STOPPED,
@@ -612,7 +612,8 @@ def _crash(rec: Recorder, rc: int | None) -> dict[str, int] | None:
         return None
     t = next((t for t in noted if rc is not None and -rc == t.crash_sig and t.proc == 0), noted[0])
     return {"thread": int(t.num), "signal": int(t.crash_sig), "code": int(t.crash_code), "pc": int(t.crash_pc),
-            "addr": int(t.crash_addr), "call_ra": int(t.crash_call_ra), "caller": int(t.crash_caller), "entry": int(t.crash_entry)}
+            "addr": int(t.crash_addr), "call_ra": int(t.crash_call_ra), "caller": int(t.crash_caller),
+            "entry": int(t.crash_entry)}
 
 
 # Signals a thread brings on itself (a fault, abort()): a program killed by

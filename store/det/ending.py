@@ -190,8 +190,9 @@ def _crashed(tr: Trace, o: dict[str, Any], crash: dict[str, Any], names: ObjectN
         details.append(f"T{tid}'s last event: {event_text(last, names, sym, tr.sites())}")
     else:
         details.append(f"T{tid} made no event")
-    if rep is not None:
-        details += ["other threads then: " + rep.lines[0]] + rep.lines[1:] if rep.lines else []
+    others = [x for x in rep.lines if not x.startswith(f"T{tid} ")] if rep is not None else []
+    if others:
+        details += ["other threads then: " + others[0]] + others[1:]
     return Ending(kind, line, thread=tid, seq=last.seq if last is not None else None, details=details,
                   cycle=rep.cycle if rep is not None else [], blocked=blocked_tids,
                   waits=rep.lines if rep is not None else [])

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from det import events as ev
-from det.ending import ending
 from det.compare.difftext import result_text
+from det.ending import ending
 from det.names import ObjectNames
 from det.outpath import file_kind
 from det.record.salvage import ensure_trace
