@@ -153,3 +153,20 @@ def test_dump_streams(tmp_path: Path) -> None:
     t_all = time.monotonic() - t0
     assert first.startswith(b"0 ") and rest >= 200000, (first, rest)
     assert t_first < t_all / 3, f"first line after {t_first:.2f} s, all {rest + 1} after {t_all:.2f} s"
+
+
+@pytest.mark.parametrize("mode, said", [
+    ("segv", r"T1 died of SIGSEGV \(address 0x10\) at crash\.c:{line} \(victim\)"),
+    ("abort", r"T1 died of SIGABRT in abort\(\) called at crash\.c:{line} \(victim\)"),
+    ("fpe", r"T1 died of SIGFPE at crash\.c:{line} \(victim\)"),
+])
+def test_fault_and_abort_in_the_programs_code(mode: str, said: str, tmp_path: Path) -> None:
+    """A fault in the program's own code is named at its line; abort() at
+    the line that called it (the frames between are libc's)."""
+    trace = tmp_path / "crash.db"
+    r = detrec("-o", trace, program("crash"), mode)
+    assert r.returncode >= 128, r.stderr.decode()
+    line = line_of("crash", f'"{mode}"', line_of("crash", "victim(void")) + 1
+    assert re.search(said.format(line=line), r.stderr.decode()), r.stderr.decode()
+    assert re.search(r"T1's last event: #\d+ mutex_unlock mutex \d+ \(m\) at crash\.c:\d+ \(victim\)",
+                     r.stderr.decode()), r.stderr.decode()
