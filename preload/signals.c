@@ -339,11 +339,13 @@ static uint64_t program_caller(uintptr_t sp)
 	return 0;
 }
 
+static __thread int noting __attribute__((tls_model("initial-exec")));
+
 static void note_crash(struct det_thread *t, int sig, const siginfo_t *info, void *ucv)
 {
 	struct det_slot *sl = t->slot;
-	if (!sl || atomic_load(&sl->crash_sig))
-		return;
+	if (!sl || atomic_load(&sl->crash_sig) || noting++)
+		return; /* (a fault while noting one: the program dies of it unnoted) */
 	const greg_t *g = ((ucontext_t *)ucv)->uc_mcontext.gregs;
 	uintptr_t sp = (uintptr_t)g[REG_RSP];
 	int in_det = det_stk.hi && sp >= det_stk.lo && sp < det_stk.hi && det_stk.ra;
