@@ -30,6 +30,8 @@ from .trace import Event, Trace, kind_name, outcome_words
 # glibc's __assert_fail: "prog: file.c:19: func: Assertion `expr' failed."
 ASSERTION = re.compile(r"^(?:.*?: )?(?P<file>[^\s:][^:\n]*):(?P<line>\d+): (?P<func>[^\n]+?): "
                        r"Assertion [`'](?P<expr>.*)' failed\.$", re.M)
+# si_code of a signal a process sent with kill or sigqueue (<signal.h>)
+SI_USER, SI_QUEUE = 0, -1
 # Modules whose code is not the program's: where a crash inside them was called from is said too.
 _SYSTEM = re.compile(r"(^|/)(libc|libpthread|libstdc\+\+|libgcc_s|libm|ld-linux[^/]*|libdet)[.-][^/]*$")
 
@@ -176,6 +178,11 @@ def _crashed(tr: Trace, o: dict[str, Any], crash: dict[str, Any], names: ObjectN
         kind = "assertion"
         line = (f"T{tid} failed an assertion: `{a['expr']}' at {os.path.basename(a['file'])}:{a['line']} "
                 f"({a['func']}), {signal_name(sig)}")
+    elif int(crash.get("code", 1)) in (SI_USER, SI_QUEUE):
+        # sent by kill or sigqueue (maybe from outside): where it reached, not a fault
+        kind = "signal"
+        place, _ = crash_place(sym, crash)
+        line = f"killed by {signal_name(sig)} sent with kill (it reached T{tid}{' ' + place if place else ''})"
     else:
         kind = "crash"
         place, _ = crash_place(sym, crash)
