@@ -108,8 +108,9 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
         end = s["ending"]
         if end["kind"] != "exit":
             w(f"ended:      {end['line']}")
-            for line in end["details"]:
-                w(f"            {line}")
+            if end["kind"] not in ("deadlock", "blocked"):  # (those: "blocked when stopped" below)
+                for line in end["details"]:
+                    w(f"            {line}")
         w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
     verdict = read_verdict(tr.meta)
     if verdict is not None:
