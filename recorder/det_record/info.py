@@ -106,7 +106,7 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
         dur = o["duration_ns"] / 1e9
         w(f"outcome:    {outcome_words(o)}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
         end = s["ending"]
-        if end["kind"] != "exit":
+        if end["kind"] != "exit" and end["line"] not in (o["message"] or ""):  # (not twice)
             w(f"ended:      {end['line']}")
             if end["kind"] not in ("deadlock", "blocked"):  # (those: "blocked when stopped" below)
                 for line in end["details"]:
