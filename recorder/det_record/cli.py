@@ -81,6 +81,23 @@ def runs_dir(out: Path) -> Path:
     return out.with_name(f".{out.name}.runs")
 
 
+def ending_lines(path: Path) -> list[str]:
+    """Which thread a kept failure's signal killed, where (det.ending), for
+    a hunt's summary (its runs were judged without their traces)."""
+    from det.ending import ending
+    from det.trace import Trace
+
+    try:
+        with Trace(path) as tr:
+            o = tr.outcome()
+            if o is None or o["status"] != "signaled":
+                return []
+            end = ending(tr)
+            return [end.line] + end.details
+    except DetError:
+        return []
+
+
 def check_outputs(out: Path, exe: str, until_fail: bool) -> None:
     """Every file detrec will write, checked before the program starts."""
     check_trace_output(out, [exe], "trace")
@@ -158,7 +175,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             what, msg = "hung run", msg.removeprefix("hung: ")
         note(f"{what} after {failed_at} run(s): {msg}; trace saved to {out}"
             + (f", a passing run to {pass_path}" if partner else "; no run passed"))
-        for line in failed.report:
+        for line in failed.report or ending_lines(out):
             note("  " + line)
         for line in failed.tail:
             note("  | " + line)

@@ -171,3 +171,13 @@ def test_fault_and_abort_in_the_programs_code(mode: str, said: str, tmp_path: Pa
     assert re.search(said.format(line=line), r.stderr.decode()), r.stderr.decode()
     assert re.search(r"T1's last event: #\d+ mutex_unlock mutex \d+ \(m\) at crash\.c:\d+ \(victim\)",
                      r.stderr.decode()), r.stderr.decode()
+
+
+def test_until_fail_names_the_kept_failure(tmp_path: Path) -> None:
+    """A hunt judges its runs without their traces; its summary still says
+    which thread failed where, from the kept trace."""
+    r = detrec("--until-fail", "3", "-o", tmp_path / "t.db", program("assert_thread"))
+    assert r.returncode == 134, r.stderr.decode()
+    line = marked_line("assert_thread", "ASSERT")
+    assert f"T1 failed an assertion: `balance >= 0 && \"overdrawn\"' at assert_thread.c:{line} (withdraw)" \
+        in r.stderr.decode(), r.stderr.decode()
