@@ -8,7 +8,7 @@ threads that the det_gdb package reads from the program.
 
 Rules of this file:
   - Standard library and det's stdlib-only modules (det.trace, det.events,
-    det.analysis, det.symbols) only: gdb's embedded Python is the system
+    det.analysis, det.ending, det.symbols) only: gdb's embedded Python is the system
     python3, not the project's virtualenv.
   - Positions are event seq numbers, as in the trace and in every det
     message; `Schedule.end` (one past the last seq) is "after the last
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from det import events as ev
 from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, holders, race_hint
+from det.ending import ending
 from det.names import ObjectNames
 from det.symbols import Symbolizer
 from det.trace import Event, Trace, kind_name, objkind_name, outcome_words
@@ -252,6 +253,10 @@ class Schedule:
         """The recording's outcome in det's one wording, with what det said
         when it stopped the program."""
         o = self.outcome
+        if o is not None and o["status"] == "signaled":
+            if getattr(self, "_ending", None) is None:
+                self._ending = ending(self.trace, self.names, self.sym).line  # which thread died of what, where
+            return self._ending
         said = o is not None and o["status"] not in ("exited", "signaled") and o.get("message")
         return outcome_words(o) + (f": {o['message']}" if said else "")
 

@@ -41,7 +41,7 @@ static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 
 _Static_assert(sizeof(struct det_rec) == 32, "ring entry size is ABI");
-_Static_assert(sizeof(struct det_slot) == 384, "slot size is ABI");
+_Static_assert(sizeof(struct det_slot) == 448, "slot size is ABI");
 _Static_assert(sizeof(struct det_sched) == 64, "schedule entry size is ABI");
 _Static_assert(sizeof(struct det_proc) == 128, "process entry size is ABI");
 

@@ -33,12 +33,16 @@
  *    (SIGNAL events are ordered too). A sender that does not block it takes
  *    it itself, synchronously; one it blocks goes where the kernel puts it,
  *    and replay delivers it from the trace instead of sending it again.
- *  - While recording, det's entry also stands in for the default action of
- *    the signals a thread brings on itself that kill (a fault, abort()),
- *    so that the thread the program died in is known (det_hdr->ran_last:
- *    it may have died inside a call det wraps, whose event never
- *    completed); the entry then dies of the signal as natively, and
- *    sigaction reports the default action.
+ *  - Recording notes how the program dies: while the program has no handler
+ *    for a signal that ends it and that a thread brings on itself (a fault,
+ *    abort), det keeps an entry of its own for it, which writes into the
+ *    thread's slot the signal, the instruction, a fault's address and where
+ *    the program called det or a library (note_crash), then restores the
+ *    default action and dies of it as natively. Replay installs none (a
+ *    debugger would see the fault twice). The thread that took such a
+ *    signal last is the one the program ended in if it died of it
+ *    (det_hdr->ran_last: maybe inside a call det wraps, whose event never
+ *    completed).
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
@@ -51,6 +55,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -75,16 +80,6 @@ static int is_fault(int sig, const siginfo_t *info)
 	return info->si_code > 0 &&
 	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP);
 }
-
-/* Signals that kill by default and that a thread brings on itself (a fault,
- * abort()); (not SIGTRAP: debuggers use it). */
-static int is_crash_signal(int sig)
-{
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
-}
-
-/* Recording: det's entry stands in for their default action (note_crash). */
-static int crash_entries;
 
 struct handler_call {
 	struct sigaction *a;
@@ -275,6 +270,115 @@ static int self_inflicted(int sig, const siginfo_t *info)
 }
 
 /* ------------------------------------------------------------------ */
+/* how the program dies */
+
+/* A signal whose default action ends the program, which recording watches
+ * while the program has no handler for it. */
+static int watch_fatal(int sig)
+{
+	return det_mode == DET_MODE_RECORD &&
+	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT || sig == SIGSYS);
+}
+
+/* The program's own code: its executable's executable segments. */
+#define PROG_TEXT_MAX 4
+static uintptr_t prog_text[PROG_TEXT_MAX][2];
+static int prog_texts;
+
+static int find_prog_text(struct dl_phdr_info *info, size_t size, void *unused)
+{
+	(void)size;
+	(void)unused;
+	for (int i = 0; i < info->dlpi_phnum && prog_texts < PROG_TEXT_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			prog_text[prog_texts][0] = info->dlpi_addr + ph->p_vaddr;
+			prog_text[prog_texts][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+			prog_texts++;
+		}
+	}
+	return 1; /* the first object is the executable */
+}
+
+static int in_prog_text(uintptr_t a, uintptr_t before)
+{
+	for (int i = 0; i < prog_texts; i++)
+		if (a >= prog_text[i][0] + before && a < prog_text[i][1])
+			return 1;
+	return 0;
+}
+
+/* a is a return address: the bytes before it are a call (rel32, or
+ * indirect through a register or memory, with or without a displacement) */
+static int after_call(uintptr_t a)
+{
+	if (!in_prog_text(a, 7))
+		return 0;
+	const uint8_t *p = (const uint8_t *)a;
+	if (p[-5] == 0xe8)
+		return 1;
+	for (int len = 2; len <= 7; len++)
+		if (p[-len] == 0xff && (p[-len + 1] & 0x38) == 0x10)
+			return 1;
+	return 0;
+}
+
+/* The first return address into the program's code on the stack from sp
+ * up, read with process_vm_readv: a word past the stack's end is an error
+ * to it, not a second fault. 0: none within 32 KiB. */
+static uint64_t program_caller(uintptr_t sp)
+{
+	uintptr_t buf[64];
+	long pid = det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	for (uintptr_t at = sp & ~(uintptr_t)7; at < (sp & ~(uintptr_t)7) + 32768; at += sizeof(buf)) {
+		struct iovec local = {buf, sizeof(buf)}, remote = {(void *)at, sizeof(buf)};
+		long got = det_sys(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
+		if (got <= 0)
+			return 0;
+		for (long i = 0; i < got / (long)sizeof(uintptr_t); i++)
+			if (after_call(buf[i]))
+				return buf[i];
+	}
+	return 0;
+}
+
+static __thread int noting __attribute__((tls_model("initial-exec")));
+
+static void note_crash(struct det_thread *t, int sig, const siginfo_t *info, void *ucv)
+{
+	struct det_slot *sl = t->slot;
+	if (!sl || atomic_load(&sl->crash_sig) || noting++)
+		return; /* (a fault while noting one: the program dies of it unnoted) */
+	const greg_t *g = ((ucontext_t *)ucv)->uc_mcontext.gregs;
+	uintptr_t sp = (uintptr_t)g[REG_RSP];
+	int in_det = det_stk.hi && sp >= det_stk.lo && sp < det_stk.hi && det_stk.ra;
+	sl->crash_code = info->si_code;
+	sl->crash_pc = (uint64_t)g[REG_RIP];
+	sl->crash_addr = is_fault(sig, info) ? (uint64_t)(uintptr_t)info->si_addr : 0;
+	sl->crash_call_ra = in_det ? (uint64_t)det_stk.ra : 0;
+	/* the program's entry's stub pushed three words and a pad where its
+	 * frames begin on the det stack (det_stk.sp), then called its
+	 * implementation: the return address into the stub (preload/stack.c) */
+	int entry_ok = in_det && det_stk.sp >= det_stk.lo + 40 && det_stk.sp <= det_stk.hi;
+	sl->crash_entry = entry_ok ? *(const uint64_t *)(det_stk.sp - 40) : 0;
+	sl->crash_caller = program_caller(in_det ? det_stk.prog_sp : sp);
+	atomic_store(&sl->crash_sig, (uint32_t)sig);
+}
+
+/* det's entry for a watched signal the program has no handler for: note
+ * it, and die of it with the default action. */
+static void die_as_natively(struct det_thread *t, int sig, siginfo_t *info, void *ucv)
+{
+	if (watch_fatal(sig))
+		note_crash(t, sig, info, ucv);
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	real.sigaction(sig, &dfl, NULL);
+	if (!is_fault(sig, info)) /* (a fault happens again as the handler returns) */
+		det_sys(SYS_tgkill, det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0), det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0),
+			sig, 0, 0, 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* the entry for every handled signal */
 
 static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
@@ -290,18 +394,14 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		errno = saved;
 		return;
 	}
-	if (crash_entries && is_crash_signal(sig) && t->active &&
+	if (watch_fatal(sig) && t->active &&
 	    (is_fault(sig, info) || (sig == SIGABRT && self_inflicted(sig, info))))
 		atomic_store(&det_hdr->ran_last, t->num + 1); /* (the program may die of it in this thread) */
 	if (!atomic_load(&prog_set[sig])) {
-		/* det's own entry and no program handler: die as natively */
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		real.sigaction(sig, &dfl, NULL);
-		if (info->si_code <= 0) /* sent, not a fault that comes again: send it again */
-			det_sys(SYS_tgkill, det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0), det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0),
-				sig, 0, 0, 0);
+		/* det's own entry (rdtsc's, a watched signal's) and no program handler */
+		die_as_natively(t, sig, info, ucv);
 		errno = saved;
-		return; /* the fault happens again, with the default action */
+		return;
 	}
 	if (!t->active || is_fault(sig, info) || t->self_signal == sig || (!t->depth && self_inflicted(sig, info))) {
 		/* (the kernel's answer to a write the program made outside det,
@@ -464,20 +564,17 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 		return real.sigaction(sig, act, old);
 	struct sigaction prev = prog_act[sig];
 	/* (det's entry standing in for the default action: prog_act says which) */
-	int had = atomic_load(&prog_set[sig]) || (crash_entries && is_crash_signal(sig)) ||
-		  (sig == SIGSEGV && det_tsc_trapped);
+	int had = atomic_load(&prog_set[sig]);
 	if (!act) {
 		int r = real.sigaction(sig, NULL, old);
-		if (r == 0 && old && had && old->sa_sigaction == det_sig_entry)
-			*old = prev;
+		if (r == 0 && old && (had || old->sa_sigaction == det_sig_entry))
+			*old = prev; /* (det's own entry: the program's last word, SIG_DFL at first) */
 		return r;
 	}
 	struct sigaction mine = *act;
 	int handled = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
 						   : act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
-	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) ||
-			 (crash_entries && is_crash_signal(sig) && !(act->sa_flags & SA_SIGINFO) &&
-			  act->sa_handler == SIG_DFL);
+	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) || (watch_fatal(sig) && act->sa_handler == SIG_DFL);
 	if (handled || keep_entry) {
 		mine.sa_sigaction = det_sig_entry;
 		mine.sa_flags = (act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
@@ -487,7 +584,7 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 	if (r != 0)
 		return r;
 	if (old)
-		*old = had && kernel_old.sa_sigaction == det_sig_entry ? prev : kernel_old;
+		*old = had || kernel_old.sa_sigaction == det_sig_entry ? prev : kernel_old;
 	prog_act[sig] = *act;
 	atomic_store(&prog_set[sig], handled);
 	return 0;
@@ -803,27 +900,28 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *found)
 	return 0;
 }
 
-/* Recording: det's entry stands in for the default action of the crash
- * signals the program left at it (not one it inherited ignored). */
-static void crash_entries_init(void)
+/* Recording: det's entry for each watched signal still at its default. */
+static void watch_fatal_signals(void)
 {
-	if (det_replaying())
-		return;
-	for (int sig = 1; sig < NSIG; sig++) {
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS};
+	if (!prog_texts)
+		dl_iterate_phdr(find_prog_text, NULL);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		struct sigaction cur;
-		if (!is_crash_signal(sig) || real.sigaction(sig, NULL, &cur) != 0 ||
-		    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+		if (!watch_fatal(sigs[i]) || real.sigaction(sigs[i], NULL, &cur) != 0 ||
+		    (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler != SIG_DFL))
 			continue;
-		struct sigaction a = {.sa_sigaction = det_sig_entry, .sa_flags = SA_SIGINFO};
+		if (cur.sa_flags & SA_SIGINFO)
+			continue; /* (det's own already: the rdtsc trap) */
+		struct sigaction a = {.sa_sigaction = det_sig_entry, .sa_flags = SA_SIGINFO | SA_NODEFER};
 		sigemptyset(&a.sa_mask);
-		real.sigaction(sig, &a, NULL);
+		real.sigaction(sigs[i], &a, NULL);
 	}
-	crash_entries = 1;
 }
 
 void det_signals_init(void)
 {
-	crash_entries_init();
+	watch_fatal_signals();
 	const char *force = getenv("DET_TRAP_TSC");
 	int found = 0;
 	if (force && *force)

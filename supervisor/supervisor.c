@@ -202,6 +202,15 @@ SUP_EXPORT int det_sup_thread(struct det_sup *s, uint32_t num, struct det_thread
 	out->blocked_ra = sl->blocked_ra;
 	out->proc = sl->proc;
 	out->yielded = atomic_load(&sl->strict_yielded);
+	out->crash_sig = atomic_load(&sl->crash_sig);
+	if (out->crash_sig) {
+		out->crash_code = sl->crash_code;
+		out->crash_pc = sl->crash_pc;
+		out->crash_addr = sl->crash_addr;
+		out->crash_call_ra = sl->crash_call_ra;
+		out->crash_caller = sl->crash_caller;
+		out->crash_entry = sl->crash_entry;
+	}
 	if (s->fixed.mode == DET_MODE_REPLAY) {
 		out->events = atomic_load(&sl->done);
 		out->planned = sl->sched_count;

@@ -7,9 +7,9 @@ which is off unless the caller turns it on.
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
+from det import results
 from det.trace import outcome_words
 
 from .diff import DiffResult, Divergence, EventRef, Inversion, OneSide, TraceSummary
@@ -41,18 +41,8 @@ class Style:
 
 
 def result_text(kind: str, result: int) -> str:
-    """A call's result as its man page says it."""
-    if kind == "barrier_depart":
-        return "serial" if result == -1 else str(result)
-    if kind == "once":
-        return "ran the init routine" if result == 1 else str(result)
-    if kind == "stdio_write":
-        return str(result)
-    if kind.startswith("sem_") and result < 0 and -result in errno.errorcode:
-        return "-" + errno.errorcode[-result]
-    if result > 0 and result in errno.errorcode:
-        return errno.errorcode[result]
-    return str(result)
+    """A call's result as its man page says it (det.results, every tool's one wording)."""
+    return results.result_text(kind, result)
 
 
 def where(e: EventRef) -> str:

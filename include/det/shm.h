@@ -225,6 +225,18 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) lt_retry;     /* logical time: it found its lock taken again each of its
 					    * last LT_RETRIES wake-ups: its next waker lets it go first */
 	uint8_t pad5[16];
+	/* line 6: record: how the thread died, if a signal that ends the
+	 * program (a fault, abort) killed it (preload/signals.c note_crash) */
+	DET_ATOMIC(uint32_t) crash_sig;    /* 0: none; written last */
+	int32_t crash_code;                /* si_code */
+	uint64_t crash_pc;                 /* where it was: the interrupted instruction */
+	uint64_t crash_addr;               /* a fault's address (si_addr), else 0 */
+	uint64_t crash_call_ra;            /* inside a call det wraps: where the program made it */
+	uint64_t crash_caller;             /* the first return address into the program's own code
+					    * on its stack (its frame, when it died inside a library) */
+	uint64_t crash_entry;              /* inside det: a return address into the entry the program
+					    * called (its exported stub: the function's name), else 0 */
+	uint8_t pad6[16];
 };
 
 /* Object table entry: address -> id, open addressing, never reused. */

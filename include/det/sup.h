@@ -27,6 +27,10 @@ struct det_thread_info {
 	uint64_t sleeping;
 	uint64_t proc;    /* its process's index in the region's table */
 	uint64_t yielded; /* strict: waits for the token after an event (struct det_slot) */
+	/* record: the signal that killed it (0: none) and where (struct det_slot's crash_*) */
+	uint64_t crash_sig;
+	int64_t crash_code;
+	uint64_t crash_pc, crash_addr, crash_call_ra, crash_caller, crash_entry;
 };
 
 /* One of the program's processes (include/det/shm.h struct det_proc). */

@@ -1,7 +1,7 @@
 """detrec: record a program's synchronization order into a SQLite trace.
 
     detrec [options] [--] PROGRAM [ARGS...]
-    detrec info|ls|rm|salvage|scrub|pack ...
+    detrec info|dump|ls|rm|salvage|scrub|pack ...
 
 Rules: the command line only; det.record.engine records (every run leaves a
 readable trace, whatever happens to the program or to detrec). Exit status:
@@ -34,6 +34,7 @@ from .keep import keep_ran
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
     "info": ("info", "main", "build_parser"),
+    "dump": ("dump", "main", "build_parser"),
     "ls": ("tracels", "ls_main", "ls_parser"),
     "rm": ("tracels", "rm_main", "rm_parser"),
     "salvage": ("salvage", "main", "build_parser"),
@@ -78,6 +79,23 @@ def pass_output(out: Path) -> Path:
 def runs_dir(out: Path) -> Path:
     """--until-fail: the work directory of the runs in progress."""
     return out.with_name(f".{out.name}.runs")
+
+
+def ending_lines(path: Path) -> list[str]:
+    """Which thread a kept failure's signal killed, where (det.ending), for
+    a hunt's summary (its runs were judged without their traces)."""
+    from det.ending import ending
+    from det.trace import Trace
+
+    try:
+        with Trace(path) as tr:
+            o = tr.outcome()
+            if o is None or o["status"] != "signaled":
+                return []
+            end = ending(tr)
+            return [end.line] + end.details
+    except DetError:
+        return []
 
 
 def check_outputs(out: Path, exe: str, until_fail: bool) -> None:
@@ -157,7 +175,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             what, msg = "hung run", msg.removeprefix("hung: ")
         note(f"{what} after {failed_at} run(s): {msg}; trace saved to {out}"
             + (f", a passing run to {pass_path}" if partner else "; no run passed"))
-        for line in failed.report:
+        for line in failed.report or ending_lines(out):
             note("  " + line)
         for line in failed.tail:
             note("  | " + line)
@@ -180,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="detrec",
         usage="detrec [options] [--] PROGRAM [ARGS...]\n       detrec {" + ",".join(SUBCOMMANDS) + "} ...",
         description="Record a multithreaded program's synchronization order into a SQLite trace.",
-        epilog="Commands: `detrec info TRACE` prints what a trace holds; `detrec ls` lists the traces in the "
+        epilog="Commands: `detrec info TRACE` prints what a trace holds and how the run ended; `detrec dump "
+               "TRACE` lists its events (--thread, --from/--to, --kind, --json); `detrec ls` lists the traces in the "
                "trace directory and `detrec rm TRACE` removes them; `detrec salvage LOG` turns the capture log "
                "of a killed detrec into a trace (info, detreplay and detdiff do that by themselves); `detrec pack "
                "TRACE` puts into the trace the program, its libraries and the files it read, so that it replays on "

@@ -28,6 +28,7 @@ from typing import IO
 from det import __version__, machine, schema
 from det.analysis import Waiter, block_report
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
+from det.ending import ending
 from det.errors import DetError
 from det.launch import (
     EXIT_STOPPED,
@@ -391,6 +392,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         if not failure and not timed_out and INTERRUPT.signal is None and not (stop is not None and stop.is_set()):
             failure = _unfollowed_exec(rec)
         end_states = _end_states(rec)
+        crash = _crash(rec, rc)
         cap = rec.stats()
         attached = bool(rec.attached())
         files, files_lost = rec.files()
@@ -448,6 +450,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     }
     meta.update({"preemptions": preemptions, "files_lost": files_lost, "capture_bytes": cap.bytes,
                  "capture_busy_s": round(cap.busy_ns / 1e9, 4)})
+    if crash is not None:
+        meta["crash"] = crash
     if token_holder >= 0 and (status == "exited" or (status == "signaled" and -rc in SELF_INFLICTED)):
         # the program ended by itself in this thread (strict: in its turn), after
         # its last event (maybe inside a call det wraps): replay lets it run on
@@ -513,6 +517,11 @@ def _finish_run(c: Captured) -> RunResult:
             report = [rep.summary] + rep.lines
             message = f"{message}: {rep.summary}"
             _set_message(path, message)
+    elif c.status == "signaled":
+        # which thread died of what, where (det.ending: every tool's one wording)
+        with Trace(path) as tr:
+            end = ending(tr)
+        report = [end.line] + end.details
     path = c.writer.publish()
     c.writer.log.unlink(missing_ok=True)
     if c.spool is not None:
@@ -604,6 +613,19 @@ def _crashed_thread(rec: Recorder) -> int:
         return -1
     threads = {int(t.num): int(t.proc) for t in rec.threads()}
     return num if threads.get(num) == 0 else -1
+
+
+def _crash(rec: Recorder, rc: int | None) -> dict[str, int] | None:
+    """The thread a signal that ends the program killed, and where
+    (preload/signals.c note_crash): the one that died of the top process's
+    signal, else the first noted."""
+    noted = [t for t in rec.threads() if t.crash_sig]
+    if not noted:
+        return None
+    t = next((t for t in noted if rc is not None and -rc == t.crash_sig and t.proc == 0), noted[0])
+    return {"thread": int(t.num), "signal": int(t.crash_sig), "code": int(t.crash_code), "pc": int(t.crash_pc),
+            "addr": int(t.crash_addr), "call_ra": int(t.crash_call_ra), "caller": int(t.crash_caller),
+            "entry": int(t.crash_entry)}
 
 
 # Signals a thread brings on itself (a fault, abort()): a program killed by

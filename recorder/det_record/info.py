@@ -15,6 +15,7 @@ import sys
 
 from det import __version__, tracedir
 from det.analysis import Waiter, block_report
+from det.ending import ending
 from det.errors import DetError
 from det.names import ObjectNames
 from det.symbols import Symbolizer
@@ -49,10 +50,18 @@ def summary(tr: Trace) -> dict[str, object]:
             k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in o.items()
         },
         "packed": _packed(tr),
+        "ending": _ending(tr),
         "verified": m.get("verified"),  # {"replays", "why"} when a replay checked it (det.verdict), else None
         "file_bytes": size,
         "bytes_per_event": round(size / events, 1) if events else None,
     }
+
+
+def _ending(tr: Trace) -> dict[str, object]:
+    """How the run ended (det.ending): which thread died of what, where."""
+    e = ending(tr)
+    return {"kind": e.kind, "line": e.line, "thread": e.thread, "seq": e.seq, "details": e.details,
+            "cycle": e.cycle}
 
 
 def _packed(tr: Trace) -> dict[str, int] | None:
@@ -96,6 +105,12 @@ def print_human(tr: Trace, s: dict[str, object]) -> None:
     if o:
         dur = o["duration_ns"] / 1e9
         w(f"outcome:    {outcome_words(o)}{' - ' + o['message'] if o['message'] else ''} after {dur:.3f} s")
+        end = s["ending"]
+        if end["kind"] != "exit" and end["line"] not in (o["message"] or ""):  # (not twice)
+            w(f"ended:      {end['line']}")
+            if end["kind"] not in ("deadlock", "blocked"):  # (those: "blocked when stopped" below)
+                for line in end["details"]:
+                    w(f"            {line}")
         w(f"output:     stdout {o['stdout_bytes']} bytes, stderr {o['stderr_bytes']} bytes")
     verdict = read_verdict(tr.meta)
     if verdict is not None:

@@ -43,7 +43,10 @@ class ThreadInfo(ctypes.Structure):
         for name in (
             "num", "parent", "ktid", "create_seq", "obj", "state",
             "blocked_kind", "blocked_obj", "blocked_ra", "events", "planned", "sleeping", "proc", "yielded",
+            "crash_sig",
         )
+    ] + [("crash_code", ctypes.c_int64)] + [
+        (name, ctypes.c_uint64) for name in ("crash_pc", "crash_addr", "crash_call_ra", "crash_caller", "crash_entry")
     ]
 
 

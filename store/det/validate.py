@@ -127,9 +127,14 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "schedule_rows": lambda v: isinstance(v, list) and len(v) == 3 and all(_int(x) for x in v) and v[0] >= 0,
     "stdout": lambda v: v is None or _output_ok(v),
     "stderr": lambda v: v is None or _output_ok(v),
+    # the thread a signal that ends the program killed, and where (det.record.engine, det.ending)
+    "crash": lambda v: isinstance(v, dict) and _int(v.get("thread")) and _int(v.get("signal")) and all(
+        _int(v[k]) for k in CRASH_FIELDS if k in v),
 }
+CRASH_FIELDS = ("thread", "signal", "code", "pc", "addr", "call_ra", "caller", "entry")
 # (det.trace's too)
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified"}
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified",
+             "crash"}
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 

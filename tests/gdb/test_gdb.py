@@ -592,3 +592,16 @@ def test_strict_trace_replays_in_strict_order_under_gdb(tmp_path: Path) -> None:
     assert "strict replay" in out and ", strict replay; recorded:" in out, out
     assert "diverged" not in out, out
     assert re.search(r"det: the replay ended with exit code \d+; recorded: exit \d+", out), out
+
+
+def test_status_at_the_end_names_the_crash(tmp_path: Path) -> None:
+    """After a recorded crash, `det status` at the end says which thread died
+    of what, in which call at which line (det.ending), not just the signal."""
+    trace = tmp_path / "crash.db"
+    r = detrec("-q", "-o", trace, program("lock_fault"))
+    assert r.returncode == 139, r.stderr.decode()
+    src = (ROOT / "tests" / "programs" / "lock_fault.c").read_text().splitlines()
+    line = next(i + 1 for i, x in enumerate(src) if "/* CRASH */" in x)
+    out = gdb_batch(trace, "det goto end", "det status")
+    assert re.search(r"recorded: T1 died of SIGSEGV \(address 0x[0-9a-f]+\) in pthread_mutex_lock called at "
+                     rf"lock_fault\.c:{line} \(consumer\)", out), out

@@ -212,6 +212,27 @@ def test_deadlock_is_shown_where_it_closed(deadlock: str) -> None:
     drive([deadlock], body)
 
 
+def test_assertion_is_shown_as_the_end_not_a_deadlock(tmp_path: Path) -> None:
+    """An assertion failing in T1 while T0 waits to join it: the banner says
+    the assertion in T1 (det.ending), not "all threads blocked"; x goes to
+    T1's last event, which says what then happened."""
+    trace = tmp_path / "assert.db"
+    r = detrec("-q", "-o", trace, program("assert_thread"))
+    assert r.returncode == 134, r.stderr.decode()
+    last = query(trace, "SELECT max(seq) FROM events WHERE tid = 1")[0][0]
+
+    async def body(app: DetTui, pilot: Pilot) -> None:
+        s = app.screen
+        banner = str(s.query_one("#problem").render())
+        assert "T1 failed an assertion: `balance >= 0 && \"overdrawn\"' at assert_thread.c:" in banner, banner
+        assert "blocked" not in banner and "deadlock" not in banner, banner
+        await pilot.press("x")
+        assert s.events.current_seq() == last
+        assert s.events.notes[last].startswith("then failed an assertion"), s.events.notes[last]
+
+    drive([str(trace)], body)
+
+
 def test_timeline_draws_single_events_and_waits(bank: str) -> None:
     rows = query(Path(bank), "SELECT seq, tid, kind FROM events ORDER BY seq")
     wait = next(seq for seq, tid, kind in rows if tid == 0 and kind == 20)      # cond_wait

@@ -8,6 +8,7 @@ fails. Each run uses its own tmux session name and kills only that session.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from tuitraces import deadlock, in_tmp  # noqa: F401 - fixtures
 
-from conftest import BIN
+from conftest import BIN, ROOT, detrec, program
 
 
 def tmux(*args: str) -> subprocess.CompletedProcess:
@@ -122,5 +123,33 @@ def test_heap_objects_are_named_and_wrapped_locks_placed_at_their_caller(in_tmp:
                f"wrapped_heap_lock.c:{destroy})" in joined, shown
         assert f"wrapped_heap_lock.c:{late_lock} (late, through lock)" in joined, shown
         keys(name, "q")
+    finally:
+        tmux("kill-session", "-t", name)
+
+
+def test_a_crash_is_named_in_the_header_and_x_goes_to_it(in_tmp: Path) -> None:
+    """A thread's fault inside pthread_mutex_lock: the header names the
+    thread, the signal, the call and the line (not "all threads blocked"
+    for main's join), and x goes to that thread's last event (det.ending)."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (tools/setup.sh installs it)")
+    trace = in_tmp / "crash.db"
+    r = detrec("-q", "-o", trace, program("lock_fault"))
+    assert r.returncode == 139, r.stderr.decode()
+    src = (ROOT / "tests" / "programs" / "lock_fault.c").read_text().splitlines()
+    line = next(i + 1 for i, x in enumerate(src) if "/* CRASH */" in x)
+    name = f"dettui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    assert tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "40",
+                f"{BIN / 'dettui'} {trace}").returncode == 0
+    try:
+        first = wait_for(name, "T1 died of SIGSEGV")
+        banner = " ".join(x.strip().lstrip("█").strip() for x in first.splitlines())  # (wrapped lines)
+        assert f"in pthread_mutex_lock called at lock_fault.c:{line} (consumer)" in banner, first
+        assert "all threads blocked" not in first and "deadlock" not in first, first
+        shown = wait_for(name, "Event 0")  # (the first event is selected at first)
+        last = max(int(n) for n in re.findall(r"^\S*\s*(\d+)\s+T1\s", shown, re.M))
+        assert last > 0, shown
+        keys(name, "x")
+        wait_for(name, f"Event {last}")  # T1's last event: the unlock of the gate
     finally:
         tmux("kill-session", "-t", name)

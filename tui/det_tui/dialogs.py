@@ -29,7 +29,7 @@ KEYS = """\
 | `f` | filter the list by thread, kind, object, source file; `F` clears it |
 | `t` | only the selected event's thread (again: all threads) |
 | `g` | go to an event by its number (seq) |
-| `x` | go to the problem: the deadlock, or the divergence |
+| `x` | go to how the run ended: the dead thread's last event, the deadlock, or the divergence |
 | `Tab` | the next pane |
 | mouse | click a lane or a row; the wheel pans, ctrl+wheel zooms, shift+wheel scrolls the lanes |
 | `ctrl+p` | the command palette |

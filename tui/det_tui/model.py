@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from det import events as ev
-from det.analysis import Waiter, block_report
 from det.compare.difftext import result_text
+from det.ending import ending
 from det.names import ObjectNames
 from det.outpath import file_kind
 from det.record.salvage import ensure_trace
@@ -179,6 +179,7 @@ class TraceModel:
         self._entry_locs: dict[int, Location] = {}
         self.lanes_s: str | None = None
         self.lanes: list[Lane] = []
+        self.ending = ending(tr, self.names, self.sym)
         self.problem = self._problem()
         self._lane_rows()
 
@@ -205,12 +206,13 @@ class TraceModel:
             notes=notes)
 
     def _problem(self) -> Problem | None:
-        blocked = self.tr.blocked()
-        if not blocked:
+        """Threads blocked at the end (their lanes say in what); the summary
+        is how the run ended (det.ending: a crash beside them, or a deadlock
+        only when there is a cycle)."""
+        end = self.ending
+        if not end.blocked:
             return None
-        waiters = [Waiter(*b) for b in blocked]
-        rep = block_report(self.tr, waiters, self.sym)
-        return Problem(rep.summary, rep.lines, rep.cycle, sorted(w.tid for w in waiters))
+        return Problem(end.line, end.waits, end.cycle, end.blocked)
 
     def _lane_rows(self) -> None:
         multi = len(self.processes) > 1

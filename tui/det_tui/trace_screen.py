@@ -86,12 +86,13 @@ class TraceScreen(Screen[None]):
         warn = list(h.notes)
         if h.message:
             warn.append(h.message)
-        if m.problem is not None:
-            warn = [f"{m.problem.summary}  (x: go there)"] + [w for w in warn if w != h.message
-                                                               and "deadlock" not in w]
+        end = m.ending
+        if end.kind not in ("exit", "incomplete"):  # (how the run ended: det.ending)
+            go = "  (x: go there)" if end.seq is not None else ""
+            warn = [end.line + go] + [w for w in warn if w != h.message and "deadlock" not in w]
         banner = Static("\n".join(warn), id="problem")
         banner.display = bool(warn)
-        if m.problem is not None or not h.complete:
+        if end.kind not in ("exit", "incomplete") or not h.complete:
             banner.add_class("bad")
         yield banner
         yield Timeline(m, id="timeline")
@@ -131,8 +132,12 @@ class TraceScreen(Screen[None]):
             self.call_after_refresh(self.show_details, m.seq_of(0))
 
     def _mark_problem(self) -> None:
-        """Each blocked thread's last event carries what it was blocked in."""
+        """Each blocked thread's last event carries what it was blocked in;
+        a thread that died, what killed it."""
         m = self.model
+        end = m.ending
+        if end.thread is not None and end.seq is not None:
+            self.events.notes[end.seq] = "then " + end.line.split(" ", 1)[1]
         if m.problem is None:
             return
         for lane in m.lanes:
@@ -294,15 +299,12 @@ class TraceScreen(Screen[None]):
             self.events.select_seq(then, exact=False)
 
     def action_problem(self) -> None:
-        m = self.model
-        if m.problem is None:
-            self.notify("no deadlock or blocked thread in this trace", timeout=3)
+        """To how the run ended: the dead thread's last event, or where a
+        deadlock's cycle closed (det.ending)."""
+        end = self.model.ending
+        if end.seq is None:
+            self.notify(f"{end.line}: no failing thread to go to" if end.kind == "exit" else end.line, timeout=4)
             return
-        tids = m.problem.cycle or m.problem.tids
-        # The cycle closes where the last of its threads made its last event.
-        lasts = [e.seq for e in (m.tr.last_before(t, m.last_seq + 1) for t in tids) if e is not None]
-        if lasts:
-            seq = max(lasts)
-            self.select(seq)
-            self.timeline.zoom_to(m.rank_of(seq))
-            self.notify(m.problem.summary, timeout=8)
+        self.select(end.seq)
+        self.timeline.zoom_to(self.model.rank_of(end.seq))
+        self.notify("\n".join([end.line] + end.details[:1]), timeout=8)
