@@ -45,7 +45,7 @@ from det.trust import sha256_file
 
 DEFAULT_RUNS = 100
 DEFAULT_TIMEOUT = 10.0
-PARTNER_RUNS = 20  # at most this many more runs to find a passing partner
+PARTNER_RUNS = 20  # at most this many more runs to find a passing partner, within the hunt's runs
 LAST_PASS = "last-pass.db"  # a run's name for the last passing run of its scratch directory
 
 
@@ -203,7 +203,8 @@ class Hunt:
     where the last passing run goes when no run failed. wanted: only a
     failure of that kind is kept and stops the hunt (another is counted and
     dropped): a failure re-recorded in strict mode (det.record.verifykept).
-    partner_runs: how many more runs may look for a passing partner."""
+    partner_runs: how many more runs may look for a passing partner (never
+    more than `runs` in all)."""
 
     def __init__(self, spec: RunSpec, runs: int, engine: Engine, keep: Callable[[str], tuple[Path, Path]], *,
                  stop_at_first: bool = False, learn_k: bool = True, keep_pass: Path | None = None,
@@ -276,7 +277,8 @@ class Hunt:
             return True
         if self.partner_from is None:
             self.partner_from = index
-        return self._needs_partner() and index < self.partner_from + self.partner_runs
+        # (within the hunt's runs: a failure near its end may go without a partner)
+        return self._needs_partner() and index < min(self.partner_from + self.partner_runs, self.runs)
 
     def _needs_partner(self) -> bool:
         return any(k.kept is not None and k.partner is None for k in self.report.kinds.values())

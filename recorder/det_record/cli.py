@@ -17,6 +17,7 @@ import contextlib
 import random
 import shlex
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -109,7 +110,7 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     verifier, a failure is kept once its trace replays it (verifykept:
     perhaps recorded again in strict mode); else the hunt goes on with the
     runs left, and when none are left the last failure stays, unverified."""
-    from det.hunt.hunt import Hunt, LocalEngine, make_spec, summary_lines, tty_progress
+    from det.hunt.hunt import PARTNER_RUNS, Hunt, LocalEngine, make_spec, summary_lines, tty_progress
 
     from .seeds import RUNS
     from .verifykept import check_kept
@@ -120,7 +121,10 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         opts.auto_timeout = RunTimeout()
     spec = make_spec(exe, argv, opts)
     note = say if not quiet else (lambda _msg: None)
-    used = 0  # runs done by the hunts so far
+    used = 0  # runs done by the hunts so far (never more than `runs`: a partner's and strict runs included)
+    failures = 0  # failed runs among them
+    schedules: set[str] = set()
+    t0 = time.monotonic()
     failed, failed_opts, failed_at, partner = None, opts, 0, False  # the failure kept at `out`, if any
     while True:
         hunt_spec = replace(spec, opts=opts.for_seed(opts.seed + used)) if used and opts.seed else spec
@@ -134,11 +138,13 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             failed, failed_opts = rep.kinds[kind].first, opts
             failed_at, partner = used + (rep.first_failure_at or 0), rep.kinds[kind].partner is not None
         used += rep.runs
+        failures += rep.failed
+        schedules |= rep.schedules
         if kind is None or verify is None:
             break
         kept = check_kept(out, pass_path, kind, failed, hunt_spec, verify, runs_dir(out), jobs,
-                          note)
-        used += kept.strict_runs  # (they count: N runs in all, but for a passing partner's)
+                          note, budget=runs - used)
+        used += kept.strict_runs  # (they count: N runs in all)
         if kept.strict_run is not None:
             failed, failed_opts = kept.strict_run, kept.strict_opts
             partner = partner or kept.strict_partner
@@ -148,15 +154,20 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             say(f"no failure that replays in {runs} run(s): the last one's trace, {out}, is kept marked unverified")
             break
         note(f"hunting on for a failure whose trace replays: {runs - used} run(s) left")
-    if not quiet:
-        for line in summary_lines(rep, opts.strict)[:1]:
+    if not quiet:  # (the figures of every run, the last hunt's and those before it)
+        total = replace(rep, runs=used, failed=failures, seconds=time.monotonic() - t0, schedules=schedules)
+        for line in summary_lines(total, opts.strict)[:1]:
             say(line)
     if failed is not None:
         what, msg = "failure", failed.message or failed.kind
         if failed.hung:
             what, msg = "hung run", msg.removeprefix("hung: ")
-        note(f"{what} after {failed_at} run(s): {msg}; trace saved to {out}"
-            + (f", a passing run to {pass_path}" if partner else "; no run passed"))
+        after = f" ({used} in all)" if used != failed_at else ""
+        # (the search for a passing partner stays within the runs asked for)
+        no_pass = (f"; no run passed within the {runs} run(s) asked for" if runs - failed_at < PARTNER_RUNS
+                   else "; no run passed")
+        note(f"{what} after {failed_at} run(s){after}: {msg}; trace saved to {out}"
+             + (f", a passing run to {pass_path}" if partner else no_pass))
         for line in failed.report:
             note("  " + line)
         for line in failed.tail:
