@@ -186,6 +186,8 @@ class HuntReport:
     interrupted: bool = False
     last_pass: Path | None = None
     by_seed: dict[int, RunSummary] = field(default_factory=dict)  # by run index (seed = first seed + index)
+    stages: list[str] = field(default_factory=list)  # the modes runs were started in (escalation), in order
+    found_by: str | None = None        # the mode of the stage whose run failed first
     pct_k: int | None = None           # the last k used (strict chaos)
     converted: int = 0                 # runs made into traces (kept ones, and those judged by their trace)
 
@@ -204,19 +206,27 @@ class Hunt:
     failure of that kind is kept and stops the hunt (another is counted and
     dropped): a failure re-recorded in strict mode (det.record.verifykept).
     partner_runs: how many more runs may look for a passing partner (never
-    more than `runs` in all)."""
+    more than `runs` in all). stages: an escalation (det.hunt.escalate):
+    (mode, spec, runs) in order, their runs summing to `runs`; runs start
+    in the next stage once every run of the stage before has ended without
+    a failure, and a stage in which a run failed takes the runs left."""
 
     def __init__(self, spec: RunSpec, runs: int, engine: Engine, keep: Callable[[str], tuple[Path, Path]], *,
                  stop_at_first: bool = False, learn_k: bool = True, keep_pass: Path | None = None,
                  wanted: str | None = None, partner_runs: int = PARTNER_RUNS,
                  progress: Callable[[HuntReport, bool], None] | None = None,
-                 interrupted: Callable[[], bool] = lambda: False) -> None:
+                 interrupted: Callable[[], bool] = lambda: False,
+                 stages: list[tuple[str, RunSpec, int]] | None = None) -> None:
         self.spec = spec
+        self.stages = stages or [("", spec, runs)]
+        self.stage = 0  # the stage runs start in
+        self.stage_end = self.stages[0][2] if stages else runs  # its runs end before this index
+        self.stage_of: dict[int, int] = {}  # run index -> its stage
         self.runs = runs
         self.engine = engine
         self.keep = keep
         self.stop_at_first = stop_at_first
-        self.learn_k = learn_k and spec.opts.pct
+        self.learn_k = learn_k and any(st.opts.pct for _, st, _ in self.stages)
         self.keep_pass = keep_pass
         self.wanted = wanted
         self.partner_runs = partner_runs
@@ -234,6 +244,25 @@ class Hunt:
             return max(1, int(statistics.median_low(self.steps)))
         return self.spec.opts.pct_k
 
+    def spec_of(self, index: int) -> RunSpec:
+        """The spec run `index` was started with (its stage's)."""
+        return self.stages[self.stage_of.get(index, self.stage)][1]
+
+    def _escalate(self, index: int, pending: dict[Any, int]) -> bool:
+        """May run `index` start, as far as the stages go? At the end of a
+        stage: once its runs have ended, in the same stage if one failed
+        (the runs left are its), else in the next."""
+        if index < self.stage_end or self.stage + 1 >= len(self.stages):
+            return True
+        if any(i < self.stage_end for i in pending.values()):
+            return False  # (wait: one of them may fail yet)
+        if self.report.failed:
+            self.stage_end = self.runs
+        else:
+            self.stage += 1
+            self.stage_end += self.stages[self.stage][2]
+        return True
+
     def run(self) -> HuntReport:
         rep = self.report
         t0 = time.monotonic()
@@ -244,8 +273,12 @@ class Hunt:
                 if self.interrupted() and not rep.interrupted:
                     rep.interrupted = True
                     self.engine.cancel()
-                while len(pending) < self.engine.slots and self._may_start(index):
-                    pending[self.engine.submit(self.spec, index, self.pct_k())] = index
+                while len(pending) < self.engine.slots and self._escalate(index, pending) and self._may_start(index):
+                    self.stage_of[index] = self.stage
+                    mode = self.stages[self.stage][0]
+                    if mode and mode not in rep.stages:
+                        rep.stages.append(mode)
+                    pending[self.engine.submit(self.spec_of(index), index, self.pct_k())] = index
                     index += 1
                 if not pending:
                     break
@@ -267,7 +300,7 @@ class Hunt:
             rep.seconds = time.monotonic() - t0
             self.engine.close()
         self.progress(rep, True)
-        rep.pct_k = self.pct_k() if self.spec.opts.pct else None
+        rep.pct_k = self.pct_k() if any(self.spec_of(i).opts.pct for i in self.stage_of) else None
         return rep
 
     def _may_start(self, index: int) -> bool:
@@ -303,6 +336,9 @@ class Hunt:
         rep.failed += 1
         if rep.first_failure_at is None:
             rep.first_failure_at = rep.runs
+        first = min((k.first.index for k in rep.kinds.values() if k.first), default=run.index)
+        if run.index <= first:
+            rep.found_by = self.stages[self.stage_of.get(run.index, 0)][0] or None
         k = rep.kinds.setdefault(run.kind, KindStats())
         k.runs += 1
         if self.wanted is not None and run.kind != self.wanted:
@@ -383,6 +419,8 @@ def write_summary(rep: HuntReport, spec: RunSpec, path: Path) -> None:
         "seconds": round(rep.seconds, 3),
         "runs_per_s": round(rep.rate, 2),
         "distinct_schedules": len(rep.schedules),
+        "stages": rep.stages,      # an escalating hunt's modes, in the order its runs used them
+        "found_by": rep.found_by,  # the mode whose run failed first
         "traces_converted": rep.converted,
         "kinds": {name: {"runs": k.runs, "first_seed": k.first.seed if k.first else None,
                          "trace": str(k.kept) if k.kept else None,

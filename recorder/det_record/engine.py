@@ -30,6 +30,7 @@ from det import events as ev
 from det.analysis import Waiter, block_report
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
 from det.errors import DetError
+from det.hunt.escalate import built_with_memory_points
 from det.launch import (
     EXIT_STOPPED,
     EXIT_TIMEOUT,
@@ -132,7 +133,8 @@ class StuckWatch:
         live = 0
         for t in rec.threads():
             state = THREAD_STATES.get(t.state)
-            if state == "free" or int(t.proc) in gone or (state == "exiting" and _kernel_state(int(t.ktid)) in ("Z", "X", None)):
+            ended = state == "exiting" and _kernel_state(int(t.ktid)) in ("Z", "X", None)
+            if state == "free" or int(t.proc) in gone or ended:
                 continue  # gone (a process's zombie leader too)
             if state != "running" or int(t.blocked_kind) not in STUCK_KINDS or _kernel_state(int(t.ktid)) != "S":
                 return False
@@ -211,11 +213,7 @@ class Options:
 def det_cc_memory_points(exe: str) -> bool:
     """Was the program built with `det-cc --sched-points=memory`? (The pass
     leaves a symbol saying so.) Then PCT's steps are its memory points."""
-    try:
-        with open(exe, "rb") as f:
-            return b"det_cc_built_memory" in f.read()
-    except OSError:
-        return False
+    return built_with_memory_points(exe)
 
 
 @dataclass
