@@ -73,18 +73,18 @@ def _short(path: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def next_step(exe: str, argv: list[str], runs: int, tried: str, depth: int, tool: str) -> str:
+def next_step(exe: str, argv: list[str], runs: int, tried: str, depth: int, tool: str, stronger: str = "") -> str:
     """One line after a hunt in which no run failed: what it tried, and the
-    next thing to try (det-cc memory points when the program is not built
-    with them, naming the exact command when its source is at hand; else a
-    deeper PCT; and more runs)."""
+    next thing to try (a stronger mode not tried yet; det-cc memory points
+    when the program is not built with them, naming the exact command when
+    its source is at hand; else a deeper PCT; and more runs)."""
     def hunt_cmd(prog: str, n: int) -> str:
         cmd = [prog, *argv[1:]]
         head = f"dethunt --runs {n}" if tool == "dethunt" else f"detrec --until-fail {n} --"
         return f"{head} " + " ".join(shlex.quote(a) for a in cmd)
 
     more = hunt_cmd(argv[0], runs * 4)
-    said = f"no failure in {runs} run(s) ({tried}); next:"
+    said = f"no failure in {runs} run(s) ({tried}); next:" + (f" {stronger}; or" if stronger else "")
     if not built_with_memory_points(exe):
         src = main_source(exe)
         if src:

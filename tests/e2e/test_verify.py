@@ -68,7 +68,7 @@ def test_verify_says_a_trace_that_replays_does(tmp_path: Path) -> None:
 
 def test_until_fail_keeps_a_strict_trace_that_replays_the_failure(tmp_path: Path) -> None:
     trace = tmp_path / "late.db"
-    r = detrec("--until-fail", str(TRIES), "-o", trace, program("late_check"))
+    r = detrec("--until-fail", str(TRIES), "--mode", "plain", "-o", trace, program("late_check"))
     err = r.stderr.decode()
     assert r.returncode == 1, err
     assert "the failing run's trace does not replay: divergence at event" in err, err
@@ -87,7 +87,7 @@ def test_until_fail_keeps_a_strict_trace_that_replays_the_failure(tmp_path: Path
 
 def test_until_fail_says_when_even_strict_mode_does_not_reproduce(tmp_path: Path) -> None:
     trace = tmp_path / "count.db"
-    r = detrec("--until-fail", str(TRIES), "-o", trace, program("plain_count"))
+    r = detrec("--until-fail", str(TRIES), "--mode", "plain", "-o", trace, program("plain_count"))
     err = r.stderr.decode()
     assert r.returncode == 1, err
     # its strict runs count in the N runs: the hunt ends there
