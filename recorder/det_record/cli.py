@@ -307,18 +307,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--depth must be between 1 and 9")
     if ns.pct_k is not None and ns.pct_k < 1:
         p.error("--pct-k needs a positive number of steps")
-    if ns.seed is not None:
-        ns.chaos = True
-        if ns.seed <= 0:
-            p.error("--seed must be a positive number")
     if ns.mode is not None:
         if not ns.until_fail:
             p.error("--mode goes with --until-fail")
         if ns.chaos or ns.strict or ns.logical:
             p.error("--mode says the schedule itself: not with --chaos, --strict or --logical")
+        if ns.mode == "plain" and ns.seed is not None:
+            p.error("--mode plain reruns take no --seed")
         ns.chaos, ns.strict = ns.mode in ("chaos", "pct"), ns.mode == "pct"
-    elif ns.until_fail and not (ns.chaos or ns.strict or ns.logical):
+    elif ns.until_fail and not (ns.chaos or ns.strict or ns.logical or ns.seed is not None):
         ns.mode = "escalate"
+    if ns.seed is not None:
+        ns.chaos = True
+        if ns.seed <= 0:
+            p.error("--seed must be a positive number")
     if ns.runs is not None:
         if not ns.chaos:
             p.error("--runs goes with --chaos (for plain reruns, use --until-fail)")
