@@ -96,11 +96,12 @@ class RunTimeout:
 
 # Waits that only another thread of the program can end (no timeout, no
 # input from outside): when every thread of the program is in one, asleep
-# in the kernel, the run cannot go on (a signal handler that posts a
-# semaphore or exits is the one way out, and a deadlocked run is over).
+# in the kernel, the run cannot go on (but for a signal handler that
+# exits: the run was deadlocked when it came). Not sem_wait: sem_post is
+# async-signal-safe, and waiting on a semaphore that a handler posts (for
+# SIGTERM, a timer) is how a program idles, not a deadlock.
 STUCK_KINDS = frozenset({ev.MUTEX_LOCK, ev.COND_WAIT, ev.RWLOCK_RDLOCK, ev.RWLOCK_WRLOCK, ev.BARRIER_ARRIVE,
-                         ev.SEM_WAIT, ev.THREAD_JOIN, ev.FILE_LOCK, ev.STDIO_WRITE, ev.OMP_LOCK,
-                         ev.GUARD_ACQUIRE})
+                         ev.THREAD_JOIN, ev.FILE_LOCK, ev.STDIO_WRITE, ev.OMP_LOCK, ev.GUARD_ACQUIRE})
 
 
 class StuckWatch:
