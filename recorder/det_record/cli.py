@@ -135,8 +135,11 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     found_by = None
     while True:
         hunt_spec = replace(spec, opts=opts.for_seed(opts.seed + used)) if used and opts.seed else spec
+        # (a passing partner may take half the runs left: the rest may be
+        # needed to record the failure again in strict mode, verifykept)
         hunt = Hunt(hunt_spec, runs - used, LocalEngine(jobs, runs_dir(out), RUNS), lambda kind: (out, pass_path),
                     stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
+                    partner_runs=min(PARTNER_RUNS, (runs - used) // 2),
                     progress=None if quiet else tty_progress("detrec", runs),
                     interrupted=lambda: INTERRUPT.signal is not None, stages=stages if not used else None)
         rep = hunt.run()
@@ -179,8 +182,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             what, msg = "hung run", msg.removeprefix("hung: ")
         after = f" ({used} in all)" if used != failed_at else ""
         # (the search for a passing partner stays within the runs asked for)
-        no_pass = (f"; no run passed within the {runs} run(s) asked for" if runs - failed_at < PARTNER_RUNS
-                   else "; no run passed")
+        no_pass = (f"; no run passed within the {runs} run(s) asked for"
+                   if min(runs // 2, runs - failed_at) < PARTNER_RUNS else "; no run passed")
         note(f"{what} after {failed_at} run(s){after}: {msg}; trace saved to {out}"
              + (f", a passing run to {pass_path}" if partner else no_pass))
         for line in failed.report:
