@@ -131,16 +131,22 @@ class StuckWatch:
         if any(PROC_STATES.get(p.state) not in ("running", "gone", "free") for p in procs):
             return False  # one exec'ing, or running an image det does not follow
         gone = {i for i, p in enumerate(procs) if PROC_STATES.get(p.state) == "gone"}
-        live = 0
+        waiting, exiting = [], []
         for t in rec.threads():
             state = THREAD_STATES.get(t.state)
-            ended = state == "exiting" and _kernel_state(int(t.ktid)) in ("Z", "X", None)
-            if state == "free" or int(t.proc) in gone or ended:
-                continue  # gone (a process's zombie leader too)
-            if state != "running" or int(t.blocked_kind) not in STUCK_KINDS or _kernel_state(int(t.ktid)) != "S":
+            if state == "free" or int(t.proc) in gone:
+                continue
+            if state == "exiting":
+                exiting.append(int(t.ktid))
+            elif state == "running" and int(t.blocked_kind) in STUCK_KINDS:
+                waiting.append(int(t.ktid))
+            else:
                 return False
-            live += 1
-        return live > 0
+        # (the kernel's word last, for threads det sees all blocked: a few
+        # reads of /proc a poll, and only then)
+        if any(_kernel_state(k) not in ("Z", "X", None) for k in exiting):
+            return False  # still on its way out (a process's zombie leader is gone)
+        return bool(waiting) and all(_kernel_state(k) == "S" for k in waiting)
 
 
 def _kernel_state(tid: int) -> str | None:
