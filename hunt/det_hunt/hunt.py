@@ -206,7 +206,8 @@ class Hunt:
     failure of that kind is kept and stops the hunt (another is counted and
     dropped): a failure re-recorded in strict mode (det.record.verifykept).
     partner_runs: how many more runs may look for a passing partner (never
-    more than `runs` in all). stages: an escalation (det.hunt.escalate):
+    more than `runs` in all); partner_spec: how they run for a default-mode
+    failure (else as the stage that failed). stages: an escalation (det.hunt.escalate):
     (mode, spec, runs) in order, their runs summing to `runs`; runs start
     in the next stage once every run of the stage before has ended without
     a failure, and a stage in which a run failed takes the runs left."""
@@ -216,12 +217,15 @@ class Hunt:
                  wanted: str | None = None, partner_runs: int = PARTNER_RUNS,
                  progress: Callable[[HuntReport, bool], None] | None = None,
                  interrupted: Callable[[], bool] = lambda: False,
-                 stages: list[tuple[str, RunSpec, int]] | None = None) -> None:
+                 stages: list[tuple[str, RunSpec, int]] | None = None,
+                 partner_spec: RunSpec | None = None) -> None:
         self.spec = spec
         self.stages = stages or [("", spec, runs)]
         self.stage = 0  # the stage runs start in
         self.stage_end = self.stages[0][2] if stages else runs  # its runs end before this index
         self.stage_of: dict[int, int] = {}  # run index -> its stage
+        self.partner_spec = partner_spec
+        self.run_spec: dict[int, RunSpec] = {}  # run index -> the spec it was started with
         self.runs = runs
         self.engine = engine
         self.keep = keep
@@ -245,8 +249,20 @@ class Hunt:
         return self.spec.opts.pct_k
 
     def spec_of(self, index: int) -> RunSpec:
-        """The spec run `index` was started with (its stage's)."""
-        return self.stages[self.stage_of.get(index, self.stage)][1]
+        """The spec run `index` was started with (its stage's, or a partner's)."""
+        return self.run_spec.get(index) or self.stages[self.stage_of.get(index, self.stage)][1]
+
+    def _spec_for(self, index: int) -> RunSpec:
+        """The spec to start run `index` with: its stage's; a run started
+        only to find a passing partner for a default-mode failure takes
+        partner_spec (plain reruns: chaos that made every run fail would
+        seldom let one pass), for a strict one its stage's (a partner in
+        the same mode)."""
+        spec = self.stages[self.stage][1]
+        if self.partner_from is None or index < self.partner_from or self.partner_spec is None:
+            return spec
+        failing = [k.first for k in self.report.kinds.values() if k.kept is not None and k.first is not None]
+        return spec if any(self.spec_of(r.index).opts.strict for r in failing) else self.partner_spec
 
     def _escalate(self, index: int, pending: dict[Any, int]) -> bool:
         """May run `index` start, as far as the stages go? At the end of a
@@ -275,10 +291,11 @@ class Hunt:
                     self.engine.cancel()
                 while len(pending) < self.engine.slots and self._escalate(index, pending) and self._may_start(index):
                     self.stage_of[index] = self.stage
+                    self.run_spec[index] = self._spec_for(index)
                     mode = self.stages[self.stage][0]
-                    if mode and mode not in rep.stages:
+                    if mode and mode not in rep.stages and self.run_spec[index] is self.stages[self.stage][1]:
                         rep.stages.append(mode)
-                    pending[self.engine.submit(self.spec_of(index), index, self.pct_k())] = index
+                    pending[self.engine.submit(self.run_spec[index], index, self.pct_k())] = index
                     index += 1
                 if not pending:
                     break

@@ -133,6 +133,10 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
     stages = [(st.name, replace(spec, opts=replace(opts, strict=st.strict)), st.runs)
               for st in plan(runs, opts.pct_depth)] if escalate else None
     found_by = None
+    # a passing partner for a default-mode failure: from plain reruns (the
+    # chaos that made it fail may make every run fail)
+    partner_spec = (replace(spec, opts=replace(opts, seed=0, strict=False)) if opts.seed and not opts.logical
+                    else None)
     while True:
         hunt_spec = replace(spec, opts=opts.for_seed(opts.seed + used)) if used and opts.seed else spec
         # (a passing partner may take half the runs left: the rest may be
@@ -141,7 +145,8 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
                     stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
                     partner_runs=min(PARTNER_RUNS, (runs - used) // 2),
                     progress=None if quiet else tty_progress("detrec", runs),
-                    interrupted=lambda: INTERRUPT.signal is not None, stages=stages if not used else None)
+                    interrupted=lambda: INTERRUPT.signal is not None, stages=stages if not used else None,
+                    partner_spec=partner_spec)
         rep = hunt.run()
         kind = next((name for name, k in rep.kinds.items() if k.kept is not None), None)
         if kind is not None:
