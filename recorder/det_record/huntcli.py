@@ -200,8 +200,7 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
         if verify is None or k.kept is None or k.first is None or INTERRUPT.signal is not None:
             continue
         kept = check_kept(k.kept, keep(name)[1], name, k.first, hunt.spec_of(k.first.index), verify, out / ".runs",
-                          ns.jobs,
-                          lambda msg, name=name: say(f"{name}: {msg}"))
+                          ns.jobs, lambda msg, name=name: say(f"{name}: {msg}"))
         if kept.strict_run is not None:
             run = kept.strict_run
             repeats[name] = kept.strict_opts.for_seed(run.seed, run.pct_k).repeat_flags()
@@ -230,7 +229,8 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
             say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
     if not rep.failed and not rep.interrupted:
         tried = describe(plan(ns.runs, ns.depth)) if stages else mode
-        say(next_step(spec.exe, prog_argv, rep.runs, tried, ns.depth, "dethunt"))
+        say(next_step(spec.exe, prog_argv, rep.runs, tried, ns.depth, "dethunt",
+                      "PCT: --mode pct" if ns.mode == "chaos" else ""))
     say(f"summary in {out / 'summary.json'}")
     if rep.interrupted:
         say(f"interrupted after {rep.runs} run(s)")
