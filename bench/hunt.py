@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """How many runs until each buggy program shows its bug: natively, under
-detrec --chaos (threads in parallel, seeded delays), under strict PCT at
-depth 1, 2 and 3 (detrec --chaos --strict --depth D), and under strict PCT
-with det-cc's memory-level scheduling points; and whether every failure
-found replays (3 replays of the trace, each must match the recording).
+detrec's plain reruns (--until-fail --mode plain), under detrec --chaos
+(threads in parallel, seeded delays), under strict PCT at depth 1, 2 and 3
+(detrec --chaos --strict --depth D), under --until-fail's default escalation
+(parallel chaos, then PCT: det.hunt.escalate), and under strict PCT with
+det-cc's memory-level scheduling points; and whether every failure found
+replays (3 replays of the trace, each must match the recording).
 
     .venv/bin/python bench/hunt.py [--runs N] [--cap S] [--seed S] [-j J] [--only NAME ...]
-                                   [--suite samples|public|all] [--json FILE]
+                                   [--suite samples|public|all] [--modes MODE ...] [--json FILE]
 
 Rules: the programs are every sample of samples/manifest.json whose "bug"
 is not null (with its test_args), and the public suite of bench/public_suite.py
@@ -47,9 +49,9 @@ DETCC = ROOT / "llvm" / "det-cc"
 HANG_TIMEOUT = 2.0
 RUN_TIMEOUT = 60.0  # a run of a program that should end by itself
 TARGET_RUNS = 100
-MODES = ["chaos", "pct1", "pct2", "pct3", "detcc"]
-HEAD = {"native": "native", "chaos": "--chaos", "pct1": "PCT d=1", "pct2": "PCT d=2", "pct3": "PCT d=3",
-        "detcc": "det-cc PCT d=3"}
+MODES = ["plain", "chaos", "pct1", "pct2", "pct3", "escalate", "detcc"]
+HEAD = {"native": "native", "plain": "plain", "chaos": "--chaos", "pct1": "PCT d=1", "pct2": "PCT d=2",
+        "pct3": "PCT d=3", "escalate": "escalate", "detcc": "det-cc PCT d=3"}
 
 
 @dataclass
@@ -133,8 +135,14 @@ def replay(trace: Path, times: int = 3) -> str:
 def det_cell(argv: list[str], hang: bool, runs: int, cap: float, seed: int, mode: str, jobs: int,
              work: Path) -> Cell:
     out = work / f"{Path(argv[0]).name}-{mode}.db"
-    flags = ["--chaos"] if mode == "chaos" else ["--chaos", "--strict", "--depth", mode[-1]]
-    cmd = [str(BIN / "detrec"), *flags, "--seed", str(seed), "--runs", str(runs), "-j", str(jobs), "-o", str(out),
+    if mode == "plain":  # detrec --until-fail's reruns, no chaos
+        flags = ["--mode", "plain", "--until-fail", str(runs)]
+    elif mode == "escalate":  # detrec --until-fail's default: parallel chaos, then PCT
+        flags = ["--mode", "escalate", "--seed", str(seed), "--until-fail", str(runs)]
+    else:
+        flags = (["--chaos"] if mode == "chaos" else ["--chaos", "--strict", "--depth", mode[-1]]) + [
+            "--seed", str(seed), "--runs", str(runs)]
+    cmd = [str(BIN / "detrec"), *flags, "-j", str(jobs), "-o", str(out),
            "--timeout", f"{HANG_TIMEOUT if hang else RUN_TIMEOUT:g}", "--", *argv]
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -229,7 +237,9 @@ def main() -> int:
     p.add_argument("--only", nargs="+", metavar="NAME", help="these programs only")
     p.add_argument("--suite", choices=["samples", "public", "all"], default="all")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--modes", nargs="+", choices=MODES, default=MODES, help="these det columns only (default: all)")
     ns = p.parse_args()
+    MODES[:] = [m for m in MODES if m in ns.modes]
     if ns.runs < 1 or ns.cap <= 0 or ns.seed < 1 or ns.jobs < 1:
         p.error("--runs, --cap, --seed and -j must be positive")
     try:

@@ -45,7 +45,7 @@ from det.trust import sha256_file
 
 DEFAULT_RUNS = 100
 DEFAULT_TIMEOUT = 10.0
-PARTNER_RUNS = 20  # at most this many more runs to find a passing partner
+PARTNER_RUNS = 20  # at most this many more runs to find a passing partner, within the hunt's runs
 LAST_PASS = "last-pass.db"  # a run's name for the last passing run of its scratch directory
 
 
@@ -186,6 +186,8 @@ class HuntReport:
     interrupted: bool = False
     last_pass: Path | None = None
     by_seed: dict[int, RunSummary] = field(default_factory=dict)  # by run index (seed = first seed + index)
+    stages: list[str] = field(default_factory=list)  # the modes runs were started in (escalation), in order
+    found_by: str | None = None        # the mode of the stage whose run failed first
     pct_k: int | None = None           # the last k used (strict chaos)
     converted: int = 0                 # runs made into traces (kept ones, and those judged by their trace)
 
@@ -203,19 +205,32 @@ class Hunt:
     where the last passing run goes when no run failed. wanted: only a
     failure of that kind is kept and stops the hunt (another is counted and
     dropped): a failure re-recorded in strict mode (det.record.verifykept).
-    partner_runs: how many more runs may look for a passing partner."""
+    partner_runs: how many more runs may look for a passing partner (never
+    more than `runs` in all); partner_spec: how they run for a default-mode
+    failure (else as the stage that failed). stages: an escalation (det.hunt.escalate):
+    (mode, spec, runs) in order, their runs summing to `runs`; runs start
+    in the next stage once every run of the stage before has ended without
+    a failure, and a stage in which a run failed takes the runs left."""
 
     def __init__(self, spec: RunSpec, runs: int, engine: Engine, keep: Callable[[str], tuple[Path, Path]], *,
                  stop_at_first: bool = False, learn_k: bool = True, keep_pass: Path | None = None,
                  wanted: str | None = None, partner_runs: int = PARTNER_RUNS,
                  progress: Callable[[HuntReport, bool], None] | None = None,
-                 interrupted: Callable[[], bool] = lambda: False) -> None:
+                 interrupted: Callable[[], bool] = lambda: False,
+                 stages: list[tuple[str, RunSpec, int]] | None = None,
+                 partner_spec: RunSpec | None = None) -> None:
         self.spec = spec
+        self.stages = stages or [("", spec, runs)]
+        self.stage = 0  # the stage runs start in
+        self.stage_end = self.stages[0][2] if stages else runs  # its runs end before this index
+        self.stage_of: dict[int, int] = {}  # run index -> its stage
+        self.partner_spec = partner_spec
+        self.run_spec: dict[int, RunSpec] = {}  # run index -> the spec it was started with
         self.runs = runs
         self.engine = engine
         self.keep = keep
         self.stop_at_first = stop_at_first
-        self.learn_k = learn_k and spec.opts.pct
+        self.learn_k = learn_k and any(st.opts.pct for _, st, _ in self.stages)
         self.keep_pass = keep_pass
         self.wanted = wanted
         self.partner_runs = partner_runs
@@ -233,6 +248,37 @@ class Hunt:
             return max(1, int(statistics.median_low(self.steps)))
         return self.spec.opts.pct_k
 
+    def spec_of(self, index: int) -> RunSpec:
+        """The spec run `index` was started with (its stage's, or a partner's)."""
+        return self.run_spec.get(index) or self.stages[self.stage_of.get(index, self.stage)][1]
+
+    def _spec_for(self, index: int) -> RunSpec:
+        """The spec to start run `index` with: its stage's; a run started
+        only to find a passing partner for a default-mode failure takes
+        partner_spec (plain reruns: chaos that made every run fail would
+        seldom let one pass), for a strict one its stage's (a partner in
+        the same mode)."""
+        spec = self.stages[self.stage][1]
+        if self.partner_from is None or index < self.partner_from or self.partner_spec is None:
+            return spec
+        failing = [k.first for k in self.report.kinds.values() if k.kept is not None and k.first is not None]
+        return spec if any(self.spec_of(r.index).opts.strict for r in failing) else self.partner_spec
+
+    def _escalate(self, index: int, pending: dict[Any, int]) -> bool:
+        """May run `index` start, as far as the stages go? At the end of a
+        stage: once its runs have ended, in the same stage if one failed
+        (the runs left are its), else in the next."""
+        if index < self.stage_end or self.stage + 1 >= len(self.stages):
+            return True
+        if any(i < self.stage_end for i in pending.values()):
+            return False  # (wait: one of them may fail yet)
+        if self.report.failed:
+            self.stage_end = self.runs
+        else:
+            self.stage += 1
+            self.stage_end += self.stages[self.stage][2]
+        return True
+
     def run(self) -> HuntReport:
         rep = self.report
         t0 = time.monotonic()
@@ -243,8 +289,13 @@ class Hunt:
                 if self.interrupted() and not rep.interrupted:
                     rep.interrupted = True
                     self.engine.cancel()
-                while len(pending) < self.engine.slots and self._may_start(index):
-                    pending[self.engine.submit(self.spec, index, self.pct_k())] = index
+                while len(pending) < self.engine.slots and self._escalate(index, pending) and self._may_start(index):
+                    self.stage_of[index] = self.stage
+                    self.run_spec[index] = self._spec_for(index)
+                    mode = self.stages[self.stage][0]
+                    if mode and mode not in rep.stages and self.run_spec[index] is self.stages[self.stage][1]:
+                        rep.stages.append(mode)
+                    pending[self.engine.submit(self.run_spec[index], index, self.pct_k())] = index
                     index += 1
                 if not pending:
                     break
@@ -266,7 +317,7 @@ class Hunt:
             rep.seconds = time.monotonic() - t0
             self.engine.close()
         self.progress(rep, True)
-        rep.pct_k = self.pct_k() if self.spec.opts.pct else None
+        rep.pct_k = self.pct_k() if any(self.spec_of(i).opts.pct for i in self.stage_of) else None
         return rep
 
     def _may_start(self, index: int) -> bool:
@@ -276,7 +327,8 @@ class Hunt:
             return True
         if self.partner_from is None:
             self.partner_from = index
-        return self._needs_partner() and index < self.partner_from + self.partner_runs
+        # (within the hunt's runs: a failure near its end may go without a partner)
+        return self._needs_partner() and index < min(self.partner_from + self.partner_runs, self.runs)
 
     def _needs_partner(self) -> bool:
         return any(k.kept is not None and k.partner is None for k in self.report.kinds.values())
@@ -301,6 +353,9 @@ class Hunt:
         rep.failed += 1
         if rep.first_failure_at is None:
             rep.first_failure_at = rep.runs
+        first = min((k.first.index for k in rep.kinds.values() if k.first), default=run.index)
+        if run.index <= first:
+            rep.found_by = self.stages[self.stage_of.get(run.index, 0)][0] or None
         k = rep.kinds.setdefault(run.kind, KindStats())
         k.runs += 1
         if self.wanted is not None and run.kind != self.wanted:
@@ -381,6 +436,8 @@ def write_summary(rep: HuntReport, spec: RunSpec, path: Path) -> None:
         "seconds": round(rep.seconds, 3),
         "runs_per_s": round(rep.rate, 2),
         "distinct_schedules": len(rep.schedules),
+        "stages": rep.stages,      # an escalating hunt's modes, in the order its runs used them
+        "found_by": rep.found_by,  # the mode whose run failed first
         "traces_converted": rep.converted,
         "kinds": {name: {"runs": k.runs, "first_seed": k.first.seed if k.first else None,
                          "trace": str(k.kept) if k.kept else None,

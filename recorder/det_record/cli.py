@@ -17,6 +17,7 @@ import contextlib
 import random
 import shlex
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -120,14 +121,18 @@ def print_result(res: RunResult, quiet: bool) -> None:
 
 
 def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, jobs: int, quiet: bool,
-               learn_k: bool = True, verify: Verifier | None = None) -> int:
+               learn_k: bool = True, verify: Verifier | None = None, escalate: bool = False,
+               plain: bool = False) -> int:
     """Rerun until a run fails (a hunt that stops at its first failure, see
     det.hunt); keep it as `out` and a passing run as NAME-pass.db. With a
     chaos seed S, run i uses seed S+i, so every run can be repeated. With a
     verifier, a failure is kept once its trace replays it (verifykept:
     perhaps recorded again in strict mode); else the hunt goes on with the
-    runs left, and when none are left the last failure stays, unverified."""
-    from det.hunt.hunt import Hunt, LocalEngine, make_spec, summary_lines, tty_progress
+    runs left, and when none are left the last failure stays, unverified.
+    escalate: the runs go through det.hunt.escalate's stages (opts.seed set);
+    once one failed, the hunt goes on in its mode."""
+    from det.hunt.escalate import describe, next_step, plan
+    from det.hunt.hunt import PARTNER_RUNS, Hunt, LocalEngine, make_spec, summary_lines, tty_progress
 
     from .seeds import RUNS
     from .verifykept import check_kept
@@ -138,25 +143,46 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
         opts.auto_timeout = RunTimeout()
     spec = make_spec(exe, argv, opts)
     note = say if not quiet else (lambda _msg: None)
-    used = 0  # runs done by the hunts so far
+    used = 0  # runs done by the hunts so far (never more than `runs`: a partner's and strict runs included)
+    failures = 0  # failed runs among them
+    schedules: set[str] = set()
+    t0 = time.monotonic()
     failed, failed_opts, failed_at, partner = None, opts, 0, False  # the failure kept at `out`, if any
+    stages = [(st.name, replace(spec, opts=replace(opts, strict=st.strict)), st.runs)
+              for st in plan(runs, opts.pct_depth)] if escalate else None
+    found_by = None
+    # a passing partner for a default-mode failure: from plain reruns (the
+    # chaos that made it fail may make every run fail)
+    partner_spec = (replace(spec, opts=replace(opts, seed=0, strict=False)) if opts.seed and not opts.logical
+                    else None)
     while True:
         hunt_spec = replace(spec, opts=opts.for_seed(opts.seed + used)) if used and opts.seed else spec
+        # (a passing partner may take half the runs left: the rest may be
+        # needed to record the failure again in strict mode, verifykept)
         hunt = Hunt(hunt_spec, runs - used, LocalEngine(jobs, runs_dir(out), RUNS), lambda kind: (out, pass_path),
                     stop_at_first=True, learn_k=learn_k, keep_pass=pass_path,
+                    partner_runs=min(PARTNER_RUNS, (runs - used) // 2),
                     progress=None if quiet else tty_progress("detrec", runs),
-                    interrupted=lambda: INTERRUPT.signal is not None)
+                    interrupted=lambda: INTERRUPT.signal is not None, stages=stages if not used else None,
+                    partner_spec=partner_spec)
         rep = hunt.run()
         kind = next((name for name, k in rep.kinds.items() if k.kept is not None), None)
         if kind is not None:
-            failed, failed_opts = rep.kinds[kind].first, opts
+            first = rep.kinds[kind].first
+            assert first is not None
+            if not used:  # (hunting on after it, if it does not replay: in the mode that found it)
+                found_by, spec = rep.found_by, hunt.spec_of(first.index)
+                hunt_spec, opts = spec, spec.opts
+            failed, failed_opts = first, opts
             failed_at, partner = used + (rep.first_failure_at or 0), rep.kinds[kind].partner is not None
         used += rep.runs
+        failures += rep.failed
+        schedules |= rep.schedules
         if kind is None or verify is None:
             break
         kept = check_kept(out, pass_path, kind, failed, hunt_spec, verify, runs_dir(out), jobs,
-                          note)
-        used += kept.strict_runs  # (they count: N runs in all, but for a passing partner's)
+                          note, budget=runs - used)
+        used += kept.strict_runs  # (they count: N runs in all)
         if kept.strict_run is not None:
             failed, failed_opts = kept.strict_run, kept.strict_opts
             partner = partner or kept.strict_partner
@@ -166,15 +192,23 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             say(f"no failure that replays in {runs} run(s): the last one's trace, {out}, is kept marked unverified")
             break
         note(f"hunting on for a failure whose trace replays: {runs - used} run(s) left")
-    if not quiet:
-        for line in summary_lines(rep, opts.strict)[:1]:
+    if not quiet:  # (the figures of every run, the last hunt's and those before it)
+        total = replace(rep, runs=used, failed=failures, seconds=time.monotonic() - t0, schedules=schedules)
+        for line in summary_lines(total, opts.strict)[:1]:
             say(line)
+        if stages and found_by:
+            say(f"found by {found_by}: stage {[name for name, _, _ in stages].index(found_by) + 1} of "
+                f"{len(stages)} ({describe(plan(runs, opts.pct_depth))})")
     if failed is not None:
         what, msg = "failure", failed.message or failed.kind
         if failed.hung:
             what, msg = "hung run", msg.removeprefix("hung: ")
-        note(f"{what} after {failed_at} run(s): {msg}; trace saved to {out}"
-            + (f", a passing run to {pass_path}" if partner else "; no run passed"))
+        after = f" ({used} in all)" if used != failed_at else ""
+        # (the search for a passing partner stays within the runs asked for)
+        no_pass = (f"; no run passed within the {runs} run(s) asked for"
+                   if min(runs // 2, runs - failed_at) < PARTNER_RUNS else "; no run passed")
+        note(f"{what} after {failed_at} run(s){after}: {msg}; trace saved to {out}"
+             + (f", a passing run to {pass_path}" if partner else no_pass))
         for line in failed.report or ending_lines(out):
             note("  " + line)
         for line in failed.tail:
@@ -189,7 +223,13 @@ def until_fail(exe: str, argv: list[str], out: Path, opts: Options, runs: int, j
             say(f"interrupted after {used} run(s), none failed")
         return 130
     if not quiet:
-        say(f"no failure in {used} run(s); the last passing trace is {pass_path}")
+        say(f"the last passing trace is {pass_path}")
+        tried = (describe(plan(runs, opts.pct_depth)) if stages else "plain reruns" if plain
+                 else "logical time" if opts.logical else f"PCT depth {opts.pct_depth}" if opts.strict
+                 else "parallel chaos")
+        stronger = ("escalating hunts (parallel chaos, then PCT): drop --mode plain" if plain
+                    else "PCT: --mode pct" if not stages and opts.seed and not opts.strict else "")
+        say(next_step(exe, argv, used, tried, opts.pct_depth, "detrec", stronger))
     return 0
 
 
@@ -229,12 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="once the program's first process has ended, wait at most S seconds (default "
                         f"{OUTLIVE_S:g}) for the processes it started (a daemon) to end, then stop them")
     p.add_argument("--until-fail", type=int, metavar="N",
-                   help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db "
-                        "(with --strict, each run is scheduled from its own chaos seed). Without --timeout, a run "
-                        f"that takes {RunTimeout.FACTOR}x as long as the longest passing run (at least "
+                   help="rerun up to N times until a run fails; keep it, and the last passing run as NAME-pass.db. "
+                        "By default the runs escalate: parallel chaos for a quarter of them, then PCT (--mode). "
+                        "A run whose threads all wait for each other ends at once, a deadlock. Without --timeout, "
+                        f"a run that takes {RunTimeout.FACTOR}x as long as the longest passing run (at least "
                         f"{RunTimeout.FLOOR:g} s; {RunTimeout.FIRST:g} s before one passed) is a hung run, a "
                         "failure of its own")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="with --until-fail: J recordings at once")
+    p.add_argument("--mode", choices=["escalate", "plain", "chaos", "pct"],
+                   help="with --until-fail: escalate (the default: parallel chaos, then PCT), plain reruns, chaos "
+                        "(--chaos: seeded delays) or pct (--strict: one thread at a time, PCT priorities)")
     p.add_argument("--strict", action="store_true",
                    help="one thread at a time, switching only at events: replays exactly even with data races")
     p.add_argument("--quantum", type=int, default=64, metavar="N",
@@ -290,6 +334,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--depth must be between 1 and 9")
     if ns.pct_k is not None and ns.pct_k < 1:
         p.error("--pct-k needs a positive number of steps")
+    if ns.mode is not None:
+        if not ns.until_fail:
+            p.error("--mode goes with --until-fail")
+        if ns.chaos or ns.strict or ns.logical:
+            p.error("--mode says the schedule itself: not with --chaos, --strict or --logical")
+        if ns.mode == "plain" and ns.seed is not None:
+            p.error("--mode plain reruns take no --seed")
+        ns.chaos, ns.strict = ns.mode in ("chaos", "pct"), ns.mode == "pct"
+    elif ns.until_fail and not (ns.chaos or ns.strict or ns.logical or ns.seed is not None):
+        ns.mode = "escalate"
     if ns.seed is not None:
         ns.chaos = True
         if ns.seed <= 0:
@@ -323,7 +377,7 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)
-        if ns.chaos:
+        if ns.chaos or ns.mode == "escalate":
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
                 ns.until_fail = ns.runs
@@ -357,7 +411,7 @@ def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, o
         if opts.stdin["kind"] == "pipe":  # every run reads the same input
             opts.stdin_bytes = list(read_own_stdin())
         status = until_fail(exe, prog_argv, out, opts, ns.until_fail, ns.jobs, ns.quiet, learn_k=ns.pct_k is None,
-                            verify=verify)
+                            verify=verify, escalate=ns.mode == "escalate", plain=ns.mode == "plain")
         return kept(out if out.exists() else pass_output(out), ns, status)
     res = record_run(exe, prog_argv, out, opts)
     print_result(res, ns.quiet)

@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import IO
 
 from det import __version__, machine, schema
+from det import events as ev
 from det.analysis import Waiter, block_report
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
 from det.ending import ending
 from det.errors import DetError
+from det.hunt.escalate import built_with_memory_points
 from det.launch import (
     EXIT_STOPPED,
     EXIT_TIMEOUT,
@@ -93,6 +95,73 @@ class RunTimeout:
                     f"{self.longest:.3g} s; --timeout sets it)")
 
 
+# Waits that only another thread of the program can end (no timeout, no
+# input from outside): when every thread of the program is in one, asleep
+# in the kernel, the run cannot go on (but for a signal handler that
+# exits: the run was deadlocked when it came). Not sem_wait: sem_post is
+# async-signal-safe, and waiting on a semaphore that a handler posts (for
+# SIGTERM, a timer) is how a program idles, not a deadlock.
+STUCK_KINDS = frozenset({ev.MUTEX_LOCK, ev.COND_WAIT, ev.RWLOCK_RDLOCK, ev.RWLOCK_WRLOCK, ev.BARRIER_ARRIVE,
+                         ev.THREAD_JOIN, ev.FILE_LOCK, ev.STDIO_WRITE, ev.OMP_LOCK, ev.GUARD_ACQUIRE})
+
+
+class StuckWatch:
+    """Sees a run that cannot go on: every thread blocked in one of
+    STUCK_KINDS, asleep in the kernel (not woken and waiting for a CPU),
+    with no event captured, for POLLS polls in a row. The run then ends at
+    once, as a timeout would have ended it (a deadlock: its trace names the
+    cycle), instead of waiting for the timeout."""
+
+    POLLS = 3  # (polled every 0.2 s or so: a run stuck this long, ~0.5 s, stays stuck)
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.entries = -1
+
+    def stuck(self, rec: Recorder) -> bool:
+        entries = int(rec.stats().entries)
+        if not self._all_blocked(rec) or entries != self.entries:
+            self.seen, self.entries = 0, entries
+            return False
+        self.seen += 1
+        return self.seen >= self.POLLS
+
+    @staticmethod
+    def _all_blocked(rec: Recorder) -> bool:
+        procs = rec.processes()
+        if any(PROC_STATES.get(p.state) not in ("running", "gone", "free") for p in procs):
+            return False  # one exec'ing, or running an image det does not follow
+        gone = {i for i, p in enumerate(procs) if PROC_STATES.get(p.state) == "gone"}
+        waiting, exiting = [], []
+        for t in rec.threads():
+            state = THREAD_STATES.get(t.state)
+            if state == "free" or int(t.proc) in gone:
+                continue
+            if state == "exiting":
+                exiting.append(int(t.ktid))
+            elif state == "running" and int(t.blocked_kind) in STUCK_KINDS:
+                waiting.append(int(t.ktid))
+            else:
+                return False
+        # (the kernel's word last, for threads det sees all blocked: a few
+        # reads of /proc a poll, and only then)
+        if any(_kernel_state(k) not in ("Z", "X", None) for k in exiting):
+            return False  # still on its way out (a process's zombie leader is gone)
+        return bool(waiting) and all(_kernel_state(k) == "S" for k in waiting)
+
+
+def _kernel_state(tid: int) -> str | None:
+    """A thread's state letter in /proc (S: asleep, R: running or runnable),
+    None if it is gone."""
+    try:
+        with open(f"/proc/{tid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    rest = stat[stat.rfind(b")") + 2:]  # (the command name may hold spaces and parentheses)
+    return rest[:1].decode() or None
+
+
 # How long detrec waits for the processes a program started (a daemon) once
 # its first process has ended; then it stops them and the recording ends.
 OUTLIVE_S = 10.0
@@ -152,11 +221,7 @@ class Options:
 def det_cc_memory_points(exe: str) -> bool:
     """Was the program built with `det-cc --sched-points=memory`? (The pass
     leaves a symbol saying so.) Then PCT's steps are its memory points."""
-    try:
-        with open(exe, "rb") as f:
-            return b"det_cc_built_memory" in f.read()
-    except OSError:
-        return False
+    return built_with_memory_points(exe)
 
 
 @dataclass
@@ -240,6 +305,7 @@ class Captured:
     files: list[dict] = field(default_factory=list)  # what the program read or loaded (detrec pack)
     meta: dict[str, object] = field(default_factory=dict)  # the trace's meta rows, written with its events
     log_failed: bool = False   # the capture log could not be written: the events after that are lost
+    stuck: bool = False        # ended at once, every thread blocked (StuckWatch), not by the timeout
 
     @property
     def failed(self) -> bool:
@@ -336,6 +402,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         deadline = None if lim is None else t0 + lim
         blocked: list[tuple[int, int, int, int]] = []
         log_failed = False
+        watch = StuckWatch()
+        stuck = False  # ended at once: no thread could go on
 
         def capture_ended() -> bool:
             """The capture ended before the program: its log could not be
@@ -361,7 +429,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             if capture_ended() or (stop is not None and stop.is_set()):
                 prog.kill()
                 continue
-            if deadline is not None and time.monotonic() >= deadline:
+            stuck = watch.stuck(rec)
+            if stuck or (deadline is not None and time.monotonic() >= deadline):
                 timed_out = True
                 blocked = _blocked_threads(rec)
                 prog.kill()
@@ -413,6 +482,9 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                                         EXIT_STOPPED)
     elif failure:
         status, message, exit_status = "stopped", f"det stopped the program: {failure}", EXIT_STOPPED
+    elif stuck:
+        status, message, exit_status = ("timeout", f"det ended the run after {duration:.1f} s: every thread was "
+                                        "blocked, none could wake another", EXIT_TIMEOUT)
     elif timed_out and opts.timeout is None and opts.auto_timeout is not None:
         status, message, exit_status = "timeout", f"hung: {opts.auto_timeout.describe(lim)}", EXIT_TIMEOUT
     elif timed_out:
@@ -458,7 +530,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         meta["ran_last"] = token_holder
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
                     attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
-                    over_points, files, meta, bool(capture_error))
+                    over_points, files, meta, bool(capture_error), stuck)
 
 
 def _write_trace(c: Captured, t0: float) -> tuple[Path, ConvertStats]:
@@ -515,7 +587,7 @@ def _finish_run(c: Captured) -> RunResult:
         # An interrupted run names a wait-for cycle only: it was hung too.
         if c.timed_out or rep.cycle:
             report = [rep.summary] + rep.lines
-            message = f"{message}: {rep.summary}"
+            message = f"{rep.summary}; {message}" if c.stuck else f"{message}: {rep.summary}"
             _set_message(path, message)
     elif c.status == "signaled":
         # which thread died of what, where (det.ending: every tool's one wording)

@@ -1,7 +1,8 @@
 """dethunt: run a program under many chaos schedules, and say where the hunt
 has been: runs, failures by kind, distinct schedules, runs per second. The
 first failing trace of each kind is kept with a passing run next to it, for
-detdiff.
+detdiff. By default the hunt escalates (det.hunt.escalate): parallel chaos,
+then PCT, and says which found the failure, or what to try next.
 
     dethunt [options] [--] PROGRAM [ARGS...]
 
@@ -20,10 +21,12 @@ import random
 import re
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from det import __version__
 from det.errors import DetError
+from det.hunt.escalate import describe, next_step, plan
 from det.hunt.hunt import (
     DEFAULT_RUNS,
     DEFAULT_TIMEOUT,
@@ -65,8 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS, metavar="N", help=f"runs (default {DEFAULT_RUNS})")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="J", help="runs at once on this machine")
     p.add_argument("--seed", type=int, metavar="S", help="first seed (default: a random one)")
-    p.add_argument("--strict", action="store_true", help="one thread at a time, PCT priorities (default: threads "
-                                                         "in parallel with seeded delays)")
+    p.add_argument("--mode", choices=["escalate", "chaos", "pct"], default=None,
+                   help="escalate (the default): parallel chaos for a quarter of the runs, then PCT for the rest "
+                        "once no run failed; chaos: threads in parallel with seeded delays; pct: --strict")
+    p.add_argument("--strict", action="store_true", help="one thread at a time, PCT priorities (--mode pct)")
     p.add_argument("--depth", type=int, default=3, metavar="D", help="--strict: PCT's bug depth (default 3)")
     p.add_argument("--pct-k", type=int, metavar="K",
                    help="--strict: the expected number of steps (events; det-cc memory points for a program built "
@@ -99,6 +104,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--timeout needs a positive number of seconds")
     if ns.cluster and ns.cluster_file:
         p.error("use --cluster or --cluster-file, not both")
+    if ns.strict and ns.mode not in (None, "pct"):
+        p.error(f"--strict is --mode pct, not --mode {ns.mode}")
+    ns.mode = "pct" if ns.strict else ns.mode or "escalate"
+    ns.strict = ns.mode == "pct"
     return ns
 
 
@@ -165,7 +174,13 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
     else:
         engine = LocalEngine(ns.jobs, out / ".runs", RUNS)  # (main's `runs`)
         where = f"{ns.jobs} at a time on this machine"
-    mode = f"PCT (--strict), depth {ns.depth}" if ns.strict else "seeded delays (threads in parallel)"
+    if ns.mode == "escalate":
+        stages = [(st.name, replace(spec, opts=replace(opts, strict=st.strict)), st.runs)
+                  for st in plan(ns.runs, ns.depth)]
+        mode = describe(plan(ns.runs, ns.depth))
+    else:
+        stages = None
+        mode = f"PCT (--strict), depth {ns.depth}" if ns.strict else "seeded delays (threads in parallel)"
     if not ns.quiet:
         say(f"{ns.runs} runs of {' '.join(prog_argv)}: {mode}, seeds {opts.seed}..{opts.seed + ns.runs - 1}, "
             f"{where}")
@@ -176,15 +191,16 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
 
     hunt = Hunt(spec, ns.runs, engine, keep, stop_at_first=ns.stop_at_first, learn_k=ns.pct_k is None,
                 progress=None if ns.quiet else tty_progress("dethunt", ns.runs),
-                interrupted=lambda: INTERRUPT.signal is not None)
+                interrupted=lambda: INTERRUPT.signal is not None, stages=stages)
     rep = hunt.run()
+    pct_ran = any(hunt.spec_of(i).opts.pct for i in rep.by_seed)
     repeats: dict[str, str] = {}  # kind -> the flags that repeat its kept run, when recorded again strict
     unverified = []
     for name, k in sorted(rep.kinds.items()):
         if verify is None or k.kept is None or k.first is None or INTERRUPT.signal is not None:
             continue
-        kept = check_kept(k.kept, keep(name)[1], name, k.first, spec, verify, out / ".runs", ns.jobs,
-                          lambda msg, name=name: say(f"{name}: {msg}"))
+        kept = check_kept(k.kept, keep(name)[1], name, k.first, hunt.spec_of(k.first.index), verify, out / ".runs",
+                          ns.jobs, lambda msg, name=name: say(f"{name}: {msg}"))
         if kept.strict_run is not None:
             run = kept.strict_run
             repeats[name] = kept.strict_opts.for_seed(run.seed, run.pct_k).repeat_flags()
@@ -193,8 +209,11 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
         if not kept.verdict.replays:
             unverified.append(name)
     write_summary(rep, spec, out / "summary.json")
-    for line in summary_lines(rep, ns.strict):
+    for line in summary_lines(rep, pct_ran):
         say(line)
+    if stages and rep.found_by:
+        say(f"found by {rep.found_by}: stage {rep.stages.index(rep.found_by) + 1} of {len(stages)} "
+            f"({describe(plan(ns.runs, ns.depth))})")
     for name, k in sorted(rep.kinds.items()):
         if k.kept and k.partner:
             say(f"{name}: detdiff {k.partner} {k.kept}")
@@ -206,8 +225,12 @@ def _hunt(ns: argparse.Namespace, spec: RunSpec, out: Path, prog_argv: list[str]
     if rep.kinds and not ns.quiet:
         first = min((k.first for k in rep.kinds.values() if k.first), key=lambda r: r.seed)
         if first.kind not in repeats:  # (one recorded again in strict mode: its line is above)
-            run_opts = opts.for_seed(first.seed, first.pct_k)
+            run_opts = hunt.spec_of(first.index).opts.for_seed(first.seed, first.pct_k)
             say(f"repeat seed {first.seed}: detrec {run_opts.repeat_flags()} -- {' '.join(prog_argv)}")
+    if not rep.failed and not rep.interrupted:
+        tried = describe(plan(ns.runs, ns.depth)) if stages else mode
+        say(next_step(spec.exe, prog_argv, rep.runs, tried, ns.depth, "dethunt",
+                      "PCT: --mode pct" if ns.mode == "chaos" else ""))
     say(f"summary in {out / 'summary.json'}")
     if rep.interrupted:
         say(f"interrupted after {rep.runs} run(s)")

@@ -43,7 +43,9 @@ def classify(res: RunResult) -> tuple[str | None, str]:
         return f"assertion `{m.group(1)}' failed", next((ln for ln in lines if m.group(0) in ln), m.group(0))
     last = lines[-1] if lines else ""
     if hung_run(res):  # stopped by the timeout, or interrupted in a wait-for cycle
-        return ("deadlock" if "deadlock" in res.message else "timeout"), res.message
+        if "deadlock" in res.message:
+            return "deadlock", res.message
+        return ("all threads blocked" if res.message.startswith("all threads blocked") else "timeout"), res.message
     if res.status == "stopped":
         return "det stopped it", res.message
     if res.status in ("signaled", "interrupted"):

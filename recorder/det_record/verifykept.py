@@ -43,10 +43,11 @@ class Kept:
 
 
 def check_kept(trace: Path, partner: Path, kind: str, run: RunSummary, spec: RunSpec, verify: Verifier,
-               scratch: Path, jobs: int, note: Callable[[str], None]) -> Kept:
+               scratch: Path, jobs: int, note: Callable[[str], None], budget: int | None = None) -> Kept:
     """Verify the kept failing trace (of `run`, recorded with `spec`);
     record the failure again in strict mode when it was a default-mode
-    trace that does not replay."""
+    trace that does not replay, in at most STRICT_RUNS runs and at most
+    `budget` (the runs left of those asked for)."""
     verdict = verify(trace)
     write_verdict(trace, verdict)
     if verdict.replays:
@@ -55,14 +56,18 @@ def check_kept(trace: Path, partner: Path, kind: str, run: RunSummary, spec: Run
     note(f"the failing run's trace does not replay: {verdict.why}")
     if spec.opts.strict or INTERRUPT.signal is not None:
         return Kept(verdict)
+    tries = STRICT_RUNS if budget is None else min(STRICT_RUNS, budget)
+    if tries < 1:
+        note("no run is left of those asked for to record it again in strict mode; the trace kept is unverified")
+        return Kept(verdict)
     strict_seed = run.seed or random.randrange(1, 2**31)
     opts = replace(spec.opts, strict=True, logical=False, seed=strict_seed, forward=False)
-    note(f"recording the failure ({kind}) again in strict mode: up to {STRICT_RUNS} runs, PCT seeds "
-         f"{strict_seed}..{strict_seed + STRICT_RUNS - 1}")
+    note(f"recording the failure ({kind}) again in strict mode: up to {tries} runs, PCT seeds "
+         f"{strict_seed}..{strict_seed + tries - 1}")
     again = trace.with_name(f".{trace.stem}-strict{trace.suffix}")
     again_pass = trace.with_name(f".{trace.stem}-strict-pass{trace.suffix}")
     try:
-        hunt = Hunt(replace(spec, opts=opts), STRICT_RUNS, LocalEngine(jobs, scratch, RUNS),
+        hunt = Hunt(replace(spec, opts=opts), tries, LocalEngine(jobs, scratch, RUNS),
                     lambda _kind: (again, again_pass), stop_at_first=True, wanted=kind,
                     partner_runs=0,  # (a passing run on the way is its partner: no runs just for one)
                     interrupted=lambda: INTERRUPT.signal is not None)

@@ -220,12 +220,13 @@ class DataSymbols:
         return self.names[i] if off == start else f"{self.names[i]}+{off - start}"
 
 
-SHT_SYMTAB, SHT_DYNSYM, STT_OBJECT = 2, 11, 1
+SHT_SYMTAB, SHT_DYNSYM, STT_OBJECT, STT_FUNC = 2, 11, 1, 2
 
 
-def _elf_objects(path: str) -> list[tuple[int, int, str]]:
-    """(value, size, name) of the data objects (STT_OBJECT, defined, sized) in
-    a 64-bit little-endian ELF file's .symtab, or its .dynsym if it has none."""
+def _elf_objects(path: str, sym_type: int = STT_OBJECT) -> list[tuple[int, int, str]]:
+    """(value, size, name) of the data objects (STT_OBJECT, defined, sized),
+    or of another symbol type, in a 64-bit little-endian ELF file's .symtab,
+    or its .dynsym if it has none."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -243,7 +244,7 @@ def _elf_objects(path: str) -> list[tuple[int, int, str]]:
             str_off = strtab[4]
             for i in range(0, size, entsize or 24):
                 st_name, st_info, _other, st_shndx, value, sz = struct.unpack_from("<IBBHQQ", data, off + i)
-                if st_info & 0xF != STT_OBJECT or st_shndx == 0 or not sz:
+                if st_info & 0xF != sym_type or st_shndx == 0 or not sz:
                     continue
                 end = data.index(b"\0", str_off + st_name)
                 # a copy-relocated variable carries its version (stdout@GLIBC_2.2.5)
@@ -252,6 +253,24 @@ def _elf_objects(path: str) -> list[tuple[int, int, str]]:
         if rows:
             return rows
     return []
+
+
+def main_source(path: str) -> str | None:
+    """The source file that defines a program's main(), from its debug
+    information, if it has some and the file is there."""
+    try:
+        main = [value for value, _size, name in _elf_objects(path, STT_FUNC) if name == "main"]
+    except (OSError, ValueError, struct.error):
+        return None
+    tool = addr2line_tool()
+    if not main or not tool:
+        return None
+    try:
+        out = subprocess.run([tool, "-e", path, f"{main[0]:#x}"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    file = out.strip().rsplit(":", 1)[0]
+    return file if file and file != "??" and os.path.isfile(file) else None
 
 
 def _demangle(names: list[str]) -> dict[str, str]:

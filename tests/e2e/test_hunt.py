@@ -179,10 +179,13 @@ def test_until_fail_first_run_failing_still_gets_a_passing_run(tmp_path: Path) -
 
     env = dict(os.environ, FAIL_ONCE=str(tmp_path / "once"))
     out = tmp_path / "f.db"
-    r = detrec("--chaos", "--strict", "--seed", "1", "--runs", "10", "-o", out, program("fail_kinds"), env=env)
+    # (the search for a passing partner stays within the runs asked for;
+    # the first run's exit 4 does not replay once FAIL_ONCE's file is there,
+    # so with runs left the hunt goes on to a failure that does)
+    r = detrec("--chaos", "--strict", "--seed", "1", "--runs", "40", "-o", out, program("fail_kinds"), env=env)
     err = r.stderr.decode()
-    assert r.returncode == 4, err
-    assert "failure after 1 run(s)" in err and "a passing run to" in err, err
+    assert r.returncode in (4, 3, 134), err
+    assert re.search(r"^detrec: failure after \d+ run\(s\).*, a passing run to ", err, re.M), err
     assert outcome(tmp_path / "f-pass.db")["exit_code"] == 0
     assert "distinct schedule" in err and "runs/s" in err
 
@@ -215,7 +218,7 @@ def test_dethunt_refuses_a_directory_that_is_not_its_own(tmp_path: Path) -> None
 def test_failure_kinds_signal_and_timeout(tmp_path: Path, args: list[str], kind: str, timeout: str) -> None:
     # a thread dies of a fault; two threads lock and unlock for ever (no
     # deadlock: a timeout). No run passes: the hunt looks for a passing
-    # partner for 20 more runs, then says there is none.
+    # partner within its runs only, then says there is none.
     s, err = hunt(tmp_path, "k", "--runs", "2", "--seed", "1", "--timeout", timeout, program(args[0]), *args[1:])
     assert list(s["kinds"]) == [kind], err
-    assert s["failed"] == s["runs"] == 22 and "no passing run found" in err, err
+    assert s["failed"] == s["runs"] == 2 and "no passing run found" in err, err

@@ -146,11 +146,11 @@ def test_until_fail_converts_only_the_last_pass(tmp_path: Path) -> None:
 
 
 def test_until_fail_converts_the_failure_and_its_partner(tmp_path: Path) -> None:
-    # the first run fails (FAIL_ONCE); runs go on until one passes, and the
-    # failing ones among them are dropped unconverted
+    # the first run fails (FAIL_ONCE); runs go on until one passes (within
+    # the hunt's runs), and the failing ones among them are dropped unconverted
     from det.trace import Trace
 
-    rep, out, passing = _hunt(tmp_path, program("fail_kinds"), [], 10, 1, strict=True, seed=3,
+    rep, out, passing = _hunt(tmp_path, program("fail_kinds"), [], 30, 1, strict=True, seed=3,
                               env={"FAIL_ONCE": str(tmp_path / "once")})
     assert rep.failed >= 1 and rep.runs == rep.failed + 1, rep.by_seed
     assert rep.converted == 2

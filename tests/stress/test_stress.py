@@ -40,6 +40,27 @@ def test_heisenbug_replays_100_times(s, tmp_path: Path) -> None:
         replay_n(trace, 50, "--relaxed")
 
 
+# signal_race under parallel chaos: its SIGALRM handler's ticks and the
+# delays at each of its ~400k events make a run take ~40 s, past
+# --until-fail's 20 s per-run timeout before any run passed: the escalation
+# keeps a hung run, not the torn record (found 2026-11-28; not fixed yet).
+SLOW_UNDER_CHAOS = {"signal_race": "a run under parallel chaos outlasts the 20 s first-run timeout"}
+
+
+@pytest.mark.parametrize("s", [pytest.param(s, marks=pytest.mark.xfail(reason=SLOW_UNDER_CHAOS[s.name], strict=False))
+                               if s.name in SLOW_UNDER_CHAOS else s for s in samples() if s.bug],
+                         ids=lambda s: s.name)
+def test_default_escalation_finds_every_sample_bug_within_100_runs(s, tmp_path: Path) -> None:
+    """--until-fail's default (parallel chaos, then PCT) finds each sample's
+    bug within 100 runs and says which stage did; deadlocks end their runs
+    at once (no --timeout given: each used to wait 20 s)."""
+    trace = tmp_path / f"{s.name}.db"
+    r = detrec("--until-fail", "100", "-j", "2", "-o", trace, "--", s.path, *s.test_args, timeout=900)
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "found by " in err, err
+    assert s.bug in err or s.bug in outcome(trace)["message"] or s.bug.encode() in outcome(trace)["stdout_tail"], err
+
+
 def test_strict_racy_counter_many_recordings(tmp_path: Path) -> None:
     for k in range(10):
         trace = tmp_path / f"racy{k}.db"

@@ -1,0 +1,49 @@
+"""detrec --until-fail's budget and its deadlocks: a run whose threads all
+wait for each other ends at once (not at the per-run timeout), named with
+its cycle; --until-fail N never runs more than N runs, a passing partner's
+and strict re-recordings included, and its figures agree with each other."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from conftest import detrec, outcome, program
+
+
+def test_deadlock_ends_its_run_at_once(tmp_path: Path) -> None:
+    # deadlock.c deadlocks on every run (a barrier, then two locks in
+    # opposite orders); each run used to wait for the 20 s per-run timeout
+    trace = tmp_path / "dl.db"
+    t0 = time.monotonic()
+    r = detrec("--until-fail", "5", "-o", trace, "--", program("deadlock"), timeout=120)
+    took = time.monotonic() - t0
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    assert took < 30, f"{took:.1f} s\n{err}"  # (was 5 x 20 s and more)
+    m = re.search(r"^detrec: (\d+) run\(s\) in", err, re.M)
+    assert m and int(m.group(1)) <= 5, err
+    assert re.search(r"^detrec: hung run after 1 run\(s\)(?: \(\d in all\))?: deadlock: T1 holds mutex \d+ "
+                     r"\(ledger\) and waits for mutex \d+ .*; T2 holds mutex .*det ended the run after [\d.]+ s",
+                     err, re.M), err
+    o = outcome(trace)
+    assert o["message"].startswith("deadlock: T1 holds mutex"), o
+    assert o["duration_ns"] < 10e9, o
+
+
+def test_no_more_runs_than_asked_for(tmp_path: Path) -> None:
+    # crash aborts on every run: no run passes, so the hunt used to go on
+    # for up to 20 more runs looking for a passing partner
+    trace = tmp_path / "c.db"
+    r = detrec("--until-fail", "3", "-j", "2", "-o", trace, "--", program("crash"), "abort", timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 134, err
+    m = re.search(r"^detrec: (\d+) run\(s\) in", err, re.M)
+    assert m, err
+    total = int(m.group(1))
+    assert total <= 3, err
+    f = re.search(r"^detrec: failure after (\d+) run\(s\)(?: \((\d+) in all\))?:", err, re.M)
+    assert f, err
+    assert int(f.group(2) or f.group(1)) == total, err  # the two lines count the same runs
+    assert "no run passed within the 3 run(s) asked for" in err, err
