@@ -11,18 +11,21 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from det import events as ev
 from det.constants import DET_EXIT_STOPPED
 from det.outpath import check_output_dir
 from det.trace import Trace
 from det.trust import check_owner
 
-from ..diff import Comparison, DiffError, EventRef
+from ..diff import Comparison, DiffError, EventRef, thread_first_diff
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
-from .model import SCHEDULING, Ev, Model
+from .model import MUTEX_REL, OBJKIND, RD_ACQ, SCHEDULING, Ev, Model
 from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step
 from .runner import ReplaySettings, Runner, Verdict
 
@@ -164,7 +167,7 @@ class _Search:
             a=self.c.a.summary(), b=self.c.b.summary(), events=len(self.evs),
             borrowed={f"T{t}": k for t, k in sorted(self.borrowed.per_thread.items())},
             fail_status=self.fail_status, replays=self.run.replays, steps=self.steps, found=False, confirmed=False,
-            boundary=None, first=None, second=None, move=None, pass_order=None, stacks={}, notes=self.notes)
+            answer="inconclusive", first=None, second=None, move=None, pass_order=None, stacks={}, notes=self.notes)
         base.update(kw)
         self.c.finish()
         if callable(base.get("message")):
@@ -200,69 +203,232 @@ def _bisect(c: Comparison, pt: Trace, ft: Trace, fail_status: int, settings: Rep
         s.notes.append("B's end cut " + ", ".join(f"T{t}" for t, _ in per) + f" short: {whose} next events come "
                        "from A (" + ", ".join(f"T{t}: {k}" for t, k in per) + "), last in B's order, where B's "
                        "end cuts them off again")
-    return _narrow(s, list(range(len(s.evs))))
+    return _search(s, list(range(len(s.evs))))
 
 
-def _narrow(s: _Search, base: list[int]) -> BisectResult:
-    total = len(base)
-    keys = _pass_keys(s)
+# Replays one bisection may use: the control, the pairs tried, the last check.
+BUDGET = 10
 
-    # ---- 1: how much of B's beginning does the failure need?
-    def hybrid(k: int) -> list[int]:
-        return s.sched.complete(base[:k], keys.__getitem__)
+# Releases end an access to an object; the pair is told by the accesses
+# (a lock, a wait, an arrival), never by the release after it.
+RELEASES = MUTEX_REL | {ev.RWLOCK_UNLOCK}
+# Pairs whose two orders give the same state: swapping them changes nothing.
+COMMUTING = (frozenset({ev.BARRIER_ARRIVE}), frozenset({ev.BARRIER_DEPART}), frozenset({ev.SEM_POST}),
+             frozenset(RD_ACQ))
+# Candidates the object model judges at most (each check runs B's events
+# up to the pair: on a long trace, thousands of them would take minutes).
+MODEL_CHECKS = 400
+# Other threads' accesses of the object before an event that are tried as
+# its pair partner (the nearest ones).
+PARTNERS = 4
 
-    h0 = hybrid(0)
-    if s.judge(h0, "H_0: B's events in A's order", "H_0", "H").verdict == FAILS:
-        hang = " (a deadlock: each thread's last events already hold what the others wait for)" \
-            if s.fail_status == 124 else ""
-        return s.result(message="B's events in A's order fail too, so A gives no boundary to find: what makes B "
-                                f"fail may be which events it ran rather than their order{hang}, or A's order, laid "
-                                "over B's events, races the same way (another passing recording may do)")
-    lo, hi = 0, total            # H_lo does not fail, H_hi (= B) does
-    orders = {0: h0, total: base}
-    verdicts = {0: s.steps[-1].verdict}
-    while hi - lo > 1:
+
+@dataclass
+class _Candidate:
+    z: int          # runs first in B ...
+    x: int          # ... and X's thread's events from Z's position up to X move before it
+    kind: str       # "object": Z and X use one object; "turn": X's thread took the turn from Z's
+    a_same: bool    # A has both and runs them in B's order too
+    order: list[int] = field(default_factory=list)
+
+
+def _matched_a(s: _Search) -> dict[int, int]:
+    """Base position -> A's position of the same operation (det.compare.diff's
+    matching: same thread, same index, up to the thread's first difference)."""
+    c = s.c
+    pa, pb = c.a.positions(), c.b.positions()
+    out: dict[int, int] = {}
+    for t, lb in pb.items():
+        la = pa.get(t, [])
+        d = thread_first_diff(c.a, c.b, la, lb)
+        n = min(len(la), len(lb)) if d is None else d
+        for i in range(n):
+            out[lb[i]] = la[i]
+    for e in s.evs:
+        if e.a_pos is not None:
+            out[e.pos] = e.a_pos
+    return out
+
+
+def _candidates(s: _Search) -> list[_Candidate]:
+    """The pairs to try, nearest the failure first: accesses of one object by
+    two threads (each event with the last few other threads' accesses before
+    it), then the turns taken from another thread. A pair A runs in B's order
+    too comes after those A reverses or lacks; a pair whose swap the object
+    model rules out, or whose two events commute, is not a candidate."""
+    evs = s.evs
+    a_of = _matched_a(s)
+    per_obj: dict[int, list[int]] = {}
+    found: dict[tuple[int, int], _Candidate] = {}
+
+    def add(z: int, x: int, kind: str) -> None:
+        if (z, x) in found:
+            return
+        if any(evs[z].kind in group and evs[x].kind in group for group in COMMUTING):
+            return
+        az, ax = a_of.get(z), a_of.get(x)
+        found[(z, x)] = _Candidate(z, x, kind, az is not None and ax is not None and az < ax)
+
+    for e in evs:
+        # A barrier orders every thread against every other one at once: an
+        # arrival and a departure of two rounds are not a race.
+        if e.obj and e.kind not in SCHEDULING and e.kind not in RELEASES and OBJKIND.get(e.kind) != "BARRIER":
+            per_obj.setdefault(e.obj, []).append(e.pos)
+    for ps in per_obj.values():
+        for i, x in enumerate(ps):
+            partners = 0
+            for z in reversed(ps[max(0, i - 64):i]):
+                if evs[z].tid == evs[x].tid:
+                    continue
+                add(z, x, "object")
+                partners += 1
+                if partners == PARTNERS:
+                    break
+    for p in range(1, len(evs)):
+        if evs[p].tid != evs[p - 1].tid and evs[p].kind not in SCHEDULING:
+            add(p - 1, p, "turn")
+    # Nearest the failure (B's end) first, the smallest swap first among
+    # equals (X's block times the other threads' events it jumps); pairs A
+    # also runs in B's order after those A reverses or lacks.
+    # Turns (a race between plain accesses shows only as whose turn it was)
+    # take every third try, so that neither kind starves the other.
+    by_thread = s.sched.by_thread
+
+    def rank(k: _Candidate) -> tuple[bool, int, int, int]:
+        mine = by_thread[evs[k.x].tid]
+        block = bisect_right(mine, k.x) - bisect_left(mine, k.z)
+        cost = block * max(1, k.x - k.z + 1 - block)
+        return (k.a_same, -k.x, cost, -k.z)
+
+    objects = sorted((k for k in found.values() if k.kind == "object"), key=rank)
+    turns = sorted((k for k in found.values() if k.kind == "turn"), key=rank)
+    out: list[_Candidate] = []
+    while objects or turns:
+        out.extend(objects[:2])
+        del objects[:2]
+        out.extend(turns[:1])
+        del turns[:1]
+    return out
+
+
+def _block(s: _Search, z: int, x: int) -> list[int]:
+    """X's thread's events from Z's position up to X: what moves before Z."""
+    return [p for p in s.sched.by_thread[s.evs[x].tid] if z <= p <= x]
+
+
+def _search(s: _Search, base: list[int]) -> BisectResult:
+    """Try the candidate pairs nearest-first, each as B with only that pair
+    swapped (X's block moved before Z, the rest in B's order as far as the
+    objects allow), until one passes or the budget is spent; then, with the
+    last replay, whether any order of B's events passes (A's order laid over
+    them) tells why no single pair does."""
+    cands = _candidates(s)
+    tried: list[tuple[_Candidate, Verdict]] = []
+    feasible = 0
+    for k in cands[:MODEL_CHECKS]:
+        if s.run.replays >= BUDGET - 1:
+            break
+        start = base[:k.z] + _block(s, k.z, k.x)
+        if s.sched.state(start) is None:
+            continue   # the objects rule this swap out: no replay spent on it
+        feasible += 1
+        k.order = s.sched.complete(start, lambda p: p)
+        v = s.judge(k.order, _move_label(s, k), f"pair-{k.z}-{k.x}", "move")
+        tried.append((k, v))
+        if v.verdict in PASSES:
+            return _answer(s, *_shrink(s, base, k, v))
+    return _no_pair(s, cands, tried, feasible)
+
+
+def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Candidate, Verdict]:
+    """A swap that passes, with X's block cut to the shortest beginning that
+    still passes (binary search, within the budget): the pair's second event
+    is the earliest one of X's thread that must run before Z."""
+    block = [p for p in _block(s, k.z, k.x) if s.evs[p].kind not in SCHEDULING]
+    lo, hi = -1, len(block) - 1       # moving block[:lo+1] fails (nothing moved: B), block[:hi+1] passes
+    best = (k, v)
+    while hi - lo > 1 and s.run.replays < BUDGET:
         mid = (lo + hi) // 2
-        orders[mid] = hybrid(mid)
-        v = s.judge(orders[mid], f"H_{mid}: B's first {mid} events, the rest in A's order", f"H_{mid}", "H")
-        if v.verdict == FAILS:
-            hi = mid
+        c = _Candidate(k.z, block[mid], k.kind, k.a_same)
+        start = base[:c.z] + _block(s, c.z, c.x)
+        if s.sched.state(start) is None:
+            lo = mid      # cannot happen: take it for the side that does not pass
+            continue
+        c.order = s.sched.complete(start, lambda p: p)
+        w = s.judge(c.order, _move_label(s, c), f"pair-{c.z}-{c.x}", "move")
+        if w.verdict in PASSES:
+            hi, best = mid, (c, w)
         else:
-            lo, verdicts[mid] = mid, v.verdict
-    k = hi
-    passing = orders[lo]
-    if verdicts[lo] == IMPOSSIBLE:
-        s.notes.append(f"H_{lo} does not fail because a call could not return what B recorded: det's object "
-                       "model let an impossible order through, so this boundary may say little about the program")
-    elif verdicts[lo] not in PASSES:
-        s.notes.append(f"H_{lo} neither passes nor fails ({verdicts[lo]}); the search took it for the side that "
-                       "does not fail, so this boundary may say little about the program")
+            lo = mid
+    return best
 
-    # ---- 2: how much of the passing hybrid's middle, with B's order after it?
-    start, ys = base[:k - 1], passing[k - 1:]
 
-    def mixed(m: int) -> list[int]:
-        return s.sched.complete(start + ys[:m], lambda p: p)
+def _move_label(s: _Search, k: _Candidate) -> str:
+    moved = _block(s, k.z, k.x)
+    first, last = s.evs[moved[0]], s.evs[moved[-1]]
+    what = s.name(moved[0]) if len(moved) == 1 else f"T{first.tid} #{first.idx}..#{last.idx}"
+    return f"B with {what} moved before {s.name(k.z)}"
 
-    g0 = mixed(0)
-    if s.judge(g0, "G_0: B's order, rebuilt by the object model", "G_0", "G").verdict != FAILS:
-        s.notes.append("B's order rebuilt by det's object model does not fail; the pair is the first step's")
-        return _confirm(s, base, k, k - 1, passing[k - 1])
-    mlo, mhi = 0, len(ys)        # G_mlo fails, G_mhi (= the passing hybrid) does not
-    gorders = {0: g0, len(ys): passing}
-    while mhi - mlo > 1:
-        mid = (mlo + mhi) // 2
-        gorders[mid] = mixed(mid)
-        v = s.judge(gorders[mid], f"G_{mid}: H_{k - 1}'s first {k - 1 + mid} events, the rest in B's order",
-                    f"G_{mid}", "G")
+
+def _stacks(s: _Search, refs: list[tuple[int, EventRef]]) -> dict[str, list[EventRef]]:
+    out = {}
+    for e_pos, ref in refs:
+        upto = [p for p in s.sched.by_thread[ref.tid]
+                if p <= e_pos and (s.evs[p].kind not in SCHEDULING or p == e_pos)]
+        out[f"T{ref.tid}"] = s.refs(upto[-STACK_DEPTH:])
+    return out
+
+
+def _answer(s: _Search, k: _Candidate, v: Verdict) -> BisectResult:
+    moved = _block(s, k.z, k.x)
+    refs = s.refs(moved + [k.z])
+    first, second = s.refs([k.z, k.x])
+    over = [p for p in range(k.z, k.x) if s.evs[p].tid != s.evs[k.x].tid]
+    move = Move(label=_move_label(s, k), moved=refs[:-1], direction="before", anchor=refs[-1], jumped=len(over),
+                pairs_reordered=inversions(k.order), verdict=v.verdict, detail=v.detail)
+    return s.result(found=True, confirmed=True, answer="pair", first=first, second=second, move=move,
+                    pass_order=_pass_order(s, k.z, k.x), stacks=_stacks(s, [(k.z, first), (k.x, second)]),
+                    message=lambda: (f"B passes when T{second.tid} #{second.idx} ({second.kind} at "
+                                     f"{second.location}) runs before T{first.tid} #{first.idx} ({first.kind} at "
+                                     f"{first.location}); as recorded, it fails"))
+
+
+def _no_pair(s: _Search, cands: list[_Candidate], tried: list[tuple[_Candidate, Verdict]],
+             feasible: int) -> BisectResult:
+    """No pair tried flips it: one line saying why, with the closest candidate."""
+    closest = tried[0] if tried else None
+    refs = s.refs([closest[0].z, closest[0].x]) if closest else []
+
+    def near() -> str:
+        if closest is None:
+            return ""
+        (_k, v), (z, x) = closest, refs
+        return (f"; closest candidate: T{x.tid} #{x.idx} ({x.kind} at {x.location}) before T{z.tid} #{z.idx} "
+                f"({z.kind} at {z.location}), which {_short_verdict(v.verdict)}")
+
+    if not cands:
+        return s.result(answer="none", closest=refs, message=lambda: (
+            "no single pair can flip it: no two threads' events are ordered in a way another order could change "
+            "(a failure decided within one thread, by input or by timing)"))
+    untried = [k for k in cands if not k.order]
+    if s.run.replays < BUDGET:
+        keys = _pass_keys(s)
+        h0 = s.sched.complete([], keys.__getitem__)
+        v = s.judge(h0, "B's events in A's order", "A-order", "A-order")
         if v.verdict == FAILS:
-            mlo = mid
-        else:
-            mhi = mid
-    at = k - 1 + mhi - 1          # G_mhi runs X here, G_{mhi-1} runs Z
-    x_pos, z_pos = gorders[mhi][at], gorders[mhi - 1][at]
-    assert x_pos != z_pos and s.evs[x_pos].tid != s.evs[z_pos].tid
-    return _confirm(s, base, k, z_pos, x_pos)
+            hang = " (a deadlock: each thread's last events already hold what the others wait for)" \
+                if s.fail_status == 124 else ""
+            return s.result(answer="none", closest=refs, message=lambda: (
+                f"no single pair flips it: B's events fail in A's order too{hang}, so which events ran decides "
+                f"the outcome, not their order{near()}"))
+        if v.verdict in PASSES and not untried:
+            return s.result(answer="none", closest=refs, message=lambda: (
+                f"no single pair flips it: B's events pass in A's order, but none of the {len(tried)} pair(s) "
+                f"whose swap could happen does alone: the flip takes several reorderings together{near()}"))
+    left = len(untried)
+    return s.result(answer="inconclusive", closest=refs, message=lambda: (
+        f"no pair of the {len(tried)} tried flips it within {BUDGET} replays ({left} candidate pair(s) left "
+        f"untried){near()}"))
 
 
 def _pass_keys(s: _Search) -> list[tuple[int, int]]:
@@ -287,97 +453,14 @@ def _pass_keys(s: _Search) -> list[tuple[int, int]]:
     return keys
 
 
-def _confirm(s: _Search, base: list[int], k: int, z_pos: int, x_pos: int) -> BisectResult:
-    """The pair (Z, X): B runs Z before X. Confirm it on B itself: B with X
-    (and its thread's events between) moved up to just before B[j], for the
-    latest j that still makes the run pass, against B as the control."""
-    evs = s.evs
-    x = evs[x_pos]
-    mine = s.sched.by_thread[x.tid]
 
-    def block(j: int) -> list[int]:
-        return [p for p in mine if j <= p <= x_pos]
-
-    def moved(j: int) -> list[int]:
-        return s.sched.complete(base[:j] + block(j), lambda p: p)
-
-    def sides(j: int) -> tuple[list[int], str, int, list[int]]:
-        """(moved events, before/after, anchor, the events they move over)."""
-        bl = block(j)
-        others = [p for p in range(j, x_pos) if evs[p].tid != x.tid]
-        if len(others) < len(bl) and len({evs[p].tid for p in others}) == 1:
-            return others, "after", x_pos, bl
-        return bl, "before", j, others
-
-    def label(j: int) -> str:
-        moved, direction, anchor, _ = sides(j)
-        first, last = evs[moved[0]], evs[moved[-1]]
-        what = s.name(moved[0]) if len(moved) == 1 else f"T{first.tid} #{first.idx}..#{last.idx}"
-        if len({evs[p].tid for p in moved}) > 1:
-            what = f"{len(moved)} events from {s.name(moved[0])} to {s.name(moved[-1])}"
-        return f"B with {what} moved {direction} {s.name(anchor)}"
-
-    move: Move | None = None
-    first_pos = z_pos
-    if z_pos < x_pos:
-        cands = [j for j in range(z_pos, x_pos) if evs[j].tid != x.tid and s.sched.state(base[:j] + block(j))]
-        if cands:
-            order = moved(cands[0])
-            v = s.judge(order, label(cands[0]), "move", "move")
-            unconfirmed = v if v.verdict not in PASSES and v.verdict != FAILS else None
-            if v.verdict in PASSES:
-                best = (cands[0], order, v)
-                # Slide the block back towards its place: the latest position
-                # that still makes B pass names the closest event it must pass
-                # (a move that stalls or cannot happen does not pass).
-                lo, hi = 0, len(cands)          # cands[lo] passes; position len(cands) stands for B, which fails
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    order = moved(cands[mid])
-                    v = s.judge(order, label(cands[mid]), f"move-{cands[mid]}", "move")
-                    if v.verdict not in PASSES:
-                        hi = mid
-                    else:
-                        lo = mid
-                        best = (cands[mid], order, v)
-                first_pos, order, v = best
-                moved, direction, anchor, over = sides(first_pos)
-                refs = s.refs(moved + [anchor])
-                move = Move(label=label(first_pos), moved=refs[:-1], direction=direction, anchor=refs[-1],
-                            jumped=len(over), pairs_reordered=inversions(order), verdict=v.verdict,
-                            detail=v.detail)
-            elif unconfirmed is not None:
-                moved_, direction, anchor, over = sides(cands[0])
-                refs = s.refs(moved_ + [anchor])
-                move = Move(label=label(cands[0]), moved=refs[:-1], direction=direction, anchor=refs[-1],
-                            jumped=len(over), pairs_reordered=inversions(order), verdict=v.verdict,
-                            detail=v.detail)
-    first, second = s.refs([first_pos, x_pos])
-    stacks = {}
-    for e_pos, ref in ((first_pos, first), (x_pos, second)):
-        upto = [p for p in s.sched.by_thread[ref.tid] if p <= e_pos and (evs[p].kind not in SCHEDULING or p == e_pos)]
-        stacks[f"T{ref.tid}"] = s.refs(upto[-STACK_DEPTH:])
-    confirmed = move is not None and move.verdict in PASSES
-
-    def message() -> str:
-        if move is not None and not confirmed:
-            how = {IMPOSSIBLE: "is an order that cannot happen", STALLED: "stalls",
-                   STOPPED: "was stopped by det"}.get(move.verdict, move.verdict)
-            return (f"the hybrids that pass and fail differ in the order of T{second.tid} #{second.idx} and "
-                    f"T{first.tid} #{first.idx}, but B with that alone moved {how} (neither passes nor fails), "
-                    "so the pair is not confirmed")
-        if confirmed:
-            return (f"B passes when T{second.tid} #{second.idx} ({second.kind} at {second.location}) runs before "
-                    f"T{first.tid} #{first.idx} ({first.kind} at {first.location}); as recorded, it fails")
-        if z_pos > x_pos:
-            return (f"the hybrids that pass and fail differ in the order of T{second.tid} #{second.idx} and "
-                    f"T{first.tid} #{first.idx}, but B already runs them in the passing order: the flip needs "
-                    "the other events the hybrids reorder")
-        return (f"the hybrids that pass and fail differ in the order of T{second.tid} #{second.idx} and "
-                f"T{first.tid} #{first.idx}, but moving that alone in B does not make it pass")
-
-    return s.result(found=True, confirmed=confirmed, boundary=k, first=first, second=second, move=move,
-                    pass_order=_pass_order(s, first_pos, x_pos), stacks=stacks, message=message)
+def _short_verdict(verdict: str) -> str:
+    if verdict == FAILS:
+        return "still fails"
+    if verdict in PASSES:
+        return f"does not fail ({verdict})"
+    return {IMPOSSIBLE: "cannot happen", STALLED: "stalls", STOPPED: "was stopped by det"}.get(
+        verdict, verdict)
 
 
 def _pass_order(s: _Search, p: int, q: int) -> str:
