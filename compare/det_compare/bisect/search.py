@@ -24,6 +24,7 @@ from det.trace import Trace
 from det.trust import check_owner
 
 from ..diff import Comparison, DiffError, EventRef, thread_first_diff
+from ..difftext import plural
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
 from .model import MUTEX_REL, OBJKIND, RD_ACQ, SCHEDULING, Ev, Model
 from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step
@@ -324,27 +325,34 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
     them) tells why no single pair does."""
     cands = _candidates(s)
     tried: list[tuple[_Candidate, Verdict]] = []
-    feasible = 0
+    examined = 0
     for k in cands[:MODEL_CHECKS]:
         if s.run.replays >= BUDGET - 1:
             break
+        examined += 1
         start = base[:k.z] + _block(s, k.z, k.x)
         if s.sched.state(start) is None:
             continue   # the objects rule this swap out: no replay spent on it
-        feasible += 1
         k.order = s.sched.complete(start, lambda p: p)
         v = s.judge(k.order, _move_label(s, k), f"pair-{k.z}-{k.x}", "move")
         tried.append((k, v))
         if v.verdict in PASSES:
             return _answer(s, *_shrink(s, base, k, v))
-    return _no_pair(s, cands, tried, feasible)
+    return _no_pair(s, len(cands), examined, tried)
 
 
 def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Candidate, Verdict]:
     """A swap that passes, with X's block cut to the shortest beginning that
     still passes (binary search, within the budget): the pair's second event
-    is the earliest one of X's thread that must run before Z."""
-    block = [p for p in _block(s, k.z, k.x) if s.evs[p].kind not in SCHEDULING]
+    is the earliest access of the object (Z's, for an object pair) by X's
+    thread that must run before Z."""
+    z = s.evs[k.z]
+
+    def access(p: int) -> bool:
+        e = s.evs[p]
+        return e.kind not in SCHEDULING and e.kind not in RELEASES and (k.kind != "object" or e.obj == z.obj)
+
+    block = [p for p in _block(s, k.z, k.x) if access(p)]
     lo, hi = -1, len(block) - 1       # moving block[:lo+1] fails (nothing moved: B), block[:hi+1] passes
     best = (k, v)
     while hi - lo > 1 and s.run.replays < BUDGET:
@@ -393,11 +401,11 @@ def _answer(s: _Search, k: _Candidate, v: Verdict) -> BisectResult:
                                      f"{first.location}); as recorded, it fails"))
 
 
-def _no_pair(s: _Search, cands: list[_Candidate], tried: list[tuple[_Candidate, Verdict]],
-             feasible: int) -> BisectResult:
+def _no_pair(s: _Search, candidates: int, examined: int, tried: list[tuple[_Candidate, Verdict]]) -> BisectResult:
     """No pair tried flips it: one line saying why, with the closest candidate."""
     closest = tried[0] if tried else None
     refs = s.refs([closest[0].z, closest[0].x]) if closest else []
+    ruled_out = examined - len(tried)
 
     def near() -> str:
         if closest is None:
@@ -406,29 +414,31 @@ def _no_pair(s: _Search, cands: list[_Candidate], tried: list[tuple[_Candidate, 
         return (f"; closest candidate: T{x.tid} #{x.idx} ({x.kind} at {x.location}) before T{z.tid} #{z.idx} "
                 f"({z.kind} at {z.location}), which {_short_verdict(v.verdict)}")
 
-    if not cands:
-        return s.result(answer="none", closest=refs, message=lambda: (
-            "no single pair can flip it: no two threads' events are ordered in a way another order could change "
-            "(a failure decided within one thread, by input or by timing)"))
-    untried = [k for k in cands if not k.order]
+    def none(why: str) -> BisectResult:
+        return s.result(answer="none", closest=refs, message=lambda: f"no single pair flips it: {why}{near()}")
+
+    if not candidates:
+        return none("no two threads' events are ordered in a way that another order could change (the outcome is "
+                    "decided within one thread, by input or by timing)")
+    a_order = None
     if s.run.replays < BUDGET:
         keys = _pass_keys(s)
-        h0 = s.sched.complete([], keys.__getitem__)
-        v = s.judge(h0, "B's events in A's order", "A-order", "A-order")
-        if v.verdict == FAILS:
+        a_order = s.judge(s.sched.complete([], keys.__getitem__), "B's events in A's order", "A-order", "A-order")
+        if a_order.verdict == FAILS:
             hang = " (a deadlock: each thread's last events already hold what the others wait for)" \
                 if s.fail_status == 124 else ""
-            return s.result(answer="none", closest=refs, message=lambda: (
-                f"no single pair flips it: B's events fail in A's order too{hang}, so which events ran decides "
-                f"the outcome, not their order{near()}"))
-        if v.verdict in PASSES and not untried:
-            return s.result(answer="none", closest=refs, message=lambda: (
-                f"no single pair flips it: B's events pass in A's order, but none of the {len(tried)} pair(s) "
-                f"whose swap could happen does alone: the flip takes several reorderings together{near()}"))
-    left = len(untried)
+            return none(f"B's events fail in A's order too{hang}, so which events ran decides the outcome, not "
+                        "their order")
+    if examined == candidates:
+        swaps = f"{plural(len(tried), 'swap')} that could happen did not pass" if tried else "no swap could happen"
+        cannot = f", {ruled_out} other(s) cannot happen by the objects" if ruled_out else ""
+        several = (": the flip takes several reorderings together (B's events in A's order pass)"
+                   if a_order is not None and a_order.verdict in PASSES else "")
+        hang = " (a deadlock: the lock that would flip it was never taken in B)" if s.fail_status == 124 else ""
+        return none(f"of {plural(candidates, 'candidate pair')}, the {swaps}{cannot}{several}{hang}")
     return s.result(answer="inconclusive", closest=refs, message=lambda: (
-        f"no pair of the {len(tried)} tried flips it within {BUDGET} replays ({left} candidate pair(s) left "
-        f"untried){near()}"))
+        f"the budget of {BUDGET} replays ran out with {candidates - examined} of "
+        f"{plural(candidates, 'candidate pair')} untried ({len(tried)} tried, {ruled_out} cannot happen){near()}"))
 
 
 def _pass_keys(s: _Search) -> list[tuple[int, int]]:
