@@ -44,6 +44,9 @@ HANG_TIMEOUT = "2"
 # tests/programs whose failure a strict schedule decides (args, and whether
 # plain strict scheduling shows it or only chaos does).
 TEST_PROGRAMS: list[tuple[str, tuple[str, ...]]] = [
+    ("ticket_check", ()),
+    ("publish_late", ()),
+    ("either_first", ()),
     ("late_check", ()),
     ("two_locks", ()),
     ("split_increment", ()),
@@ -79,8 +82,8 @@ def programs(suite: str) -> list[Program]:
         for s in manifest["samples"]:
             if s.get("bug") is None:
                 continue
-            out.append(Program(s["name"], SAMPLES / "bin" / s.get("binary", s["name"]), tuple(s.get("test_args") or s["args"]),
-                               bool(s.get("hang")), "samples"))
+            exe = SAMPLES / "bin" / s.get("binary", s["name"])
+            out.append(Program(s["name"], exe, tuple(s.get("test_args") or s["args"]), bool(s.get("hang")), "samples"))
     if suite in ("tests", "all"):
         for name, args in TEST_PROGRAMS:
             label = name + ("" if not args else " " + " ".join(args))

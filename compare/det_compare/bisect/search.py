@@ -1,6 +1,7 @@
-"""The narrowing: from H_k (B's beginning, A's order after it) to G_m (the
-passing hybrid's middle, B's order after it) to the move of one event in B
-that confirms the critical pair.
+"""The search: candidate pairs of B's events (one object's accesses by two
+threads, turns taken from another thread), nearest the failure first, each
+replayed as B with only that pair swapped, within a budget of 10 replays;
+a pair only when its swap passed, else one line saying why none does.
 
 Rules: every verdict comes from a real replay (det.compare.bisect.runner); the
 object model (det.compare.bisect.model) only proposes orders.
@@ -403,7 +404,8 @@ def _answer(s: _Search, k: _Candidate, v: Verdict) -> BisectResult:
 
 def _no_pair(s: _Search, candidates: int, examined: int, tried: list[tuple[_Candidate, Verdict]]) -> BisectResult:
     """No pair tried flips it: one line saying why, with the closest candidate."""
-    closest = tried[0] if tried else None
+    # The closest: the nearest object pair tried, else the nearest turn.
+    closest = next((t for t in tried if t[0].kind == "object"), tried[0] if tried else None)
     refs = s.refs([closest[0].z, closest[0].x]) if closest else []
     ruled_out = examined - len(tried)
 
