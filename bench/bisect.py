@@ -4,10 +4,11 @@ failing and a passing strict recording, then one bisection, with its
 answer, replays and time.
 
     .venv/bin/python bench/bisect.py [--suite samples|tests|public|all] [--only NAME ...]
-                                     [--trials N] [--json FILE] [--detdiff PATH]
+                                     [--json FILE] [--detdiff PATH] [--traces DIR]
 
-(--detdiff: another build's detdiff, e.g. /work/main/.venv/bin/detdiff, to
-measure it on the same kind of recordings.)
+--detdiff: another build's detdiff, e.g. /work/main/.venv/bin/detdiff.
+--traces DIR: keep each program's recordings in DIR/NAME/ and reuse them
+when they are there, so that two detdiffs are measured on the same traces.
 
 Rules: the programs are every sample of samples/manifest.json whose "bug"
 is not null (with its test_args), the buggy programs of tests/programs
@@ -127,10 +128,15 @@ def answer_of(r: dict) -> str:
     return "inconclusive"
 
 
-def bisect(p: Program, detdiff: Path) -> Row:
+def bisect(p: Program, detdiff: Path, traces: Path | None) -> Row:
     with tempfile.TemporaryDirectory(prefix="det-bench-bisect-") as d:
         tmp = Path(d)
-        fail, passing = record(p, tmp)
+        if traces is not None:
+            tmp = traces / p.name.replace(" ", "_")
+            tmp.mkdir(parents=True, exist_ok=True)
+        fail, passing = tmp / "fail.db", tmp / "fail-pass.db"
+        if not (fail.exists() and passing.exists()):
+            fail, passing = record(p, tmp)
         if fail is None:
             return Row(p.name, p.suite, "no-fail", None, None, "no failing strict recording")
         if passing is None:
@@ -150,7 +156,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default="all", choices=["samples", "tests", "public", "all"])
     ap.add_argument("--only", nargs="*", default=None)
-    ap.add_argument("--trials", type=int, default=1, help="recordings and bisections per program")
+    ap.add_argument("--traces", type=Path, help="keep (and reuse) the recordings in this directory")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--detdiff", type=Path, default=BIN / "detdiff", help="the detdiff to measure")
     a = ap.parse_args()
@@ -158,12 +164,11 @@ def main() -> int:
     for p in programs(a.suite):
         if a.only and p.name not in a.only and p.name.split()[0] not in a.only:
             continue
-        for _ in range(a.trials):
-            row = bisect(p, a.detdiff)
-            rows.append(row)
-            secs = "-" if row.seconds is None else f"{row.seconds:.1f}s"
-            print(f"{row.suite:8} {row.name:28} {row.answer:13} replays={row.replays} {secs:>7}  "
-                  f"{row.message[:110]}", flush=True)
+        row = bisect(p, a.detdiff, a.traces)
+        rows.append(row)
+        secs = "-" if row.seconds is None else f"{row.seconds:.1f}s"
+        print(f"{row.suite:8} {row.name:28} {row.answer:13} replays={row.replays} {secs:>7}  "
+              f"{row.message[:110]}", flush=True)
     judged = [r for r in rows if r.answer in ("pair", "none", "inconclusive")]
     ok = [r for r in judged if r.answer in ("pair", "none") and (r.replays or 0) <= MAX_REPLAYS]
     print(f"answered within {MAX_REPLAYS} replays: {len(ok)}/{len(judged)} "

@@ -27,7 +27,7 @@ from det.trust import check_owner
 from ..diff import Comparison, DiffError, EventRef, thread_first_diff
 from ..difftext import plural
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
-from .model import MUTEX_REL, OBJKIND, RD_ACQ, SCHEDULING, Ev, Model
+from .model import JOINS, MUTEX_ACQ, MUTEX_REL, OBJKIND, RD_ACQ, SCHEDULING, Ev, Model
 from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step
 from .runner import ReplaySettings, Runner, Verdict
 
@@ -135,6 +135,10 @@ class _Search:
         self.notes = notes
         self.fail_status = fail_status
         self.progress = progress
+        # What a moved event needs: a thread's creation, a joined thread's exit.
+        self.created_at = {e.aux: e.pos for e in self.evs if e.kind == ev.THREAD_CREATE}
+        exits = {e.tid: e.pos for e in self.evs if e.kind == ev.THREAD_EXIT}
+        self.exit_of_obj = {o: exits[t] for t, o in self.thread_objs.items() if t in exits}
 
     def judge(self, order: list[int], label: str, name: str, stage: str) -> Verdict:
         v, number, repeated = self.run.judge(order, name)
@@ -214,6 +218,10 @@ BUDGET = 10
 # Releases end an access to an object; the pair is told by the accesses
 # (a lock, a wait, an arrival), never by the release after it.
 RELEASES = MUTEX_REL | {ev.RWLOCK_UNLOCK}
+# Not accesses: releases, and where a thread stopped (a BLOCK before a lock
+# is not the lock: replay enforces the whole order after it, so moving the
+# attempt alone lets nothing through).
+NOT_ACCESSES = RELEASES | SCHEDULING
 # Pairs whose two orders give the same state: swapping them changes nothing.
 COMMUTING = (frozenset({ev.BARRIER_ARRIVE}), frozenset({ev.BARRIER_DEPART}), frozenset({ev.SEM_POST}),
              frozenset(RD_ACQ))
@@ -274,7 +282,7 @@ def _candidates(s: _Search) -> list[_Candidate]:
     for e in evs:
         # A barrier orders every thread against every other one at once: an
         # arrival and a departure of two rounds are not a race.
-        if e.obj and e.kind not in SCHEDULING and e.kind not in RELEASES and OBJKIND.get(e.kind) != "BARRIER":
+        if e.obj and e.kind not in NOT_ACCESSES and OBJKIND.get(e.kind) != "BARRIER":
             per_obj.setdefault(e.obj, []).append(e.pos)
     for ps in per_obj.values():
         for i, x in enumerate(ps):
@@ -286,8 +294,10 @@ def _candidates(s: _Search) -> list[_Candidate]:
                 partners += 1
                 if partners == PARTNERS:
                     break
+    # A thread's start or exit next to another thread's event is no race.
+    plain = SCHEDULING | {ev.THREAD_START, ev.THREAD_EXIT}
     for p in range(1, len(evs)):
-        if evs[p].tid != evs[p - 1].tid and evs[p].kind not in SCHEDULING:
+        if evs[p].tid != evs[p - 1].tid and evs[p].kind not in plain and evs[p - 1].kind not in plain:
             add(p - 1, p, "turn")
     # Nearest the failure (B's end) first, the smallest swap first among
     # equals (X's block times the other threads' events it jumps); pairs A
@@ -314,8 +324,30 @@ def _candidates(s: _Search) -> list[_Candidate]:
 
 
 def _block(s: _Search, z: int, x: int) -> list[int]:
-    """X's thread's events from Z's position up to X: what moves before Z."""
-    return [p for p in s.sched.by_thread[s.evs[x].tid] if z <= p <= x]
+    """What moves before Z: X and, from Z's position on, the events X needs
+    (its thread's earlier ones; for a thread's start, its creation; for a
+    join, the joined thread's exit; each with what it needs in turn), in B's
+    order. Empty when X needs an event of Z's thread after Z."""
+    evs, by_thread = s.evs, s.sched.by_thread
+    need: set[int] = set()
+    todo = [x]
+    while todo:
+        p = todo.pop()
+        if p < z or p in need:
+            continue
+        e = evs[p]
+        if e.tid == evs[z].tid:
+            return []
+        need.add(p)
+        mine = by_thread[e.tid]
+        i = bisect_left(mine, p)
+        if i > 0:
+            todo.append(mine[i - 1])
+        if e.kind == ev.THREAD_START and e.tid in s.created_at:
+            todo.append(s.created_at[e.tid])
+        elif e.kind in JOINS and e.result == 0 and e.obj in s.exit_of_obj:
+            todo.append(s.exit_of_obj[e.obj])
+    return sorted(need)
 
 
 def _search(s: _Search, base: list[int]) -> BisectResult:
@@ -324,6 +356,10 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
     objects allow), until one passes or the budget is spent; then, with the
     last replay, whether any order of B's events passes (A's order laid over
     them) tells why no single pair does."""
+    if s.fail_status == 124:
+        cycle = _deadlock(s)
+        if cycle:
+            return _deadlocked(s, cycle)
     cands = _candidates(s)
     tried: list[tuple[_Candidate, Verdict]] = []
     examined = 0
@@ -331,8 +367,9 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
         if s.run.replays >= BUDGET - 1:
             break
         examined += 1
-        start = base[:k.z] + _block(s, k.z, k.x)
-        if s.sched.state(start) is None:
+        moved = _block(s, k.z, k.x)
+        start = base[:k.z] + moved
+        if not moved or s.sched.state(start) is None:
             continue   # the objects rule this swap out: no replay spent on it
         k.order = s.sched.complete(start, lambda p: p)
         v = s.judge(k.order, _move_label(s, k), f"pair-{k.z}-{k.x}", "move")
@@ -340,6 +377,53 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
         if v.verdict in PASSES:
             return _answer(s, *_shrink(s, base, k, v))
     return _no_pair(s, len(cands), examined, tried)
+
+
+def _deadlock(s: _Search) -> list[tuple[int, int, int]]:
+    """B's end as a wait-for cycle: (blocked thread's last event, the object it
+    waits for, the holder's acquisition of it) per thread of the cycle; empty
+    when B's end is no such cycle."""
+    st = s.sched.state([e.pos for e in s.fail])
+    if st is None:
+        return []
+    last = {t: ps[-1] for t, ps in s.sched.by_thread.items() if ps[-1] < len(s.fail)}
+    waits: dict[int, tuple[int, int]] = {}    # tid -> (its BLOCK, holder)
+    for t, p in last.items():
+        e = s.evs[p]
+        holder = st.owner.get(e.obj)
+        if e.kind == ev.BLOCK and holder is not None and holder[0] != t:
+            waits[t] = (p, holder[0])
+    for start in waits:
+        seen, t = [], start
+        while t in waits and t not in seen:
+            seen.append(t)
+            t = waits[t][1]
+        if t == start:
+            out = []
+            for u in seen:
+                block, holder = waits[u]
+                o = s.evs[block].obj
+                took = max(p for p in s.sched.by_thread[holder] if s.evs[p].obj == o and s.evs[p].kind in MUTEX_ACQ)
+                out.append((block, o, took))
+            return out
+    return []
+
+
+def _deadlocked(s: _Search, cycle: list[tuple[int, int, int]]) -> BisectResult:
+    """B ends in a deadlock: no swap of B's own events avoids it (the order
+    that does needs a lock B never took, and replay enforces the rest)."""
+    block, _o, took = cycle[0]
+    refs = s.refs([took, block])
+    waits = s.refs([b for b, _, _ in cycle])
+
+    def message() -> str:
+        who = ", ".join(f"T{w.tid} waits for {w.object}" + (f" ({w.name})" if w.name else "") for w in waits)
+        z, x = refs
+        return (f"no single pair flips it: B ends in a deadlock ({who}, each held by the next); the order that "
+                f"avoids it needs a lock B never took, which no swap of B's events replays; closest candidate: "
+                f"T{x.tid}'s attempt at {x.location} before T{z.tid} #{z.idx} ({z.kind} at {z.location})")
+
+    return s.result(answer="none", closest=refs, message=message)
 
 
 def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Candidate, Verdict]:
@@ -351,7 +435,7 @@ def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Ca
 
     def access(p: int) -> bool:
         e = s.evs[p]
-        return e.kind not in SCHEDULING and e.kind not in RELEASES and (k.kind != "object" or e.obj == z.obj)
+        return e.kind not in NOT_ACCESSES and (k.kind != "object" or e.obj == z.obj)
 
     block = [p for p in _block(s, k.z, k.x) if access(p)]
     lo, hi = -1, len(block) - 1       # moving block[:lo+1] fails (nothing moved: B), block[:hi+1] passes
@@ -359,8 +443,9 @@ def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Ca
     while hi - lo > 1 and s.run.replays < BUDGET:
         mid = (lo + hi) // 2
         c = _Candidate(k.z, block[mid], k.kind, k.a_same)
-        start = base[:c.z] + _block(s, c.z, c.x)
-        if s.sched.state(start) is None:
+        moved = _block(s, c.z, c.x)
+        start = base[:c.z] + moved
+        if not moved or s.sched.state(start) is None:
             lo = mid      # cannot happen: take it for the side that does not pass
             continue
         c.order = s.sched.complete(start, lambda p: p)
@@ -374,8 +459,10 @@ def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Ca
 
 def _move_label(s: _Search, k: _Candidate) -> str:
     moved = _block(s, k.z, k.x)
-    first, last = s.evs[moved[0]], s.evs[moved[-1]]
-    what = s.name(moved[0]) if len(moved) == 1 else f"T{first.tid} #{first.idx}..#{last.idx}"
+    runs: dict[int, list[int]] = {}
+    for p in moved:
+        runs.setdefault(s.evs[p].tid, []).append(s.evs[p].idx)
+    what = " and ".join(f"T{t} #{ix[0]}" + (f"..#{ix[-1]}" if len(ix) > 1 else "") for t, ix in runs.items())
     return f"B with {what} moved before {s.name(k.z)}"
 
 
