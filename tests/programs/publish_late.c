@@ -6,7 +6,7 @@
  * read before publish" and exit 1. For detdiff --bisect: the pair is the
  * reader's read and the publisher's write.
  *
- * Usage: publish_late [NOISE]   (default 60 noise sections per thread) */
+ * Usage: publish_late [NOISE]   (default 200 noise sections per thread) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t noise_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *config;
-static long noise_rounds = 60, noise;
+static long noise_rounds = 200, noise;
 static int failed;
 
 static void make_noise(void)

@@ -6,14 +6,14 @@
  * before the other's sale of it, both sell it: "BUG: oversold" and exit 1.
  * For detdiff --bisect: the pair is one seller's check and the other's sale.
  *
- * Usage: ticket_check [NOISE]   (default 60 noise sections per seller) */
+ * Usage: ticket_check [NOISE]   (default 200 noise sections per seller) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static pthread_mutex_t tickets_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t noise_lock = PTHREAD_MUTEX_INITIALIZER;
-static long tickets = 3, noise_rounds = 60, noise;
+static long tickets = 3, noise_rounds = 200, noise;
 
 static int check_ticket(void)
 {
