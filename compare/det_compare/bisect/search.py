@@ -27,7 +27,7 @@ from det.trust import check_owner
 from ..diff import Comparison, DiffError, EventRef, thread_first_diff
 from ..difftext import plural
 from .hybrid import Borrowed, Scheduler, borrow, inversions, load_fail, trim
-from .model import JOINS, MUTEX_ACQ, MUTEX_REL, OBJKIND, RD_ACQ, SCHEDULING, Ev, Model
+from .model import JOINS, MUTEX_ACQ, MUTEX_REL, OBJKIND, RD_ACQ, SCHEDULING, Ev, Model, State
 from .result import FAILS, IMPOSSIBLE, PASSES, STALLED, STOPPED, BisectError, BisectResult, Move, Step
 from .runner import ReplaySettings, Runner, Verdict
 
@@ -225,9 +225,11 @@ NOT_ACCESSES = RELEASES | SCHEDULING
 # Pairs whose two orders give the same state: swapping them changes nothing.
 COMMUTING = (frozenset({ev.BARRIER_ARRIVE}), frozenset({ev.BARRIER_DEPART}), frozenset({ev.SEM_POST}),
              frozenset(RD_ACQ))
-# Candidates the object model judges at most (each check runs B's events
-# up to the pair: on a long trace, thousands of them would take minutes).
-MODEL_CHECKS = 400
+# Candidates the object model judges at most (one walk over B, a copy of
+# the objects' state per candidate).
+MODEL_CHECKS = 5000
+# How far after Z a turn's partner is looked for (events).
+TURN_WINDOW = 64
 # Other threads' accesses of the object before an event that are tried as
 # its pair partner (the nearest ones).
 PARTNERS = 4
@@ -239,25 +241,31 @@ class _Candidate:
     x: int          # ... and X's thread's events from Z's position up to X move before it
     kind: str       # "object": Z and X use one object; "turn": X's thread took the turn from Z's
     a_same: bool    # A has both and runs them in B's order too
+    a_reversed: bool = False   # A has both and runs X first: A's order is the swap
     order: list[int] = field(default_factory=list)
 
 
-def _matched_a(s: _Search) -> dict[int, int]:
+def _matched_a(s: _Search) -> tuple[dict[int, int], set[int]]:
     """Base position -> A's position of the same operation (det.compare.diff's
-    matching: same thread, same index, up to the thread's first difference)."""
+    matching: same thread, same index, up to the thread's first difference);
+    and where each thread first does something else than in A (that event
+    and the one before it: the segment whose code took the other way)."""
     c = s.c
     pa, pb = c.a.positions(), c.b.positions()
     out: dict[int, int] = {}
+    diverged: set[int] = set()
     for t, lb in pb.items():
         la = pa.get(t, [])
         d = thread_first_diff(c.a, c.b, la, lb)
         n = min(len(la), len(lb)) if d is None else d
         for i in range(n):
             out[lb[i]] = la[i]
+        if d is not None and d < len(lb):
+            diverged.update(lb[max(0, d - 1):d + 1])
     for e in s.evs:
         if e.a_pos is not None:
             out[e.pos] = e.a_pos
-    return out
+    return out, diverged
 
 
 def _candidates(s: _Search) -> list[_Candidate]:
@@ -267,7 +275,7 @@ def _candidates(s: _Search) -> list[_Candidate]:
     too comes after those A reverses or lacks; a pair whose swap the object
     model rules out, or whose two events commute, is not a candidate."""
     evs = s.evs
-    a_of = _matched_a(s)
+    a_of, diverged = _matched_a(s)
     per_obj: dict[int, list[int]] = {}
     found: dict[tuple[int, int], _Candidate] = {}
 
@@ -277,7 +285,8 @@ def _candidates(s: _Search) -> list[_Candidate]:
         if any(evs[z].kind in group and evs[x].kind in group for group in COMMUTING):
             return
         az, ax = a_of.get(z), a_of.get(x)
-        found[(z, x)] = _Candidate(z, x, kind, az is not None and ax is not None and az < ax)
+        both = az is not None and ax is not None
+        found[(z, x)] = _Candidate(z, x, kind, both and az < ax, both and ax < az)
 
     for e in evs:
         # A barrier orders every thread against every other one at once: an
@@ -294,14 +303,27 @@ def _candidates(s: _Search) -> list[_Candidate]:
                 partners += 1
                 if partners == PARTNERS:
                     break
-    # A thread's start or exit next to another thread's event is no race.
-    plain = SCHEDULING | {ev.THREAD_START, ev.THREAD_EXIT}
-    for p in range(1, len(evs)):
-        if evs[p].tid != evs[p - 1].tid and evs[p].kind not in plain and evs[p - 1].kind not in plain:
-            add(p - 1, p, "turn")
-    # Nearest the failure (B's end) first, the smallest swap first among
-    # equals (X's block times the other threads' events it jumps); pairs A
-    # also runs in B's order after those A reverses or lacks.
+    # Turns: Z's code segment (it runs in Z's turn, up to Z) against the next
+    # segment of each other thread after it (up to its next event, a start
+    # excepted: no code of the thread runs before it), the nearest first.
+    # A thread's exit, a stop or a preemption ends a segment too.
+    for z in range(len(evs)):
+        if evs[z].kind == ev.THREAD_START:
+            continue
+        seen = {evs[z].tid}
+        for x in range(z + 1, min(len(evs), z + TURN_WINDOW)):
+            t = evs[x].tid
+            if t in seen or evs[x].kind == ev.THREAD_START:
+                continue
+            seen.add(t)
+            add(z, x, "turn")
+            if len(seen) > PARTNERS:
+                break
+    # Pairs A reverses first (A's order is the swap: A passed), then those
+    # whose Z is where its thread first went another way than in A, then
+    # the others A lacks, then those A runs in B's order too; within each, nearest the
+    # failure (B's end) first, the smallest swap first among equals (X's
+    # block times the other threads' events it jumps).
     # Turns (a race between plain accesses shows only as whose turn it was)
     # take every third try, so that neither kind starves the other.
     by_thread = s.sched.by_thread
@@ -310,7 +332,7 @@ def _candidates(s: _Search) -> list[_Candidate]:
         mine = by_thread[evs[k.x].tid]
         block = bisect_right(mine, k.x) - bisect_left(mine, k.z)
         cost = block * max(1, k.x - k.z + 1 - block)
-        return (k.a_same, -k.x, cost, -k.z)
+        return (k.a_same, not k.a_reversed, k.z not in diverged, -k.x, cost, -k.z)
 
     objects = sorted((k for k in found.values() if k.kind == "object"), key=rank)
     turns = sorted((k for k in found.values() if k.kind == "turn"), key=rank)
@@ -361,22 +383,51 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
         if cycle:
             return _deadlocked(s, cycle)
     cands = _candidates(s)
+    possible = _possible(s, cands[:MODEL_CHECKS])
     tried: list[tuple[_Candidate, Verdict]] = []
     examined = 0
-    for k in cands[:MODEL_CHECKS]:
+    for i, k in enumerate(cands[:MODEL_CHECKS]):
         if s.run.replays >= BUDGET - 1:
             break
         examined += 1
-        moved = _block(s, k.z, k.x)
-        start = base[:k.z] + moved
-        if not moved or s.sched.state(start) is None:
+        if i not in possible:
             continue   # the objects rule this swap out: no replay spent on it
-        k.order = s.sched.complete(start, lambda p: p)
+        k.order = s.sched.complete(base[:k.z] + _block(s, k.z, k.x), lambda p: p)
         v = s.judge(k.order, _move_label(s, k), f"pair-{k.z}-{k.x}", "move")
         tried.append((k, v))
         if v.verdict in PASSES:
             return _answer(s, *_shrink(s, base, k, v))
     return _no_pair(s, len(cands), examined, tried)
+
+
+def _possible(s: _Search, cands: list[_Candidate]) -> set[int]:
+    """The candidates whose swap the object model allows: B's events up to Z,
+    then X's block. One walk over B, with a copy of the state at each Z."""
+    at: dict[int, list[int]] = {}
+    for i, k in enumerate(cands):
+        at.setdefault(k.z, []).append(i)
+    out: set[int] = set()
+    st = State(s.model)
+    for p in range(max(at, default=-1) + 1):
+        for i in at.get(p, ()):
+            moved = _block(s, cands[i].z, cands[i].x)
+            if not moved:
+                continue
+            trial = st.copy()
+            for q in moved:
+                if not trial.enabled(s.evs[q]):
+                    break
+                trial.apply(s.evs[q])
+            else:
+                out.add(i)
+        e = s.evs[p]
+        if not st.enabled(e):
+            # The model cannot follow B itself from here on (it is
+            # approximate): the replays judge the rest.
+            out.update(i for i, k in enumerate(cands) if k.z > p and _block(s, k.z, k.x))
+            break
+        st.apply(e)
+    return out
 
 
 def _deadlock(s: _Search) -> list[tuple[int, int, int]]:
@@ -519,12 +570,13 @@ def _no_pair(s: _Search, candidates: int, examined: int, tried: list[tuple[_Cand
             return none(f"B's events fail in A's order too{hang}, so which events ran decides the outcome, not "
                         "their order")
     if examined == candidates:
-        swaps = f"{plural(len(tried), 'swap')} that could happen did not pass" if tried else "no swap could happen"
-        cannot = f", {ruled_out} other(s) cannot happen by the objects" if ruled_out else ""
+        swaps = (f"the {plural(len(tried), 'swap')} that could happen did not pass" if tried
+                 else "none could happen by the objects")
+        cannot = f", {ruled_out} other(s) cannot happen by the objects" if ruled_out and tried else ""
         several = (": the flip takes several reorderings together (B's events in A's order pass)"
                    if a_order is not None and a_order.verdict in PASSES else "")
         hang = " (a deadlock: the lock that would flip it was never taken in B)" if s.fail_status == 124 else ""
-        return none(f"of {plural(candidates, 'candidate pair')}, the {swaps}{cannot}{several}{hang}")
+        return none(f"of {plural(candidates, 'candidate pair')}, {swaps}{cannot}{several}{hang}")
     return s.result(answer="inconclusive", closest=refs, message=lambda: (
         f"the budget of {BUDGET} replays ran out with {candidates - examined} of "
         f"{plural(candidates, 'candidate pair')} untried ({len(tried)} tried, {ruled_out} cannot happen){near()}"))
