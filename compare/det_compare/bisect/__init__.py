@@ -43,8 +43,9 @@ Rules:
    decide.
  - The search, within 10 replays (the control, B as recorded, included):
    candidate pairs (Z, X), Z first in B, from accesses of one object by two
-   threads and from turns taken from another thread, nearest B's end
-   first; each tried as B with only that pair swapped (B up to Z, X's
+   threads and from code segments (turns) of two threads; those A runs the
+   other way round first, then those at a thread's first divergence from
+   A, then the rest, each class nearest B's end first; each tried as B with only that pair swapped (B up to Z, X's
    thread's events from there up to X, the rest in B's order as far as the
    model allows). The first that passes is the pair, shrunk to the
    earliest access of its object that must move. When none passes, one

@@ -228,7 +228,7 @@ COMMUTING = (frozenset({ev.BARRIER_ARRIVE}), frozenset({ev.BARRIER_DEPART}), fro
 # Candidates the object model judges at most (one walk over B, a copy of
 # the objects' state per candidate).
 MODEL_CHECKS = 5000
-# How far after Z a turn's partner is looked for (events).
+# How far before X a turn's partners are looked for (events).
 TURN_WINDOW = 64
 # Other threads' accesses of the object before an event that are tried as
 # its pair partner (the nearest ones).
@@ -269,11 +269,10 @@ def _matched_a(s: _Search) -> tuple[dict[int, int], set[int]]:
 
 
 def _candidates(s: _Search) -> list[_Candidate]:
-    """The pairs to try, nearest the failure first: accesses of one object by
-    two threads (each event with the last few other threads' accesses before
-    it), then the turns taken from another thread. A pair A runs in B's order
-    too comes after those A reverses or lacks; a pair whose swap the object
-    model rules out, or whose two events commute, is not a candidate."""
+    """The pairs to try, in order: accesses of one object by two threads
+    (each event with the last few other threads' accesses before it) and
+    turns (a code segment against the next one of each other thread), ranked
+    below. A pair whose two events commute is not a candidate."""
     evs = s.evs
     a_of, diverged = _matched_a(s)
     per_obj: dict[int, list[int]] = {}
@@ -303,29 +302,28 @@ def _candidates(s: _Search) -> list[_Candidate]:
                 partners += 1
                 if partners == PARTNERS:
                     break
-    # Turns: Z's code segment (it runs in Z's turn, up to Z) against the next
-    # segment of each other thread after it (up to its next event, a start
+    # Turns: X's code segment (it runs in X's turn, up to X) against the
+    # latest segment of each other thread before it (a thread's start
     # excepted: no code of the thread runs before it), the nearest first.
     # A thread's exit, a stop or a preemption ends a segment too.
-    for z in range(len(evs)):
-        if evs[z].kind == ev.THREAD_START:
+    # Only adjacent segments: X is also its thread's first segment after Z.
+    for x in range(len(evs)):
+        if evs[x].kind == ev.THREAD_START:
             continue
-        seen = {evs[z].tid}
-        for x in range(z + 1, min(len(evs), z + TURN_WINDOW)):
-            t = evs[x].tid
-            if t in seen or evs[x].kind == ev.THREAD_START:
+        seen = {evs[x].tid}
+        mine_between = False   # an event of X's thread (a start excepted) between Z and X
+        for z in range(x - 1, max(-1, x - TURN_WINDOW), -1):
+            t = evs[z].tid
+            if t == evs[x].tid:
+                mine_between = mine_between or evs[z].kind != ev.THREAD_START
+                continue
+            if t in seen:
                 continue
             seen.add(t)
-            add(z, x, "turn")
+            if evs[z].kind != ev.THREAD_START and not mine_between:
+                add(z, x, "turn")
             if len(seen) > PARTNERS:
                 break
-    # Pairs A reverses first (A's order is the swap: A passed), then those
-    # whose Z is where its thread first went another way than in A, then
-    # the others A lacks, then those A runs in B's order too; within each, nearest the
-    # failure (B's end) first, the smallest swap first among equals (X's
-    # block times the other threads' events it jumps).
-    # Turns (a race between plain accesses shows only as whose turn it was)
-    # take every third try, so that neither kind starves the other.
     by_thread = s.sched.by_thread
 
     def rank(k: _Candidate) -> tuple[bool, int, int, int]:
@@ -400,6 +398,17 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
     return _no_pair(s, len(cands), examined, tried)
 
 
+def _other_pairs(s: _Search, k: _Candidate, moved: list[int]) -> bool:
+    """Whether moving X's block before Z also reorders a third thread's
+    access of an object the block uses: then the swap is more than one pair."""
+    evs = s.evs
+    objs = {evs[p].obj for p in moved if evs[p].obj and evs[p].kind not in SCHEDULING}
+    inside = set(moved)
+    zt = evs[k.z].tid
+    return any(evs[p].obj in objs and evs[p].tid != zt and evs[p].kind not in SCHEDULING
+               for p in range(k.z, k.x) if p not in inside)
+
+
 def _possible(s: _Search, cands: list[_Candidate]) -> set[int]:
     """The candidates whose swap the object model allows: B's events up to Z,
     then X's block. One walk over B, with a copy of the state at each Z."""
@@ -411,7 +420,7 @@ def _possible(s: _Search, cands: list[_Candidate]) -> set[int]:
     for p in range(max(at, default=-1) + 1):
         for i in at.get(p, ()):
             moved = _block(s, cands[i].z, cands[i].x)
-            if not moved:
+            if not moved or _other_pairs(s, cands[i], moved):
                 continue
             trial = st.copy()
             for q in moved:
@@ -424,7 +433,8 @@ def _possible(s: _Search, cands: list[_Candidate]) -> set[int]:
         if not st.enabled(e):
             # The model cannot follow B itself from here on (it is
             # approximate): the replays judge the rest.
-            out.update(i for i, k in enumerate(cands) if k.z > p and _block(s, k.z, k.x))
+            out.update(i for i, k in enumerate(cands)
+                       if k.z > p and (moved := _block(s, k.z, k.x)) and not _other_pairs(s, k, moved))
             break
         st.apply(e)
     return out
@@ -571,15 +581,16 @@ def _no_pair(s: _Search, candidates: int, examined: int, tried: list[tuple[_Cand
                         "their order")
     if examined == candidates:
         swaps = (f"the {plural(len(tried), 'swap')} that could happen did not pass" if tried
-                 else "none could happen by the objects")
-        cannot = f", {ruled_out} other(s) cannot happen by the objects" if ruled_out and tried else ""
+                 else "none could happen by the objects as one swap")
+        cannot = (f", {ruled_out} other(s) cannot happen by the objects or move more than one pair"
+                  if ruled_out and tried else "")
         several = (": the flip takes several reorderings together (B's events in A's order pass)"
                    if a_order is not None and a_order.verdict in PASSES else "")
         hang = " (a deadlock: the lock that would flip it was never taken in B)" if s.fail_status == 124 else ""
         return none(f"of {plural(candidates, 'candidate pair')}, {swaps}{cannot}{several}{hang}")
     return s.result(answer="inconclusive", closest=refs, message=lambda: (
         f"the budget of {BUDGET} replays ran out with {candidates - examined} of "
-        f"{plural(candidates, 'candidate pair')} untried ({len(tried)} tried, {ruled_out} cannot happen){near()}"))
+        f"{plural(candidates, 'candidate pair')} untried ({len(tried)} tried, {ruled_out} ruled out){near()}"))
 
 
 def _pass_keys(s: _Search) -> list[tuple[int, int]]:
