@@ -326,20 +326,32 @@ def _candidates(s: _Search) -> list[_Candidate]:
                 break
     by_thread = s.sched.by_thread
 
-    def rank(k: _Candidate) -> tuple[bool, int, int, int]:
+    def rank(k: _Candidate) -> tuple[int, int, int]:
         mine = by_thread[evs[k.x].tid]
         block = bisect_right(mine, k.x) - bisect_left(mine, k.z)
         cost = block * max(1, k.x - k.z + 1 - block)
-        return (k.a_same, not k.a_reversed, k.z not in diverged, -k.x, cost, -k.z)
+        return (-k.x, cost, -k.z)
 
-    objects = sorted((k for k in found.values() if k.kind == "object"), key=rank)
-    turns = sorted((k for k in found.values() if k.kind == "turn"), key=rank)
+    # Queues taken in turn, so that no clue starves the others: object pairs
+    # A runs the other way round (A passed: its order is the swap); pairs
+    # whose Z is where its thread first went another way than in A; the
+    # other object pairs; the other turns. (A pair A runs as B does is no
+    # less likely: A may pass by another difference.)
+    queues: list[list[_Candidate]] = [[], [], [], []]
+    for k in found.values():
+        if k.kind == "object" and k.a_reversed:
+            queues[0].append(k)
+        elif k.z in diverged:
+            queues[1].append(k)
+        else:
+            queues[2 if k.kind == "object" else 3].append(k)
+    for q in queues:
+        q.sort(key=rank, reverse=True)   # popped from the end: nearest first
     out: list[_Candidate] = []
-    while objects or turns:
-        out.extend(objects[:2])
-        del objects[:2]
-        out.extend(turns[:1])
-        del turns[:1]
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop())
     return out
 
 
