@@ -42,14 +42,14 @@ SAMPLES = ROOT / "samples"
 MAX_REPLAYS = 10
 HANG_TIMEOUT = "2"
 
-# tests/programs whose failure a strict schedule decides (args, and whether
-# plain strict scheduling shows it or only chaos does).
+# tests/programs whose failure a strict schedule decides, with their
+# arguments. (two_locks is not one: its race is between two plain accesses
+# in one turn, which only a det-cc build's memory points can split.)
 TEST_PROGRAMS: list[tuple[str, tuple[str, ...]]] = [
     ("ticket_check", ()),
     ("publish_late", ()),
     ("either_first", ()),
     ("late_check", ()),
-    ("two_locks", ()),
     ("split_increment", ()),
     ("first_last", ()),
     ("strict_crash_after", ()),
@@ -98,8 +98,13 @@ def programs(suite: str) -> list[Program]:
     return out
 
 
-def detrec(*args: object, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "detrec"), *map(str, args)], capture_output=True, timeout=timeout)
+def detrec(*args: object, timeout: float = 300) -> subprocess.CompletedProcess:
+    """detrec; a hunt that runs out of time counts as finding nothing."""
+    cmd = [str(BIN / "detrec"), *map(str, args)]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, b"", b"time limit")
 
 
 def record(p: Program, tmp: Path) -> tuple[Path | None, Path | None]:
@@ -107,7 +112,7 @@ def record(p: Program, tmp: Path) -> tuple[Path | None, Path | None]:
     hang = ["--timeout", HANG_TIMEOUT] if p.hang else ["--timeout", "30"]
     detrec("-q", "--strict", *hang, "--until-fail", "100", "-o", fail, "--", p.exe, *p.args)
     if not fail.exists():
-        detrec("-q", "--chaos", "--strict", *hang, "--seed", "1", "--runs", "300", "-o", fail, "--", p.exe, *p.args)
+        detrec("-q", "--chaos", "--strict", *hang, "--seed", "1", "--runs", "100", "-o", fail, "--", p.exe, *p.args)
     if not fail.exists():
         return None, None
     if not passing.exists():

@@ -242,6 +242,7 @@ class _Candidate:
     kind: str       # "object": Z and X use one object; "turn": X's thread took the turn from Z's
     a_same: bool    # A has both and runs them in B's order too
     a_reversed: bool = False   # A has both and runs X first: A's order is the swap
+    nearer: list[int] = field(default_factory=list)   # Z's thread's accesses between Z and X, nearest first
     order: list[int] = field(default_factory=list)
 
 
@@ -292,16 +293,24 @@ def _candidates(s: _Search) -> list[_Candidate]:
         # arrival and a departure of two rounds are not a race.
         if e.obj and e.kind not in NOT_ACCESSES and OBJKIND.get(e.kind) != "BARRIER":
             per_obj.setdefault(e.obj, []).append(e.pos)
+    # X is its thread's first access of the object after Z (a later one
+    # would move that first access over Z too), and Z is the farthest of the
+    # last few accesses of one other thread before X: one replay tries X
+    # before all of them; when it passes, the search narrows Z down to the
+    # nearest one that still does (_narrow_z).
     for ps in per_obj.values():
         for i, x in enumerate(ps):
-            partners = 0
+            if i == 0 or evs[ps[i - 1]].tid == evs[x].tid:
+                continue
+            other = evs[ps[i - 1]].tid
+            zs: list[int] = []
             for z in reversed(ps[max(0, i - 64):i]):
-                if evs[z].tid == evs[x].tid:
-                    continue
-                add(z, x, "object")
-                partners += 1
-                if partners == PARTNERS:
+                if evs[z].tid != other or len(zs) == PARTNERS:
                     break
+                zs.append(z)
+            add(zs[-1], x, "object")
+            if (zs[-1], x) in found:
+                found[(zs[-1], x)].nearer = zs[:-1]
     # Turns: X's code segment (it runs in X's turn, up to X) against the
     # latest segment of each other thread before it (a thread's start
     # excepted: no code of the thread runs before it), the nearest first.
@@ -349,7 +358,7 @@ def _candidates(s: _Search) -> list[_Candidate]:
         q.sort(key=rank, reverse=True)   # popped from the end: nearest first
     out: list[_Candidate] = []
     while any(queues):
-        for q in queues:
+        for q in (queues[2], queues[0], queues[2], queues[1], queues[3]):   # plain object pairs twice a round
             if q:
                 out.append(q.pop())
     return out
@@ -406,7 +415,7 @@ def _search(s: _Search, base: list[int]) -> BisectResult:
         v = s.judge(k.order, _move_label(s, k), f"pair-{k.z}-{k.x}", "move")
         tried.append((k, v))
         if v.verdict in PASSES:
-            return _answer(s, *_shrink(s, base, k, v))
+            return _answer(s, *_shrink(s, base, *_narrow_z(s, base, k, v)))
     return _no_pair(s, len(cands), examined, tried)
 
 
@@ -497,6 +506,29 @@ def _deadlocked(s: _Search, cycle: list[tuple[int, int, int]]) -> BisectResult:
                 f"T{x.tid}'s attempt at {x.location} before T{z.tid} #{z.idx} ({z.kind} at {z.location})")
 
     return s.result(answer="none", closest=refs, message=message)
+
+
+def _narrow_z(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Candidate, Verdict]:
+    """X moved before the farthest of Z's thread's accesses passed: the
+    nearest of them before which it still passes (binary search, within the
+    budget) is the pair's first event."""
+    zs = [*k.nearer, k.z]          # nearest first; moving before zs[-1] passes
+    lo, hi = -1, len(zs) - 1       # before zs[lo] (lo = -1: nowhere, B) fails; before zs[hi] passes
+    best = (k, v)
+    while hi - lo > 1 and s.run.replays < BUDGET:
+        mid = (lo + hi) // 2
+        c = _Candidate(zs[mid], k.x, k.kind, k.a_same, k.a_reversed)
+        moved = _block(s, c.z, c.x)
+        if not moved or s.sched.state(base[:c.z] + moved) is None:
+            lo = mid
+            continue
+        c.order = s.sched.complete(base[:c.z] + moved, lambda p: p)
+        w = s.judge(c.order, _move_label(s, c), f"pair-{c.z}-{c.x}", "move")
+        if w.verdict in PASSES:
+            hi, best = mid, (c, w)
+        else:
+            lo = mid
+    return best
 
 
 def _shrink(s: _Search, base: list[int], k: _Candidate, v: Verdict) -> tuple[_Candidate, Verdict]:
