@@ -11,7 +11,7 @@ BisectResult of plain dataclasses; nothing here prints. One job per module:
              completed by the model (Scheduler), counting reorderings
   runner.py  writing an order as a trace file and replaying it with the real
              detreplay; its verdict (Runner, classify)
-  search.py  the narrowing (H_k, G_m, the move that confirms the pair)
+  search.py  the search: candidate pairs, each tried as one swap of B
   report.py  the result as text (detdiff's rendering)
 
 The rules of the method:
@@ -41,16 +41,18 @@ Rules:
    joins, once, condition signals) lets an event run only when the call
    could return what was recorded. The model only chooses orders; replays
    decide.
- - Narrowing, each step a binary search over replays:
-   1. H_k = the first k events in FAIL's order, the rest in PASS's order
-      (PASS's rank of the same thread's same index). H_N is FAIL; the
-      boundary k (H_k fails, H_{k-1} does not) fixes the beginning.
-   2. G_m = H_{k-1}'s first k-1+m events, the rest in FAIL's order: G_0 is
-      FAIL, the boundary m fixes the end. G_m and G_{m-1} differ in one
-      choice: X (G_m) or Z (G_{m-1}) runs at that position.
-   3. FAIL with only X (and its thread's events it needs) moved up to just
-      before FAIL[j], for the latest j that still makes the run pass: the
-      critical pair is FAIL[j] and X, confirmed against FAIL as the control.
+ - The search, within 10 replays (the control, B as recorded, included):
+   candidate pairs (Z, X), Z first in B, from accesses of one object by two
+   threads and from code segments (turns) of two threads; those A runs the
+   other way round first, then those at a thread's first divergence from
+   A, then the rest, each class nearest B's end first; each tried as B with only that pair swapped (B up to Z, X's
+   thread's events from there up to X, the rest in B's order as far as the
+   model allows). The first that passes is the pair, shrunk to the
+   earliest access of its object that must move. When none passes, one
+   replay of B's events in A's order says why: the answer is "no single
+   pair flips it", with the reason and the closest candidate, or
+   inconclusive when the budget ran out first. A "critical pair" is
+   reported only when its swap passed.
  - "Stacks" are the recorded call sites (return addresses of the interposed
    calls) of each thread's last events, not unwound stacks.
 """

@@ -102,6 +102,24 @@ class State:
         self.once_started: dict[int, int] = {}
         self.once_done: set[int] = set()
 
+    def copy(self) -> State:
+        c = State.__new__(State)
+        c.m = self.m
+        c.owner = {o: list(h) for o, h in self.owner.items()}
+        c.writer = dict(self.writer)
+        c.readers = {o: Counter(r) for o, r in self.readers.items()}
+        c.sem = dict(self.sem)
+        c.arrived = Counter(self.arrived)
+        c.round = dict(self.round)
+        c.signals = Counter(self.signals)
+        c.waiting = dict(self.waiting)
+        c.created = set(self.created)
+        c.creates = self.creates
+        c.exited = set(self.exited)
+        c.once_started = dict(self.once_started)
+        c.once_done = set(self.once_done)
+        return c
+
     def _free_for(self, obj: int, tid: int) -> bool:
         o = self.owner.get(obj)
         return o is None or o[0] == tid

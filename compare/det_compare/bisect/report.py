@@ -38,7 +38,8 @@ def render(r: BisectResult, st: Any) -> list[str]:
     w(st.dim(f"   {' '.join(r.a.argv) or r.a.binary}"))
     w("")
     if not r.found or r.first is None or r.second is None:
-        w(st.head(f"No critical pair ({plural(r.replays, 'replay')}): {r.message}."))
+        # One line: why no pair was named, with the closest candidate tried.
+        w(st.head(f"No critical pair ({plural(r.replays, 'replay')}): ") + f"{r.message}.")
     else:
         w(st.head(f"The critical pair ({plural(r.replays, 'replay')}):"))
         for head, e in (("B runs first", r.first), ("then", r.second)):
@@ -57,8 +58,6 @@ def render(r: BisectResult, st: Any) -> list[str]:
             w("      " + st.a(_verdict_text(control.verdict, control.detail)))
         if r.pass_order:
             w(f"  {r.pass_order}.")
-        if r.boundary is not None:
-            w(st.dim(f"  first step's boundary: H_{r.boundary} fails, H_{r.boundary - 1} does not"))
         for tid, evs in r.stacks.items():
             w("")
             w(st.head(f"{tid}'s recent call sites") + st.dim(" (return addresses recorded with its last events, "

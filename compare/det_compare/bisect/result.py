@@ -47,12 +47,10 @@ class Step:
 
 @dataclass
 class Move:
-    """B with a few events moved: the confirmation of the pair.
+    """B with one pair swapped: the confirmation of the pair.
 
-    The schedule is B[:j], then X's thread's events from B[j] on up to X,
-    then the rest in B's order as far as the objects allow. It is told from
-    its smaller side: X's block moved before B[j], or the other events
-    between B[j] and X moved after X."""
+    The schedule is B up to Z, then X's thread's events from Z's position on
+    up to X, then the rest in B's order as far as the objects allow."""
 
     label: str
     moved: list[EventRef]    # the events that move
@@ -73,15 +71,17 @@ class BisectResult:
     fail_status: int         # B's exit status: what detreplay exits with when a hybrid fails
     replays: int             # real detreplay runs
     steps: list[Step]
-    found: bool              # a pair was isolated
-    confirmed: bool          # B with the pair swapped passes, B as recorded fails (both replayed)
-    boundary: int | None     # k: H_k fails, H_{k-1} does not
+    found: bool              # a pair was isolated: B with it swapped passes, B as recorded fails (both replayed)
+    confirmed: bool          # the same as found (kept for readers of older results)
+    answer: str              # "pair": found; "none": no single pair flips it (message says why);
+                             # "inconclusive": the replay budget ran out first
     first: EventRef | None   # the critical pair in B's order: this runs first in B ...
     second: EventRef | None  # ... and running this before it makes the run pass
     move: Move | None
     pass_order: str | None   # how A orders the same two operations
     stacks: dict[str, list[EventRef]]   # "T1" -> its last events up to its critical one (recorded call sites)
     message: str
+    closest: list[EventRef] = field(default_factory=list)   # no pair found: the nearest candidate tried (Z, X)
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

@@ -48,6 +48,7 @@ class Verdict:
     exit_status: int
 
 
+_OUTCOME_DIFFERS = re.compile(r"the outcome differs: (.*)$")
 _RESULT_DIVERGENCE = re.compile(r": (\w+)\(.*?\) at .*: the operation returned something else")
 
 
@@ -66,8 +67,12 @@ def classify(returncode: int, lines: list[str], fail_status: int) -> Verdict | N
         return Verdict(FAILS if returncode == fail_status else OTHER_OUTCOME, last, returncode)
     if "replay stalled" in text:
         return Verdict(STALLED, last, returncode)
-    if "the outcome differs" in text:
-        return Verdict(OTHER_OUTCOME, last, returncode)
+    m = next((m for m in map(_OUTCOME_DIFFERS.search, lines) if m), None)
+    if m:
+        # Only the output differs: the program ended as FAIL did (the same
+        # exit status or signal), so it still fails, in other words.
+        same_end = not any(p.startswith(("recorded ", "the recording was stopped")) for p in m.group(1).split("; "))
+        return Verdict(FAILS if same_end else OTHER_OUTCOME, last, returncode)
     if "det stopped the program" in text:
         return Verdict(STOPPED, last, returncode)
     m = _RESULT_DIVERGENCE.search(last)
