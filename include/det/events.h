@@ -82,7 +82,7 @@ static inline int det_kind_handoff(unsigned kind)
  * write to a stream several processes write (preload/shared_out.c) keeps
  * its place on its FILE and takes one among the hand-offs too, so that it
  * stays in order with the other processes' writes. */
-static inline int det_event_also_handoff(unsigned kind, uint32_t aux)
+static inline int det_event_also_handoff(unsigned kind, unsigned aux)
 {
 	return kind == DET_EV_STDIO_WRITE && aux == DET_AUX_STDIO_WRITE_SHARED;
 }
