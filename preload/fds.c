@@ -50,7 +50,11 @@ void fd_set_class(int fd, enum fd_class c)
  * table above) still knows it as internal. */
 uint64_t pipe_key(const struct stat *st)
 {
-	return ((uint64_t)st->st_dev << 40) ^ (uint64_t)st->st_ino;
+	/* odd, so never 0 (an empty entry); the inode shifted, not or'ed with
+	 * 1: pipes made one after another have inodes N and N + 1, and
+	 * `key | 1` made them one (a multiprocessing pool's two queues; an
+	 * outside stdout next to the program's first pipe passed for its own) */
+	return ((uint64_t)st->st_dev << 44) ^ ((uint64_t)st->st_ino << 1) ^ 1;
 }
 
 static void remember_pipe(int fd)
@@ -59,12 +63,12 @@ static void remember_pipe(int fd)
 	if (fstat(fd, &st) != 0)
 		return;
 	_Atomic uint64_t *tab = (_Atomic uint64_t *)((char *)det_hdr + det_hdr->pipes_off);
-	det_set_insert(tab, det_hdr->pipes_cap - 1, pipe_key(&st) | 1);
+	det_set_insert(tab, det_hdr->pipes_cap - 1, pipe_key(&st));
 }
 
 static int known_pipe(const struct stat *st)
 {
-	uint64_t key = pipe_key(st) | 1, mask = det_hdr->pipes_cap - 1;
+	uint64_t key = pipe_key(st), mask = det_hdr->pipes_cap - 1;
 	_Atomic uint64_t *tab = (_Atomic uint64_t *)((char *)det_hdr + det_hdr->pipes_off);
 	for (uint64_t i = det_obj_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
 		uint64_t cur = atomic_load(&tab[i]);

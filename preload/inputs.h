@@ -27,7 +27,7 @@ enum fd_class {
 
 /* The class of fd, decided on first sight (fd_class's comment says how). */
 DET_HIDDEN enum fd_class fd_class(int fd);
-/* A pipe's or socket pair's key, by inode (both ends share it). */
+/* A pipe's or socket pair's key, by inode (both ends share it): odd, one per inode. */
 DET_HIDDEN uint64_t pipe_key(const struct stat *st);
 /* Set the class of fd (a descriptor that arrived another way: passed over a socket). */
 DET_HIDDEN void fd_set_class(int fd, enum fd_class c);

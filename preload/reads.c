@@ -94,7 +94,7 @@ static uint64_t pipe_id(int fd)
 	struct stat st;
 	if (det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISFIFO(st.st_mode))
 		return 0;
-	return pipe_key(&st) | 1;
+	return pipe_key(&st);
 }
 
 /* The pipe `fd` writes into or reads from, when the program made both its

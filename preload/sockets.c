@@ -11,6 +11,7 @@
  *    (preload/inputs.h): this file is one source of inputs, split out of it.
  */
 #include "inputs.h"
+#include "shared_out.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -441,6 +442,9 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 				ssize_t (*perform)(void *ctx), void *ctx, uint64_t ra)
 {
 	struct det_op op = {0};
+	/* a stream other processes write too: place and write under its
+	 * lock, here and in replay (preload/shared_out.c) */
+	struct det_out_lock *shared = shared_out(fd);
 	if (!det_input_begin(&op, t, DET_EV_WRITE, (uint32_t)fd, ra)) {
 		/* The write takes its place in the order before it runs, and
 		 * in strict mode keeps the turn while it runs: threads that
@@ -448,8 +452,12 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		 * an order nobody recorded. (A write that blocks for long,
 		 * say on a pipe this program itself must drain, loses the
 		 * turn to the watchdog.) */
+		if (shared)
+			shared_out_lock(shared);
 		det_ops.rec_call_begin(&op);
 		int64_t res = res_of(det_strict ? perform(ctx) : BLOCKING(&op, perform(ctx)));
+		if (shared)
+			shared_out_unlock(shared);
 		det_ops.rec_call_end(&op, res);
 		return ret_of(res);
 	}
@@ -464,6 +472,10 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 	 * the program's own pipe reads for real, so it still waits for the
 	 * bytes. (Strict mode and gdb keep the write inside its turn.) */
 	int done_first = det_ops.replay_free_running();
+	if (shared && res > 0) /* the next writer in the order waits for the bytes */
+		shared_out_lock(shared);
+	else
+		shared = NULL;
 	if (done_first)
 		det_input_end(&op, res, NULL, 0);
 	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
@@ -501,6 +513,8 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		done += off;
 		i++;
 	}
+	if (shared)
+		shared_out_unlock(shared);
 	if (!done_first)
 		det_input_end(&op, res, NULL, 0);
 	return ret_of(res);

@@ -22,6 +22,7 @@
  */
 #include "threads.h"
 #include "locks.h"
+#include "shared_out.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,8 +42,13 @@
  * before the call returns, and that read must come after it in the order.
  * (The result is logged when the call returns; "pending" if it never did.) */
 
-static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
+static struct det_out_lock *stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
 {
+	/* A FILE on a stream other processes write too (stdout inherited
+	 * through fork: each process has its own FILE, one stream): its
+	 * place among the hand-offs and its write under the stream's lock
+	 * (preload/shared_out.c), in record and replay. */
+	struct det_out_lock *shared = f ? shared_out(fileno(f)) : NULL;
 	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
 	if (det_replaying()) {
 		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
@@ -55,12 +61,15 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 			 * holds its FILE meanwhile: the FILE's next users still
 			 * write after it. (op->rec = NULL: done already.) */
 			real.flockfile(f);
+			if (shared) /* the next writer in the order waits for its bytes */
+				shared_out_lock(shared);
 			det_acquire_end(op, op->rec->result);
 			op->rec = NULL;
 			/* a reader due after it may drain the pipe (read_ahead) */
 			atomic_store(&t->slot->pipe_writing, det_own_pipe(fileno(f)));
+			return shared;
 		}
-		return;
+		return NULL;
 	}
 	if (f && real.ftrylockfile(f) != 0) {
 		if (det_strict) {
@@ -73,11 +82,18 @@ static void stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64
 		}
 	}
 	t->cancel_file = f; /* its write may be canceled (det_unwound) */
+	if (shared) {
+		shared_out_lock(shared);
+		op->aux = DET_AUX_STDIO_WRITE_SHARED;
+	}
 	det_ops.rec_call_begin(op);
+	return shared;
 }
 
-static int stdio_end(struct det_op *op, FILE *f, int r)
+static int stdio_end(struct det_op *op, FILE *f, struct det_out_lock *shared, int r)
 {
+	if (shared)
+		shared_out_unlock(shared);
 	if (det_replaying()) {
 		if (op->rec) {
 			det_acquire_end(op, op->rec->result);
@@ -101,8 +117,8 @@ static int stdio_end(struct det_op *op, FILE *f, int r)
 		if (!t)                                                           \
 			return call;                                              \
 		struct det_op op = {0};                                           \
-		stdio_begin(&op, t, f, DET_RA());                                 \
-		return stdio_end(&op, f, call);                                   \
+		struct det_out_lock *so = stdio_begin(&op, t, f, DET_RA());      \
+		return stdio_end(&op, f, so, call);                               \
 	} while (0)
 
 DET_IMPL int det_impl_vprintf(const char *fmt, va_list ap)
@@ -141,8 +157,8 @@ DET_IMPL int det_impl_det_stdio_va(enum stdio_va which, FILE *f, int flag, const
 	if (!t)
 		return VCALL;
 	struct det_op op = {0};
-	stdio_begin(&op, t, f, ra);
-	return stdio_end(&op, f, VCALL);
+	struct det_out_lock *so = stdio_begin(&op, t, f, ra);
+	return stdio_end(&op, f, so, VCALL);
 #undef VCALL
 }
 
@@ -208,9 +224,9 @@ DET_IMPL size_t det_impl_fwrite(const void *p, size_t size, size_t n, FILE *f)
 	if (!t)
 		return real.fwrite(p, size, n, f);
 	struct det_op op = {0};
-	stdio_begin(&op, t, f, DET_RA());
+	struct det_out_lock *so = stdio_begin(&op, t, f, DET_RA());
 	size_t r = real.fwrite(p, size, n, f);
-	stdio_end(&op, f, (int)(r > INT32_MAX ? INT32_MAX : r));
+	stdio_end(&op, f, so, (int)(r > INT32_MAX ? INT32_MAX : r));
 	return r;
 }
 
@@ -228,10 +244,10 @@ DET_IMPL void det_impl_perror(const char *s)
 	}
 	int saved = errno;
 	struct det_op op = {0};
-	stdio_begin(&op, t, stderr, DET_RA());
+	struct det_out_lock *so = stdio_begin(&op, t, stderr, DET_RA());
 	errno = saved;
 	real.perror(s);
-	stdio_end(&op, stderr, 0);
+	stdio_end(&op, stderr, so, 0);
 }
 
 DET_IMPL void det_impl_flockfile(FILE *f)

@@ -187,12 +187,15 @@ static inline uint64_t place(struct det_op *op, int observe)
  */
 static inline void aux_place(struct det_op *op)
 {
-	if (det_likely(!op->aux_addr) || det_strict || !op->aux || op->aux >= det_hdr->objseq_count)
+	uint32_t obj = op->aux;
+	if (det_unlikely(det_event_also_handoff(op->kind, op->aux)) && !det_strict)
+		obj = 0; /* a place among the hand-offs, on object 0 (include/det/events.h) */
+	else if (det_likely(!op->aux_addr) || det_strict || !op->aux || op->aux >= det_hdr->objseq_count)
 		return;
 	struct det_rec *r = ring_put(op->t);
 	memset(r, 0, sizeof(*r));
-	r->seq = atomic_fetch_add_explicit(det_shm_objseq(det_hdr, op->aux), 1, memory_order_seq_cst);
-	r->obj = op->aux;
+	r->seq = atomic_fetch_add_explicit(det_shm_objseq(det_hdr, obj), 1, memory_order_seq_cst);
+	r->obj = obj;
 	r->kind = DET_REC_AUXSEQ;
 }
 

@@ -154,6 +154,7 @@ void det_replay_reset(void)
 		atomic_store(&p->status_known, 0);
 	}
 	memset((char *)h + h->pipes_off, 0, (size_t)h->pipes_cap * sizeof(uint64_t));
+	memset(det_shm_out_lock(h, 0), 0, (size_t)h->out_locks_cap * sizeof(struct det_out_lock));
 	memset(det_shm_objects(h), 0, (size_t)h->objects_cap * sizeof(struct det_objent));
 	memset((char *)h + h->objrev_off, 0, ((size_t)h->objrev_count + 1) * sizeof(uint64_t));
 	atomic_store(&h->diverged, 0);

@@ -13,7 +13,9 @@
  *               create -> start and exit -> join edges (a thread's events
  *               all name the thread's own object);
  *      both: a hand-off through a descriptor (det_kind_handoff), its
- *               predecessor among the hand-offs only.
+ *               predecessor among the hand-offs only; a stdio write to a
+ *               stream several processes write (det_event_also_handoff)
+ *               that predecessor as its second.
  *    Program order within a thread needs no edge.
  *  - One feeder reads the trace once, in seq order, and writes entry i of
  *    thread T into T's window only while T has done enough of its events
@@ -132,6 +134,12 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 	} else {
 		dep[0] = o->prev;
 		o->prev = me;
+	}
+	if (det_event_also_handoff(e->kind, e->aux) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED))) {
+		/* a stdio write to a stream other processes write: after
+		 * the hand-off before it, whatever else orders it */
+		dep[1] = o->handoff;
+		o->handoff = me;
 	}
 	for (int i = 0; i < 2; i++)
 		if (dep[i].thread == t + 1) /* program order needs no edge */

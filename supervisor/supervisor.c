@@ -82,6 +82,8 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	off = page_up(off + (uint64_t)l->max_threads * sizeof(struct det_proc));
 	uint64_t pipes_off = off;
 	off = page_up(off + (uint64_t)SUP_PIPES * sizeof(uint64_t));
+	uint64_t out_locks_off = off;
+	off = page_up(off + (uint64_t)SUP_OUT_LOCKS * sizeof(struct det_out_lock));
 	uint64_t files_off = off;
 	off = page_up(off + (uint64_t)SUP_FILES * sizeof(struct det_file));
 	uint64_t file_keys_off = off;
@@ -126,6 +128,8 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	h->max_procs = l->max_threads; /* every process has a thread */
 	h->pipes_off = pipes_off;
 	h->pipes_cap = SUP_PIPES;
+	h->out_locks_off = out_locks_off;
+	h->out_locks_cap = SUP_OUT_LOCKS;
 	h->files_off = files_off;
 	h->file_keys_off = file_keys_off;
 	h->files_cap = SUP_FILES;

@@ -109,6 +109,7 @@ static inline struct det_objent *sup_objects(const struct det_sup *s)
 /* Pipes the program may make (inodes remembered; a fuller table only
  * makes later pipes count as outside ones, recorded rather than re-read). */
 #define SUP_PIPES 8192
+#define SUP_OUT_LOCKS 256 /* streams several processes write (more share the last ones' locks) */
 #define SUP_FILES 4096 /* files a recording lists for `detrec pack` */
 
 /* Sizes that decide the region's layout. */

@@ -78,6 +78,15 @@ static inline int det_kind_handoff(unsigned kind)
 	}
 }
 
+/* An event that is a hand-off besides its own kind's ordering: a stdio
+ * write to a stream several processes write (preload/shared_out.c) keeps
+ * its place on its FILE and takes one among the hand-offs too, so that it
+ * stays in order with the other processes' writes. */
+static inline int det_event_also_handoff(unsigned kind, unsigned aux)
+{
+	return kind == DET_EV_STDIO_WRITE && aux == DET_AUX_STDIO_WRITE_SHARED;
+}
+
 /* Kinds replay does not order across threads: inputs carry their values
  * (except hand-offs, above), and a send is checked, not performed. A
  * signal's delivery is ordered: its handler's effects reach other threads

@@ -426,6 +426,10 @@ struct det_shm_header {
 	DET_ATOMIC(uint32_t) next_proc;
 	uint64_t pipes_off;
 	uint32_t pipes_cap;                  /* power of two; entries are DET_ATOMIC(uint64_t) inodes */
+	/* locks on the streams several processes write (struct det_out_lock,
+	 * preload/shared_out.c) */
+	uint32_t out_locks_cap;              /* power of two */
+	uint64_t out_locks_off;
 
 	/* replay: how threads wait for their turns (enum det_turns_backend) */
 	uint32_t turns;
@@ -458,6 +462,24 @@ static inline struct det_slot *det_shm_slot(struct det_shm_header *h, uint32_t n
 static inline struct det_proc *det_shm_proc(struct det_shm_header *h, uint32_t idx)
 {
 	return (struct det_proc *)((char *)h + h->procs_off) + idx;
+}
+
+/*
+ * A stream (pipe, terminal, device) that several of the program's
+ * processes write, by inode: who holds it takes a write's place in the
+ * order and makes the write, so the order is the order the bytes reached
+ * the stream (preload/shared_out.c).
+ */
+struct det_out_lock {
+	DET_ATOMIC(uint64_t) key;     /* the stream's inode key (odd); 0: free entry */
+	DET_ATOMIC(uint32_t) ready;   /* 1: mutex set up */
+	uint32_t pad;
+	uint64_t mutex[6];            /* a process-shared robust pthread_mutex_t */
+};
+
+static inline struct det_out_lock *det_shm_out_lock(struct det_shm_header *h, uint32_t idx)
+{
+	return (struct det_out_lock *)((char *)h + h->out_locks_off) + idx;
 }
 
 static inline struct det_file *det_shm_file(struct det_shm_header *h, uint32_t idx)
