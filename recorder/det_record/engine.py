@@ -27,11 +27,9 @@ from typing import IO
 
 from det import __version__, machine, schema
 from det import events as ev
-from det.analysis import Waiter, block_report
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
 from det.ending import ending
 from det.errors import DetError
-from det.hunt.escalate import built_with_memory_points
 from det.launch import (
     EXIT_STOPPED,
     EXIT_TIMEOUT,
@@ -221,6 +219,8 @@ class Options:
 def det_cc_memory_points(exe: str) -> bool:
     """Was the program built with `det-cc --sched-points=memory`? (The pass
     leaves a symbol saying so.) Then PCT's steps are its memory points."""
+    from det.hunt.escalate import built_with_memory_points  # (--pct only: not on a plain recording's start-up)
+
     return built_with_memory_points(exe)
 
 
@@ -581,6 +581,8 @@ def _finish_run(c: Captured) -> RunResult:
     message = c.message
     report: list[str] = []
     if c.blocked and (c.timed_out or c.status == "interrupted"):
+        from det.analysis import Waiter, block_report  # (a hung run only: not on a plain recording's start-up)
+
         with Trace(path) as tr:
             waiters = [Waiter(*b) for b in c.blocked]
             rep = block_report(tr, waiters, Symbolizer(tr.modules()))
