@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import random
 import signal
 import sqlite3
@@ -345,8 +344,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             "libdet_sha256": sha256_recorded(str(libdet_path())),
             "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             "start_unix_ns": time.time_ns(),
-            "host": platform.node(),
-            "kernel": platform.release(),
+            "host": os.uname().nodename,  # (platform.node(): os.uname, without importing platform)
+            "kernel": os.uname().release,
             **machine.describe(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
