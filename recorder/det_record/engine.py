@@ -27,7 +27,6 @@ from typing import IO
 from det import __version__, machine, schema
 from det import events as ev
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
-from det.ending import ending
 from det.errors import DetError
 from det.launch import (
     EXIT_STOPPED,
@@ -49,7 +48,6 @@ from det.native import (
     log_digest,
 )
 from det.seal import remember
-from det.symbols import Symbolizer
 from det.trace import Trace, TraceWriter
 from det.trust import library_hashes, sha256_recorded
 
@@ -581,6 +579,7 @@ def _finish_run(c: Captured) -> RunResult:
     report: list[str] = []
     if c.blocked and (c.timed_out or c.status == "interrupted"):
         from det.analysis import Waiter, block_report  # (a hung run only: not on a plain recording's start-up)
+        from det.symbols import Symbolizer
 
         with Trace(path) as tr:
             waiters = [Waiter(*b) for b in c.blocked]
@@ -592,6 +591,8 @@ def _finish_run(c: Captured) -> RunResult:
             _set_message(path, message)
     elif c.status == "signaled":
         # which thread died of what, where (det.ending: every tool's one wording)
+        from det.ending import ending  # (a crashed run only, as det.analysis above)
+
         with Trace(path) as tr:
             end = ending(tr)
         report = [end.line] + end.details
