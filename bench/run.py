@@ -190,6 +190,31 @@ def until_fail_rate(sample: Path, args: list[str], runs: int, reps: int, tmp: Pa
             "detrec_one_run_s": statistics.median(once)}
 
 
+def startup(runs: int, tmp: Path) -> dict[str, float]:
+    """detrec's fixed cost: `detrec -q -- /bin/true` beside /bin/true itself,
+    and its parts: the interpreter's own start (with site, as detrec's),
+    that plus detrec's imports, and the rest (parsing, the supervisor, the
+    run, writing and sealing the trace). Wall and CPU medians of `runs`
+    (at least 10), the commands alternating (the machine is shared)."""
+    true = shutil.which("true") or "/bin/true"
+    cmds = {
+        "native": [true],
+        "detrec": [str(BIN / "detrec"), "-q", "-o", str(tmp / "startup.db"), "--", true],
+        "python": [str(BIN / "python"), "-c", "pass"],
+        "imports": [str(BIN / "python"), "-c", "import det.replay.verify, det.record.cli"],
+    }
+    wall: dict[str, list[float]] = {k: [] for k in cmds}
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(max(runs, 10)):
+        for k, cmd in cmds.items():
+            w, c, _ = timed(cmd)
+            wall[k].append(w)
+            cpu[k].append(c)
+    out = {f"{k}_s": median(v) for k, v in wall.items()}
+    out.update({f"{k}_cpu_s": median(v) for k, v in cpu.items()})
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
@@ -222,6 +247,16 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="det-bench-") as d:
         tmp = Path(d)
+        print("## start-up (issue 25: detrec -- /bin/true <= 20 ms)")
+        st = startup(ns.runs, tmp)
+        results.append({"what": "start-up", **st})
+        ms = {k: 1000 * v for k, v in st.items()}
+        print(f"  native /bin/true {ms['native_s']:.1f} ms | detrec -q -- /bin/true {ms['detrec_s']:.1f} ms "
+              f"(CPU {ms['detrec_cpu_s']:.1f} ms) | of which Python's own start {ms['python_s']:.1f} ms, "
+              f"+ detrec's imports {ms['imports_s'] - ms['python_s']:.1f} ms, the rest (supervisor, run, trace) "
+              f"{ms['detrec_s'] - ms['imports_s']:.1f} ms", flush=True)
+        print("# target: detrec -- /bin/true <= 20 ms")
+
         print("## synchronization (issue: core, recording at the program's own speed)")
         for name, args, what in [
             ("mutex_counter", [str(1000000 // scale)], "2 threads x 1M mutex increments (green-threads benchmark 1)"),

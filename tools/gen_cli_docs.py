@@ -8,7 +8,7 @@ Rules:
     console_scripts is imported from DIR (a staged package, tools/install.py
     stage) and its module's build_parser() read; a module with SUBCOMMANDS
     (detrec) documents each through subcommand_parser(name). A command's
-    function may name the module whose parser it runs (its `cli_module`). Nothing here
+    function may name the module whose parser it runs (its `cli_module`, a module name). Nothing here
     names an option, so a new option appears in both outputs by itself.
   - An argument's `complete` attribute says what to complete ("trace",
     "command", "file", "dir"); choices complete as themselves.
@@ -199,7 +199,7 @@ def main() -> None:
     for name, (module, func) in cmds.items():
         try:
             mod = importlib.import_module(module)
-            mod = getattr(getattr(mod, func), "cli_module", mod)
+            mod = importlib.import_module(getattr(getattr(mod, func), "cli_module", module))
         except ImportError as e:  # a command whose own dependencies are missing here: said, not hidden
             print(f"gen_cli_docs: {name}: cannot import {module} ({e}): no man page or completion for it",
                   file=sys.stderr)

@@ -20,17 +20,20 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from det import __version__, tracedir
 from det.errors import DetError
 from det.launch import describe_status, output_source, read_own_stdin, resolve_program, stdin_source
 from det.outpath import check_output_dir, check_trace_output
 from det.tracefile import TraceLock
-from det.verdict import Verifier, write_verdict
 from det.watchdog import watched
 
 from .engine import INTERRUPT, OUTLIVE_S, PCT_K, Options, RunResult, RunTimeout, record_run
 from .keep import keep_ran
+
+if TYPE_CHECKING:  # (annotations only: det.verdict is imported when a trace is verified)
+    from det.verdict import Verifier
 
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
@@ -416,6 +419,8 @@ def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, o
     res = record_run(exe, prog_argv, out, opts)
     print_result(res, ns.quiet)
     if ns.verify and verify is not None and res.path.exists():
+        from det.verdict import write_verdict
+
         verdict = verify(res.path)
         write_verdict(res.path, verdict)
         if not ns.quiet or not verdict.replays:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import random
 import signal
 import sqlite3
@@ -27,11 +26,8 @@ from typing import IO
 
 from det import __version__, machine, schema
 from det import events as ev
-from det.analysis import Waiter, block_report
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
-from det.ending import ending
 from det.errors import DetError
-from det.hunt.escalate import built_with_memory_points
 from det.launch import (
     EXIT_STOPPED,
     EXIT_TIMEOUT,
@@ -52,7 +48,6 @@ from det.native import (
     log_digest,
 )
 from det.seal import remember
-from det.symbols import Symbolizer
 from det.trace import Trace, TraceWriter
 from det.trust import library_hashes, sha256_recorded
 
@@ -221,6 +216,8 @@ class Options:
 def det_cc_memory_points(exe: str) -> bool:
     """Was the program built with `det-cc --sched-points=memory`? (The pass
     leaves a symbol saying so.) Then PCT's steps are its memory points."""
+    from det.hunt.escalate import built_with_memory_points  # (--pct only: not on a plain recording's start-up)
+
     return built_with_memory_points(exe)
 
 
@@ -345,8 +342,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             "libdet_sha256": sha256_recorded(str(libdet_path())),
             "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             "start_unix_ns": time.time_ns(),
-            "host": platform.node(),
-            "kernel": platform.release(),
+            "host": os.uname().nodename,  # (platform.node(): os.uname, without importing platform)
+            "kernel": os.uname().release,
             **machine.describe(),
             "timeout": opts.timeout,
             "stdin": opts.stdin,
@@ -581,6 +578,9 @@ def _finish_run(c: Captured) -> RunResult:
     message = c.message
     report: list[str] = []
     if c.blocked and (c.timed_out or c.status == "interrupted"):
+        from det.analysis import Waiter, block_report  # (a hung run only: not on a plain recording's start-up)
+        from det.symbols import Symbolizer
+
         with Trace(path) as tr:
             waiters = [Waiter(*b) for b in c.blocked]
             rep = block_report(tr, waiters, Symbolizer(tr.modules()))
@@ -591,6 +591,8 @@ def _finish_run(c: Captured) -> RunResult:
             _set_message(path, message)
     elif c.status == "signaled":
         # which thread died of what, where (det.ending: every tool's one wording)
+        from det.ending import ending  # (a crashed run only, as det.analysis above)
+
         with Trace(path) as tr:
             end = ending(tr)
         report = [end.line] + end.details

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from det.errors import DetError
-from det.record import cli as record_cli
-from det.record import huntcli
-from det.trace import Trace
-from det.verdict import Verdict
 
-from .cli import replay
+if TYPE_CHECKING:
+    from det.verdict import Verdict
+
+# Imported when used: `detrec -- PROG` starts up without replay, hunting or
+# verdicts (each costs import time on every recording; issue 25).
 
 STRICT_HINT = "a race between events (memory the schedule does not order): record it with --strict"
 
@@ -32,6 +33,11 @@ STRICT_HINT = "a race between events (memory the schedule does not order): recor
 def verify(path: str | os.PathLike[str]) -> Verdict:
     """Replay the trace at path once and judge it (a DetError, such as a
     changed program, is a verdict too)."""
+    from det.trace import Trace
+    from det.verdict import Verdict
+
+    from .cli import replay
+
     try:
         res = replay(str(path), forward=False, quiet=True)
     except DetError as e:
@@ -49,14 +55,18 @@ def verify(path: str | os.PathLike[str]) -> Verdict:
 
 def detrec() -> int:
     """The detrec command: det.record.cli with verify()."""
+    from det.record import cli as record_cli
+
     return record_cli.main(sys.argv[1:], verify=verify)
 
 
 def dethunt() -> int:
     """The dethunt command: det.record.huntcli with verify()."""
+    from det.record import huntcli
+
     return huntcli.main(sys.argv[1:], verify=verify)
 
 
-# where their parsers are (tools/gen_cli_docs.py: man pages, completion)
-detrec.cli_module = record_cli  # type: ignore[attr-defined]
-dethunt.cli_module = huntcli  # type: ignore[attr-defined]
+# where their parsers are, by module name (tools/gen_cli_docs.py: man pages, completion)
+detrec.cli_module = "det.record.cli"  # type: ignore[attr-defined]
+dethunt.cli_module = "det.record.huntcli"  # type: ignore[attr-defined]

@@ -20,7 +20,6 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
-from .analysis import Waiter, block_report
 from .launch import signal_name
 from .names import ObjectNames
 from .results import result_text
@@ -129,7 +128,11 @@ def ending(tr: Trace, names: ObjectNames | None = None, sym: Symbolizer | None =
     if o is None:
         return Ending("incomplete", "incomplete: the recording did not finish")
     blocked = tr.blocked()
-    rep = block_report(tr, [Waiter(*b) for b in blocked], sym, names=names) if blocked else None
+    rep = None
+    if blocked:
+        from .analysis import Waiter, block_report  # (a hung run only: detrec's start-up does without it)
+
+        rep = block_report(tr, [Waiter(*b) for b in blocked], sym, names=names)
     blocked_tids = sorted(b[0] for b in blocked)
     crash = tr.meta.get("crash")
     status = o["status"]

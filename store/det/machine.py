@@ -8,7 +8,7 @@ Rules: standard library only; reading never fails (an unreadable
 from __future__ import annotations
 
 import functools
-import platform
+import os  # (os.uname(), not platform: platform costs detrec start-up time)
 from typing import Any
 
 
@@ -40,7 +40,7 @@ def _cpu() -> tuple[str, tuple[str, ...]]:
 def describe() -> dict[str, Any]:
     """The trace's meta keys for this machine."""
     model, flags = cpu()
-    return {"machine": platform.machine(), "cpu_model": model, "cpu_flags": " ".join(flags)}
+    return {"machine": os.uname().machine, "cpu_model": model, "cpu_flags": " ".join(flags)}
 
 
 def differences(meta: dict[str, Any]) -> list[str]:
@@ -58,6 +58,6 @@ def differences(meta: dict[str, Any]) -> list[str]:
                    f"({meta.get('cpu_model') or '?'}) had: {shown}; code that uses them dies of SIGILL, and "
                    "libraries that pick their code by CPU (glibc's string functions) may take other paths")
     kernel = meta.get("kernel")
-    if kernel and kernel != platform.release():
-        out.append(f"recorded on Linux {kernel}, replaying on {platform.release()}")
+    if kernel and kernel != os.uname().release:
+        out.append(f"recorded on Linux {kernel}, replaying on {os.uname().release}")
     return out

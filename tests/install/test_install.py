@@ -156,7 +156,8 @@ def _parsers() -> dict[str, object]:
             if e.name == module:
                 continue  # a command setup.cfg names before its module is written (none: gen_cli_docs says so)
             raise
-        mod = getattr(getattr(mod, func), "cli_module", mod)  # (the module whose parser the command runs)
+        # (the module whose parser the command runs: its name)
+        mod = importlib.import_module(getattr(getattr(mod, func), "cli_module", module))
         out[name] = mod.build_parser()
         for sub in getattr(mod, "SUBCOMMANDS", {}):
             out[f"{name} {sub}"] = mod.subcommand_parser(sub)
