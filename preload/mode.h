@@ -98,14 +98,14 @@ struct det_mode_ops {
 	void (*strict_after_event)(struct det_thread *t, enum det_point why);
 	void (*strict_created)(uint32_t child);
 	void (*strict_not_ready)(uint32_t num);
-	int (*strict_wait)(struct det_thread *t, const void *obj, const struct timespec *abstime, clockid_t clock);
+	int (*strict_wait)(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock);
 	void (*strict_wait_for)(struct det_op *op, const void *obj);
 	void (*strict_wait_for_cancelable)(struct det_op *op, const void *obj);
 	void (*strict_canceled)(uint64_t th);
 	int (*strict_signal)(const void *obj, int all);
 	void (*strict_unlocked)(struct det_thread *t, const void *obj);
 	void (*strict_barrier_init)(const void *b, unsigned count);
-	int (*strict_barrier_wait)(struct det_thread *t, const void *b);
+	int (*strict_barrier_wait)(struct det_op *arrive, const void *b);
 	void (*strict_cc_yield)(struct det_thread *t, int why, void (*log)(struct det_thread *t, int why));
 	void (*chaos_delay)(struct det_thread *t);
 

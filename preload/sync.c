@@ -214,7 +214,7 @@ static int det_cond_wait(struct det_thread *t, uint16_t kind, pthread_cond_t *c,
 		clockid_t ck = how == COND_CLOCK ? clock
 			       : (c->__data.__wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 		atomic_store(&t->slot->strict_cancel_point, 1);
-		int timedout = det_ops.strict_wait(t, c, how == COND_PLAIN ? NULL : abstime, ck);
+		int timedout = det_ops.strict_wait(&wait, c, how == COND_PLAIN ? NULL : abstime, ck);
 		atomic_store(&t->slot->strict_cancel_point, 0);
 		while ((r = real.pthread_mutex_trylock(m)) == EBUSY)
 			det_ops.strict_wait_for(&wait, m);
@@ -403,7 +403,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 	det_release_begin(&arrive, t, DET_EV_BARRIER_ARRIVE, b, DET_OBJ_BARRIER, ra);
 	det_release_end(&arrive, 0);
 	if (det_strict) {
-		r = det_ops.strict_barrier_wait(t, b);
+		r = det_ops.strict_barrier_wait(&arrive, b);
 	} else if (!det_replaying()) {
 		det_block(&arrive);
 		r = real.pthread_barrier_wait(b);

@@ -546,16 +546,9 @@ void det_strict_wait_for(struct det_op *op, const void *obj)
 {
 	struct det_slot *s = op->t->slot;
 	det_ops.rec_block_event(op->t, op->kind, op->obj, op->ra);
-	/* say what it waits for, as a thread blocked in the kernel does: a
-	 * strict deadlock's report names the cycle from it */
-	s->blocked_obj = op->obj;
-	s->blocked_addr = det_obj_key(obj);
-	s->blocked_ra = op->ra;
-	atomic_store_explicit(&s->blocked_kind, op->kind, memory_order_release);
 	/* logical time: a waiter back too many times goes next (logical.c) */
 	atomic_store(&s->lt_retry, op->waits++ >= LT_RETRIES);
-	det_strict_wait(op->t, obj, NULL, 0);
-	atomic_store_explicit(&s->blocked_kind, 0, memory_order_relaxed);
+	det_strict_wait(op, obj, NULL, 0);
 }
 
 void det_strict_wait_for_cancelable(struct det_op *op, const void *obj)
@@ -629,17 +622,25 @@ void det_strict_not_ready(uint32_t num)
 }
 
 /*
- * Waiting on a condition variable (or a barrier): the thread stops being
- * runnable until a signal picks it, gives the token on, and sleeps. With a
- * deadline it also wakes by itself, in real time, when no signal came.
- * Returns 1 if it timed out.
+ * Waiting on a condition variable, a barrier, or a lock (op: the call that
+ * waits, obj: what it waits on): the thread stops being runnable until a
+ * signal picks it, gives the token on, and sleeps. With a deadline it also
+ * wakes by itself, in real time, when no signal came. Returns 1 if it
+ * timed out. Meanwhile it is marked blocked in op, as a thread blocked in
+ * the kernel is (det_block): detrec's deadlock report names the cycle from
+ * it, and its watch for a run that cannot go on sees the thread waiting.
  */
-int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime, clockid_t clock)
+int det_strict_wait(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock)
 {
 	struct det_shm_header *h = det_hdr;
+	struct det_thread *t = op->t;
 	struct det_slot *me = t->slot;
 	if (!t->holding)
 		det_strict_acquire(t);
+	me->blocked_obj = op->obj;
+	me->blocked_addr = det_obj_key(obj);
+	me->blocked_ra = op->ra;
+	atomic_store_explicit(&me->blocked_kind, op->kind, memory_order_release);
 	me->strict_ticket = atomic_fetch_add(&h->strict_tickets, 1);
 	atomic_store(&me->strict_timedout, 0);
 	atomic_store(&me->strict_cond, det_obj_shared_key(obj));
@@ -675,6 +676,7 @@ int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec
 		}
 	}
 	wait_token(t);
+	atomic_store_explicit(&me->blocked_kind, 0, memory_order_relaxed); /* (a handler runs unblocked) */
 	if (det_unlikely(t->nsigs))
 		det_signals_in_wait(t);
 	return (int)atomic_load(&me->strict_timedout);
@@ -739,14 +741,15 @@ void det_strict_barrier_init(const void *b, unsigned count)
 }
 
 /* Returns PTHREAD_BARRIER_SERIAL_THREAD for the last arrival, else 0. */
-int det_strict_barrier_wait(struct det_thread *t, const void *b)
+int det_strict_barrier_wait(struct det_op *arrive, const void *b)
 {
+	struct det_thread *t = arrive->t;
 	det_strict_acquire(t); /* logical time: the arrival's turn is over */
 	for (int i = 0; i < 256; i++) {
 		if (atomic_load(&barriers[i].addr) != (uint64_t)(uintptr_t)b)
 			continue;
 		if (++barriers[i].arrived < barriers[i].count) {
-			det_strict_wait(t, b, NULL, 0);
+			det_strict_wait(arrive, b, NULL, 0);
 			return 0;
 		}
 		barriers[i].arrived = 0;

@@ -22,7 +22,8 @@ DET_HIDDEN void det_strict_created(uint32_t child);
 /* A new thread waits for an event ring: not runnable, the token passed on. */
 DET_HIDDEN void det_strict_not_ready(uint32_t num);
 DET_HIDDEN void det_strict_runnable(uint32_t num);
-DET_HIDDEN int det_strict_wait(struct det_thread *t, const void *obj, const struct timespec *abstime,
+/* Wait on obj in op (a condition, a barrier) until signalled; 1: timed out. */
+DET_HIDDEN int det_strict_wait(struct det_op *op, const void *obj, const struct timespec *abstime,
 			       clockid_t clock);
 /* Wait until obj is released (not runnable meanwhile); for a contended lock. */
 DET_HIDDEN void det_strict_wait_for(struct det_op *op, const void *obj);
@@ -34,7 +35,7 @@ DET_HIDDEN void det_strict_canceled(uint64_t th);
 DET_HIDDEN int det_strict_signal(const void *obj, int all);
 DET_HIDDEN void det_strict_unlocked(struct det_thread *t, const void *obj);
 DET_HIDDEN void det_strict_barrier_init(const void *b, unsigned count);
-DET_HIDDEN int det_strict_barrier_wait(struct det_thread *t, const void *b);
+DET_HIDDEN int det_strict_barrier_wait(struct det_op *arrive, const void *b);
 DET_HIDDEN void det_chaos_delay(struct det_thread *t);
 /* det-cc: the holder's tick quantum ended (why DET_CC_TICK) or it reached
  * a memory point under PCT (DET_CC_POINT): it may hand its turn on (the

@@ -1,6 +1,7 @@
 """detrec --until-fail's budget and its deadlocks: a run whose threads all
 wait for each other ends at once (not at the per-run timeout), named with
-its cycle; --until-fail N never runs more than N runs, a passing partner's
+its cycle, in strict mode and PCT too (their emulated condition and barrier
+waits); --until-fail N never runs more than N runs, a passing partner's
 and strict re-recordings included, and its figures agree with each other."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import detrec, outcome, program
 
@@ -47,3 +50,38 @@ def test_no_more_runs_than_asked_for(tmp_path: Path) -> None:
     assert f, err
     assert int(f.group(2) or f.group(1)) == total, err  # the two lines count the same runs
     assert "no run passed within the 3 run(s) asked for" in err, err
+
+
+@pytest.mark.parametrize("mode", [["--strict"], ["--mode", "pct"]], ids=["strict", "pct"])
+def test_strict_lost_wakeup_ends_its_run_at_once(tmp_path: Path, mode: list[str]) -> None:
+    # lost_wakeup_always.c: T2 waits on a condition whose one signal came
+    # before it waited, T0 joins T2. Strict mode emulates the condition wait,
+    # which was not marked blocked in T2's slot: each run waited for the 20 s
+    # per-run timeout, and the report left T2 out
+    trace = tmp_path / "lw.db"
+    t0 = time.monotonic()
+    r = detrec(*mode, "--until-fail", "2", "-o", trace, "--", program("lost_wakeup_always"), timeout=120)
+    took = time.monotonic() - t0
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    assert took < 15, f"{took:.1f} s\n{err}"  # (was 2 x 20 s)
+    assert re.search(r"^detrec: hung run after 1 run\(s\)(?: \(\d in all\))?: all threads blocked: "
+                     r"T0 in thread_join on T2; T2 in cond_wait on cond \d+ \(ready\); "
+                     r"det ended the run after [\d.]+ s", err, re.M), err
+    o = outcome(trace)
+    assert o["duration_ns"] < 10e9, o
+
+
+def test_strict_barrier_never_full_ends_its_run_at_once(tmp_path: Path) -> None:
+    # barrier_never_full.c: two threads wait in a barrier for three. Strict
+    # mode emulates the barrier wait, which was not marked blocked either
+    trace = tmp_path / "b.db"
+    t0 = time.monotonic()
+    r = detrec("--strict", "--until-fail", "1", "-o", trace, "--", program("barrier_never_full"), timeout=60)
+    took = time.monotonic() - t0
+    err = r.stderr.decode()
+    assert r.returncode == 124, err
+    assert took < 15, f"{took:.1f} s\n{err}"  # (was 20 s)
+    assert re.search(r"^detrec: hung run after 1 run\(s\)(?: \(\d in all\))?: all threads blocked: "
+                     r"T0 in barrier_arrive on barrier \d+ \(gate\); T1 in barrier_arrive on barrier \d+ \(gate\); "
+                     r"det ended the run after [\d.]+ s", err, re.M), err
