@@ -149,11 +149,12 @@ def aborted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_goto_end_after_a_crash(aborted: Path) -> None:
     line = line_of("assert(zero == 1)", ROOT / "tests" / "programs" / "crash.c")
     out = gdb_batch(aborted, "det goto end", "det goto end", "det goto 5", "det goto end")
+    recorded = f"(recorded: T1 failed an assertion: `zero == 1' at crash.c:{line} (victim), SIGABRT)"
     said = (f"det: at the end of the recording: T1 received SIGABRT in victim at crash.c:{line}, as the recorded "
-            "run ended (recorded: signal 6); `continue` lets it end")
+            f"run ended {recorded}; `continue` lets it end")
     assert out.count(said) == 2, out
-    assert ("det: already at the end of the recording: T1 stopped by SIGABRT, as the recorded run ended "
-            "(recorded: signal 6)") in out, out
+    assert f"det: already at the end of the recording: T1 stopped by SIGABRT, as the recorded run ended {recorded}" \
+        in out, out
     assert "stopped before reaching the end of the recording" not in out, out
     assert "Program terminated" not in out, out
 
