@@ -4,12 +4,14 @@ starts, loads and stops them). Every recording must stop cleanly on the
 signal, and each replay below must reach the recorded end with the
 recorded outcome.
 
-Only the (server, mode) pairs that replay today are here; the others are
-issue 22's open targets, which `make stress` runs in full (every server,
+Only the (server, mode) pairs that replay every time are here; the others
+are issue 22's open targets, which `make stress` runs in full (every server,
 default, relaxed, strict and under gdb) and fails on until they replay:
-memcached relaxed and strict (an accept's recorded fd is taken), nginx's
-thread pool default and relaxed, nginx's workers default and relaxed, and
-`det goto` under gdb.
+memcached default (its LRU maintainer thread reads shared state between
+events without a lock: a fresh-clone CI run's replay diverged there, at
+T8, once in three), relaxed and strict (an accept's recorded fd is taken),
+nginx's thread pool default and relaxed, nginx's workers default and
+relaxed, and `det goto` under gdb.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 from servers import SERVERS, check_recording, record, replays_to_the_end, server_dir
 
-REPLAYING = [("memcached", "default", 3), ("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2)]
+REPLAYING = [("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2)]
 
 
 @pytest.mark.parametrize("name,mode,replays", REPLAYING, ids=[f"{n}-{m}" for n, m, _ in REPLAYING])
