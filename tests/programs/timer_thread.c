@@ -1,7 +1,7 @@
 /*
  * tests/programs/timer_thread.c - two POSIX timers that notify in a new
  * thread (SIGEV_THREAD), firing every 3 and 4 ms; each callback takes a lock
- * and appends its timer's number, and main prints the order after 50 ms. The
+ * and appends its timer's number, and main prints the order once 8 have run. The
  * order depends on the timers' timing and the callbacks' threads.
  */
 #include <pthread.h>
@@ -36,7 +36,14 @@ int main(void)
 		struct itimerspec its = {{0, 3000000 + i * 1000000}, {0, 3000000 + i * 1000000}};
 		timer_settime(tm[i], 0, &its, NULL);
 	}
-	usleep(50000);
+	/* until 8 callbacks ran (at most 5 s): a fixed 50 ms left a loaded
+	 * machine too few of them to test */
+	for (int waited = 0, ran = 0; ran < 8 && waited < 1000; waited++) {
+		usleep(5000);
+		pthread_mutex_lock(&m);
+		ran = n;
+		pthread_mutex_unlock(&m);
+	}
 	for (int i = 0; i < 2; i++)
 		timer_delete(tm[i]);
 	pthread_mutex_lock(&m);
