@@ -92,11 +92,13 @@ class Dumper:
         return self.labels[obj]
 
     def tail(self, kind: int, result: int, obj: int, site: int) -> str:
-        """A text line after its seq, thread and idx columns."""
+        """A text line after its seq, thread and idx columns (kept in self.tails)."""
         res = f"={result_text(kind, result)}" if result else ""
         site_text, func = self.where[site]
         where = f"{site_text} ({func})" if func and site_text and func != site_text else site_text
-        return f"{kind_name(kind) + res:<22} {self.label(obj):<28} {where}".rstrip()
+        tail = f"{kind_name(kind) + res:<22} {self.label(obj):<28} {where}".rstrip()
+        self.tails[(kind, result, obj, site)] = tail
+        return tail
 
     def json_middle(self, kind: int, result: int, obj: int, site: int) -> tuple[str, str]:
         """A JSON line's text from "kind" to "aux": and from "site" to "ts":,
@@ -108,17 +110,11 @@ class Dumper:
         return mid, f', "site": {json.dumps(site_text or None)}, "function": {json.dumps(func)}, "ts": '
 
     def text(self, rows: list[tuple[int, ...]]) -> str:
-        tails = self.tails
-        if len(tails) > TAILS_KEPT:
-            tails.clear()
-        out = []
-        for seq, tid, idx, kind, obj, result, _aux, site, _ts in rows:
-            key = (kind, result, obj, site)
-            tail = tails.get(key)
-            if tail is None:
-                tail = tails[key] = self.tail(kind, result, obj, site)
-            out.append(f"{seq:<8} T{tid:<3} #{idx:<6} {tail}\n")
-        return "".join(out)
+        if len(self.tails) > TAILS_KEPT:
+            self.tails.clear()
+        kept, tail = self.tails.get, self.tail  # a tail is never empty (it starts with the kind)
+        return "".join([f"{seq:<8} T{tid:<3} #{idx:<6} {kept((k, r, o, s)) or tail(k, r, o, s)}\n"
+                        for seq, tid, idx, k, o, r, _aux, s, _ts in rows])
 
     def json_lines(self, rows: list[tuple[int, ...]]) -> str:
         parts = self.json_parts

@@ -204,21 +204,22 @@ class Trace:
         if tid is not None:
             sql += " AND e.tid = ?"
             args.append(tid)
-        idx: dict[int, int] = {}
-        ts: dict[int, int] = {}
+        at: dict[int, list[int]] = {}  # tid -> [idx, ts] of its last event read
         try:
             cur = self.db.execute(sql + " ORDER BY e.seq", args)
             n = first_size
             while rows := cur.fetchmany(n):
                 n = size
                 out = []
+                append = out.append
                 for seq, t, kind, obj, result, aux, site, dts in rows:
-                    if t in idx:
-                        i = idx[t] = idx[t] + 1
-                        when = ts[t] = ts[t] + dts
+                    p = at.get(t)
+                    if p is None:
+                        p = at[t] = list(self._position(t, seq))
                     else:
-                        i, when = idx[t], ts[t] = self._position(t, seq)
-                    out.append((seq, t, i, kind, obj, result, aux, site, when))
+                        p[0] += 1
+                        p[1] += dts
+                    append((seq, t, p[0], kind, obj, result, aux, site, p[1]))
                 yield out
         except (sqlite3.Error, UnicodeDecodeError) as e:
             raise TraceError(f"{self.path}: the trace is damaged ({e})") from None
