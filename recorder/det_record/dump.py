@@ -5,7 +5,10 @@ recording).
 Rules: reads only; streamed: events come from one SQL cursor and are
 printed a batch at a time, the sites of a batch symbolized together (one
 addr2line run each) and cached, so a trace of millions of events prints
-its first line at once and memory does not grow with it. Bad arguments:
+its first line at once and memory does not grow with it (the cache of
+line tails is bounded). Fast: no per-row object or call layer; a row is
+one f-string over its numbers and a tail kept per (kind, result, object,
+site). Output is what the format strings below say, byte for byte. Bad arguments:
 one line on stderr, exit 2.
 """
 
