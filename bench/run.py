@@ -164,6 +164,26 @@ def seal_times(trace: Path, runs: int, tmp: Path) -> dict[str, float]:
     return {"scan_s": median(scan), "full_pass_s": median(full)}
 
 
+def dump_rate(trace: Path, runs: int) -> dict[str, float]:
+    """`detrec dump`'s seconds to its first line and its text lines per second
+    (to /dev/null-like reading of a pipe), after start-up (`--to 0`)."""
+    first, total, start = [], [], []
+    lines = 0
+    for _ in range(runs):
+        a = time.monotonic()
+        subprocess.run([str(BIN / "detrec"), "dump", "--to", "0", str(trace)], capture_output=True, check=True)
+        start.append(time.monotonic() - a)
+        a = time.monotonic()
+        with subprocess.Popen([str(BIN / "detrec"), "dump", str(trace)], stdout=subprocess.PIPE) as p:
+            assert p.stdout is not None
+            p.stdout.readline()
+            first.append(time.monotonic() - a)
+            lines = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: p.stdout.read(1 << 20), b""))
+        total.append(time.monotonic() - a)
+    return {"lines": lines, "first_line_s": median(first), "start_s": median(start),
+            "lines_per_s": lines / max(median(total) - median(start), 1e-9)}
+
+
 def until_fail_rate(sample: Path, args: list[str], runs: int, reps: int, tmp: Path) -> dict[str, float]:
     """Runs per second: the sample natively, one run after another, and
     under `detrec --until-fail RUNS` (a sample that passes: every run is
@@ -294,6 +314,12 @@ def main() -> int:
         print(f"  checksum scan of {events} events (det's other writers, the validator) {sl['scan_s']:.3f} s; "
               f"validator's full pass (detrec info, first open) {sl['full_pass_s']:.3f} s; detrec's own seal "
               "sums as it converts (no scan)", flush=True)
+
+        dr = dump_rate(trace, ns.runs)
+        results.append({"what": "dump", **dr})
+        print(f"  detrec dump of {dr['lines']} events: first line after {dr['first_line_s']:.3f} s (start-up "
+              f"{dr['start_s']:.3f} s), then {dr['lines_per_s'] / 1e3:.0f}k lines/s (target: >= 300k lines/s, "
+              "first line within start-up)", flush=True)
 
         print("## inputs and real programs (issue: inputs)")
         big = tmp / "big.txt"

@@ -5,7 +5,10 @@ recording).
 Rules: reads only; streamed: events come from one SQL cursor and are
 printed a batch at a time, the sites of a batch symbolized together (one
 addr2line run each) and cached, so a trace of millions of events prints
-its first line at once and memory does not grow with it. Bad arguments:
+its first line at once and memory does not grow with it (the cache of
+line tails is bounded). Fast: no per-row object or call layer; a row is
+one f-string over its numbers and a tail kept per (kind, result, object,
+site). Output is what the format strings below say, byte for byte. Bad arguments:
 one line on stderr, exit 2.
 """
 
@@ -15,21 +18,24 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
 
 from det import __version__, tracedir
 from det import events as ev
 from det.errors import DetError
 from det.names import ObjectNames
 from det.results import result_text
-from det.symbols import Location, Symbolizer
-from det.trace import Event, Trace, kind_name
+from det.symbols import Symbolizer
+from det.trace import Trace, kind_name
 
 from .salvage import ensure_trace
 
 # Events read before their sites are symbolized: the first line waits for
-# one addr2line run over at most this many events' sites.
-BATCH = 256
+# one addr2line run over at most this many events' sites; later batches
+# are larger (fewer addr2line runs and writes).
+FIRST_BATCH, BATCH = 256, 8192
+# Line tails kept (one per kind, result, object and site): a bound, so a
+# trace of ever new results does not grow the cache with its length.
+TAILS_KEPT = 1 << 16
 
 
 class UsageError(DetError):
@@ -58,51 +64,73 @@ def parse_kinds(text: str) -> set[int]:
 
 
 class Dumper:
-    """Event lines of one trace, with names and sites resolved as needed."""
+    """Event lines of one trace. Names, sites and result words are worked
+    out once per object, site and (kind, result) and kept; a row is then
+    one f-string over its numbers and a cached tail."""
 
     def __init__(self, tr: Trace) -> None:
         self.tr = tr
         self.sym = Symbolizer(tr.modules())
         self.names = ObjectNames(tr, self.sym)
         self.site_addr = tr.sites()
-        self.locs: dict[int, Location | None] = {}
+        self.where: dict[int, tuple[str, str | None]] = {}  # site -> (file:line, function)
+        self.labels: dict[int, str] = {}
+        self.tails: dict[tuple[int, int, int, int], str] = {}  # bounded by TAILS_KEPT
+        self.json_parts: dict[tuple[int, int, int, int], tuple[str, str]] = {}  # likewise
 
-    def resolve(self, batch: list[Event]) -> None:
-        new = {e.site for e in batch if e.site not in self.locs}
+    def resolve(self, rows: list[tuple[int, ...]]) -> None:
+        """Symbolize the sites of rows not seen before: one addr2line run."""
+        new = {r[7] for r in rows} - self.where.keys()
+        if not new:
+            return
         addrs = [self.site_addr[s] for s in new if self.site_addr.get(s)]
         found = self.sym.lookup(addrs) if addrs else {}
         for s in new:
-            self.locs[s] = found.get(self.site_addr.get(s, 0))
+            loc = found.get(self.site_addr.get(s, 0))
+            self.where[s] = (loc.short(), loc.function) if loc is not None else ("", None)
 
-    def where(self, e: Event) -> tuple[str, str | None]:
-        loc = self.locs.get(e.site)
-        return (loc.short(), loc.function) if loc is not None else ("", None)
+    def label(self, obj: int) -> str:
+        if obj not in self.labels:
+            self.labels[obj] = self.names.label(obj, first_use=False)
+        return self.labels[obj]
 
-    def line(self, e: Event) -> str:
-        res = f"={result_text(e.kind, e.result)}" if e.result else ""
-        label = self.names.label(e.obj, first_use=False)
-        site, func = self.where(e)
-        where = f"{site} ({func})" if func and site and func != site else site
-        return f"{e.seq:<8} T{e.tid:<3} #{e.idx:<6} {kind_name(e.kind) + res:<22} {label:<28} {where}".rstrip()
+    def tail(self, kind: int, result: int, obj: int, site: int) -> str:
+        """A text line after its seq, thread and idx columns (kept in self.tails)."""
+        res = f"={result_text(kind, result)}" if result else ""
+        site_text, func = self.where[site]
+        where = f"{site_text} ({func})" if func and site_text and func != site_text else site_text
+        tail = f"{kind_name(kind) + res:<22} {self.label(obj):<28} {where}".rstrip()
+        self.tails[(kind, result, obj, site)] = tail
+        return tail
 
-    def record(self, e: Event) -> dict[str, object]:
-        site, func = self.where(e)
-        return {"seq": e.seq, "tid": e.tid, "idx": e.idx, "kind": kind_name(e.kind), "obj": e.obj,
-                "object": self.names.label(e.obj, first_use=False) or None, "result": e.result,
-                "result_text": result_text(e.kind, e.result), "aux": e.aux, "site": site or None,
-                "function": func, "ts": e.ts}
+    def json_middle(self, kind: int, result: int, obj: int, site: int) -> tuple[str, str]:
+        """A JSON line's text from "kind" to "aux": and from "site" to "ts":,
+        as json.dumps writes the record (the former dict of the same keys)."""
+        site_text, func = self.where[site]
+        mid = (f'"kind": {json.dumps(kind_name(kind))}, "obj": {obj}, '
+               f'"object": {json.dumps(self.label(obj) or None)}, "result": {result}, '
+               f'"result_text": {json.dumps(result_text(kind, result))}, "aux": ')
+        return mid, f', "site": {json.dumps(site_text or None)}, "function": {json.dumps(func)}, "ts": '
 
+    def text(self, rows: list[tuple[int, ...]]) -> str:
+        if len(self.tails) > TAILS_KEPT:
+            self.tails.clear()
+        kept, tail = self.tails.get, self.tail  # a tail is never empty (it starts with the kind)
+        return "".join([f"{seq:<8} T{tid:<3} #{idx:<6} {kept((k, r, o, s)) or tail(k, r, o, s)}\n"
+                        for seq, tid, idx, k, o, r, _aux, s, _ts in rows])
 
-def batches(events: Iterator[Event], kinds: set[int] | None) -> Iterator[list[Event]]:
-    batch: list[Event] = []
-    for e in events:
-        if kinds is None or e.kind in kinds:
-            batch.append(e)
-            if len(batch) >= BATCH:
-                yield batch
-                batch = []
-    if batch:
-        yield batch
+    def json_lines(self, rows: list[tuple[int, ...]]) -> str:
+        parts = self.json_parts
+        if len(parts) > TAILS_KEPT:
+            parts.clear()
+        out = []
+        for seq, tid, idx, kind, obj, result, aux, site, ts in rows:
+            key = (kind, result, obj, site)
+            part = parts.get(key)
+            if part is None:
+                part = parts[key] = self.json_middle(kind, result, obj, site)
+            out.append(f'{{"seq": {seq}, "tid": {tid}, "idx": {idx}, {part[0]}{aux}{part[1]}{ts}}}\n')
+        return "".join(out)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,13 +161,14 @@ def main(argv: list[str]) -> int:
                 raise UsageError(f"--thread {ns.thread}: the trace has no thread T{tid} "
                                  f"(it has T0..T{tr.q1('SELECT max(tid) FROM threads')})")
             d = Dumper(tr)
+            lines = d.json_lines if ns.json else d.text
             out = sys.stdout
-            for batch in batches(tr.events(tid=tid, first=ns.first or 0, last=ns.last), kinds):
-                d.resolve(batch)
-                if ns.json:
-                    out.write("".join(json.dumps(d.record(e)) + "\n" for e in batch))
-                else:
-                    out.write("".join(d.line(e) + "\n" for e in batch))
+            for rows in tr.event_batches(tid=tid, first=ns.first or 0, last=ns.last, size=BATCH,
+                                         first_size=FIRST_BATCH):
+                if kinds is not None:  # not in SQL: idx counts all the thread's events
+                    rows = [r for r in rows if r[3] in kinds]
+                d.resolve(rows)
+                out.write(lines(rows))
                 out.flush()
     except DetError as e:
         print(f"detrec dump: {e}", file=sys.stderr)
