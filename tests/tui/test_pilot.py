@@ -390,7 +390,7 @@ def detreplay_children() -> list[int]:
 
 
 def test_live_steps_a_real_gdb_session(tmp_path: Path) -> None:
-    from det.tui.live import session_pids
+    from det.gdbmi import session_pids
 
     trace = tmp_path / "c.db"
     r = detrec("-q", "-o", trace, "--", program("gdb_counter"))
