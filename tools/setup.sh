@@ -86,5 +86,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[dev,tui]'
+.venv/bin/python -m pip install -q -e '.[dev,tui,dap]'
 touch .venv/.det-setup

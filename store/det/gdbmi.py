@@ -35,7 +35,7 @@ START_TIMEOUT = 120.0
 STEP_TIMEOUT = 300.0
 FRAMES = 12
 # Frames in these places are det's own, or libc's, around the program's code.
-INNER = ("/recorder/", "/replayer/", "sysdeps/", "nptl/")
+INNER = ("/preload/", "/recorder/", "/replayer/", "sysdeps/", "nptl/")
 
 
 class LiveError(DetError):
@@ -73,6 +73,7 @@ class Position:
     event: int | None        # the next event to run (the total at the end)
     thread: int | None       # det's thread about to do it
     said: list[str]          # what det printed
+    records: list[dict[str, Any]] = field(default_factory=list)  # every MI record the command produced
 
 
 class LiveSession:
@@ -150,7 +151,8 @@ class LiveSession:
         thread = self.evaluate("$det_thread")
         if errors:
             raise LiveError(errors[-1])
-        return Position(event, int(thread) if thread is not None and thread.lstrip("-").isdigit() else None, said)
+        return Position(event, int(thread) if thread is not None and thread.lstrip("-").isdigit() else None, said,
+                        rs)
 
     def evaluate(self, expr: str) -> str | None:
         tok = self._send(f"-data-evaluate-expression {expr}")
@@ -161,9 +163,32 @@ class LiveSession:
         """Run one of det's gdb commands (`det next`, ...); the position after it."""
         if '"' in command or "\\" in command:
             raise LiveError(f"not a det command: {command!r}")
-        self._send(f'-interpreter-exec console "{command}"')
+        return self.console(command, timeout)
+
+    def console(self, command: str, timeout: float = STEP_TIMEOUT) -> Position:
+        """Run any gdb console command (`next`, `reverse-continue`); the position after it."""
+        self._send(f"-interpreter-exec console {mi_quote(command)}")
         self.position = self._barrier([], timeout)
         return self.position
+
+    def mi_command(self, command: str, timeout: float = STEP_TIMEOUT) -> dict[str, Any]:
+        """Run one MI command (`-thread-info`); its result's payload, or LiveError with gdb's message."""
+        tok = self._send(command)
+        r = self._read(tok, timeout)[-1]
+        if r["message"] == "error":
+            raise LiveError((r.get("payload") or {}).get("msg", f"{command}: error"))
+        return r.get("payload") or {}
+
+    def interrupt(self) -> None:
+        """Stop the running program as Ctrl-C would: SIGINT to every process of the session but gdb's
+        launcher and gdb itself (MI's synchronous mode reads no -exec-interrupt while the program runs)."""
+        gdbs = {p for p in session_pids(self.sid) if _comm(p) == "gdb"}
+        for pid in session_pids(self.sid):
+            if pid != self.sid and pid not in gdbs and pid != self.process.pid:
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
 
     def threads(self) -> list[ThreadState]:
         tok = self._send("-thread-info")
@@ -206,6 +231,19 @@ class LiveSession:
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def mi_quote(text: str) -> str:
+    """text as an MI c-string (an argument of an MI command)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def session_pids(sid: int) -> list[int]:
