@@ -60,6 +60,14 @@ STOP_REASONS = {"breakpoint-hit": "breakpoint", "watchpoint-trigger": "data brea
                 "signal-received": "exception"}
 
 
+def det_frame(f: dict[str, Any]) -> bool:
+    """A frame of det's own code (or libc's under it): by its source, or, without one, its library."""
+    path = f.get("fullname") or f.get("file")
+    if path:
+        return any(p in path for p in INNER)
+    return os.path.basename(f.get("from", "")).startswith(("libdet.so", "libdetsup.so"))
+
+
 class Adapter:
     """One DAP session: a trace, its gdb session, the client's state."""
 
@@ -159,6 +167,10 @@ class Adapter:
         self.trace = str(self.model.path)
         self.session = LiveSession(self.trace)
         self._output(self.session.position)
+        # the process event's id is detreplay's: gdb and the program run in its process session
+        sid = self.session.sid
+        self.after.append(lambda: self.out.event("process", {"name": self.trace, "systemProcessId": sid,
+                                                            "isLocalProcess": True, "startMethod": "launch"}))
         # configuration (breakpoints) can come now that gdb is there
         self.after.append(lambda: self.out.event("initialized"))
 
@@ -396,8 +408,8 @@ class Adapter:
         frames = []
         for f in stack:
             path = f.get("fullname") or f.get("file")
-            if path and any(p in path for p in INNER):
-                continue        # det's own code, and libc's under it
+            if det_frame(f):
+                continue
             level = int(f.get("level", 0))
             ref = self._handle_for("frame", thread, level)
             fr: dict[str, Any] = {"id": ref, "name": f.get("func", "??"), "line": int(f.get("line", 0) or 0),
