@@ -20,6 +20,8 @@ need=(
   "cmake:cmake" "autoconf:autoconf" "automake:automake"
   # tests/e2e/test_servers.py: real servers under a bounded load
   "nginx:nginx" "memcached:memcached" "ab:apache2-utils"
+  # tests/dap (Microsoft's DAP client) and make vsix: Node.js and npm
+  "node:nodejs" "npm:npm"
   # make check-kmod: Debian's kernel booted in qemu with a busybox guest
   "qemu-system-x86_64:qemu-system-x86" "busybox:busybox-static" "python3.11:python3.11" "dpkg-deb:dpkg"
 )

@@ -1,0 +1,92 @@
+"""det-dap driven by a real DAP client (Microsoft's @vscode/debugadapter-
+testsupport, from npm): a whole debugging session on a trace, bad
+requests and bad traces answered with DAP errors, no process left behind.
+
+Rules: the client scripts (session.js, refusals.js) assert what they see
+against the replay itself; this file checks what outlives them (processes)
+and reports the step and step-back times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dapfixtures import counter_trace, dap_client  # noqa: F401 - fixtures
+
+from conftest import BIN, ROOT, need
+from det.gdbmi import session_pids
+
+HERE = Path(__file__).parent
+SOURCE = ROOT / "tests" / "programs" / "gdb_counter.c"
+
+
+def run_client(script: str, *args: str | os.PathLike[str], timeout: float = 600) -> dict:
+    node = need("node")
+    r = subprocess.run([node, str(HERE / script), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"{script} failed:\n{r.stderr}\n{r.stdout}"
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def left_behind(sid: int, exe: Path) -> list[int]:
+    """Processes of det-dap's gdb session, or running the recorded program's copy, still there."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = set(session_pids(sid))
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    if os.readlink(f"/proc/{name}/exe") == str(exe):
+                        found.add(int(name))
+                except OSError:
+                    pass
+        if not found or time.monotonic() > deadline:
+            return sorted(found)
+        time.sleep(0.2)
+
+
+def test_a_whole_session(dap_client: Path, counter_trace: tuple[Path, Path]) -> None:
+    trace, exe = counter_trace
+    out = run_client("session.js", dap_client, sys.executable, BIN / "det-dap", trace, SOURCE)
+    assert out["adapter_exit"] == 0
+    assert out["output"] == "counter 60\n"           # gdb_counter 20: 20 * (1 + 2)
+    assert "unknown request 'noSuchRequest'" in out["errors"]["unknown"]
+    assert "threadId" in out["errors"]["bad_arg"]
+    assert "no_such_variable" in out["errors"]["bad_expr"]
+    assert left_behind(out["sid"], exe) == [], "det-dap left processes of its session"
+    step, back = statistics.median(out["next_ms"]), statistics.median(out["step_back_ms"])
+    print(f"\ndet-dap: next answered in {step:.0f} ms, stepBack in {back:.0f} ms (medians of 5)")
+
+
+def test_bad_launches_are_dap_errors(dap_client: Path, counter_trace: tuple[Path, Path], tmp_path: Path) -> None:
+    trace, exe = counter_trace
+    damaged = tmp_path / "damaged.db"
+    data = trace.read_bytes()
+    damaged.write_bytes(data[: len(data) // 2])
+    out = run_client("refusals.js", dap_client, sys.executable, BIN / "det-dap", damaged, tmp_path / "none.db",
+                     trace)
+    for key in ("damaged", "missing", "no_trace", "bad_type", "threads", "step_back", "again"):
+        assert "\n" not in out[key] and "Traceback" not in out[key], out[key]
+    assert "truncated" in out["damaged"] or "damaged" in out["damaged"], out["damaged"]
+    assert "no such trace" in out["missing"], out["missing"]
+    assert "missing argument 'trace'" in out["no_trace"]
+    assert "must be str" in out["bad_type"]
+    assert "no trace launched" in out["threads"] and "no trace launched" in out["step_back"]
+    assert "already launched" in out["again"]
+    assert out["threads_after"] == ["T0"]
+    assert out["adapter_exit"] == 0
+    assert left_behind(out["sid"], exe) == []
+
+
+def test_bad_framing_ends_with_one_line(tmp_path: Path) -> None:
+    for wire, said in ((b"Content-Length: lots\r\n\r\n", "bad Content-Length"),
+                       (b"Content-Length: 5\r\n\r\n{oops", "not JSON"),
+                       (b"Content-Length: 2\r\n\r\n[]", "a message is a JSON object")):
+        r = subprocess.run([BIN / "det-dap"], input=wire, capture_output=True, timeout=60)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and said in err and "Traceback" not in err and err.count("\n") == 1, err
