@@ -164,7 +164,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui kmod
+	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui dap kmod
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
 		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC)
 
