@@ -73,7 +73,7 @@ PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py
 
 .PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall \
         kmod check-kmod bench-kmod \
-	package package-check
+	package package-check vsix
 
 all: $(SETUP) native samples benches testprogs dist build/.bytecode
 
@@ -210,6 +210,20 @@ stress: all
 fuzz: all
 	$(PY) tests/fuzz/fuzz_traces.py --mutations 100000 --gdb-every 1000
 	$(PY) tests/fuzz/fuzz_logs.py --mutations 10000
+
+# vsix: the VS Code extension (editor/vscode), packaged by @vscode/vsce from
+# npm (pinned by editor/vscode/tools/package-lock.json, installed in build/vsce)
+VSCE_DIR := build/vsce
+VSIX_SRC := editor/vscode/package.json editor/vscode/extension.js editor/vscode/README.md editor/vscode/.vscodeignore
+vsix: build/det-debug.vsix
+$(VSCE_DIR)/.installed: editor/vscode/tools/package.json editor/vscode/tools/package-lock.json
+	@mkdir -p $(VSCE_DIR)
+	cp $^ $(VSCE_DIR)/
+	cd $(VSCE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+build/det-debug.vsix: $(VSCE_DIR)/.installed $(VSIX_SRC)
+	cd editor/vscode && $(CURDIR)/$(VSCE_DIR)/node_modules/.bin/vsce package --no-dependencies --skip-license \
+		--allow-missing-repository --out $(CURDIR)/$@
 
 clean:
 	rm -rf build samples/bin bench/bin tests/bin
