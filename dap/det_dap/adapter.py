@@ -351,9 +351,10 @@ class Adapter:
                 thread = int(s.mi_command("-thread-info").get("current-thread-id", "0")) or None
             except (LiveError, ValueError):
                 thread = None
-        where = "the end" if reason == "exit" else f"event {pos.event}" if pos.event is not None else "no event"
+        where = f"event {pos.event}" if pos.event is not None else "no event"
         said = next((ln for ln in reversed(pos.said) if ln.startswith("det: ")), "")
-        body: dict[str, Any] = {"reason": reason, "description": f"det {where}", "allThreadsStopped": True,
+        body: dict[str, Any] = {"reason": reason, "allThreadsStopped": True,
+                                "description": "det: the replay ended" if reason == "exit" else f"det {where}",
                                 "text": text or said or f"det: at {where}", "detEvent": pos.event,
                                 "detThread": pos.thread}
         if thread is not None:

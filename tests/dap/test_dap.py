@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dapfixtures import counter_trace, dap_client  # noqa: F401 - fixtures
 
-from conftest import BIN, ROOT, need
+from conftest import BIN, ROOT, detrec, need, program, query
 from det.gdbmi import session_pids
 
 HERE = Path(__file__).parent
@@ -90,3 +90,18 @@ def test_bad_framing_ends_with_one_line(tmp_path: Path) -> None:
         r = subprocess.run([BIN / "det-dap"], input=wire, capture_output=True, timeout=60)
         err = r.stderr.decode()
         assert r.returncode == 2 and said in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_pause_interrupts_a_running_replay(dap_client: Path, tmp_path: Path) -> None:
+    exe = tmp_path / "gdb_counter"
+    exe.write_bytes(program("gdb_counter").read_bytes())
+    exe.chmod(0o755)
+    trace = tmp_path / "long.db"
+    r = detrec("-q", "-o", trace, "--", exe, "50000")     # 200,000 events: seconds of replay under gdb
+    assert r.returncode == 0, r.stderr.decode()
+    total = query(trace, "SELECT count(*) FROM events")[0][0]
+    out = run_client("pause.js", dap_client, sys.executable, BIN / "det-dap", trace)
+    assert 0 < out["paused_at"] < total, out
+    assert out["exit_code"] == 0 and out["output"] == "counter 150000\n"
+    assert out["adapter_exit"] == 0
+    assert left_behind(out["sid"], exe) == []
