@@ -68,6 +68,12 @@ def det_frame(f: dict[str, Any]) -> bool:
     return os.path.basename(f.get("from", "")).startswith(("libdet.so", "libdetsup.so"))
 
 
+def expandable(ctype: str) -> bool:
+    """A pointer worth opening in the variables view (to a struct, an array, another pointer), not a string."""
+    t = ctype.replace("const ", "").strip()
+    return t.endswith("*") and t.rstrip("* ") not in ("char", "void", "unsigned char", "signed char")
+
+
 class Adapter:
     """One DAP session: a trace, its gdb session, the client's state."""
 
@@ -82,6 +88,8 @@ class Adapter:
         self.breakpoints: dict[str, list[str]] = {}   # source path -> gdb breakpoint numbers
         self.function_breakpoints: list[str] = []
         self.handles: dict[int, tuple[str, int, int]] = {}   # frame/variables reference -> (what, thread, level)
+        self.varobjs: dict[int, str] = {}                    # variables reference -> gdb variable object
+        self.var_roots: list[str] = []                       # the variable objects made since the last move
         self.next_handle = 1
         self.stop_on_entry = False
         self.after: list[Callable[[], None]] = []     # events to send after the current response
@@ -310,7 +318,7 @@ class Adapter:
             pos = s.console(command)
         finally:
             self.running = False
-        self.handles.clear()
+        self._forget()
         self._output(pos)
         self.after.append(lambda: self._report(pos, kind))
 
@@ -431,12 +439,55 @@ class Adapter:
     def do_variables(self, req: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
         s = self._session()
         ref = arg(args, "variablesReference", int)
+        if ref in self.varobjs:
+            kids = s.mi_command(f"-var-list-children --all-values {self.varobjs[ref]}").get("children", [])
+            out = []
+            for k in kids:
+                k = k.get("child", k) if isinstance(k, dict) else {}
+                sub = 0
+                if int(k.get("numchild", "0") or 0) > 0:
+                    sub = self._new_ref()
+                    self.varobjs[sub] = k["name"]
+                out.append({"name": k.get("exp", "?"), "value": k.get("value", ""), "type": k.get("type", ""),
+                            "variablesReference": sub})
+            return {"variables": out}
         what, thread, level = self.handles.get(ref, ("", 0, 0))
         if what != "locals":
             raise RequestError(f"no variables {ref} (references last until the program moves)")
-        got = s.mi_command(f"-stack-list-variables --thread {thread} --frame {level} --all-values").get("variables", [])
-        return {"variables": [{"name": v["name"], "value": v.get("value", ""), "variablesReference": 0}
-                              for v in got]}
+        got = s.mi_command(f"-stack-list-variables --thread {thread} --frame {level} --simple-values").get(
+            "variables", [])
+        out = []
+        for v in got:
+            value, sub = v.get("value"), 0
+            if value is None or expandable(v.get("type", "")):
+                value, sub = self._varobj(thread, level, v["name"], value)
+            out.append({"name": v["name"], "value": value, "type": v.get("type", ""), "variablesReference": sub})
+        return {"variables": out}
+
+    def _varobj(self, thread: int, level: int, expr: str, value: str | None) -> tuple[str, int]:
+        """A gdb variable object for expr in the frame: (its value, a reference to its children or 0)."""
+        try:
+            v = self._session().mi_command(f"-var-create --thread {thread} --frame {level} - * {mi_quote(expr)}")
+        except LiveError as e:
+            return value if value is not None else f"<{e}>", 0
+        self.var_roots.append(v["name"])
+        if int(v.get("numchild", "0") or 0) == 0:
+            return v.get("value", value or ""), 0
+        ref = self._new_ref()
+        self.varobjs[ref] = v["name"]
+        return v.get("value", value or ""), ref
+
+    def _forget(self) -> None:
+        """The program moved: frames and variables are gdb's new ones."""
+        s = self.session
+        for name in self.var_roots if s is not None else []:
+            try:
+                s.mi_command(f"-var-delete {name}")
+            except LiveError:
+                pass
+        self.var_roots.clear()
+        self.varobjs.clear()
+        self.handles.clear()
 
     def do_evaluate(self, req: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
         """An expression in the frame; in the debug console, a line starting with `det ` is det's command."""
@@ -452,15 +503,23 @@ class Adapter:
             _, thread, level = self._frame(arg(args, "frameId", int))
             where = f"--thread {thread} --frame {level} "
         value = s.mi_command(f"-data-evaluate-expression {where}{mi_quote(expr)}").get("value", "")
-        return {"result": value, "variablesReference": 0}
+        sub = 0
+        if where and (value.startswith("{") or value.startswith("(")):
+            _, thread, level = self._frame(arg(args, "frameId", int))
+            value, sub = self._varobj(thread, level, expr, value)
+        return {"result": value, "variablesReference": sub}
 
     def _handle_for(self, what: str, thread: int, level: int) -> int:
         for ref, h in self.handles.items():
             if h == (what, thread, level):
                 return ref
+        ref = self._new_ref()
+        self.handles[ref] = (what, thread, level)
+        return ref
+
+    def _new_ref(self) -> int:
         ref = self.next_handle
         self.next_handle += 1
-        self.handles[ref] = (what, thread, level)
         return ref
 
     def _frame(self, ref: int) -> tuple[str, int, int]:

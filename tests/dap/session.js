@@ -91,6 +91,15 @@ async function main() {
   const vars = (await dc.variablesRequest({ variablesReference: scopes.body.scopes[0].variablesReference })).body.variables;
   const id = vars.find((v) => v.name === 'id');
   assert.ok(id && /^[12]$/.test(id.value), `the worker's id: ${JSON.stringify(vars)}`);
+  // a pointer opens to what it points at (gdb variable objects): the mutex this thread holds
+  const m = vars.find((v) => v.name === 'm');
+  assert.ok(m && m.variablesReference > 0 && /<lock>/.test(m.value), `m: ${JSON.stringify(m)}`);
+  const mutex = (await dc.variablesRequest({ variablesReference: m.variablesReference })).body.variables;
+  const data = mutex.find((v) => v.name === '__data');
+  assert.ok(data && data.variablesReference > 0, `*m: ${JSON.stringify(mutex)}`);
+  const fields = (await dc.variablesRequest({ variablesReference: data.variablesReference })).body.variables;
+  const owner = fields.find((v) => v.name === '__owner');
+  assert.ok(owner && Number(owner.value) > 0, `the lock is held at its critical section: ${JSON.stringify(fields)}`);
   const counterAtFirstHit = (await dc.evaluateRequest({ expression: 'counter', frameId: frame.id })).body.result;
   assert.match(counterAtFirstHit, /^\d+$/);
 
