@@ -46,11 +46,17 @@ class Logged:
         self.stream.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="det-dap", description="det's Debug Adapter Protocol server (stdio)")
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="det-dap", description="det's Debug Adapter Protocol server, on stdin and stdout: an editor "
+        "(VS Code, nvim-dap, ...) starts it and launches a trace with {\"trace\": PATH}; see docs/editor.md.")
     p.add_argument("--log", metavar="FILE", help="append every message in and out to FILE")
     p.add_argument("--version", action="version", version=f"det-dap {__version__}")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
     stdin: Any = sys.stdin.buffer
     stdout: Any = sys.stdout.buffer
     sys.stdout = sys.stderr          # nothing but DAP on the real stdout

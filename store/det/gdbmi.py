@@ -80,7 +80,10 @@ class LiveSession:
     """One `detreplay --gdb TRACE` under gdb/MI."""
 
     def __init__(self, trace: str | os.PathLike[str], timeout: float = START_TIMEOUT) -> None:
-        from pygdbmi.gdbcontroller import GdbController
+        try:
+            from pygdbmi.gdbcontroller import GdbController
+        except ImportError:
+            raise LiveError("pygdbmi is not installed (det's `tui` or `dap` extra: pip install pygdbmi)") from None
 
         # The first program runs os.setsid() and becomes detreplay: the
         # session id is its pid, shared by gdb and the program it starts.
