@@ -52,7 +52,9 @@ async function refused(promise, what) {
 async function main() {
   const dc = new DebugClient(python, detDap, 'det', { stdio: ['pipe', 'pipe', 'pipe'] });
   dc.defaultTimeout = 120000;
-  const out = { errors: {} };
+  const out = { errors: {}, requests: 0 };
+  const send = dc.send.bind(dc);
+  dc.send = (command, args) => { out.requests++; return send(command, args); };
   let output = '';
   dc.on('output', (e) => { if (e.body.category === 'stdout') output += e.body.output; });
   let exited = null;
@@ -160,6 +162,15 @@ async function main() {
   out.errors.bad_expr = await refused(dc.evaluateRequest({ expression: 'no_such_variable + 1', frameId: frame.id }),
     'a bad expression');
   await dc.threadsRequest();
+
+  // many requests at one stop: the same answers each time (a session of 100+ requests)
+  const stack0 = JSON.stringify((await dc.stackTraceRequest({ threadId: ev.body.threadId })).body);
+  for (let i = 0; i < 20; i++) {
+    assert.strictEqual(JSON.stringify((await dc.stackTraceRequest({ threadId: ev.body.threadId })).body), stack0);
+    await dc.threadsRequest();
+    const f = await top(dc, ev.body.threadId);
+    assert.match((await dc.evaluateRequest({ expression: 'counter + 0', frameId: f.id })).body.result, /^\d+$/);
+  }
 
   // to the end: the program's output, the recorded outcome
   await dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [] });

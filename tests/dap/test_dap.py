@@ -54,6 +54,7 @@ def test_a_whole_session(dap_client: Path, counter_trace: tuple[Path, Path]) -> 
     trace, exe = counter_trace
     out = run_client("session.js", dap_client, sys.executable, BIN / "det-dap", trace, SOURCE)
     assert out["adapter_exit"] == 0
+    assert out["requests"] >= 100, out["requests"]
     assert out["output"] == "counter 60\n"           # gdb_counter 20: 20 * (1 + 2)
     assert "unknown request 'noSuchRequest'" in out["errors"]["unknown"]
     assert "threadId" in out["errors"]["bad_arg"]
