@@ -122,6 +122,12 @@ async function main() {
   frame = await top(dc, tid);
   assert.strictEqual((await dc.evaluateRequest({ expression: 'counter', frameId: frame.id })).body.result,
     counterAtFirstHit, 'the value after going back is the value there before');
+  // stepIn at the unlock: libdet's pthread_mutex_unlock has no program lines, gdb steps over it
+  await stopAfter(dc, () => dc.nextRequest({ threadId: tid }));
+  ({ ev } = await stopAfter(dc, () => dc.stepInRequest({ threadId: tid })));
+  assert.strictEqual(ev.body.reason, 'step');
+  assert.strictEqual((await top(dc, ev.body.threadId)).line, UNLOCK_LINE + 1, 'stepIn: the line after the unlock');
+  assert.ok(ev.body.detEvent > firstHit, 'the unlock was done');
 
   // forward to the next hit, reverse-continue back to this one
   ({ ev } = await stopAfter(dc, () => dc.continueRequest({ threadId: tid })));

@@ -106,3 +106,26 @@ def test_pause_interrupts_a_running_replay(dap_client: Path, tmp_path: Path) -> 
     assert out["exit_code"] == 0 and out["output"] == "counter 150000\n"
     assert out["adapter_exit"] == 0
     assert left_behind(out["sid"], exe) == []
+
+
+def test_closed_input_leaves_no_process(counter_trace: tuple[Path, Path]) -> None:
+    """An editor that dies closes det-dap's stdin: det-dap ends its gdb session and exits
+    (raw DAP framing here: the client library always disconnects first)."""
+    trace, exe = counter_trace
+    p = subprocess.Popen([BIN / "det-dap"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdin is not None and p.stdout is not None
+    for seq, (command, args) in enumerate((("initialize", {"adapterID": "det"}), ("launch", {"trace": str(trace)})), 1):
+        body = json.dumps({"seq": seq, "type": "request", "command": command, "arguments": args}).encode()
+        p.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    p.stdin.flush()
+    sid = None
+    while sid is None:
+        length = int(p.stdout.readline().split(b":")[1])
+        p.stdout.readline()
+        msg = json.loads(p.stdout.read(length))
+        if msg.get("event") == "process":
+            sid = msg["body"]["systemProcessId"]
+    assert session_pids(sid), "the gdb session runs"
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0, p.stderr.read().decode() if p.stderr else ""
+    assert left_behind(sid, exe) == []
