@@ -148,7 +148,10 @@ class Adapter:
         else:
             self.out.respond(request, body)
         for f in after:
-            f()
+            try:
+                f()
+            except Exception as e:  # noqa: BLE001 - an event that failed is said; the session goes on
+                self.out.event("output", {"category": "stderr", "output": f"det-dap: {command}: {e}\n"})
 
     # ----- lifecycle
 
@@ -171,9 +174,13 @@ class Adapter:
             raise RequestError("a trace is already launched")
         trace = arg(args, "trace", str)
         self.stop_on_entry = arg(args, "stopOnEntry", bool, False)
-        self.model = TraceModel(trace)      # a damaged trace is refused here, in one line
-        self.trace = str(self.model.path)
-        self.session = LiveSession(self.trace)
+        model = TraceModel(trace)      # a damaged trace is refused here, in one line
+        try:
+            self.session = LiveSession(model.path)
+        except BaseException:
+            model.close()
+            raise
+        self.model, self.trace = model, str(model.path)
         self._output(self.session.position)
         # the process event's id is detreplay's: gdb and the program run in its process session
         sid = self.session.sid
@@ -329,7 +336,8 @@ class Adapter:
         if why.startswith("exited"):
             self.ended = True
             o = self.model.outcome if self.model is not None else None
-            code = int(o.get("exit_code") or 0) if o and o.get("status") == "exited" else 1
+            code = int(o.get("exit_code") or 0) if o and o.get("status") == "exited" else \
+                128 + int(o.get("signal") or 0) if o and o.get("status") == "signaled" else 1
             self.out.event("exited", {"exitCode": code})
             self._stopped("exit", pos, f"the replay ended; recorded: {outcome_words(o)}")
             return
