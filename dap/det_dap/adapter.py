@@ -12,8 +12,9 @@ Rules of this file:
     damaged trace or a gdb error is `success: false` with one line, never a
     traceback or an exit.
   - Threads are det's (gdb names them T0, T1...); frames in det's own code
-    (det.gdbmi.INNER) are not shown. The stopped event's description names
-    the det event the replay is at.
+    (det.gdbmi.INNER, libdet.so's) are not shown, unless the thread is in
+    none of the program's (then all are, marked subtle). The stopped event's
+    description names the det event the replay is at.
   - disconnect and terminate leave no process: det.gdbmi closes the session.
 """
 
@@ -423,17 +424,18 @@ class Adapter:
         levels = arg(args, "levels", int, 0) or FRAMES
         stack = s.mi_command(f"-stack-list-frames --thread {thread} 0 {FRAMES - 1}").get("stack", [])
         frames = []
+        mine = [f for f in stack if not det_frame(f)]
         for f in stack:
             path = f.get("fullname") or f.get("file")
-            if det_frame(f):
-                continue
+            if det_frame(f) and mine:
+                continue        # det's own: shown (subtle) only when the thread is in none of the program's
             level = int(f.get("level", 0))
             ref = self._handle_for("frame", thread, level)
             fr: dict[str, Any] = {"id": ref, "name": f.get("func", "??"), "line": int(f.get("line", 0) or 0),
                                   "column": 0, "instructionPointerReference": f.get("addr")}
             if path:
                 fr["source"] = {"name": os.path.basename(path), "path": path}
-            else:
+            if not path or not mine:
                 fr["presentationHint"] = "subtle"
             frames.append(fr)
         return {"stackFrames": frames[start:start + levels], "totalFrames": len(frames)}
