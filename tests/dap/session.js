@@ -2,7 +2,8 @@
 // client (@vscode/debugadapter-testsupport's DebugClient), on a trace of
 // tests/programs/gdb_counter.c.
 //
-// Usage: node session.js CLIENT_DIR PYTHON DET_DAP TRACE SOURCE
+// Usage: node session.js CLIENT_DIR PYTHON DET_DAP TRACE SOURCE [ROUNDS]
+// (ROUNDS of next + stepBack, timed: 2 by default, 5 for a median of 5)
 // Prints one JSON line (what tests/dap/test_dap.py checks further: the
 // session id, the timings); any failed assertion exits 1 with the message.
 //
@@ -14,7 +15,7 @@
 const assert = require('assert');
 const path = require('path');
 
-const [clientDir, python, detDap, trace, source] = process.argv.slice(2);
+const [clientDir, python, detDap, trace, source, rounds = '2'] = process.argv.slice(2);
 const { DebugClient } = require(path.join(clientDir, 'node_modules', '@vscode', 'debugadapter-testsupport'));
 
 const LOCK_LINE = 32;    // pthread_mutex_lock(m);
@@ -105,10 +106,10 @@ async function main() {
   const counterAtFirstHit = (await dc.evaluateRequest({ expression: 'counter', frameId: frame.id })).body.result;
   assert.match(counterAtFirstHit, /^\d+$/);
 
-  // step, step back (timed: 5 of each)
+  // step, step back (timed)
   out.next_ms = [];
   out.step_back_ms = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < Number(rounds); i++) {
     let r = await stopAfter(dc, () => dc.nextRequest({ threadId: tid }));
     assert.strictEqual(r.ev.body.reason, 'step');
     assert.strictEqual((await top(dc, r.ev.body.threadId)).line, UNLOCK_LINE, 'next went to the next line');
@@ -176,6 +177,20 @@ async function main() {
     await dc.threadsRequest();
     const f = await top(dc, ev.body.threadId);
     assert.match((await dc.evaluateRequest({ expression: 'counter + 0', frameId: f.id })).body.result, /^\d+$/);
+  }
+
+  // a conditional breakpoint, from the first lock of the run
+  ({ ev } = await stopAfter(dc, () => dc.gotoRequest({ threadId: tid, targetId: targets[0].id })));
+  assert.strictEqual(ev.body.detEvent, targets[0].id);
+  const cond = await dc.setBreakpointsRequest({ source: { path: source },
+    breakpoints: [{ line: ADD_LINE, condition: 'id == 1 && i == 2' }] });
+  assert.strictEqual(cond.body.breakpoints[0].verified, true);
+  ({ ev } = await stopAfter(dc, () => dc.continueRequest({ threadId: tid })));
+  assert.strictEqual(ev.body.reason, 'breakpoint');
+  frame = await top(dc, ev.body.threadId);
+  assert.strictEqual(frame.line, ADD_LINE);
+  for (const [expr, want] of [['id', '1'], ['i', '2']]) {
+    assert.strictEqual((await dc.evaluateRequest({ expression: expr, frameId: frame.id })).body.result, want, expr);
   }
 
   // to the end: the program's output, the recorded outcome
