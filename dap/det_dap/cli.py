@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="det-dap", description="det's Debug Adapter Protocol server, on stdin and stdout: an editor "
         "(VS Code, nvim-dap, ...) starts it and launches a trace with {\"trace\": PATH}; see docs/editor.md.")
     p.add_argument("--log", metavar="FILE", help="append every message in and out to FILE")
-    p.add_argument("--version", action="version", version=f"det-dap {__version__}")
+    p.add_argument("--version", action="version", version=f"%(prog)s (det) {__version__}")
     return p
 
 

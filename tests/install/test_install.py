@@ -21,7 +21,7 @@ from conftest import ROOT, build_packed_program, query, run, sample_bin
 from det import tracedir
 
 PREFIX = "/usr/local"
-COMMANDS = ("detrec", "detreplay", "detdiff", "dettui")
+COMMANDS = ("detrec", "detreplay", "detdiff", "dettui", "det-dap")
 NOBODY = 65534
 
 
@@ -56,6 +56,7 @@ def test_layout_follows_the_fhs(dest: Path) -> None:
     # dettui's modules and its look (package data, not Python)
     assert (root / "lib/det/python/det/tui/app.py").is_file()
     assert (root / "lib/det/python/det/tui/dettui.tcss").is_file()
+    assert (root / "lib/det/python/det/dap/adapter.py").is_file()
     # the gdb extension: a package with its commands in a subpackage
     assert (root / "share/det/gdb-ext/det_gdb/__init__.py").is_file()
     assert (root / "share/det/gdb-ext/det_gdb/commands/goto.py").is_file()
