@@ -562,7 +562,7 @@ def finish_run(c: Captured) -> RunResult:
     try:
         return _finish_run(c)
     finally:
-        c.writer.work.remove()  # (once published, gone already; on an error the capture log stays to salvage)
+        c.writer.remove_work()  # (once published, gone already; on an error the capture log stays to salvage)
 
 
 def _finish_run(c: Captured) -> RunResult:

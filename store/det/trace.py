@@ -510,7 +510,7 @@ class TraceWriter:
     mode 0600) says that a recording is under way or was cut short;
     det_convert (recorder/convert.c) moves the events into the trace after
     the run. SQLite writes only `path`, a file in a private work directory
-    (det.tracefile's rules), sealed by finish() and renamed into place by
+    (det.tracefile's rules) made when the trace is written, sealed by finish() and renamed into place by
     publish(). The caller holds NAME's TraceLock wherever another writer
     could meet it. No connection stays open between calls, so the converter
     has the file to itself.
@@ -531,15 +531,35 @@ class TraceWriter:
                 pass
             except OSError as e:
                 raise DetError(f"cannot replace {p}: {e.strerror}") from None
-        self.work = WorkDir(self.final)
-        self.path = self.work.file(self.visible.name)
+        self._work: WorkDir | None = None
+        self._path: Path | None = None
+        if self.salvage:
+            self._make_work()
+        else:
+            _create_empty(self.visible)
+
+    def _make_work(self) -> None:
+        self._work = WorkDir(self.final)
+        self._path = self._work.file(self.visible.name)
         try:
-            for p in [self.path] + ([] if self.salvage else [self.visible]):
-                with open(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600), "wb") as f:
-                    f.write(_empty_trace())  # (all of it, or an OSError: a full disk says so here)
-        except OSError as e:
-            self.work.remove()
-            raise DetError(f"cannot create {p}: {e.strerror}") from None
+            _create_empty(self._path)
+        except DetError:
+            self.remove_work()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The file SQLite writes, in the work directory, made when first
+        needed: a run a hunt judges from its capture log never makes it."""
+        if self._path is None:
+            self._make_work()
+        assert self._path is not None
+        return self._path
+
+    def remove_work(self) -> None:
+        """The work directory goes (with the written trace, unless published)."""
+        if self._work is not None:
+            self._work.remove()
 
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path)
@@ -619,22 +639,31 @@ class TraceWriter:
         try:
             os.replace(self.path, dest)
         except OSError as e:
-            self.work.remove()
+            self.remove_work()
             raise DetError(f"cannot write {dest}: {e.strerror}", status=1) from None
         if not self.salvage:
             self.visible.unlink(missing_ok=True)
-        self.work.remove()
+        self.remove_work()
         return dest
 
     def discard(self) -> None:
         """A run nobody keeps, or one that failed: its files go, the log too."""
-        self.work.remove()
+        self.remove_work()
         if not self.salvage:
             for p in (self.log, self.visible):
                 p.unlink(missing_ok=True)
 
 
 _EMPTY: bytes | None = None
+
+
+def _create_empty(path: Path) -> None:
+    """A new file (mode 0600) holding the empty trace."""
+    try:
+        with open(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600), "wb") as f:
+            f.write(_empty_trace())  # (all of it, or an OSError: a full disk says so here)
+    except OSError as e:
+        raise DetError(f"cannot create {path}: {e.strerror}") from None
 
 
 def _empty_trace() -> bytes:
