@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The byte at 1 GiB is SQLite's lock byte: its page holds nothing. */
@@ -244,7 +245,12 @@ static int pages_place(struct conv *c, const char *db_path, uint32_t root)
 		fail(c, "cannot read %s", db_path);
 		goto out;
 	}
-	uint32_t last = get32(h + 28);
+	struct stat fst;
+	if (fstat(fd, &fst) != 0 || fst.st_size % psize) {
+		fail(c, "cannot read %s: not whole pages", db_path);
+		goto out;
+	}
+	uint32_t last = (uint32_t)(fst.st_size / psize); /* (what SQLite counts when the header's count is stale) */
 	if (p->nleaves == 1) { /* the root is the one leaf */
 		if (pread(p->fd, pg, psize, 0) != (ssize_t)psize || write_page(c, fd, root, pg))
 			goto out;

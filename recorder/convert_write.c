@@ -8,7 +8,8 @@
  *    made after the load. SQL text comes from schema.py (include/det/sup.h).
  *    event_rows' rows go to convert_btree.c's pages instead where it can
  *    (then the rest is committed, the pages placed, and the transaction
- *    begins again for what follows: late results, the packed schedule).
+ *    begins again for what follows: late results, the packed schedule);
+ *    the merge makes those pages itself, the writer thread only inserts.
  *  - The checksum lanes of event_rows and calls (supervisor/sums.h) are added
  *    up as rows are made, and corrected when a late result changes one, so
  *    the seal needs no second pass over the tables.
@@ -262,7 +263,9 @@ int writer_end(struct conv *c)
 /* Write a row: queued for the writer while it runs, else at once. */
 int put(struct conv *c, uint32_t stmt, uint32_t nv, const int64_t *v, const void *blob, uint64_t nblob)
 {
-	if (!c->w)
+	/* (event rows made into pages, and their late results, are the merge's
+	 * own work: no SQLite, nothing to hand over) */
+	if (!c->w || (c->pages && (stmt == OP_EVENT || stmt == DET_SQL_RESULT)))
 		return run_op(c, stmt, nv, v, blob, nblob);
 	struct op o = {.stmt = stmt, .nv = nv, .blob = (void *)blob, .nblob = nblob};
 	memcpy(o.v, v, nv * sizeof(*v));
