@@ -60,7 +60,8 @@ def test_the_hash_cache_serves_another_process_and_ignores_garbage(cache: Path) 
     exe = os.path.realpath(sys.executable)
     cache.mkdir(parents=True)
     (cache / "file-hashes").write_text("garbage\n" + "0" * 64 + " x y z 1 2 " + exe + "\n")
-    code = "import sys; sys.path.insert(0, sys.argv[2]); from det import trust; print(trust.sha256_recorded(sys.argv[1]))"
+    code = ("import sys; sys.path.insert(0, sys.argv[2]); from det import trust; "
+            "print(trust.sha256_recorded(sys.argv[1]))")
     for _ in range(2):  # the first remembers it, the second reads it
         out = subprocess.run([sys.executable, "-c", code, exe, str(ROOT / "store")], capture_output=True, text=True,
                              check=True, env=dict(os.environ)).stdout.strip()
