@@ -235,11 +235,16 @@ def startup(runs: int, tmp: Path) -> dict[str, float]:
     return out
 
 
+SECTIONS = ("start-up", "sync", "storm", "replay-start", "inputs", "strict", "until-fail")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--json", help="also write the results here")
     p.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run, not for reporting)")
+    p.add_argument("--only", action="append", choices=SECTIONS,
+                   help="run only this section (repeatable); the other bench scripts are then not run")
     ns = p.parse_args()
     if ns.runs < 1:
         p.error("--runs must be positive")
@@ -265,100 +270,115 @@ def main() -> int:
                          f"({r[f'loop_added_cpu_ns_per_{unit}']:.1f} ns of CPU)")
         print(line, flush=True)
 
+    def want(section: str) -> bool:
+        return not ns.only or section in ns.only
+
     with tempfile.TemporaryDirectory(prefix="det-bench-") as d:
         tmp = Path(d)
-        print("## start-up (issue 25: detrec -- /bin/true <= 20 ms)")
-        st = startup(ns.runs, tmp)
-        results.append({"what": "start-up", **st})
-        ms = {k: 1000 * v for k, v in st.items()}
-        print(f"  native /bin/true {ms['native_s']:.1f} ms | detrec -q -- /bin/true {ms['detrec_s']:.1f} ms "
-              f"(CPU {ms['detrec_cpu_s']:.1f} ms) | of which Python's own start {ms['python_s']:.1f} ms, "
-              f"+ detrec's imports {ms['imports_s'] - ms['python_s']:.1f} ms, the rest (supervisor, run, trace) "
-              f"{ms['detrec_s'] - ms['imports_s']:.1f} ms", flush=True)
-        print("# target: detrec -- /bin/true <= 20 ms")
+        if want("start-up"):
+            print("## start-up (issue 25: detrec -- /bin/true <= 20 ms)")
+            st = startup(ns.runs, tmp)
+            results.append({"what": "start-up", **st})
+            ms = {k: 1000 * v for k, v in st.items()}
+            print(f"  native /bin/true {ms['native_s']:.1f} ms | detrec -q -- /bin/true {ms['detrec_s']:.1f} ms "
+                  f"(CPU {ms['detrec_cpu_s']:.1f} ms) | of which Python's own start {ms['python_s']:.1f} ms, "
+                  f"+ detrec's imports {ms['imports_s'] - ms['python_s']:.1f} ms, the rest (supervisor, run, trace) "
+                  f"{ms['detrec_s'] - ms['imports_s']:.1f} ms", flush=True)
+            print("# target: detrec -- /bin/true <= 20 ms")
 
-        print("## synchronization (issue: core, recording at the program's own speed)")
-        for name, args, what in [
-            ("mutex_counter", [str(1000000 // scale)], "2 threads x 1M mutex increments (green-threads benchmark 1)"),
-            ("cond_pingpong", [str(100000 // scale)],
-             "2 threads x 100k condvar ping-pongs (green-threads benchmark 2)"),
-            ("uncontended", [str(5000000 // scale)], "uncontended lock/unlock loop"),
-        ]:
-            print(f"# {what}: {name} {' '.join(args)} ({ns.runs} runs each)", flush=True)
-            report(bench_program(name, args, ns.runs, tmp), what)
-        print("# targets: mutex_counter program run <= 1.3x, end to end <= 2x; <= 30 ns added per uncontended "
-              "event; ordered replay <= 3x, relaxed <= 1.5x; <= 16 bytes/event")
+        if want("sync"):
+            print("## synchronization (issue: core, recording at the program's own speed)")
+            for name, args, what in [
+                ("mutex_counter", [str(1000000 // scale)],
+                 "2 threads x 1M mutex increments (green-threads benchmark 1)"),
+                ("cond_pingpong", [str(100000 // scale)],
+                 "2 threads x 100k condvar ping-pongs (green-threads benchmark 2)"),
+                ("uncontended", [str(5000000 // scale)], "uncontended lock/unlock loop"),
+            ]:
+                print(f"# {what}: {name} {' '.join(args)} ({ns.runs} runs each)", flush=True)
+                report(bench_program(name, args, ns.runs, tmp), what)
+            print("# targets: mutex_counter program run <= 1.3x, end to end <= 2x; <= 30 ns added per uncontended "
+                  "event; ordered replay <= 3x, relaxed <= 1.5x; <= 16 bytes/event")
 
-        print("## lock storm: mutex_counter with 2, 8 and 64 threads (2 cores: beyond 2 threads the figures "
-              "measure contention and scheduling, not parallel speed)")
-        for threads in (2, 8, 64):
-            iters = 2000000 // threads // scale
-            what = f"mutex_counter {iters} {threads}"
-            print(f"# {what} ({ns.runs} runs each)", flush=True)
-            report(bench_program("mutex_counter", [str(iters), str(threads)], ns.runs, tmp, replay=False),
-                   f"lock storm, {threads} threads")
+        if want("storm"):
+            print("## lock storm: mutex_counter with 2, 8 and 64 threads (2 cores: beyond 2 threads the figures "
+                  "measure contention and scheduling, not parallel speed)")
+            for threads in (2, 8, 64):
+                iters = 2000000 // threads // scale
+                what = f"mutex_counter {iters} {threads}"
+                print(f"# {what} ({ns.runs} runs each)", flush=True)
+                report(bench_program("mutex_counter", [str(iters), str(threads)], ns.runs, tmp, replay=False),
+                       f"lock storm, {threads} threads")
 
-        print("## replay start and memory")
-        trace = tmp / "mc2m.db"
-        subprocess.run([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(BENCH / "mutex_counter"),
-                        str(500000 // scale)], capture_output=True, check=True)
-        events = trace_stats(trace)["events"]
-        builds = [schedule_build(trace) for _ in range(ns.runs)]
-        b = {"events": events, "cpu_s": median([x["cpu_s"] for x in builds]),
-             "rss_mb": median([x["rss_mb"] for x in builds])}
-        results.append({"what": "schedule build", **b})
-        print(f"  schedule of {events} events built in {b['cpu_s']:.3f} s of CPU, peak RSS {b['rss_mb']:.0f} MB "
-              "(target: 2M events in <= 0.3 s)", flush=True)
-        sl = seal_times(trace, ns.runs, tmp)
-        results.append({"what": "seal", "events": events, **sl})
-        print(f"  checksum scan of {events} events (det's other writers, the validator) {sl['scan_s']:.3f} s; "
-              f"validator's full pass (detrec info, first open) {sl['full_pass_s']:.3f} s; detrec's own seal "
-              "sums as it converts (no scan)", flush=True)
+        if want("replay-start"):
+            print("## replay start and memory")
+            trace = tmp / "mc2m.db"
+            subprocess.run([str(BIN / "detrec"), "-q", "-o", str(trace), "--", str(BENCH / "mutex_counter"),
+                            str(500000 // scale)], capture_output=True, check=True)
+            events = trace_stats(trace)["events"]
+            builds = [schedule_build(trace) for _ in range(ns.runs)]
+            b = {"events": events, "cpu_s": median([x["cpu_s"] for x in builds]),
+                 "rss_mb": median([x["rss_mb"] for x in builds])}
+            results.append({"what": "schedule build", **b})
+            print(f"  schedule of {events} events built in {b['cpu_s']:.3f} s of CPU, peak RSS {b['rss_mb']:.0f} MB "
+                  "(target: 2M events in <= 0.3 s)", flush=True)
+            sl = seal_times(trace, ns.runs, tmp)
+            results.append({"what": "seal", "events": events, **sl})
+            print(f"  checksum scan of {events} events (det's other writers, the validator) {sl['scan_s']:.3f} s; "
+                  f"validator's full pass (detrec info, first open) {sl['full_pass_s']:.3f} s; detrec's own seal "
+                  "sums as it converts (no scan)", flush=True)
 
-        dr = dump_rate(trace, ns.runs)
-        results.append({"what": "dump", **dr})
-        print(f"  detrec dump of {dr['lines']} events: first line after {dr['first_line_s']:.3f} s (start-up "
-              f"{dr['start_s']:.3f} s), then {dr['lines_per_s'] / 1e3:.0f}k lines/s (target: >= 300k lines/s, "
-              "first line within start-up)", flush=True)
+            dr = dump_rate(trace, ns.runs)
+            results.append({"what": "dump", **dr})
+            print(f"  detrec dump of {dr['lines']} events: first line after {dr['first_line_s']:.3f} s (start-up "
+                  f"{dr['start_s']:.3f} s), then {dr['lines_per_s'] / 1e3:.0f}k lines/s (target: >= 300k lines/s, "
+                  "first line within start-up)", flush=True)
 
-        print("## inputs and real programs (issue: inputs)")
-        big = tmp / "big.txt"
-        rng = random.Random(7)
-        words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
-        with open(big, "w") as f:
-            size = 0
-            while size < 50_000_000 // scale:
-                line = " ".join(rng.choice(words) for _ in range(12)) + "\n"
-                f.write(line)
-                size += len(line)
-        for tool, args in (("pigz", ["-p", "2", "-c"]), ("pbzip2", ["-p2", "-c"])):
-            exe = shutil.which(tool)
-            if not exe:
-                sys.exit(f"bench: {tool} is not installed (tools/setup.sh installs it)")
-            what = f"{tool} {' '.join(args)} on {big.stat().st_size // 1_000_000} MB"
-            print(f"# {what} ({ns.runs} runs each)", flush=True)
-            report(bench_program(tool, [], ns.runs, tmp, prog=[exe, *args, str(big)]), what)
-        print("# targets: record <= 1.05x, replay <= 1.2x (the Popcorn replication thesis: 0.89% for pbzip2)")
-        for mode, n, what in (("clock", 1000000 // scale, "1M clock_gettime calls"),
-                              ("pipe", 100000 // scale, "100k one-byte pipe reads")):
-            print(f"# {what} ({ns.runs} runs each)", flush=True)
-            report(bench_program("syscalls", [mode, str(n)], ns.runs, tmp), what, per_call=True)
-        print("# target: <= 100 ns added per recorded clock_gettime (Hermit's ptrace design pays ~37 us)")
+        if want("inputs"):
+            print("## inputs and real programs (issue: inputs)")
+            big = tmp / "big.txt"
+            rng = random.Random(7)
+            words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
+            with open(big, "w") as f:
+                size = 0
+                while size < 50_000_000 // scale:
+                    line = " ".join(rng.choice(words) for _ in range(12)) + "\n"
+                    f.write(line)
+                    size += len(line)
+            for tool, args in (("pigz", ["-p", "2", "-c"]), ("pbzip2", ["-p2", "-c"])):
+                exe = shutil.which(tool)
+                if not exe:
+                    sys.exit(f"bench: {tool} is not installed (tools/setup.sh installs it)")
+                what = f"{tool} {' '.join(args)} on {big.stat().st_size // 1_000_000} MB"
+                print(f"# {what} ({ns.runs} runs each)", flush=True)
+                report(bench_program(tool, [], ns.runs, tmp, prog=[exe, *args, str(big)]), what)
+            print("# targets: record <= 1.05x, replay <= 1.2x (the Popcorn replication thesis: 0.89% for pbzip2)")
+            for mode, n, what in (("clock", 1000000 // scale, "1M clock_gettime calls"),
+                                  ("pipe", 100000 // scale, "100k one-byte pipe reads")):
+                print(f"# {what} ({ns.runs} runs each)", flush=True)
+                report(bench_program("syscalls", [mode, str(n)], ns.runs, tmp), what, per_call=True)
+            print("# target: <= 100 ns added per recorded clock_gettime (Hermit's ptrace design pays ~37 us)")
 
-        print("## strict mode (issue: schedules)")
-        for name, args in (("mutex_counter", [str(1000000 // scale)]), ("cond_pingpong", [str(100000 // scale)])):
-            what = f"--strict {name} {' '.join(args)}"
-            print(f"# {what} ({ns.runs} runs each)", flush=True)
-            report(bench_program(name, args, ns.runs, tmp, record_opts=("--strict",)), what)
-        print("# target: strict record <= 3x")
+        if want("strict"):
+            print("## strict mode (issue: schedules)")
+            for name, args in (("mutex_counter", [str(1000000 // scale)]), ("cond_pingpong", [str(100000 // scale)])):
+                what = f"--strict {name} {' '.join(args)}"
+                print(f"# {what} ({ns.runs} runs each)", flush=True)
+                report(bench_program(name, args, ns.runs, tmp, record_opts=("--strict",)), what)
+            print("# target: strict record <= 3x")
 
-        print("## --until-fail: runs per second")
-        sample = ROOT / "samples" / "bin" / "pingpong_ok"
-        uf = until_fail_rate(sample, ["50"], 200 // (4 if ns.quick else 1), ns.runs, tmp)
-        results.append({"what": "until-fail runs per second", **uf})
-        print(f"  {sample.name} 50, {uf['runs']} runs, medians of {ns.runs}: native {uf['native_runs_per_s']:.1f} "
-              f"runs/s, detrec --until-fail {uf['until_fail_runs_per_s']:.1f} runs/s ({uf['ratio']:.2f} of native; "
-              f"target >= 0.5); detrec --until-fail 1 takes {uf['detrec_one_run_s']:.2f} s", flush=True)
+        if want("until-fail"):
+            print("## --until-fail: runs per second")
+            sample = ROOT / "samples" / "bin" / "pingpong_ok"
+            uf = until_fail_rate(sample, ["50"], 200 // (4 if ns.quick else 1), ns.runs, tmp)
+            results.append({"what": "until-fail runs per second", **uf})
+            print(f"  {sample.name} 50, {uf['runs']} runs, medians of {ns.runs}: native {uf['native_runs_per_s']:.1f} "
+                  f"runs/s, detrec --until-fail {uf['until_fail_runs_per_s']:.1f} runs/s ({uf['ratio']:.2f} of native; "
+                  f"target >= 0.5); detrec --until-fail 1 takes {uf['detrec_one_run_s']:.2f} s", flush=True)
+    if ns.only:
+        if ns.json:
+            Path(ns.json).write_text(json.dumps(results, indent=2))
+        return 0
     subprocess.run([sys.executable, "bench/llvm.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/tui.py", f"--runs={min(ns.runs, 3)}"])

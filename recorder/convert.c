@@ -59,11 +59,8 @@ int grow(void **p, uint64_t *cap, uint64_t need, size_t size)
 
 static void conv_free(struct conv *c)
 {
-	for (int i = 0; i < DET_SQL_COUNT; i++)
-		sqlite3_finalize(c->st_sql[i]);
-	sqlite3_finalize(c->ev_one);
-	if (c->db)
-		sqlite3_close(c->db);
+	db_close(c);
+	pages_free(c);
 	for (uint32_t t = 0; t < c->nst; t++) {
 		free(c->st[t].pieces);
 		free(c->st[t].pend);
@@ -112,7 +109,7 @@ static int run(struct conv *c, const char *log_path, const char *db_path, const 
 		fail(c, "cannot cut the torn end of %s: %s", log_path, strerror(errno));
 		goto out;
 	}
-	if (open_db(c, db_path, sql, nsql))
+	if (open_db(c, db_path, sql, nsql) || pages_open(c, db_path))
 		goto out;
 	if (sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		fail(c, "cannot write %s: %s", db_path, sqlite3_errmsg(c->db));
@@ -123,7 +120,15 @@ static int run(struct conv *c, const char *log_path, const char *db_path, const 
 	int merged = merge(c);
 	if (c->w) /* (the merge failed midway) */
 		writer_end(c);
-	if (merged || leftovers(c) || write_tables(c) || pack_finish(c))
+	if (merged || leftovers(c) || write_tables(c))
+		goto out;
+	if (c->pages) {
+		began = 0; /* (pages_finish commits, and begins again once the rows are in) */
+		if (pages_finish(c, db_path, sql, nsql))
+			goto out;
+		began = 1;
+	}
+	if (pack_finish(c))
 		goto out;
 	c->stats.schedule = det_digest_end(c->digest, c->digest_n);
 	if (store_digest(c))

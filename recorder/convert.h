@@ -2,7 +2,8 @@
  * recorder/convert.h - the converter's one state (struct conv) and what its
  * parts offer each other: the driver (recorder/convert.c), the log reader
  * (convert_log.c), the merge (convert_merge.c), the SQLite writer
- * (convert_write.c) and the schedule packer (convert_pack.c).
+ * (convert_write.c), its b-tree page writer for event_rows
+ * (convert_btree.c) and the schedule packer (convert_pack.c).
  *
  * Rules of this file:
  *  - Internal to libdetsup.so: every function declared here is hidden;
@@ -74,6 +75,23 @@ struct hmap { /* 64-bit key -> 32-bit value, open addressing, grows */
 	uint64_t cap, used;
 };
 
+/* event_rows as b-tree pages (convert_btree.c) */
+struct pages {
+	int fd;            /* the leaves so far (an unlinked scratch file) */
+	uint32_t psize;    /* the trace's page size */
+	int small;         /* 0 and 1 stored without bytes (schema format 4) */
+	uint8_t *page;     /* the leaf filling */
+	uint32_t ncells, content;
+	int64_t last_key;
+	uint64_t rows, nleaves;
+	int64_t *leaf_max; /* per leaf: its last rowid */
+	uint64_t cap_leaf;
+	struct {
+		int64_t seq, result;
+	} *late;           /* results changed after their row was paged */
+	uint64_t nlate, cap_late;
+};
+
 struct conv {
 	const char *path; /* the log's */
 	const uint8_t *map;
@@ -107,6 +125,7 @@ struct conv {
 	const char *indexes;
 	int64_t rows[DET_CONVERT_BATCH][5]; /* the writer's: rows not inserted yet */
 	int nrows;
+	struct pages *pages;                /* (NULL: rows go through INSERT) */
 	struct writer *w;                   /* the writer thread, while it runs */
 	struct hmap sites, calls;
 	uint64_t *call_keys; /* per call: kind, obj, aux, site */
@@ -205,6 +224,15 @@ SUP_HIDDEN int store(struct conv *c, uint32_t t, uint64_t seq);
 SUP_HIDDEN int leftovers(struct conv *c);
 SUP_HIDDEN int write_tables(struct conv *c);
 SUP_HIDDEN int store_digest(struct conv *c);
+SUP_HIDDEN void db_close(struct conv *c);
+
+/* --- recorder/convert_btree.c: event_rows' pages --- */
+
+SUP_HIDDEN int pages_open(struct conv *c, const char *db_path);
+SUP_HIDDEN int pages_row(struct conv *c, const int64_t *row);
+SUP_HIDDEN int pages_late(struct conv *c, int64_t seq, int64_t result);
+SUP_HIDDEN int pages_finish(struct conv *c, const char *db_path, const char *const *sql, uint32_t nsql);
+SUP_HIDDEN void pages_free(struct conv *c);
 
 /* --- recorder/convert_pack.c: the packed schedule --- */
 

@@ -6,6 +6,10 @@
  * Rules of this file:
  *  - One transaction, prepared statements, multi-row inserts; indexes are
  *    made after the load. SQL text comes from schema.py (include/det/sup.h).
+ *    event_rows' rows go to convert_btree.c's pages instead where it can
+ *    (then the rest is committed, the pages placed, and the transaction
+ *    begins again for what follows: late results, the packed schedule);
+ *    the merge makes those pages itself, the writer thread only inserts.
  *  - The checksum lanes of event_rows and calls (supervisor/sums.h) are added
  *    up as rows are made, and corrected when a late result changes one, so
  *    the seal needs no second pass over the tables.
@@ -81,6 +85,13 @@ static int step(struct conv *c, sqlite3_stmt *st, const char *what)
 static int flush_rows(struct conv *c)
 {
 	int done = 0;
+	if (c->pages) {
+		for (; done < c->nrows; done++)
+			if (pages_row(c, c->rows[done]))
+				return -1;
+		c->nrows = 0;
+		return 0;
+	}
 	if (c->nrows && c->rows[0][0] == 0) {
 		sqlite3_stmt *st = c->st_sql[DET_SQL_FIRST_EVENT];
 		for (int k = 0; k < 5; k++)
@@ -121,6 +132,8 @@ static int run_op(struct conv *c, uint32_t stmt, uint32_t nv, const int64_t *v, 
 				c->rows[i][3] = v[0];
 				return 0;
 			}
+	if (stmt == DET_SQL_RESULT && c->pages)
+		return pages_late(c, v[1], v[0]);
 	sqlite3_stmt *st = c->st_sql[stmt];
 	for (uint32_t i = 0; i < nv; i++)
 		sqlite3_bind_int64(st, (int)i + 1, v[i]);
@@ -250,7 +263,9 @@ int writer_end(struct conv *c)
 /* Write a row: queued for the writer while it runs, else at once. */
 int put(struct conv *c, uint32_t stmt, uint32_t nv, const int64_t *v, const void *blob, uint64_t nblob)
 {
-	if (!c->w)
+	/* (event rows made into pages, and their late results, are the merge's
+	 * own work: no SQLite, nothing to hand over) */
+	if (!c->w || (c->pages && (stmt == OP_EVENT || stmt == DET_SQL_RESULT)))
 		return run_op(c, stmt, nv, v, blob, nblob);
 	struct op o = {.stmt = stmt, .nv = nv, .blob = (void *)blob, .nblob = nblob};
 	memcpy(o.v, v, nv * sizeof(*v));
@@ -563,6 +578,19 @@ int open_db(struct conv *c, const char *db_path, const char *const *sql, uint32_
 		return fail(c, "cannot prepare the event insert: %s", sqlite3_errmsg(c->db));
 	c->indexes = sql[DET_SQL_INDEXES];
 	return 0;
+}
+
+void db_close(struct conv *c)
+{
+	for (int i = 0; i < DET_SQL_COUNT; i++) {
+		sqlite3_finalize(c->st_sql[i]);
+		c->st_sql[i] = NULL;
+	}
+	sqlite3_finalize(c->ev_one);
+	c->ev_one = NULL;
+	if (c->db)
+		sqlite3_close(c->db);
+	c->db = NULL;
 }
 
 int store_digest(struct conv *c)

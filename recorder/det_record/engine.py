@@ -164,6 +164,8 @@ OUTLIVE_S = 10.0
 
 @dataclass
 class Options:
+    """How detrec records a run (its command line, decided once)."""
+
     stdin: dict[str, object] | None = None     # stdin_source(), decided once
     stdin_bytes: list[bytes] | None = None    # a piped stdin read ahead (--until-fail)
     outputs: tuple[dict | None, dict | None] = (None, None)  # output_source() of stdout and stderr
@@ -223,6 +225,8 @@ def det_cc_memory_points(exe: str) -> bool:
 
 @dataclass
 class RunResult:
+    """One recorded run: its trace and how it ended."""
+
     path: Path
     status: str             # exited | signaled | timeout | stopped | interrupted
     returncode: int         # Popen-style: negative for a signal
@@ -558,7 +562,7 @@ def finish_run(c: Captured) -> RunResult:
     try:
         return _finish_run(c)
     finally:
-        c.writer.work.remove()  # (once published, gone already; on an error the capture log stays to salvage)
+        c.writer.remove_work()  # (once published, gone already; on an error the capture log stays to salvage)
 
 
 def _finish_run(c: Captured) -> RunResult:

@@ -56,7 +56,7 @@ def salvage(log: Path, trust: bool = False) -> tuple[Path, str]:
             writer.set_meta({"salvaged": 1, "forced": st.forced, "cut": st.cut, "torn_bytes": st.torn_bytes})
             writer.publish()
         except BaseException:
-            writer.work.remove()
+            writer.remove_work()
             raise
         log.unlink()
     cut = f", {st.torn_bytes} bytes of a torn end cut off" if st.torn_bytes else ""

@@ -19,7 +19,6 @@ from pathlib import Path
 from . import paths, schema
 from .constants import DET_FILE_CUT, DET_FILE_EXEC, DET_FILE_LOADED, DET_FILE_OPENED
 from .errors import DetError
-from .symbols import name_code_sites
 
 
 def libdir() -> Path:
@@ -218,6 +217,8 @@ class Region:
             return None
         raw = buf.value.decode(errors="replace")
         if self._failure is None or self._failure[0] != raw:
+            from .symbols import name_code_sites  # (a stopped program only: not on detrec's start-up)
+
             self._failure = (raw, name_code_sites(raw, self.modules()))
         return self._failure[1]
 

@@ -98,6 +98,8 @@ def _private(st: os.stat_result, owners: set[int], dir_mode: bool) -> bool:
 
 @dataclass
 class KeepReport:
+    """What keeping a trace's objects did."""
+
     objects: int = 0          # distinct contents the trace needs, kept
     added: int = 0            # of them, new in the store
     added_bytes: int = 0      # what the new ones take (before any reflink sharing)

@@ -12,6 +12,7 @@ libraries' directory. Standard library only.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PKG_DIR = Path(__file__).resolve().parent
@@ -32,3 +33,13 @@ else:
 
 # The directory that holds the `det` package (what gdb's Python puts on sys.path).
 PYTHON_DIR = PKG_DIR.parent
+
+
+def user_cache(name: str) -> Path | None:
+    """NAME in the user's det cache ($XDG_CACHE_HOME/det, else ~/.cache/det;
+    None without either): what det remembers between runs (traces known to
+    be valid, file hashes, the empty trace). Callers make the directory
+    private (mode 0700) before writing in it."""
+    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(os.environ["HOME"], ".cache")
+                                                 if os.environ.get("HOME") else None)
+    return Path(base) / "det" / name if base else None

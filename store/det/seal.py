@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DetError, TraceDamage
+from .paths import user_cache
 
 # ---------------------------------------------------------------- the content checksum
 
@@ -120,9 +121,7 @@ def seal(db: sqlite3.Connection, sums: TableSums | None = None) -> None:
 
 
 def _cache_file() -> Path | None:
-    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(os.environ["HOME"], ".cache")
-                                                 if os.environ.get("HOME") else None)
-    return Path(base) / "det" / "valid-traces" if base else None
+    return user_cache("valid-traces")
 
 
 def file_identity(path: Path) -> str | None:

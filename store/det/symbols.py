@@ -30,6 +30,8 @@ Frame = tuple[str | None, str | None, int | None]
 
 @dataclass(frozen=True)
 class Location:
+    """Where an address is: its module and, where known, function and line."""
+
     address: int
     module: str
     offset: int

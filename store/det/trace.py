@@ -24,6 +24,7 @@ from . import events as ev
 from . import schema
 from .errors import DetError
 from .outpath import check_trace_output
+from .paths import user_cache
 from .seal import seal
 from .tracefile import INCOMPLETE, SQLITE_SIDE, WorkDir, check_not_being_written, check_side_files, read_only
 from .validate import JSON_META, validate
@@ -41,6 +42,8 @@ class OutOfTime(Exception):
 
 @dataclass
 class Event:
+    """One event of a trace, as Trace reads it."""
+
     seq: int
     tid: int
     idx: int
@@ -507,7 +510,7 @@ class TraceWriter:
     mode 0600) says that a recording is under way or was cut short;
     det_convert (recorder/convert.c) moves the events into the trace after
     the run. SQLite writes only `path`, a file in a private work directory
-    (det.tracefile's rules), sealed by finish() and renamed into place by
+    (det.tracefile's rules) made when the trace is written, sealed by finish() and renamed into place by
     publish(). The caller holds NAME's TraceLock wherever another writer
     could meet it. No connection stays open between calls, so the converter
     has the file to itself.
@@ -528,15 +531,35 @@ class TraceWriter:
                 pass
             except OSError as e:
                 raise DetError(f"cannot replace {p}: {e.strerror}") from None
-        self.work = WorkDir(self.final)
-        self.path = self.work.file(self.visible.name)
+        self._work: WorkDir | None = None
+        self._path: Path | None = None
+        if self.salvage:
+            self._make_work()
+        else:
+            _create_empty(self.visible)
+
+    def _make_work(self) -> None:
+        self._work = WorkDir(self.final)
+        self._path = self._work.file(self.visible.name)
         try:
-            for p in [self.path] + ([] if self.salvage else [self.visible]):
-                with open(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600), "wb") as f:
-                    f.write(_empty_trace())  # (all of it, or an OSError: a full disk says so here)
-        except OSError as e:
-            self.work.remove()
-            raise DetError(f"cannot create {p}: {e.strerror}") from None
+            _create_empty(self._path)
+        except DetError:
+            self.remove_work()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The file SQLite writes, in the work directory, made when first
+        needed: a run a hunt judges from its capture log never makes it."""
+        if self._path is None:
+            self._make_work()
+        assert self._path is not None
+        return self._path
+
+    def remove_work(self) -> None:
+        """The work directory goes (with the written trace, unless published)."""
+        if self._work is not None:
+            self._work.remove()
 
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path)
@@ -616,16 +639,16 @@ class TraceWriter:
         try:
             os.replace(self.path, dest)
         except OSError as e:
-            self.work.remove()
+            self.remove_work()
             raise DetError(f"cannot write {dest}: {e.strerror}", status=1) from None
         if not self.salvage:
             self.visible.unlink(missing_ok=True)
-        self.work.remove()
+        self.remove_work()
         return dest
 
     def discard(self) -> None:
         """A run nobody keeps, or one that failed: its files go, the log too."""
-        self.work.remove()
+        self.remove_work()
         if not self.salvage:
             for p in (self.log, self.visible):
                 p.unlink(missing_ok=True)
@@ -634,41 +657,79 @@ class TraceWriter:
 _EMPTY: bytes | None = None
 
 
+def _create_empty(path: Path) -> None:
+    """A new file (mode 0600) holding the empty trace."""
+    try:
+        with open(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600), "wb") as f:
+            f.write(_empty_trace())  # (all of it, or an OSError: a full disk says so here)
+    except OSError as e:
+        raise DetError(f"cannot create {path}: {e.strerror}") from None
+
+
 def _empty_trace() -> bytes:
     """The bytes of a trace with det's tables and kinds and nothing else,
-    made once per process (--until-fail starts many traces)."""
+    made once per process (--until-fail starts many traces), and kept in
+    the user's cache under a name from everything they depend on, with
+    their SHA-256 after them (a damaged copy is made again): making them
+    cost detrec's start-up ~10 ms."""
     global _EMPTY
     if _EMPTY is None:
-        import tempfile
+        import hashlib
 
-        with tempfile.TemporaryDirectory(prefix="det-empty-") as d:
-            path = Path(d) / "empty.db"
-            db = sqlite3.connect(path)
-            try:
-                db.executescript(
-                    f"""PRAGMA page_size = {schema.PAGE_SIZE};
-                    PRAGMA synchronous = OFF;
-                    PRAGMA journal_mode = MEMORY;
-                    PRAGMA application_id = {schema.APPLICATION_ID};
-                    PRAGMA user_version = {schema.FORMAT_VERSION};
-                    BEGIN;
-                    {schema.SCHEMA}
-                    COMMIT;"""
-                )
-                with db:
-                    db.executemany(
-                        "INSERT INTO object_kinds VALUES (?,?,?)",
-                        [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
-                    )
-                    db.executemany(
-                        "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
-                        [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description)
-                         for e in ev.EVENTS],
-                    )
-            finally:
-                db.close()
-            _EMPTY = path.read_bytes()
+        key = hashlib.sha256(repr((schema.PAGE_SIZE, schema.APPLICATION_ID, schema.FORMAT_VERSION, schema.SCHEMA,
+                                   [(o.number, o.name, o.description) for o in ev.OBJKINDS],
+                                   [(e.number, e.name, e.objkind, e.role, e.description) for e in ev.EVENTS],
+                                   sqlite3.sqlite_version)).encode()).hexdigest()[:16]
+        cached = user_cache(f"empty-trace-{key}.db")
+        try:
+            data = cached.read_bytes() if cached is not None else b""
+        except OSError:
+            data = b""
+        if len(data) > 32 and hashlib.sha256(data[:-32]).digest() == data[-32:]:
+            _EMPTY = data[:-32]
+        else:
+            _EMPTY = _make_empty_trace()
+            if cached is not None:
+                try:
+                    cached.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    tmp = cached.with_name(f"{cached.name}.{os.getpid()}")
+                    tmp.write_bytes(_EMPTY + hashlib.sha256(_EMPTY).digest())
+                    os.replace(tmp, cached)
+                except OSError:
+                    pass  # no cache: the next detrec makes it again
     return _EMPTY
+
+
+def _make_empty_trace() -> bytes:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="det-empty-") as d:
+        path = Path(d) / "empty.db"
+        db = sqlite3.connect(path)
+        try:
+            db.executescript(
+                f"""PRAGMA page_size = {schema.PAGE_SIZE};
+                PRAGMA synchronous = OFF;
+                PRAGMA journal_mode = MEMORY;
+                PRAGMA application_id = {schema.APPLICATION_ID};
+                PRAGMA user_version = {schema.FORMAT_VERSION};
+                BEGIN;
+                {schema.SCHEMA}
+                COMMIT;"""
+            )
+            with db:
+                db.executemany(
+                    "INSERT INTO object_kinds VALUES (?,?,?)",
+                    [(o.number, o.name.lower(), o.description) for o in ev.OBJKINDS],
+                )
+                db.executemany(
+                    "INSERT INTO event_kinds VALUES (?,?,?,?,?)",
+                    [(e.number, e.name.lower(), e.objkind.lower(), e.role.lower(), e.description)
+                     for e in ev.EVENTS],
+                )
+        finally:
+            db.close()
+        return path.read_bytes()
 
 
 def log_path(trace_path: Path) -> Path:

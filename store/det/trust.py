@@ -35,10 +35,12 @@ import os
 import pwd
 import shlex
 import stat
+import time
 from collections.abc import Callable
 from typing import Any
 
 from .errors import DetError
+from .paths import user_cache
 from .tracefile import user_name
 
 TRUST_ENV = "DET_TRUST"
@@ -54,19 +56,75 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-_HASHED: dict[tuple[str, int, int, int, int, int], str] = {}
+_HASHED: dict[tuple[str, int, int, int, int, int], str] | None = None
+_HASH_CACHE = "file-hashes"
+_HASH_CACHE_MAX = 256 << 10
+# A file changed within the timestamp granularity of its last change keeps
+# its identity: only files unchanged for this long are remembered (git's
+# "racily clean" rule).
+SETTLED_NS = 2_000_000_000
+
+
+def _hash_key(path: str, st: os.stat_result) -> tuple[str, int, int, int, int, int]:
+    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _load_hashes() -> dict[tuple[str, int, int, int, int, int], str]:
+    """The user's file-hash cache: lines `SHA256 DEV INO SIZE MTIME CTIME PATH`."""
+    out: dict[tuple[str, int, int, int, int, int], str] = {}
+    f = user_cache(_HASH_CACHE)
+    try:
+        text = f.read_text() if f is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return out
+    for line in text.splitlines():
+        parts = line.split(" ", 6)
+        if len(parts) == 7 and len(parts[0]) == 64 and all(p.isdigit() for p in parts[1:6]):
+            dev, ino, size, mtime, ctime = (int(p) for p in parts[1:6])
+            out[(parts[6], dev, ino, size, mtime, ctime)] = parts[0]
+    return out
+
+
+def _save_hash(key: tuple[str, int, int, int, int, int], digest: str) -> None:
+    f = user_cache(_HASH_CACHE)
+    if f is None or "\n" in key[0]:
+        return
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if f.exists() and f.stat().st_size > _HASH_CACHE_MAX:  # keep it small: the newest half
+            lines = f.read_text().splitlines()
+            tmp = f.with_name(f"{f.name}.{os.getpid()}")
+            tmp.write_text("".join(ln + "\n" for ln in lines[len(lines) // 2:]))
+            os.replace(tmp, f)
+        fd = os.open(f, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (" ".join([digest, *(str(v) for v in key[1:]), key[0]]) + "\n").encode())
+        finally:
+            os.close(fd)
+    except (OSError, UnicodeDecodeError):
+        pass  # no cache: the next recording hashes again
 
 
 def sha256_recorded(path: str) -> str:
     """sha256_file for what a recording notes (its program, libdet.so, its
-    libraries): each file is hashed once per process while its identity
-    (device, inode, size, mtime, ctime) stays, since a hunt's runs record the
-    same files again and again. Checks before a replay hash afresh."""
+    libraries): each file is hashed once while its identity (device, inode,
+    size, mtime, ctime: ctime changes with any write, and cannot be set back)
+    stays (a file changed in the last SETTLED_NS is hashed every time),
+    remembered in the user's cache ($XDG_CACHE_HOME/det/file-hashes),
+    since every recording, and each of a hunt's runs, notes the same files
+    (hashing them cost detrec's start-up ~20 ms). Checks before a replay
+    hash afresh."""
+    global _HASHED
+    if _HASHED is None:
+        _HASHED = _load_hashes()
     st = os.stat(path)
-    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = _hash_key(path, st)
     digest = _HASHED.get(key)
     if digest is None:
-        digest = _HASHED[key] = sha256_file(path)
+        digest = sha256_file(path)
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= SETTLED_NS:
+            _HASHED[key] = digest
+            _save_hash(key, digest)
     return digest
 
 

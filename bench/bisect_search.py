@@ -3,7 +3,7 @@
 failing and a passing strict recording, then one bisection, with its
 answer, replays and time.
 
-    .venv/bin/python bench/bisect.py [--suite samples|tests|public|all] [--only NAME ...]
+    .venv/bin/python bench/bisect_search.py [--suite samples|tests|public|all] [--only NAME ...]
                                      [--json FILE] [--detdiff PATH] [--traces DIR]
 
 --detdiff: another build's detdiff, e.g. /work/main/.venv/bin/detdiff.
