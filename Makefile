@@ -68,7 +68,7 @@ INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
                  $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
                    share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
 PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py compare/det_compare/*.py \
-             compare/det_compare/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py \
+             compare/det_compare/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py check/det_check/*.py \
              tui/det_tui/*.tcss) setup.cfg
 
 .PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall \
@@ -102,7 +102,7 @@ build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 build/.bytecode: $(SETUP) $(filter %.py,$(PY_SRC))
 	@mkdir -p build
 	.venv/bin/python -m compileall -q store/det recorder/det_record hunt/det_hunt compare/det_compare \
-		replayer/det_replay tui/det_tui
+		replayer/det_replay tui/det_tui check/det_check
 	@touch $@
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
@@ -164,7 +164,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui kmod
+	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui kmod check
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
 		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC)
 

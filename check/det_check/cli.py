@@ -1,0 +1,152 @@
+"""detcheck PROGRAM: what det can reproduce in this binary, and in which mode.
+
+    detcheck [--json] [--all] PROGRAM
+
+Rules of this file:
+  - Output: text for people (findings with their sites, then one verdict
+    line per mode), or --json for tools (the same, whole); bad input is one
+    line on stderr and exit status 2, no traceback.
+  - Exit status 0 whatever the verdicts (it is a report, not a test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+from det.errors import DetError
+
+from .elf import Elf, read_elf
+from .scan import Scan, scan
+from .verdict import MODES, VERDICT_WORDS, Finding, findings, verdicts
+
+SHOWN = 8  # sites listed per finding without --all
+
+
+def resolve(program: str) -> str:
+    if os.path.exists(program) or "/" in program:
+        if not os.path.exists(program):
+            raise DetError(f"{program}: no such file")
+        return program
+    found = shutil.which(program)
+    if not found:
+        raise DetError(f"{program}: not found (no such file, and not a command on PATH)")
+    return found
+
+
+def add_lines(elf: Elf, result: Scan) -> bool:
+    """Source lines for the sites, from the debug info; whether there was some."""
+    from .lines import Lines
+
+    lines = Lines(elf.path)
+    try:
+        for s in result.sites:
+            at = lines.at(s.address)
+            if at:
+                s.file, s.line = at
+        return lines._dwarf is not None
+    finally:
+        lines.close()
+
+
+def check(path: str) -> tuple[Elf, Scan, list[Finding], float]:
+    t0 = time.perf_counter()
+    elf = read_elf(path)
+    try:
+        result = scan(elf)
+    except ImportError as e:
+        raise DetError(f"needs the Python packages capstone and pyelftools ({e}): `pip install capstone pyelftools` "
+                       "(det's `make` installs them into .venv)") from None
+    add_lines(elf, result)
+    return elf, result, findings(elf, result), time.perf_counter() - t0
+
+
+def describe(elf: Elf) -> str:
+    linking = f"dynamically linked ({elf.interp})" if elf.interp else "statically linked"
+    cc = {None: "not built with det-cc", "": "built with det-cc",
+          "memory": "built with det-cc --sched-points=memory"}[elf.det_cc]
+    return f"{linking}, {cc}"
+
+
+def as_json(path: str, elf: Elf, result: Scan, found: list[Finding], seconds: float) -> dict:
+    def site(s):
+        return {"kind": s.kind, "address": s.address, "function": s.function, "offset": s.offset,
+                "file": s.file, "line": s.line, "instruction": s.text, "detail": s.detail or None,
+                "number": s.number}
+
+    return {
+        "program": path,
+        "static": elf.interp is None,
+        "interpreter": elf.interp,
+        "needed": elf.needed,
+        "det_cc": elf.det_cc is not None,
+        "det_cc_memory_points": elf.det_cc == "memory",
+        "findings": [{"key": f.key, "summary": f.summary, "sites": [site(s) for s in f.sites],
+                      "modes": {m: {"level": lv, "effect": w} for m, (lv, w) in f.effects.items()}}
+                     for f in found],
+        "verdicts": {m: {"level": lv, "verdict": VERDICT_WORDS[lv], "reasons": rs}
+                     for m, (lv, rs) in verdicts(found).items()},
+        "scan": {"code_bytes": result.code_bytes, "functions": result.functions, "seconds": round(seconds, 3)},
+    }
+
+
+def as_text(path: str, elf: Elf, result: Scan, found: list[Finding], seconds: float, show_all: bool) -> str:
+    out = [f"{path}: {describe(elf)}",
+           f"  scanned {result.code_bytes} bytes of code ({result.functions} function(s) looked into) "
+           f"in {seconds:.2f} s"]
+    if found:
+        out.append("findings:")
+    for f in found:
+        out.append(f"  {f.summary}")
+        shown = f.sites if show_all else f.sites[:SHOWN]
+        for s in shown:
+            extra = f"  [{s.detail}]" if s.detail and s.kind != "atomic" else ""
+            out.append(f"    {s.where()}: {s.text}{extra}")
+        if len(f.sites) > len(shown):
+            out.append(f"    ... and {len(f.sites) - len(shown)} more (--all lists them)")
+    if not found:
+        out.append("findings: none (nothing det does not see in the program's own code)")
+    out.append("verdicts:")
+    for m, (lv, reasons) in verdicts(found).items():
+        words = VERDICT_WORDS[lv]
+        if lv == "note":
+            words += " (" + "; ".join(reasons) + ")"
+        elif reasons:
+            words += ": " + "; ".join(reasons)
+        out.append(f"  {m:<8} {words}")
+    return "\n".join(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="detcheck",
+        description="What det can reproduce in a program, and in which mode (" + ", ".join(MODES) + "): how it is "
+                    "linked, raw system calls, rdtsc/rdrand/cpuid, atomics outside det-cc, calls det refuses; "
+                    "read from the file, with source lines where it has debug info.")
+    p.add_argument("--json", action="store_true", help="one JSON object, for tools")
+    p.add_argument("--all", action="store_true", help=f"list every site (default: the first {SHOWN} of each finding)")
+    p.add_argument("program", help="the program (a path, or a command on PATH)").complete = "command"
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        path = resolve(ns.program)
+        elf, result, found, seconds = check(path)
+    except DetError as e:
+        print(f"detcheck: {e}", file=sys.stderr)
+        return 2
+    if ns.json:
+        print(json.dumps(as_json(path, elf, result, found, seconds), indent=1))
+    else:
+        print(as_text(path, elf, result, found, seconds, ns.all))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
