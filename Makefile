@@ -54,7 +54,8 @@ SAMPLE_BINS += $(patsubst %,samples/bin/%.mem,$(WINDOW_BUGS))
 TESTPROG_C  := $(wildcard tests/programs/*.c)
 TESTPROG_CXX := $(wildcard tests/programs/*.cpp)
 TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) \
-	       $(patsubst tests/programs/%.cpp,tests/bin/%,$(TESTPROG_CXX)) tests/bin/hello_static
+	       $(patsubst tests/programs/%.cpp,tests/bin/%,$(TESTPROG_CXX)) tests/bin/hello_static \
+	       tests/bin/detcheck_spin.detcc
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
@@ -153,6 +154,10 @@ tests/bin/omp_%: tests/programs/omp_%.c
 tests/bin/hello_static: tests/programs/hello.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -O1 $(WARN) -static -o $@ $<
+# the same spin lock built both ways: detcheck tells them apart (tests/e2e/test_detcheck.py)
+tests/bin/detcheck_spin.detcc: tests/programs/detcheck_spin.c $(DETPASS) $(DETCC)
+	@mkdir -p tests/bin
+	$(DETCC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -pthread -o $@ $<
 
 benches: $(BENCH_BINS)
 bench/bin/%: bench/%.c

@@ -113,10 +113,13 @@ def as_text(path: str, elf: Elf, result: Scan, found: list[Finding], seconds: fl
     out.append("verdicts:")
     for m, (lv, reasons) in verdicts(found).items():
         words = VERDICT_WORDS[lv]
+        worst = [w for f in found for flv, w in [f.effects[m]] if flv == lv and lv != "ok"]
         if lv == "note":
-            words += " (" + "; ".join(reasons) + ")"
-        elif reasons:
-            words += ": " + "; ".join(reasons)
+            words += " (" + "; ".join(worst) + ")"
+        elif worst:
+            words += ": " + "; ".join(worst)
+            if len(reasons) > len(worst):
+                words += f" (and {len(reasons) - len(worst)} note(s) above)"
         out.append(f"  {m:<8} {words}")
     return "\n".join(out)
 
@@ -141,10 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     except DetError as e:
         print(f"detcheck: {e}", file=sys.stderr)
         return 2
-    if ns.json:
-        print(json.dumps(as_json(path, elf, result, found, seconds), indent=1))
-    else:
-        print(as_text(path, elf, result, found, seconds, ns.all))
+    text = json.dumps(as_json(path, elf, result, found, seconds), indent=1) if ns.json else \
+        as_text(path, elf, result, found, seconds, ns.all)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `detcheck PROG | head`
+        sys.stdout = None
     return 0
 
 

@@ -56,15 +56,14 @@ LIBC_CALLS = {
 
 _LOCKABLE = rb"[\x00\x01\x08\x09\x10\x11\x18\x19\x20\x21\x28\x29\x30\x31\x80\x81\x83\x86\x87\xf6\xf7\xfe\xff]"
 _LOCKABLE_0F = rb"\x0f[\xb0\xb1\xc0\xc1\xc7\xab\xb3\xbb\xba]"
-# Where an instruction of interest may start (the quick check leaves out xchg and calls).
+# Where an instruction of interest may start (the quick check: system calls and atomics only).
 QUICK_PATTERN = re.compile(
     rb"\x0f\x05|\x0f\x34|\xcd\x80"  # syscall, sysenter, int $0x80
-    rb"|\xf0\x66?[\x40-\x4f]?(?:" + _LOCKABLE + rb"|" + _LOCKABLE_0F + rb")",  # lock-prefixed
+    rb"|\xf0\x66?[\x40-\x4f]?(?:" + _LOCKABLE + rb"|" + _LOCKABLE_0F + rb")[\x00-\xbf]"  # lock, memory operand
+    rb"|[\x86\x87][\x00-\xbf]",  # xchg with memory (locked without a prefix)
     re.S)
 FULL_PATTERN = re.compile(
-    QUICK_PATTERN.pattern
-    + rb"|\x0f\x31|\x0f\x01\xf9|\x0f\xa2|\x0f\xc7[\xf0-\xff]"  # rdtsc, rdtscp, cpuid, rdrand/rdseed
-    + rb"|[\x86\x87][\x00-\xbf]",  # xchg with memory (locked without a prefix)
+    QUICK_PATTERN.pattern + rb"|\x0f\x31|\x0f\x01\xf9|\x0f\xa2|\x0f\xc7[\xf0-\xff]",  # rdtsc(p), cpuid, rdrand/seed
     re.S)
 _CALL_REL = re.compile(rb"\xe8", re.S)  # call rel32
 _CALL_GOT = re.compile(rb"\xff\x15", re.S)  # call *disp32(%rip)
@@ -231,7 +230,7 @@ def _site(elf: Elf, insns: list, i: int, addr: int, size: int, mnem: str, ops: s
     if mnem in ("syscall", "sysenter") or (mnem == "int" and ops == "0x80"):
         num = _constant_in(insns, i, ("eax", "rax"))
         return Site("syscall", addr, text, syscall_name(num), num)
-    if mnem.startswith("lock ") or (mnem == "xchg" and "[" in ops and not quick):
+    if mnem.startswith("lock ") or (mnem == "xchg" and "[" in ops):
         return Site("atomic", addr, text)
     if quick:
         return None
