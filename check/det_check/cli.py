@@ -66,7 +66,8 @@ def check(path: str) -> tuple[Elf, Scan, list[Finding], float]:
 
 
 def describe(elf: Elf) -> str:
-    linking = f"dynamically linked ({elf.interp})" if elf.interp else "statically linked"
+    linking = (f"dynamically linked ({elf.interp})" if elf.interp else
+               f"a shared library (needs {', '.join(elf.needed)})" if elf.library else "statically linked")
     cc = {None: "not built with det-cc", "": "built with det-cc",
           "memory": "built with det-cc --sched-points=memory"}[elf.det_cc]
     return f"{linking}, {cc}"
@@ -80,7 +81,8 @@ def as_json(path: str, elf: Elf, result: Scan, found: list[Finding], seconds: fl
 
     return {
         "program": path,
-        "static": elf.interp is None,
+        "static": elf.static,
+        "shared_library": elf.library,
         "interpreter": elf.interp,
         "needed": elf.needed,
         "det_cc": elf.det_cc is not None,

@@ -60,6 +60,16 @@ class Elf:
     plt_names: dict[int, str] = field(default_factory=dict)  # PLT entry -> symbol
     _starts: list[int] = field(default_factory=list)
 
+    @property
+    def static(self) -> bool:
+        """Statically linked: no loader, no libraries (a static PIE is ET_DYN without either)."""
+        return self.interp is None and not self.needed
+
+    @property
+    def library(self) -> bool:
+        """A shared library (ET_DYN with libraries and no loader of its own)."""
+        return self.interp is None and bool(self.needed)
+
     def code(self) -> list[Section]:
         """The executable sections that hold the program's code (not its PLT stubs)."""
         return [s for s in self.sections if s.executable and s.size and not s.name.startswith(".plt")]

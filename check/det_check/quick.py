@@ -24,7 +24,7 @@ from pathlib import Path
 
 CACHE_NAME = "detcheck-quick.json"
 CACHE_ENTRIES = 256
-VERSION = 1  # of what an entry holds; bump when quick() finds more or differently
+VERSION = 2  # of what an entry holds; bump when quick() finds more or differently
 
 
 def _cache_file() -> Path | None:
@@ -69,7 +69,7 @@ def compute(path: str) -> dict:
     from .scan import QUICK_PATTERN, candidates, scan
 
     elf = read_elf(path)
-    out = {"static": elf.interp is None, "det_cc": elf.det_cc is not None, "syscalls": [], "atomics": 0}
+    out = {"static": elf.static, "det_cc": elf.det_cc is not None, "syscalls": [], "atomics": 0}
     if not candidates(elf, QUICK_PATTERN):
         return out  # no place such an instruction could start: no disassembly
     result = scan(elf, quick=True)

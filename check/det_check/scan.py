@@ -5,16 +5,18 @@ calls into libc that det refuses or does not record.
 How it stays fast: a regular expression over the executable sections finds
 every place one of those instructions could start (a superset of their
 encodings: the lock prefix followed by an opcode that takes it, 0f 05...);
-only the functions holding such a place are disassembled (capstone, lite
-mode, skipdata), from their start (symbols and .eh_frame_hdr's table give
-the starts, so a stripped program too), so an instruction is one capstone
-decoded where a linear sweep of the function puts it, never a byte pattern.
+a place is kept when capstone (lite mode, skipdata) decodes such an
+instruction there, which rules out most; the functions holding a place
+kept are then disassembled from their start (symbols and .eh_frame_hdr's
+table give the starts, so a stripped program too) up to it, so a site is
+an instruction where a linear sweep of the function puts it, never a byte
+pattern.
 
 Rules of this file:
   - capstone is imported when a scan runs (det.check.quick scans without
     it when there is nothing to confirm).
   - What det refuses through syscall() is preload/rawsys.c's list, copied
-    in UNSUPPORTED_SYSCALLS; tests/unit/test_detcheck.py checks that the
+    in UNSUPPORTED_SYSCALLS; tests/unit/test_check_scan.py checks that the
     two say the same.
 """
 
@@ -68,11 +70,12 @@ FULL_PATTERN = re.compile(
 _CALL_REL = re.compile(rb"\xe8", re.S)  # call rel32
 _CALL_GOT = re.compile(rb"\xff\x15", re.S)  # call *disp32(%rip)
 _BRANCH = re.compile(r"^(j|call|ret|loop|syscall)")
-# A place far into a long function is decoded from RESYNC bytes before it,
-# not from the function's start: x86 decoding falls into step with the
-# instruction boundaries within a few instructions (checked against whole-
-# function sweeps in tests/unit/test_detcheck.py).
-RESYNC = 96
+# A place is decoded from its function's start (or from the end of the
+# previous place's instruction): a linear sweep, exact. Only in a function
+# longer than RESYNC does a place far from the last decoded one start RESYNC
+# bytes before it (x86 decoding falls into step within a few instructions,
+# nearly always), which bounds the cost of a huge generated function.
+RESYNC = 1 << 16
 MAX_INSN = 15
 LOOKBACK = 8  # instructions searched back for the constant in eax (edi for syscall())
 
@@ -205,6 +208,9 @@ def scan(elf: Elf, quick: bool = False) -> Scan:
         for c in places:
             if c < pos:
                 continue  # inside the instruction an earlier place was
+            first = next(md.disasm_lite(elf.data[c + delta:min(c + MAX_INSN, end) + delta], c, 1), None)
+            if first is None or not _of_interest(first[2], first[3]):
+                continue  # what starts there is not one (most places: a byte inside another instruction)
             if c - pos > RESYNC:
                 pos = c - RESYNC
             stop = min(c + MAX_INSN, end)
@@ -222,6 +228,15 @@ def scan(elf: Elf, quick: bool = False) -> Scan:
                 out.sites.append(site)
     out.sites.sort(key=lambda s: s.address)
     return out
+
+
+_KINDS = frozenset({"syscall", "sysenter", "int", "rdtsc", "rdtscp", "rdrand", "rdseed", "cpuid", "call"})
+
+
+def _of_interest(mnem: str, ops: str) -> bool:
+    """Whether an instruction decoded at a place could be a site (a prefix
+    before the place changes its operands, not this)."""
+    return mnem in _KINDS or mnem.startswith("lock ") or (mnem == "xchg" and "[" in ops)
 
 
 def _site(elf: Elf, insns: list, i: int, addr: int, size: int, mnem: str, ops: str, quick: bool,

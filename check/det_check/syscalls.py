@@ -1,6 +1,6 @@
 """x86-64 system call numbers -> names, from the kernel's
 asm/unistd_64.h (linux-libc-dev). The x86-64 numbers are ABI: never
-renumbered, only added to; tests/unit/test_detcheck.py checks this table
+renumbered, only added to; tests/unit/test_check_scan.py checks this table
 against the header of the machine it runs on.
 
 Rules of this file: data only; a call newer than the table is named by its

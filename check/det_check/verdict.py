@@ -48,13 +48,13 @@ def findings(elf: Elf, scan: Scan) -> list[Finding]:
     for s in scan.sites:
         by_kind.setdefault(s.kind, []).append(s)
     raw = by_kind.get("syscall", [])
-    if elf.interp is None:
-        out.append(Finding("static", "statically linked (no PT_INTERP)" + (
+    if elf.static:
+        out.append(Finding("static", "statically linked (no PT_INTERP, no DT_NEEDED)" + (
             f", with {_plural(len(raw), 'raw syscall instruction')} of its libc" if raw else ""),
             _all("no", "statically linked: det preloads libdet.so through the dynamic loader, so detrec refuses it"),
             raw))
         raw = []
-    elif not any(n.startswith("libc.so") for n in elf.needed):
+    elif not elf.library and not any(n.startswith("libc.so") for n in elf.needed):
         out.append(Finding("no-libc", f"dynamically linked ({elf.interp}) but without libc.so.6",
                            _all("no", "does not use libc: det's wrappers never run, nothing of it is recorded")))
     if raw:
