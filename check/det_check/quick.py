@@ -5,7 +5,7 @@ it records in will not see them.
 
 Cost: the answer is cached per file (path, size, mtime) in
 $XDG_CACHE_HOME/det/detcheck-quick.json, so only the first recording of a
-build pays. Then a regular expression over the executable sections
+build pays, in a process of its own while the program runs. There a regular expression over the executable sections
 (det.check.scan's QUICK_PATTERN) finds where such an instruction could
 start; capstone is imported only when there is such a place to confirm
 (not for a program with none).
@@ -13,13 +13,16 @@ start; capstone is imported only when there is such a place to confirm
 Rules of this file:
   - Standard library only at import; never fails detrec: an unreadable
     cache, a file that is not ELF or capstone missing mean no line.
+  - The check proper runs as `python -m det.check.quick PATH` (nice 19),
+    which prints its answer as JSON and stores it in the cache.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
 CACHE_NAME = "detcheck-quick.json"
@@ -80,43 +83,57 @@ def compute(path: str) -> dict:
 
 class QuickCheck:
     """compute(path) for detrec: from the cache at once when this version of
-    the file is in it, else in a thread of its own while the program runs
-    (the first recording of a build must not wait for capstone: ~0.2 s)."""
+    the file is in it, else in a process of its own at the lowest priority
+    while the program runs (the first recording of a build must not wait
+    for capstone, ~0.1-0.2 s; a thread would hold detrec's GIL meanwhile,
+    which forwards the program's output)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.found: dict | None = None
-        self._thread: threading.Thread | None = None
-        self._key = _key(path)
-        if self._key is None:
+        self._proc: subprocess.Popen | None = None
+        key = _key(path)
+        if key is None:
             return
-        cached = _load(_cache_file()).get(self._key)
+        cached = _load(_cache_file()).get(key)
         if isinstance(cached, dict):
             self.found = cached
-        else:
-            self._thread = threading.Thread(target=self._compute, name="detcheck-quick", daemon=True)
-            self._thread.start()
-
-    def _compute(self) -> None:
-        try:
-            found = compute(self.path)
-        except Exception:  # noqa: BLE001 (not ELF, damaged, capstone missing: detrec goes on without the line)
             return
-        f = _cache_file()
-        cache = _load(f)  # (again: another detrec may have added to it meanwhile)
-        cache.pop(self._key, None)
-        cache[self._key] = found
-        _store(f, cache)
-        self.found = found
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-m", __name__, path], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            self._proc = None
 
     def ready(self) -> bool:
         """Whether the answer came from the cache (or there is none to wait for)."""
-        return self._thread is None
+        return self._proc is None
 
     def wait(self, timeout: float) -> dict | None:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._proc is not None:
+            try:
+                out, _ = self._proc.communicate(timeout=timeout)
+                found = json.loads(out) if self._proc.returncode == 0 else None
+                self.found = found if isinstance(found, dict) else None
+            except (subprocess.TimeoutExpired, ValueError):
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
         return self.found
+
+
+def check_and_remember(path: str) -> dict | None:
+    """compute(path), kept in the cache."""
+    key = _key(path)
+    if key is None:
+        return None
+    found = compute(path)
+    f = _cache_file()
+    cache = _load(f)
+    cache.pop(key, None)
+    cache[key] = found
+    _store(f, cache)
+    return found
 
 
 def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
@@ -136,3 +153,11 @@ def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
     if not parts:
         return None
     return f"{name}: its code has {' and '.join(parts)} that {mode} mode does not see; `detcheck {name}` says where"
+
+
+if __name__ == "__main__":  # QuickCheck's process: the answer on stdout, as JSON
+    os.nice(19)
+    try:
+        print(json.dumps(check_and_remember(sys.argv[1])))
+    except Exception:  # noqa: BLE001 (not ELF, damaged, capstone missing: no line)
+        sys.exit(1)
