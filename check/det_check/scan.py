@@ -6,8 +6,9 @@ How it stays fast: a regular expression over the executable sections finds
 every place one of those instructions could start (a superset of their
 encodings: the lock prefix followed by an opcode that takes it, 0f 05...);
 a place is kept when capstone (lite mode, skipdata) decodes such an
-instruction there, which rules out most; the functions holding a place
-kept are then disassembled from their start (symbols and .eh_frame_hdr's
+instruction there, and decoding from 64 bytes before it agrees, which rules
+out most; the functions holding a place kept are then disassembled from
+their start (symbols and .eh_frame_hdr's
 table give the starts, so a stripped program too) up to it, so a site is
 an instruction where a linear sweep of the function puts it, never a byte
 pattern.
@@ -75,7 +76,13 @@ _BRANCH = re.compile(r"^(j|call|ret|loop|syscall)")
 # longer than RESYNC does a place far from the last decoded one start RESYNC
 # bytes before it (x86 decoding falls into step within a few instructions,
 # nearly always), which bounds the cost of a huge generated function.
-RESYNC = 1 << 16
+RESYNC = 512
+# Before that sweep, a place far from the last decoded instruction is decoded
+# from WINDOW bytes before it: when that puts it inside another instruction it
+# is dropped (most places left are bytes of `ja`/`jbe` rel32, 0f 87/0f 86, or
+# of displacements); a real site so dropped would need the decoding to be out
+# of step over all WINDOW bytes (the unit test checks against a full sweep).
+WINDOW = 64
 MAX_INSN = 15
 LOOKBACK = 8  # instructions searched back for the constant in eax (edi for syscall())
 
@@ -103,6 +110,7 @@ class Scan:
     sites: list[Site] = field(default_factory=list)
     functions: int = 0  # functions with a place to look at
     code_bytes: int = 0  # bytes of executable sections searched
+    cpu_seconds: float = 0.0  # the whole check's (capstone's import included), set by det.check.cli
 
 
 def syscall_name(number: int | None) -> str:
@@ -211,9 +219,11 @@ def scan(elf: Elf, quick: bool = False) -> Scan:
             first = next(md.disasm_lite(elf.data[c + delta:min(c + MAX_INSN, end) + delta], c, 1), None)
             if first is None or not _of_interest(first[2], first[3]):
                 continue  # what starts there is not one (most places: a byte inside another instruction)
+            stop = min(c + MAX_INSN, end)
+            if c - pos > WINDOW and not _starts_one(md, elf.data, delta, c - WINDOW, stop, c):
+                continue  # decoded from a little before, it is inside another instruction
             if c - pos > RESYNC:
                 pos = c - RESYNC
-            stop = min(c + MAX_INSN, end)
             insns = list(md.disasm_lite(elf.data[pos + delta:stop + delta], pos))
             k = next((k for k, x in enumerate(insns) if x[0] <= c < x[0] + x[1]), None)
             if k is None:
@@ -228,6 +238,14 @@ def scan(elf: Elf, quick: bool = False) -> Scan:
                 out.sites.append(site)
     out.sites.sort(key=lambda s: s.address)
     return out
+
+
+def _starts_one(md, data: bytes, delta: int, start: int, stop: int, c: int) -> bool:
+    """Whether decoding from start puts an instruction of interest over c."""
+    for addr, size, mnem, ops in md.disasm_lite(data[start + delta:stop + delta], start):
+        if addr <= c < addr + size:
+            return _of_interest(mnem, ops)
+    return False
 
 
 _KINDS = frozenset({"syscall", "sysenter", "int", "rdtsc", "rdtscp", "rdrand", "rdseed", "cpuid", "call"})
