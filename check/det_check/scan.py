@@ -71,11 +71,12 @@ FULL_PATTERN = re.compile(
 _CALL_REL = re.compile(rb"\xe8", re.S)  # call rel32
 _CALL_GOT = re.compile(rb"\xff\x15", re.S)  # call *disp32(%rip)
 _BRANCH = re.compile(r"^(j|call|ret|loop|syscall)")
-# A place is decoded from its function's start (or from the end of the
-# previous place's instruction): a linear sweep, exact. Only in a function
-# longer than RESYNC does a place far from the last decoded one start RESYNC
-# bytes before it (x86 decoding falls into step within a few instructions,
-# nearly always), which bounds the cost of a huge generated function.
+# A place kept is decoded from its function's start, or from the end of the
+# previous site's instruction, when that is at most RESYNC bytes before it,
+# else from RESYNC bytes before it: x86 decoding falls into step with the
+# instruction boundaries within a few instructions, and a sweep of ~130
+# instructions bounds the cost of a site in a long function. (In step with
+# a full sweep of every function: tests/unit/test_check_scan.py.)
 RESYNC = 512
 # Before that sweep, a place far from the last decoded instruction is decoded
 # from WINDOW bytes before it: when that puts it inside another instruction it
