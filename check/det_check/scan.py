@@ -7,11 +7,10 @@ every place one of those instructions could start (a superset of their
 encodings: the lock prefix followed by an opcode that takes it, 0f 05...);
 a place is kept when capstone (lite mode, skipdata) decodes such an
 instruction there, and decoding from 64 bytes before it agrees, which rules
-out most; the functions holding a place kept are then disassembled from
-their start (symbols and .eh_frame_hdr's
-table give the starts, so a stripped program too) up to it, so a site is
-an instruction where a linear sweep of the function puts it, never a byte
-pattern.
+out most; each place kept is then disassembled from its function's start
+(symbols and .eh_frame_hdr's table give the starts, so a stripped program
+too), or from 512 bytes before it in a long function, so a site is an
+instruction where a linear sweep puts it, never a byte pattern.
 
 Rules of this file:
   - capstone is imported when a scan runs (det.check.quick scans without
