@@ -19,6 +19,7 @@ import sys
 import time
 
 from det.errors import DetError
+from det.symbols import demangle
 
 from .elf import Elf, read_elf
 from .scan import Scan, scan
@@ -65,6 +66,10 @@ def check(path: str) -> tuple[Elf, Scan, list[Finding], float]:
         raise DetError(f"needs the Python packages capstone and pyelftools ({e}): `pip install capstone pyelftools` "
                        "(det's `make` installs them into .venv)") from None
     add_lines(elf, result)
+    mangled = sorted({s.function for s in result.sites if s.function and s.function.startswith("_Z")})
+    plain = demangle(mangled) if mangled else {}
+    for s in result.sites:
+        s.function = plain.get(s.function, s.function)
     found = findings(elf, result)
     result.cpu_seconds = time.process_time() - c0
     return elf, result, found, time.perf_counter() - t0
