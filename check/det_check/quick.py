@@ -124,10 +124,15 @@ class QuickCheck:
 
 def check_and_remember(path: str) -> dict | None:
     """compute(path), kept in the cache."""
+    from .elf import BadInput
+
     key = _key(path)
     if key is None:
         return None
-    found = compute(path)
+    try:
+        found = compute(path)
+    except BadInput:  # a script, a damaged file: remembered too, not checked at each recording
+        found = {"unreadable": True}
     f = _cache_file()
     cache = _load(f)
     cache.pop(key, None)
@@ -139,7 +144,7 @@ def check_and_remember(path: str) -> dict | None:
 def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
     """The one line to say when recording name in mode ("default", "strict",
     "logical") and its own code has what that mode does not see."""
-    if not found or found["static"]:
+    if not found or found.get("unreadable") or found.get("static"):
         return None  # (a static program is refused, with its own message)
     parts = []
     calls = found["syscalls"]
