@@ -24,7 +24,7 @@ SHF_EXECINSTR = 0x4
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 EM_X86_64 = 62
 ET_EXEC, ET_DYN = 2, 3
-DT_NEEDED = 1
+DT_NEEDED, DT_STRTAB = 1, 5
 # The markers det-cc leaves in what it builds (include/det/cc.h: DET_CC_BUILT,
 # DET_CC_BUILT_MEMORY; det_cc_atomic_begin is imported weak, so it survives strip).
 DET_CC_MARKS = ("det_cc_built", "det_cc_built_memory")
@@ -116,7 +116,9 @@ def read_elf(path: str, name: str | None = None) -> Elf:
         raise BadInput(f"{name}: cannot read ({e.strerror})") from None
     if data[:4] != b"\x7fELF":
         raise BadInput(f"{name}: not an ELF file")
-    if len(data) < 64 or data[4] != 2 or data[5] != 1 or struct.unpack_from("<H", data, 18)[0] != EM_X86_64:
+    if len(data) < 64:
+        raise BadInput(f"{name}: damaged ELF file (its header is cut short)")
+    if data[4] != 2 or data[5] != 1 or struct.unpack_from("<H", data, 18)[0] != EM_X86_64:
         raise BadInput(f"{name}: not an x86-64 program; det records x86-64 programs only")
     try:
         return _parse(path, data, name)
@@ -131,14 +133,25 @@ def _parse(path: str, data: bytes, name: str) -> Elf:
     phoff, shoff = struct.unpack_from("<QQ", data, 32)
     phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 54)
     interp = None
+    segments = []  # executable PT_LOADs: the code of a file without section headers
+    loads = []  # (vaddr, offset, size) of every PT_LOAD: where the dynamic section's addresses are in the file
+    dynamic = None
     for i in range(phnum):
-        p_type, _flags, p_off, _va, _pa, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        p_type, p_flags, p_off, p_va, _pa, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
         if p_type == PT_INTERP:
             interp = _cstr(data, p_off)
+        elif p_type == PT_DYNAMIC:
+            dynamic = (p_off, p_filesz)
+        elif p_type == PT_LOAD:
+            loads.append((p_va, p_off, p_filesz))
+            if p_flags & 1 and p_off + p_filesz <= len(data):  # PF_X
+                segments.append(Section(f"PT_LOAD@{p_va:#x}", p_va, p_off, p_filesz, True))
     raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)] if shoff else []
     names_off = raw[shstrndx][4] if raw and shstrndx < len(raw) else 0
     sections = [Section(_cstr(data, names_off + s[0]), s[3], s[4], s[5] if s[1] != 8 else 0, bool(s[2] & SHF_EXECINSTR))
                 for s in raw]  # (SHT_NOBITS: no bytes in the file)
+    if not any(sec.executable for sec in sections):
+        sections += segments
     funcs: dict[int, tuple[int, str]] = {}
     imports: set[str] = set()
     defined: set[str] = set()
@@ -165,13 +178,15 @@ def _parse(path: str, data: bytes, name: str) -> Elf:
         if sh_type == SHT_DYNSYM:
             dynsym = names
     needed = []
-    dynamic = next((s for s in raw if s[1] == 6), None)  # SHT_DYNAMIC
-    if dynamic is not None:
-        str_off = raw[dynamic[6]][4]
-        for tag, val in struct.iter_unpack("<qQ", data[dynamic[4]:dynamic[4] + dynamic[5]]):
+    if dynamic is not None:  # (PT_DYNAMIC, as the loader reads it: section headers may be gone)
+        entries = list(struct.iter_unpack("<qQ", data[dynamic[0]:dynamic[0] + dynamic[1] // 16 * 16]))
+        strtab = next((val for tag, val in entries if tag == DT_STRTAB), None)
+        str_off = next((off + strtab - va for va, off, size in loads
+                        if strtab is not None and va <= strtab < va + size), None)
+        for tag, val in entries:
             if tag == 0:
                 break
-            if tag == DT_NEEDED:
+            if tag == DT_NEEDED and str_off is not None:
                 needed.append(_cstr(data, str_off + val))
     got_names: dict[int, str] = {}
     for _n, sh_type, _f, _a, off, size, link, _info, _al, _es in raw:

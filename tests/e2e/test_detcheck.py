@@ -129,7 +129,20 @@ def test_text_output():
     assert verdicts[0].split(None, 1)[1].startswith("partly reproducible: 2 atomic instructions outside det-cc")
 
 
-@pytest.mark.parametrize("what", ["missing", "text", "aarch64", "directory"])
+def test_without_section_headers(tmp_path: Path):
+    """A program whose section headers are gone (sstrip) is read as the
+    loader reads it: its executable PT_LOADs, its PT_DYNAMIC."""
+    data = bytearray((_require(PROGRAMS / "detcheck_spin")).read_bytes())
+    data[0x28:0x30] = bytes(8)  # e_shoff
+    data[0x3A:0x40] = bytes(6)  # e_shentsize, e_shnum, e_shstrndx
+    path = tmp_path / "sstripped"
+    path.write_bytes(bytes(data))
+    rep = json.loads(detcheck("--json", path).stdout)
+    assert rep["needed"] == ["libc.so.6"] and [f["key"] for f in rep["findings"]] == ["atomic"]
+    assert len(finding(rep, "atomic")["sites"]) == len(report("detcheck_spin")["findings"][0]["sites"])
+
+
+@pytest.mark.parametrize("what", ["missing", "text", "aarch64", "directory", "cut"])
 def test_bad_input_is_one_line(tmp_path: Path, what: str):
     path = tmp_path / "prog"
     if what == "text":
@@ -140,12 +153,14 @@ def test_bad_input_is_one_line(tmp_path: Path, what: str):
         path.write_bytes(bytes(data))
     elif what == "directory":
         path.mkdir()
+    elif what == "cut":
+        path.write_bytes(Path("/bin/true").read_bytes()[:3000])  # the header, not the tables it points to
     r = detcheck(path)
     err = r.stderr.decode()
     assert r.returncode == 2 and r.stdout == b""
     assert len(err.splitlines()) == 1 and err.startswith("detcheck: ") and "Traceback" not in err, err
     assert {"missing": "no such file", "text": "not an ELF file", "aarch64": "not an x86-64 program",
-            "directory": "is a directory"}[what] in err
+            "directory": "is a directory", "cut": "damaged ELF file"}[what] in err
 
 
 def test_large_program_scans_fast():
