@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import struct
 import sys
 import time
 
@@ -43,13 +44,16 @@ def add_lines(elf: Elf, result: Scan) -> bool:
     """Source lines for the sites, from the debug info; whether there was some."""
     from .lines import Lines
 
-    lines = Lines(elf.path)
+    try:
+        lines = Lines(elf.path)
+    except Exception:  # noqa: BLE001 (pyelftools on a damaged file: no lines, function+offset as without debug info)
+        return False
     try:
         for s in result.sites:
             at = lines.at(s.address)
             if at:
                 s.file, s.line = at
-        return lines._dwarf is not None
+        return lines.has_dwarf
     finally:
         lines.close()
 
@@ -62,6 +66,8 @@ def check(path: str) -> tuple[Elf, Scan, list[Finding], float]:
     elf = read_elf(path)
     try:
         result = scan(elf)
+    except (struct.error, IndexError, ValueError, OverflowError) as e:
+        raise DetError(f"{path}: damaged ELF file ({e})") from None
     except ImportError as e:
         raise DetError(f"needs the Python packages capstone and pyelftools ({e}): `pip install capstone pyelftools` "
                        "(det's `make` installs them into .venv)") from None

@@ -122,7 +122,7 @@ def read_elf(path: str, name: str | None = None) -> Elf:
         raise BadInput(f"{name}: not an x86-64 program; det records x86-64 programs only")
     try:
         return _parse(path, data, name)
-    except (struct.error, IndexError, ValueError) as e:
+    except (struct.error, IndexError, ValueError, OverflowError) as e:
         raise BadInput(f"{name}: damaged ELF file ({e})") from None
 
 
@@ -217,9 +217,12 @@ def eh_frame_starts(elf: Elf) -> list[int]:
     if sec is None or sec.size < 12:
         return []
     hdr = elf.bytes_of(sec)
+    if len(hdr) < 12:
+        return []  # (cut short)
     version, _ptr_enc, count_enc, table_enc = hdr[:4]
     if version != 1 or _ptr_enc != 0x1B or count_enc != 0x03 or table_enc != 0x3B:  # udata4 count, datarel|sdata4 table
         return []
     count, = struct.unpack_from("<I", hdr, 8)
     table = hdr[12:12 + 8 * count]
+    table = table[:len(table) // 8 * 8]
     return [sec.addr + loc for loc, _fde in struct.iter_unpack("<ii", table)]

@@ -20,8 +20,12 @@ class Lines:
         from elftools.elf.elffile import ELFFile
 
         self._file = open(path, "rb")  # noqa: SIM115 (pyelftools reads it lazily; closed by close())
-        self._elf = ELFFile(self._file)
-        self._dwarf = self._elf.get_dwarf_info() if self._elf.has_dwarf_info() else None
+        try:
+            self._elf = ELFFile(self._file)
+            self._dwarf = self._elf.get_dwarf_info() if self._elf.has_dwarf_info() else None
+        except BaseException:
+            self._file.close()
+            raise
         self._aranges = None
         self._ranges: list[tuple[int, int, int]] | None = None  # (low, high, cu offset), without aranges
         self._rows: dict[int, tuple[list[int], list[tuple[str | None, int, bool]]]] = {}
@@ -30,6 +34,10 @@ class Lines:
                 self._aranges = self._dwarf.get_aranges()
             except Exception:  # noqa: BLE001 (damaged: fall back to the units' ranges)
                 self._aranges = None
+
+    @property
+    def has_dwarf(self) -> bool:
+        return self._dwarf is not None
 
     def close(self) -> None:
         self._file.close()
