@@ -54,7 +54,8 @@ SAMPLE_BINS += $(patsubst %,samples/bin/%.mem,$(WINDOW_BUGS))
 TESTPROG_C  := $(wildcard tests/programs/*.c)
 TESTPROG_CXX := $(wildcard tests/programs/*.cpp)
 TESTPROGS   := $(patsubst tests/programs/%.c,tests/bin/%,$(TESTPROG_C)) \
-	       $(patsubst tests/programs/%.cpp,tests/bin/%,$(TESTPROG_CXX)) tests/bin/hello_static
+	       $(patsubst tests/programs/%.cpp,tests/bin/%,$(TESTPROG_CXX)) tests/bin/hello_static \
+	       tests/bin/detcheck_spin.detcc
 BENCH_C     := $(wildcard bench/*.c)
 BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 
@@ -68,7 +69,7 @@ INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
                  $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
                    share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
 PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py compare/det_compare/*.py \
-             compare/det_compare/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py dap/det_dap/*.py \
+             compare/det_compare/bisect/*.py replayer/det_replay/*.py tui/det_tui/*.py dap/det_dap/*.py check/det_check/*.py \
              tui/det_tui/*.tcss) setup.cfg
 
 .PHONY: all setup native samples benches testprogs demo test check bench stress fuzz clean dist install uninstall \
@@ -102,7 +103,7 @@ build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 build/.bytecode: $(SETUP) $(filter %.py,$(PY_SRC))
 	@mkdir -p build
 	.venv/bin/python -m compileall -q store/det recorder/det_record hunt/det_hunt compare/det_compare \
-		replayer/det_replay tui/det_tui dap/det_dap
+		replayer/det_replay tui/det_tui dap/det_dap check/det_check
 	@touch $@
 
 # dist: everything an install needs, built without .venv (a Debian package build has none)
@@ -153,6 +154,10 @@ tests/bin/omp_%: tests/programs/omp_%.c
 tests/bin/hello_static: tests/programs/hello.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -O1 $(WARN) -static -o $@ $<
+# the same spin lock built both ways: detcheck tells them apart (tests/e2e/test_detcheck.py)
+tests/bin/detcheck_spin.detcc: tests/programs/detcheck_spin.c $(DETPASS) $(DETCC)
+	@mkdir -p tests/bin
+	$(DETCC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -pthread -o $@ $<
 
 benches: $(BENCH_BINS)
 bench/bin/%: bench/%.c
@@ -164,7 +169,7 @@ demo: all
 
 check: $(SETUP)
 	$(PY) tools/gen_events.py --check
-	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui dap kmod
+	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui dap kmod check
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
 		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC)
 

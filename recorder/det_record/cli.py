@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from det import __version__, tracedir
+from det.check.quick import QuickCheck, unseen_line
 from det.errors import DetError
 from det.launch import describe_status, output_source, read_own_stdin, resolve_program, stdin_source
 from det.outpath import check_output_dir, check_trace_output
@@ -108,6 +109,9 @@ def check_outputs(out: Path, exe: str, until_fail: bool) -> None:
     if until_fail:
         check_trace_output(pass_output(out), [exe], "passing trace")
         check_output_dir(runs_dir(out), "runs in progress", ("run",))
+
+
+QUICK_WAIT_S = 5.0  # the most detrec waits at its end for detcheck's quick part (a huge program)
 
 
 def say(msg: str) -> None:
@@ -375,6 +379,12 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
+        # What this mode will not see in the program's own code, said once:
+        # before the run when known (cached), else after it (found meanwhile).
+        quick = None if ns.quiet else QuickCheck(exe)
+        mode = "logical" if ns.logical else "strict" if ns.strict else "default"
+        if quick is not None and quick.ready() and (line := unseen_line(quick.found, ns.program, mode)):
+            say(line)
         opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads,
                        rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
@@ -395,7 +405,11 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                 locks.enter_context(TraceLock(path))
             # Before any thread: whatever ends detrec, no process of the program outlives it.
             with watched(runs_dir(out) if ns.until_fail else None, outputs):
-                return _record(ns, exe, prog_argv, out, opts, verify)
+                status = _record(ns, exe, prog_argv, out, opts, verify)
+        if quick is not None and not quick.ready() and (line := unseen_line(quick.wait(QUICK_WAIT_S), ns.program,
+                                                                             mode)):
+            say(line)
+        return status
     except DetError as e:
         say(str(e))
         return e.status

@@ -204,7 +204,7 @@ class DataSymbols:
         except (OSError, ValueError, struct.error):
             return
         mangled = sorted({n for _, _, n in rows if n.startswith("_Z")})
-        plain = _demangle(mangled) if mangled else {}
+        plain = demangle(mangled) if mangled else {}
         rows = sorted((a, size, STDIO_NAMES.get(n, plain.get(n, n))) for a, size, n in rows)
         self.starts = [r[0] for r in rows]
         self.ends = [r[0] + r[1] for r in rows]
@@ -275,7 +275,8 @@ def main_source(path: str) -> str | None:
     return file if file and file != "??" and os.path.isfile(file) else None
 
 
-def _demangle(names: list[str]) -> dict[str, str]:
+def demangle(names: list[str]) -> dict[str, str]:
+    """C++ names as written (c++filt), for those it knows; {} without c++filt."""
     tool = shutil.which("c++filt")
     if not tool:
         return {}

@@ -1,0 +1,206 @@
+"""detcheck PROGRAM (det.check): what det can reproduce in a binary, and in
+which mode, on programs of our own built both ways (gcc and det-cc), a
+static one and one calling syscall() with a number det refuses; and the
+one line detrec says when its mode will not see something.
+
+Source lines are checked against the lines the test programs mark
+("atomic here", "syscall here"...), not against numbers written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, PROGRAMS, ROOT, _require, detrec, run
+
+DETCHECK = BIN / "detcheck"
+SOURCES = ROOT / "tests" / "programs"
+
+
+def detcheck(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess:
+    return run([_require(DETCHECK), *args], timeout=60)
+
+
+def report(program: str) -> dict:
+    r = detcheck("--json", _require(PROGRAMS / program))
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def marked(source: str, marker: str) -> set[int]:
+    lines = (SOURCES / source).read_text().splitlines()
+    found = {i for i, line in enumerate(lines, 1) if marker in line}
+    assert found, f"{source} marks no line with {marker!r}"
+    return found
+
+
+def finding(rep: dict, key: str) -> dict:
+    found = [f for f in rep["findings"] if f["key"] == key]
+    assert found, f"no {key} finding in {[f['key'] for f in rep['findings']]}"
+    return found[0]
+
+
+def levels(rep: dict) -> dict[str, str]:
+    return {m: v["level"] for m, v in rep["verdicts"].items()}
+
+
+def test_spin_lock_built_with_gcc():
+    rep = report("detcheck_spin")
+    assert not rep["static"] and not rep["det_cc"]
+    atomic = finding(rep, "atomic")
+    sites = atomic["sites"]
+    assert {s["line"] for s in sites} == marked("detcheck_spin.c", "/* atomic here */")
+    assert all(s["file"] == "detcheck_spin.c" for s in sites)
+    assert {s["instruction"].split()[0] for s in sites} == {"xchg", "lock"}
+    assert levels(rep) == {"default": "partly", "relaxed": "partly", "strict": "note", "logical": "partly"}
+
+
+def test_spin_lock_built_with_det_cc():
+    rep = report("detcheck_spin.detcc")
+    assert rep["det_cc"]
+    atomic = finding(rep, "atomic")
+    lines = [s["line"] for s in atomic["sites"]]  # (clang writes no .debug_aranges: each unit's ranges)
+    assert lines and set(lines) <= marked("detcheck_spin.c", "/* atomic here */"), lines
+    assert {v["level"] for v in atomic["modes"].values()} == {"ok"}
+    assert levels(rep) == {m: "ok" for m in ("default", "relaxed", "strict", "logical")}
+
+
+def test_raw_instructions_with_source_lines():
+    rep = report("detcheck_insns")
+    raw = finding(rep, "raw-syscall")["sites"]
+    assert [(s["number"], s["detail"]) for s in raw] == [(39, "getpid")]
+    assert raw[0]["line"] in marked("detcheck_insns.c", "/* syscall here */")
+    for kind in ("rdtsc", "cpuid", "rdrand"):
+        sites = finding(rep, kind)["sites"]
+        assert [s["line"] for s in sites] == sorted(marked("detcheck_insns.c", f"/* {kind} here */")), kind
+    assert levels(rep)["default"] == "partly"  # the raw getpid and rdrand are not recorded
+    assert finding(rep, "rdtsc")["modes"]["default"]["level"] == "note"  # trapped and recorded
+
+
+def test_without_debug_info_sites_are_function_and_offset(tmp_path: Path):
+    """objcopy --strip-debug: no lines, the function symbol and the offset;
+    strip: the address (and det-cc's import still says det-cc)."""
+    objcopy = shutil.which("objcopy")
+    assert objcopy, "objcopy is missing (binutils)"
+    for prog, how in (("detcheck_spin", "--strip-debug"), ("detcheck_spin.detcc", "--strip-all")):
+        path = tmp_path / f"{prog}{how}"
+        r = run([objcopy, how, _require(PROGRAMS / prog), path])
+        assert r.returncode == 0, r.stderr.decode()
+        rep = json.loads(detcheck("--json", path).stdout)
+        sites = finding(rep, "atomic")["sites"]
+        assert sites and all(s["file"] is None and s["line"] is None for s in sites)
+        if how == "--strip-debug":
+            assert {s["function"] for s in sites} == {"work"} and all(s["offset"] > 0 for s in sites)
+            out = detcheck(path).stdout.decode()
+            assert f"work+{sites[0]['offset']:#x}: " in out, out
+        else:
+            assert rep["det_cc"] and all(s["function"] is None for s in sites)
+
+
+def test_static_program():
+    rep = report("hello_static")
+    assert rep["static"] and rep["interpreter"] is None
+    assert finding(rep, "static")
+    assert set(levels(rep).values()) == {"no"}
+
+
+def test_syscall_with_a_number_det_refuses():
+    rep = report("rawsyscall")
+    refused = finding(rep, "unsupported-syscall")["sites"]
+    assert [s["detail"] for s in refused] == ["syscall(io_uring_setup)"]
+    assert refused[0]["line"] in marked("rawsyscall.c", "syscall(SYS_io_uring_setup")
+    assert set(levels(rep).values()) == {"no"}
+
+
+def test_text_output():
+    r = detcheck(_require(PROGRAMS / "detcheck_spin"))
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    for line in marked("detcheck_spin.c", "/* atomic here */"):
+        assert f"detcheck_spin.c:{line} " in out
+    verdicts = out.split("verdicts:\n", 1)[1].splitlines()
+    assert [v.split()[0] for v in verdicts] == ["default", "relaxed", "strict", "logical"]
+    assert verdicts[0].split(None, 1)[1].startswith("partly reproducible: 2 atomic instructions outside det-cc")
+
+
+def test_without_section_headers(tmp_path: Path):
+    """A program whose section headers are gone (sstrip) is read as the
+    loader reads it: its executable PT_LOADs, its PT_DYNAMIC."""
+    data = bytearray((_require(PROGRAMS / "detcheck_spin")).read_bytes())
+    data[0x28:0x30] = bytes(8)  # e_shoff
+    data[0x3A:0x40] = bytes(6)  # e_shentsize, e_shnum, e_shstrndx
+    path = tmp_path / "sstripped"
+    path.write_bytes(bytes(data))
+    rep = json.loads(detcheck("--json", path).stdout)
+    assert rep["needed"] == ["libc.so.6"] and [f["key"] for f in rep["findings"]] == ["atomic"]
+    assert len(finding(rep, "atomic")["sites"]) == len(report("detcheck_spin")["findings"][0]["sites"])
+
+
+@pytest.mark.parametrize("what", ["missing", "text", "aarch64", "directory", "cut"])
+def test_bad_input_is_one_line(tmp_path: Path, what: str):
+    path = tmp_path / "prog"
+    if what == "text":
+        path.write_text("#!/bin/sh\necho hi\n")
+    elif what == "aarch64":
+        data = bytearray(Path("/bin/true").read_bytes())
+        data[18:20] = (183).to_bytes(2, "little")  # EM_AARCH64
+        path.write_bytes(bytes(data))
+    elif what == "directory":
+        path.mkdir()
+    elif what == "cut":
+        path.write_bytes(Path("/bin/true").read_bytes()[:3000])  # the header, not the tables it points to
+    r = detcheck(path)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and r.stdout == b""
+    assert len(err.splitlines()) == 1 and err.startswith("detcheck: ") and "Traceback" not in err, err
+    assert {"missing": "no such file", "text": "not an ELF file", "aarch64": "not an x86-64 program",
+            "directory": "is a directory", "cut": "damaged ELF file"}[what] in err
+
+
+def test_large_program_scans_fast():
+    """gdb (6 MB of code here): places to look at are found by a regular
+    expression and only those decoded, ~1 s of CPU; a sweep of every
+    instruction took 11 s on this machine. CPU time, not wall: a loaded
+    machine stretches the latter."""
+    gdb = shutil.which("gdb")
+    assert gdb, "gdb is missing (det's gdb tests need it too)"
+    r = detcheck("--json", gdb)
+    assert r.returncode == 0, r.stderr.decode()
+    rep = json.loads(r.stdout)
+    assert rep["scan"]["code_bytes"] > 4 << 20 and rep["scan"]["cpu_seconds"] < 3, rep["scan"]
+
+
+def _unseen(stderr: bytes) -> list[str]:
+    return [line for line in stderr.decode().splitlines() if "mode does not see" in line]
+
+
+def test_detrec_warns_once(tmp_path: Path):
+    """The first recording checks the program while it runs and says it
+    after; the next says it before the run, from the cache; strict mode and
+    a det-cc build see the atomics, so no line."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    spin = _require(PROGRAMS / "detcheck_spin")
+    for n in range(2):
+        r = detrec("-o", tmp_path / f"spin{n}.db", "--", spin, env=env)
+        assert r.returncode == 0, r.stderr.decode()
+        lines = r.stderr.decode().splitlines()
+        unseen = _unseen(r.stderr)
+        assert len(unseen) == 1 and "2 atomic instructions outside det-cc" in unseen[0], lines
+        result = next(i for i, line in enumerate(lines) if "trace saved to" in line)
+        assert (lines.index(unseen[0]) < result) == (n == 1), lines  # cached: before the run
+    assert (tmp_path / "cache" / "det" / "detcheck-quick.json").exists()
+    r = detrec("--strict", "-o", tmp_path / "strict.db", "--", spin, env=env)
+    assert r.returncode == 0 and not _unseen(r.stderr), r.stderr.decode()
+    r = detrec("-o", tmp_path / "cc.db", "--", _require(PROGRAMS / "detcheck_spin.detcc"), env=env)
+    assert r.returncode == 0 and not _unseen(r.stderr), r.stderr.decode()
+    r = detrec("--strict", "-o", tmp_path / "insns.db", "--", _require(PROGRAMS / "detcheck_insns"), env=env)
+    unseen = _unseen(r.stderr)
+    assert len(unseen) == 1 and "1 raw syscall instruction (getpid)" in unseen[0], r.stderr.decode()
+    r = detrec("-q", "-o", tmp_path / "quiet.db", "--", spin, env=env)
+    assert r.returncode == 0 and r.stderr == b""
