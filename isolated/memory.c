@@ -1,0 +1,303 @@
+/*
+ * isolated/memory.c - private views, twins and commits: how a thread-
+ * process's writes to the program's globals and heap stay its own until it
+ * commits them, and how it takes the others' commits.
+ *
+ * Rules of this file:
+ *  - A region (the main program's writable data after RELRO; the heap) is a
+ *    memfd mapped MAP_PRIVATE at the program's addresses, read-only between
+ *    commits: the first write to a page faults (SIGSEGV), the handler copies
+ *    the page (its twin, the page as of the last update), and makes it
+ *    writable. The page is now the process's own (copy-on-write).
+ *  - Commit (in the thread's turn, every other thread stopped at a
+ *    synchronization point): the bytes of each dirty page that differ from
+ *    its twin go to the memfd, through a MAP_SHARED view. A byte whose memfd
+ *    value differs from the twin too was committed by another thread in
+ *    this round: a write-write race, reported once per address.
+ *  - Update (after the serial phase): the dirty pages are dropped
+ *    (MADV_DONTNEED on a private file mapping reads the file again) and
+ *    made read-only. Pages never written read the memfd directly, and it
+ *    changes only while every thread is stopped, so what a thread reads
+ *    depends on the commit order only.
+ */
+#include "iso.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct iso_region globals;
+static uintptr_t load_bias;
+
+static void *map_anon(size_t len, int shared)
+{
+	void *p = iso_mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		iso_die("cannot map %zu bytes: %s", len, strerror(errno));
+	return p;
+}
+
+/* The region's bookkeeping, its shared view, and its private view made
+ * read-only (the memfd already holds the region's bytes). */
+void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd)
+{
+	size_t pages = size / ISO_PAGE;
+	r->base = base;
+	r->size = size;
+	r->fd = fd;
+	r->shared = iso_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (r->shared == MAP_FAILED)
+		iso_die("cannot map a shared view: %s", strerror(errno));
+	r->twin = map_anon(size, 0);
+	r->last = map_anon(pages * sizeof(uint64_t), 1);
+	r->dirty = map_anon(pages * sizeof(uint32_t), 0);
+	r->is_dirty = map_anon(pages, 0);
+	r->ndirty = 0;
+	if (iso_mmap((void *)base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0) == MAP_FAILED)
+		iso_die("cannot map the private view: %s", strerror(errno));
+}
+
+struct data_seg {
+	uintptr_t start, end, relro_end;
+};
+
+static int find_data(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct data_seg *d = arg;
+	load_bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			d->start = a & ~(ISO_PAGE - 1);
+			d->end = (a + ph->p_memsz + ISO_PAGE - 1) & ~(ISO_PAGE - 1);
+		}
+		if (ph->p_type == PT_GNU_RELRO)
+			d->relro_end = (a + ph->p_memsz) & ~(ISO_PAGE - 1);
+	}
+	return 1; /* the main program only: it comes first */
+}
+
+/* Isolation starts (the main thread, alone, creates the first thread). */
+void iso_memory_start(void)
+{
+	struct data_seg d = {0, 0, 0};
+	dl_iterate_phdr(find_data, &d);
+	if (d.relro_end > d.start)
+		d.start = d.relro_end;
+	if (d.end > d.start) {
+		int fd = memfd_create("det-isolated-globals", MFD_CLOEXEC);
+		size_t len = d.end - d.start;
+		if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
+		    pwrite(fd, (void *)d.start, len, 0) != (ssize_t)len)
+			iso_die("cannot copy the program's globals: %s", strerror(errno));
+		iso_make_region(&globals, d.start, len, fd);
+	}
+	iso_heap_init();
+	/* the heap's private view so far: the used part of the main thread's
+	 * arena goes to the memfd before the view is remapped over it */
+	struct iso_region *h = &iso_heap_region;
+	uint64_t used = *(uint64_t *)h->base;
+	used = (used + ISO_PAGE - 1) & ~(ISO_PAGE - 1);
+	if (pwrite(h->fd, (void *)h->base, used, 0) != (ssize_t)used)
+		iso_die("cannot copy the heap: %s", strerror(errno));
+	iso_make_region(h, h->base, h->size, h->fd);
+}
+
+static struct iso_region *region_of(uintptr_t a)
+{
+	if (globals.size && a >= globals.base && a < globals.base + globals.size)
+		return &globals;
+	if (iso_heap_region.shared && a >= iso_heap_region.base &&
+	    a < iso_heap_region.base + iso_heap_region.size)
+		return &iso_heap_region;
+	return NULL;
+}
+
+/* A write fault: 1 when it was the first write to an isolated page (now
+ * twinned and writable), 0 when it is the program's own fault. */
+int iso_region_fault(uintptr_t addr)
+{
+	struct iso_region *r = region_of(addr);
+	if (!r)
+		return 0;
+	size_t pg = (addr - r->base) / ISO_PAGE;
+	if (r->is_dirty[pg])
+		return 0;
+	unsigned char *p = (unsigned char *)(r->base + pg * ISO_PAGE);
+	memcpy(r->twin + pg * ISO_PAGE, p, ISO_PAGE);
+	if (mprotect(p, ISO_PAGE, PROT_READ | PROT_WRITE) != 0)
+		return 0;
+	r->is_dirty[pg] = 1;
+	r->dirty[r->ndirty++] = (uint32_t)pg;
+	return 1;
+}
+
+/* --- naming an address: det's way, the variable and offset -------------- */
+
+static const unsigned char *exe_image;
+static size_t exe_size;
+
+static const char *symbol_at(uintptr_t off, uintptr_t *start, uintptr_t *size)
+{
+	if (!exe_image) {
+		int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) != 0)
+			return NULL;
+		void *m = iso_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			return NULL;
+		exe_image = m;
+		exe_size = (size_t)st.st_size;
+	}
+	const ElfW(Ehdr) *eh = (const void *)exe_image;
+	if (exe_size < sizeof *eh || eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > exe_size)
+		return NULL;
+	const ElfW(Shdr) *sh = (const void *)(exe_image + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		const ElfW(Sym) *sym = (const void *)(exe_image + sh[i].sh_offset);
+		size_t n = sh[i].sh_size / sizeof *sym;
+		const char *strs = (const char *)exe_image + sh[sh[i].sh_link].sh_offset;
+		for (size_t k = 0; k < n; k++) {
+			if (ELF64_ST_TYPE(sym[k].st_info) != STT_OBJECT)
+				continue;
+			if (off >= sym[k].st_value && off < sym[k].st_value + (sym[k].st_size ? sym[k].st_size : 1)) {
+				*start = sym[k].st_value;
+				*size = sym[k].st_size;
+				return strs + sym[k].st_name;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* The variable at addr, as "name+offset"; [*start, *end) its bytes. */
+void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end)
+{
+	if (region_of(addr) == &globals) {
+		uintptr_t sym = 0, size = 0;
+		const char *s = symbol_at(addr - load_bias, &sym, &size);
+		if (s) {
+			snprintf(buf, len, "%s+%lu", s, (unsigned long)(addr - load_bias - sym));
+			*start = load_bias + sym;
+			*end = *start + (size ? size : 1);
+		} else {
+			snprintf(buf, len, "a global at %#lx", (unsigned long)(addr - load_bias));
+		}
+	} else {
+		snprintf(buf, len, "heap, arena of T%lu",
+			 (unsigned long)((addr - iso_heap_region.base) / ISO_ARENA_SIZE));
+	}
+}
+
+/* --- commit and update ---------------------------------------------------- */
+
+/* A byte this thread and another changed between the same two rounds (to
+ * different values: two writes of one value, such as the loader's lazy
+ * binding of the same function in two threads, are not reported). Each
+ * variable (heap: each 8-byte word) is reported once. */
+static void conflict(uintptr_t addr, uint64_t last)
+{
+	struct iso_ctl *c = iso_ctl;
+	c->conflicts++;
+	for (unsigned i = 0; i < c->nreported; i++)
+		if (addr >= c->reported[i].start && addr < c->reported[i].end)
+			return;
+	if (c->nreported >= ISO_MAX_REPORTS)
+		return;
+	char name[256], line[400];
+	uintptr_t start = addr & ~7UL, end = start + 8;
+	iso_name(addr, name, sizeof name, &start, &end);
+	c->reported[c->nreported].start = start;
+	c->reported[c->nreported].end = end;
+	c->nreported++;
+	int other = (last >> 8) == c->round ? (int)(last & 0xff) : -1;
+	int n;
+	if (other >= 0)
+		n = snprintf(line, sizeof line, "race: T%d and T%d wrote %#lx (%s)\n", other, iso_me,
+			     (unsigned long)addr, name);
+	else
+		n = snprintf(line, sizeof line, "race: T%d and another thread wrote %#lx (%s)\n", iso_me,
+			     (unsigned long)addr, name);
+	if (write(2, line, (size_t)n) < 0)
+		return;
+}
+
+static void commit_region(struct iso_region *r)
+{
+	uint64_t stamp = iso_ctl->round << 8 | (uint64_t)iso_me;
+	for (size_t i = 0; i < r->ndirty; i++) {
+		size_t pg = r->dirty[i], off = pg * ISO_PAGE;
+		const uint64_t *mine = (const uint64_t *)(r->base + off);
+		const uint64_t *twin = (const uint64_t *)(r->twin + off);
+		uint64_t *shared = (uint64_t *)(r->shared + off);
+		int changed = 0;
+		for (size_t w = 0; w < ISO_PAGE / 8; w++) {
+			if (mine[w] == twin[w])
+				continue;
+			changed = 1;
+			const unsigned char *mb = (const void *)&mine[w], *tb = (const void *)&twin[w];
+			unsigned char *sb = (void *)&shared[w];
+			for (int b = 0; b < 8; b++) {
+				if (mb[b] == tb[b])
+					continue;
+				if (sb[b] != tb[b] && sb[b] != mb[b])
+					conflict(r->base + off + w * 8 + (size_t)b, r->last[pg]);
+				sb[b] = mb[b];
+			}
+		}
+		if (changed)
+			r->last[pg] = stamp;
+	}
+}
+
+void iso_commit(void)
+{
+	if (globals.size)
+		commit_region(&globals);
+	commit_region(&iso_heap_region);
+}
+
+static int by_page(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void update_region(struct iso_region *r)
+{
+	qsort(r->dirty, r->ndirty, sizeof *r->dirty, by_page);
+	for (size_t i = 0; i < r->ndirty;) {
+		size_t j = i + 1;
+		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1)
+			j++;
+		void *p = (void *)(r->base + (uintptr_t)r->dirty[i] * ISO_PAGE);
+		size_t len = (j - i) * ISO_PAGE;
+		if (madvise(p, len, MADV_DONTNEED) != 0 || mprotect(p, len, PROT_READ) != 0)
+			iso_die("cannot drop a private page: %s", strerror(errno));
+		for (size_t k = i; k < j; k++)
+			r->is_dirty[r->dirty[k]] = 0;
+		i = j;
+	}
+	r->ndirty = 0;
+}
+
+void iso_update(void)
+{
+	if (globals.size)
+		update_region(&globals);
+	update_region(&iso_heap_region);
+}
