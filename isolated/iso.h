@@ -63,6 +63,7 @@ struct iso_ctl {
 	int main_pid;
 	int exit_code;
 	int fatal_signal;
+	_Atomic int hinted; /* the spin hint was said */
 	unsigned nreported;
 	uint64_t conflicts;
 	struct { uintptr_t start, end; } reported[ISO_MAX_REPORTS]; /* variables reported */
@@ -78,6 +79,8 @@ struct iso_region {
 	unsigned char *shared;
 	unsigned char *twin;
 	uint64_t *last;    /* per page: round << 8 | slot of its last committer (shared) */
+	uintptr_t *last_pc; /* per page: where its last committer first wrote it (shared) */
+	uintptr_t *first_pc; /* per dirty page: where this thread first wrote it */
 	uint32_t *dirty;   /* page indices written since the last update */
 	uint8_t *is_dirty; /* per page */
 	size_t ndirty;
@@ -97,8 +100,9 @@ ISO_HIDDEN void iso_heap_reset_arena(int slot);
 ISO_HIDDEN void iso_memory_start(void);
 ISO_HIDDEN void iso_commit(void);
 ISO_HIDDEN void iso_update(void);
-ISO_HIDDEN int iso_region_fault(uintptr_t addr);
+ISO_HIDDEN int iso_region_fault(uintptr_t addr, uintptr_t pc);
 ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd);
 ISO_HIDDEN void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end);
+ISO_HIDDEN void iso_code_name(uintptr_t pc, char *buf, size_t len);
 
 #endif /* DET_ISO_H */

@@ -58,6 +58,8 @@ void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int f
 		iso_die("cannot map a shared view: %s", strerror(errno));
 	r->twin = map_anon(size, 0);
 	r->last = map_anon(pages * sizeof(uint64_t), 1);
+	r->last_pc = map_anon(pages * sizeof(uintptr_t), 1);
+	r->first_pc = map_anon(pages * sizeof(uintptr_t), 0);
 	r->dirty = map_anon(pages * sizeof(uint32_t), 0);
 	r->is_dirty = map_anon(pages, 0);
 	r->ndirty = 0;
@@ -125,7 +127,7 @@ static struct iso_region *region_of(uintptr_t a)
 
 /* A write fault: 1 when it was the first write to an isolated page (now
  * twinned and writable), 0 when it is the program's own fault. */
-int iso_region_fault(uintptr_t addr)
+int iso_region_fault(uintptr_t addr, uintptr_t pc)
 {
 	struct iso_region *r = region_of(addr);
 	if (!r)
@@ -138,6 +140,7 @@ int iso_region_fault(uintptr_t addr)
 	if (mprotect(p, ISO_PAGE, PROT_READ | PROT_WRITE) != 0)
 		return 0;
 	r->is_dirty[pg] = 1;
+	r->first_pc[pg] = pc;
 	r->dirty[r->ndirty++] = (uint32_t)pg;
 	return 1;
 }
@@ -147,7 +150,7 @@ int iso_region_fault(uintptr_t addr)
 static const unsigned char *exe_image;
 static size_t exe_size;
 
-static const char *symbol_at(uintptr_t off, uintptr_t *start, uintptr_t *size)
+static const char *symbol_at(uintptr_t off, int type, uintptr_t *start, uintptr_t *size)
 {
 	if (!exe_image) {
 		int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
@@ -172,7 +175,7 @@ static const char *symbol_at(uintptr_t off, uintptr_t *start, uintptr_t *size)
 		size_t n = sh[i].sh_size / sizeof *sym;
 		const char *strs = (const char *)exe_image + sh[sh[i].sh_link].sh_offset;
 		for (size_t k = 0; k < n; k++) {
-			if (ELF64_ST_TYPE(sym[k].st_info) != STT_OBJECT)
+			if (ELF64_ST_TYPE(sym[k].st_info) != type)
 				continue;
 			if (off >= sym[k].st_value && off < sym[k].st_value + (sym[k].st_size ? sym[k].st_size : 1)) {
 				*start = sym[k].st_value;
@@ -189,18 +192,31 @@ void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t
 {
 	if (region_of(addr) == &globals) {
 		uintptr_t sym = 0, size = 0;
-		const char *s = symbol_at(addr - load_bias, &sym, &size);
+		const char *s = symbol_at(addr - load_bias, STT_OBJECT, &sym, &size);
 		if (s) {
 			snprintf(buf, len, "%s+%lu", s, (unsigned long)(addr - load_bias - sym));
 			*start = load_bias + sym;
 			*end = *start + (size ? size : 1);
 		} else {
-			snprintf(buf, len, "a global at %#lx", (unsigned long)(addr - load_bias));
+			snprintf(buf, len, "the global at %#lx", (unsigned long)(addr - load_bias));
 		}
 	} else {
-		snprintf(buf, len, "heap, arena of T%lu",
-			 (unsigned long)((addr - iso_heap_region.base) / ISO_ARENA_SIZE));
+		uintptr_t off = addr - iso_heap_region.base;
+		snprintf(buf, len, "heap: T%lu's arena+%#lx", (unsigned long)(off / ISO_ARENA_SIZE),
+			 (unsigned long)(off % ISO_ARENA_SIZE));
 	}
+}
+
+/* The program's code at pc, as "function+offset" (the main program's
+ * functions; "a library" for the others). */
+void iso_code_name(uintptr_t pc, char *buf, size_t len)
+{
+	uintptr_t sym = 0, size = 0;
+	const char *s = pc >= load_bias ? symbol_at(pc - load_bias, STT_FUNC, &sym, &size) : NULL;
+	if (s)
+		snprintf(buf, len, "%s+%#lx", s, (unsigned long)(pc - load_bias - sym));
+	else
+		snprintf(buf, len, "a library");
 }
 
 /* --- commit and update ---------------------------------------------------- */
@@ -209,7 +225,7 @@ void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t
  * different values: two writes of one value, such as the loader's lazy
  * binding of the same function in two threads, are not reported). Each
  * variable (heap: each 8-byte word) is reported once. */
-static void conflict(uintptr_t addr, uint64_t last)
+static void conflict(struct iso_region *r, uintptr_t addr, size_t pg)
 {
 	struct iso_ctl *c = iso_ctl;
 	c->conflicts++;
@@ -218,21 +234,22 @@ static void conflict(uintptr_t addr, uint64_t last)
 			return;
 	if (c->nreported >= ISO_MAX_REPORTS)
 		return;
-	char name[256], line[400];
+	char name[200], mine[120], theirs[120], line[600];
 	uintptr_t start = addr & ~7UL, end = start + 8;
 	iso_name(addr, name, sizeof name, &start, &end);
 	c->reported[c->nreported].start = start;
 	c->reported[c->nreported].end = end;
 	c->nreported++;
+	uint64_t last = r->last[pg];
 	int other = (last >> 8) == c->round ? (int)(last & 0xff) : -1;
-	int n;
-	if (other >= 0)
-		n = snprintf(line, sizeof line, "race: T%d and T%d wrote %#lx (%s)\n", other, iso_me,
-			     (unsigned long)addr, name);
-	else
-		n = snprintf(line, sizeof line, "race: T%d and another thread wrote %#lx (%s)\n", iso_me,
-			     (unsigned long)addr, name);
-	if (write(2, line, (size_t)n) < 0)
+	iso_code_name(r->last_pc[pg], theirs, sizeof theirs);
+	iso_code_name(r->first_pc[pg], mine, sizeof mine);
+	/* (the code named is each thread's first write to the variable's page
+	 * in the round: the racing store itself when nothing else near it was
+	 * written before it) */
+	int n = snprintf(line, sizeof line, "race: T%d and T%d wrote %s (first writes to its page: T%d in %s, T%d in %s)\n",
+			 other, iso_me, name, other, theirs, iso_me, mine);
+	if (write(2, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0)
 		return;
 }
 
@@ -255,12 +272,14 @@ static void commit_region(struct iso_region *r)
 				if (mb[b] == tb[b])
 					continue;
 				if (sb[b] != tb[b] && sb[b] != mb[b])
-					conflict(r->base + off + w * 8 + (size_t)b, r->last[pg]);
+					conflict(r, r->base + off + w * 8 + (size_t)b, pg);
 				sb[b] = mb[b];
 			}
 		}
-		if (changed)
+		if (changed) {
 			r->last[pg] = stamp;
+			r->last_pc[pg] = r->first_pc[pg];
+		}
 	}
 }
 

@@ -50,6 +50,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define API __attribute__((visibility("default")))
@@ -60,6 +61,7 @@ int iso_me;
 static int in_wait; /* the main process waits in here (safe to flush in its handler) */
 static char out_buf[BUFSIZ];
 static struct sigaction old_segv;
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 void iso_die(const char *fmt, ...)
 {
@@ -275,6 +277,29 @@ static void maybe_serial(void)
 	bump();
 }
 
+/* A round that does not end for SPIN_HINT_S: a thread runs without calling
+ * into pthreads. Either a long computation, or a spin on a flag or an
+ * atomic that another thread sets: that never ends here (the other's write
+ * is in its private memory until it synchronizes). Said once. */
+#define SPIN_HINT_S 10
+static void hint_spinner(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - t0->tv_sec < SPIN_HINT_S || atomic_exchange(&iso_ctl->hinted, 1))
+		return;
+	char msg[300];
+	int n = snprintf(msg, sizeof msg, "detrun --isolated: the threads wait %d s for", SPIN_HINT_S);
+	for (int i = 0; i < ISO_MAX_THREADS; i++)
+		if (iso_ctl->th[i].state == T_RUNNING)
+			n += snprintf(msg + n, sizeof msg - (size_t)n, " T%d", i);
+	n += snprintf(msg + n, sizeof msg - (size_t)n,
+		      " to reach a pthreads call; a thread spinning on a flag or an atomic never sees another "
+		      "thread's write in isolated mode\n");
+	if (write(2, msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1)) < 0)
+		return;
+}
+
 /* A synchronization call begins: wait for the turn, flush, commit. */
 static void sync_begin(void)
 {
@@ -282,11 +307,14 @@ static void sync_begin(void)
 	iso_ctl->th[iso_me].state = T_ARRIVED;
 	maybe_serial();
 	unlock_ctl();
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		uint32_t seen = atomic_load(&iso_ctl->seq);
 		if (iso_ctl->token == iso_me)
 			break;
 		wait_change(seen);
+		hint_spinner(&t0);
 	}
 	fflush(NULL); /* output in turn order; FILE state written before the commit */
 	iso_commit();
@@ -352,7 +380,9 @@ static void on_fatal(int sig)
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
-	if (si->si_code == SEGV_ACCERR && iso_region_fault((uintptr_t)si->si_addr))
+	ucontext_t *ctx = uc;
+	if (si->si_code == SEGV_ACCERR &&
+	    iso_region_fault((uintptr_t)si->si_addr, (uintptr_t)ctx->uc_mcontext.gregs[REG_RIP]))
 		return;
 	if (old_segv.sa_flags & SA_SIGINFO && old_segv.sa_sigaction) {
 		old_segv.sa_sigaction(sig, si, uc);
@@ -828,7 +858,20 @@ API int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 {
 	if (sa && iso_ctl && iso_ctl->active && sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN)
 		iso_die("signal handlers installed after the first thread are not supported (signal %d)", sig);
-	return ((int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction"))(sig, sa, old);
+	if (!real_sigaction)
+		real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+	return real_sigaction(sig, sa, old);
+}
+
+API sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(sig, &sa, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
 }
 
 API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
