@@ -1,13 +1,18 @@
 /*
- * iso_limits - what detrun --isolated refuses once a second thread exists:
- * argv[1] says which (fork, signal, mmap). Each is refused in one line and
- * the run ends with status 125; "none" is the control, which ends normally.
+ * iso_limits - what detrun --isolated refuses once a second thread exists,
+ * and how a run ends: argv[1] says which.
+ *   fork, signal, mmap: refused in one line, the run ends with status 125;
+ *   deadlock: the main thread joins a worker while holding the lock the
+ *             worker needs (every thread blocked: status 125);
+ *   exit:     the worker calls exit(7): the program's status is 7;
+ *   none:     the control, which ends normally.
  *
- * Output: "started", then "survived: WHAT" if the call was not refused.
+ * Output: "started", then "survived: WHAT" if the run was not ended.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -18,7 +23,10 @@ static int done;
 
 static void *worker(void *arg)
 {
-	(void)arg;
+	if (!strcmp(arg, "exit")) {
+		printf("worker exits\n");
+		exit(7);
+	}
 	pthread_mutex_lock(&lock);
 	done = 1;
 	pthread_mutex_unlock(&lock);
@@ -34,7 +42,9 @@ int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "none";
 	pthread_t t;
-	pthread_create(&t, NULL, worker, NULL);
+	if (!strcmp(what, "deadlock"))
+		pthread_mutex_lock(&lock);
+	pthread_create(&t, NULL, worker, (void *)what);
 	printf("started\n");
 	fflush(stdout);
 	if (!strcmp(what, "fork")) {
