@@ -66,6 +66,7 @@ struct iso_ctl {
 	_Atomic int hinted; /* the spin hint was said */
 	unsigned nreported;
 	uint64_t conflicts;
+	_Atomic uint64_t twins; /* pages twinned (write faults), all threads */
 	struct { uintptr_t start, end; } reported[ISO_MAX_REPORTS]; /* variables reported */
 	struct iso_thread th[ISO_MAX_THREADS];
 	struct iso_obj objs[ISO_MAX_OBJS];

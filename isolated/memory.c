@@ -140,6 +140,7 @@ int iso_region_fault(uintptr_t addr, uintptr_t pc)
 	if (mprotect(p, ISO_PAGE, PROT_READ | PROT_WRITE) != 0)
 		return 0;
 	r->is_dirty[pg] = 1;
+	atomic_fetch_add_explicit(&iso_ctl->twins, 1, memory_order_relaxed);
 	r->first_pc[pg] = pc;
 	r->dirty[r->ndirty++] = (uint32_t)pg;
 	return 1;
