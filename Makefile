@@ -174,7 +174,7 @@ check: $(SETUP)
 	$(PY) tools/gen_events.py --check
 	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui kmod
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
-		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC)
+		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC) --lib detiso "$(ISO_CFLAGS)" $(ISO_SRC)
 
 test: all check
 	$(PY) -m pytest -q -x tests

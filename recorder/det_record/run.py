@@ -34,10 +34,9 @@ from det import __version__
 from det.constants import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
-
-from .engine import INTERRUPT, Options
 from det.native import libdir
 
+from .engine import INTERRUPT, Options
 from .native import Recorder
 
 NOTRACE_RING = 1024  # entries per thread: the rings are written and never read
