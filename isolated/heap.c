@@ -10,7 +10,8 @@
  *    never a conflict, and an address depends only on the thread's own
  *    calls, not on the interleaving. free() puts a block on the freeing
  *    thread's own lists, whichever arena it came from.
- *  - Blocks are power-of-two size classes with a 16-byte header; no block
+ *  - Blocks are power-of-two size classes from 32 bytes, with a 16-byte
+ *    header (a free block keeps its list link after it); no block
  *    is bigger than an arena (larger requests fail with ENOMEM: a limit).
  *  - Set up on the first call (which may come before any constructor), by
  *    the one thread there is then; until isolation starts the region is
@@ -24,7 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define NCLASS 31
+#define NCLASS 32
 #define HDR 16
 #define MAGIC 0x150a
 #define ALIGNED 0xa119
@@ -92,7 +93,7 @@ static void *alloc(size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	uint32_t cls = 0;
+	uint32_t cls = 1; /* (32 bytes at least: a free block holds its header and a link) */
 	while ((16UL << cls) < n + HDR)
 		cls++;
 	struct arena *a = arena_of(iso_me);

@@ -106,3 +106,10 @@ def test_kernel_writes_into_isolated_memory(tmp_path: Path) -> None:
 def test_seed_does_not_apply() -> None:
     r = subprocess.run([str(DETRUN), "--isolated", "--seed", "2", "/bin/true"], capture_output=True, timeout=30)
     assert r.returncode == 2 and b"--seed does not apply" in r.stderr
+
+
+def test_heap_under_threads() -> None:
+    native = subprocess.run([str(program("iso_heap"))], capture_output=True, timeout=30)
+    r = isolated(program("iso_heap"))
+    assert (r.returncode, r.stderr) == (0, b""), r.stderr.decode()
+    assert r.stdout == native.stdout and r.stdout.startswith(b"ok: ")
