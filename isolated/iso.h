@@ -29,8 +29,8 @@
 #define ISO_HEAP_SIZE (ISO_ARENA_SIZE * ISO_MAX_THREADS)
 
 enum iso_state { T_FREE, T_RUNNING, T_ARRIVED, T_BLOCKED, T_READY, T_EXITED };
-enum iso_wait { W_NONE, W_MUTEX, W_COND, W_BARRIER, W_JOIN };
-enum iso_kind { O_NONE, O_MUTEX, O_COND, O_BARRIER };
+enum iso_wait { W_NONE, W_MUTEX, W_COND, W_BARRIER, W_JOIN, W_SEM };
+enum iso_kind { O_NONE, O_MUTEX, O_COND, O_BARRIER, O_SEM };
 
 struct iso_thread {
 	int state;
@@ -50,7 +50,7 @@ struct iso_obj {
 	int kind;
 	int owner;          /* mutex: slot + 1, 0 when free */
 	unsigned depth;     /* recursive mutex */
-	unsigned need, got; /* barrier */
+	unsigned need, got; /* barrier; a semaphore's count is need */
 };
 
 struct iso_ctl {

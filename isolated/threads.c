@@ -7,7 +7,8 @@
  * Rules of this file:
  *  - Rounds. In the parallel phase the running threads run the program's
  *    code, each in its own memory. A thread that reaches a synchronization
- *    call (lock, unlock, condition wait/signal/broadcast, barrier, create,
+ *    call (lock, unlock, condition wait/signal/broadcast, barrier, semaphore
+ *    wait/post, create,
  *    join, exit, sched_yield, sleeps) arrives; when no thread runs any more
  *    the serial phase begins: the arrived threads take the turn one after
  *    the other by thread number, and in its turn a thread flushes its
@@ -20,7 +21,8 @@
  *  - Nothing here depends on real time: which thread waits, wakes, or gets a
  *    lock is decided in the serial phase, from the shared iso_ctl, by the
  *    thread in its turn; waiters are served first come (by turn) first
- *    served. A timed wait times out only when every thread is blocked.
+ *    served. A timed wait (condition, semaphore) times out only when
+ *    every thread is blocked.
  *  - The program's memory is written in a thread's turn only before its
  *    commit (stdio flushes): what a call returns to the program is written
  *    after the round, in the thread's next parallel phase.
@@ -40,6 +42,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -235,7 +238,7 @@ static void end_round(void)
 			running += t->state == T_RUNNING;
 			if (t->state == T_BLOCKED) {
 				blocked++;
-				if (t->timed && t->wait_kind == W_COND &&
+				if (t->timed && (t->wait_kind == W_COND || t->wait_kind == W_SEM) &&
 				    (timed < 0 || t->wait_seq < c->th[timed].wait_seq))
 					timed = i;
 			}
@@ -251,7 +254,10 @@ static void end_round(void)
 			return;
 		}
 		c->th[timed].timed = 0;
-		want_mutex(timed, c->th[timed].cond_mutex, ETIMEDOUT);
+		if (c->th[timed].wait_kind == W_SEM)
+			make_ready(timed, ETIMEDOUT);
+		else
+			want_mutex(timed, c->th[timed].cond_mutex, ETIMEDOUT);
 	}
 }
 
@@ -775,6 +781,110 @@ API int pthread_barrier_wait(pthread_barrier_t *b)
 	}
 	unlock_ctl();
 	return sync_end();
+}
+
+/* Unnamed semaphores: the count in iso_ctl (the sem_t's own bytes are
+ * private memory); waiters served first come first served. */
+API int sem_init(sem_t *sem, int pshared, unsigned value)
+{
+	(void)pshared;
+	ctl_init();
+	lock_ctl();
+	struct iso_obj *o = obj((uintptr_t)sem, O_SEM);
+	o->need = value;
+	unlock_ctl();
+	return 0;
+}
+
+API int sem_destroy(sem_t *sem)
+{
+	(void)sem;
+	return 0;
+}
+
+API int sem_getvalue(sem_t *sem, int *value)
+{
+	ctl_init();
+	lock_ctl();
+	*value = (int)obj((uintptr_t)sem, O_SEM)->need;
+	unlock_ctl();
+	return 0;
+}
+
+/* try: 0 waits, 1 fails at once (EAGAIN), 2 is timed (ETIMEDOUT when all block) */
+static int sem_take(sem_t *sem, int try)
+{
+	ctl_init();
+	int active = iso_ctl->active;
+	if (active)
+		sync_begin();
+	lock_ctl();
+	struct iso_obj *o = obj((uintptr_t)sem, O_SEM);
+	int *result = &iso_ctl->th[iso_me].result;
+	*result = 0;
+	if (o->need > 0)
+		o->need--;
+	else if (try == 1)
+		*result = EAGAIN;
+	else if (!active)
+		*result = try == 2 ? ETIMEDOUT : EDEADLK;
+	else {
+		block(iso_me, W_SEM, (uintptr_t)sem);
+		iso_ctl->th[iso_me].timed = try == 2;
+	}
+	unlock_ctl();
+	int rc = active ? sync_end() : *result;
+	if (rc == EDEADLK)
+		iso_die("deadlock: the only thread waits on a semaphore at 0");
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+API int sem_wait(sem_t *sem)
+{
+	return sem_take(sem, 0);
+}
+
+API int sem_trywait(sem_t *sem)
+{
+	return sem_take(sem, 1);
+}
+
+API int sem_timedwait(sem_t *sem, const struct timespec *ts)
+{
+	(void)ts;
+	return sem_take(sem, 2);
+}
+
+API int sem_clockwait(sem_t *sem, clockid_t clk, const struct timespec *ts)
+{
+	(void)clk;
+	(void)ts;
+	return sem_take(sem, 2);
+}
+
+API int sem_post(sem_t *sem)
+{
+	ctl_init();
+	int active = iso_ctl->active;
+	if (active)
+		sync_begin();
+	lock_ctl();
+	int w = first_waiter(W_SEM, (uintptr_t)sem);
+	if (w >= 0) {
+		iso_ctl->th[w].timed = 0;
+		make_ready(w, 0);
+	} else {
+		obj((uintptr_t)sem, O_SEM)->need++;
+	}
+	iso_ctl->th[iso_me].result = 0;
+	unlock_ctl();
+	if (active)
+		sync_end();
+	return 0;
 }
 
 /* A call with no partner: a commit point all the same (a thread polling a

@@ -113,3 +113,11 @@ def test_heap_under_threads() -> None:
     r = isolated(program("iso_heap"))
     assert (r.returncode, r.stderr) == (0, b""), r.stderr.decode()
     assert r.stdout == native.stdout and r.stdout.startswith(b"ok: ")
+
+
+def test_semaphores_synchronize_isolated_threads() -> None:
+    seen = outputs([program("iso_sem")], 10)
+    assert len(seen) == 1, list(seen)
+    (rc, out, err), = seen
+    assert (rc, err) == (0, b""), err.decode()
+    assert out.startswith(b"items 1000, sum 150249500, order "), out
