@@ -359,6 +359,7 @@ def main() -> int:
         print(f"  {sample.name} 50, {uf['runs']} runs, medians of {ns.runs}: native {uf['native_runs_per_s']:.1f} "
               f"runs/s, detrec --until-fail {uf['until_fail_runs_per_s']:.1f} runs/s ({uf['ratio']:.2f} of native; "
               f"target >= 0.5); detrec --until-fail 1 takes {uf['detrec_one_run_s']:.2f} s", flush=True)
+    subprocess.run([sys.executable, "bench/isolated.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/llvm.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/tui.py", f"--runs={min(ns.runs, 3)}"])
