@@ -208,14 +208,16 @@ void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t
 	}
 }
 
-/* The program's code at pc, as "function+offset" (the main program's
- * functions; "a library" for the others). */
+/* The program's code at pc, as "function+offset{exe:0xOFF}" (OFF: the
+ * address in the main program's file, which detrun turns into the source
+ * line), "a library" outside the main program. */
 void iso_code_name(uintptr_t pc, char *buf, size_t len)
 {
 	uintptr_t sym = 0, size = 0;
 	const char *s = pc >= load_bias ? symbol_at(pc - load_bias, STT_FUNC, &sym, &size) : NULL;
 	if (s)
-		snprintf(buf, len, "%s+%#lx", s, (unsigned long)(pc - load_bias - sym));
+		snprintf(buf, len, "%s+%#lx{exe:%#lx}", s, (unsigned long)(pc - load_bias - sym),
+			 (unsigned long)(pc - load_bias));
 	else
 		snprintf(buf, len, "a library");
 }

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from det import __version__
@@ -35,6 +37,7 @@ from det.constants import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
 from det.native import libdir
+from det.symbols import Symbolizer
 
 from .engine import INTERRUPT, Options
 from .native import Recorder
@@ -89,21 +92,46 @@ def run_isolated(exe: str, argv: list[str], timeout: float | None) -> int:
     env["LD_PRELOAD"] = str(lib) + (":" + prior if prior else "")
     env["LD_BIND_NOW"] = "1"  # no lazy binding: the GOT is in the isolated globals
     # its own process group: a timeout ends every thread-process
-    proc = subprocess.Popen([exe] + argv[1:], executable=exe, env=env, process_group=0)
+    proc = subprocess.Popen([exe] + argv[1:], executable=exe, env=env, process_group=0, stderr=subprocess.PIPE)
+    names = threading.Thread(target=name_race_sites, args=(proc.stderr, exe), daemon=True)
+    names.start()
     try:
         rc = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        names.join(5)
         say(f"timeout after {timeout:g} s")
         return EXIT_TIMEOUT
     except KeyboardInterrupt:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
+    names.join(5)
     if rc < 0:
         say(describe_status(rc))
     return shell_status(rc)
+
+
+EXE_SITE = re.compile(rb"\S*\{exe:(0x[0-9a-f]+)\}")
+
+
+def name_race_sites(stream, exe: str) -> None:
+    """Copy the program's stderr to ours, line by line, with each place in
+    the program's code libdetiso.so names ("racer+0x3d{exe:0x11d9}") given
+    its function and source line (det.symbols, addr2line)."""
+    sym: list[Symbolizer] = []  # made at the first race line (it looks for addr2line)
+
+    def site(m: re.Match[bytes]) -> bytes:
+        if not sym:
+            sym.append(Symbolizer([(exe, 0)]))
+        return sym[0].one(int(m.group(1), 16), False).long().encode()
+
+    for line in iter(stream.readline, b""):
+        if EXE_SITE.search(line):
+            line = EXE_SITE.sub(site, line)
+        sys.stderr.buffer.write(line)
+        sys.stderr.buffer.flush()
 
 
 def say(msg: str) -> None:
