@@ -27,6 +27,7 @@
  * addresses whatever the interleaving) */
 #define ISO_ARENA_SIZE (1UL << 30)
 #define ISO_HEAP_SIZE (ISO_ARENA_SIZE * ISO_MAX_THREADS)
+#define ISO_STACK_SIZE (8UL << 20) /* each thread's stack (the main one's room to grow) */
 
 enum iso_state { T_FREE, T_RUNNING, T_ARRIVED, T_BLOCKED, T_READY, T_EXITED };
 enum iso_wait { W_NONE, W_MUTEX, W_COND, W_BARRIER, W_JOIN, W_SEM };
@@ -102,7 +103,8 @@ ISO_HIDDEN void iso_memory_start(void);
 ISO_HIDDEN void iso_commit(void);
 ISO_HIDDEN void iso_update(void);
 ISO_HIDDEN int iso_region_fault(uintptr_t addr, uintptr_t pc);
-ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd);
+ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd, int remap);
+ISO_HIDDEN void *iso_stack_top(int slot);
 ISO_HIDDEN void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end);
 ISO_HIDDEN void iso_code_name(uintptr_t pc, char *buf, size_t len);
 

@@ -33,7 +33,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static struct iso_region globals;
+static struct iso_region globals, stacks, main_stack;
+static void stacks_start(void);
 static uintptr_t load_bias;
 
 static void *map_anon(size_t len, int shared)
@@ -47,7 +48,7 @@ static void *map_anon(size_t len, int shared)
 
 /* The region's bookkeeping, its shared view, and its private view made
  * read-only (the memfd already holds the region's bytes). */
-void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd)
+void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd, int remap)
 {
 	size_t pages = size / ISO_PAGE;
 	r->base = base;
@@ -63,7 +64,7 @@ void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int f
 	r->dirty = map_anon(pages * sizeof(uint32_t), 0);
 	r->is_dirty = map_anon(pages, 0);
 	r->ndirty = 0;
-	if (iso_mmap((void *)base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0) == MAP_FAILED)
+	if (remap && iso_mmap((void *)base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0) == MAP_FAILED)
 		iso_die("cannot map the private view: %s", strerror(errno));
 }
 
@@ -102,7 +103,7 @@ void iso_memory_start(void)
 		if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
 		    pwrite(fd, (void *)d.start, len, 0) != (ssize_t)len)
 			iso_die("cannot copy the program's globals: %s", strerror(errno));
-		iso_make_region(&globals, d.start, len, fd);
+		iso_make_region(&globals, d.start, len, fd, 1);
 	}
 	iso_heap_init();
 	/* the heap's private view so far: the used part of the main thread's
@@ -112,7 +113,108 @@ void iso_memory_start(void)
 	used = (used + ISO_PAGE - 1) & ~(ISO_PAGE - 1);
 	if (pwrite(h->fd, (void *)h->base, used, 0) != (ssize_t)used)
 		iso_die("cannot copy the heap: %s", strerror(errno));
-	iso_make_region(h, h->base, h->size, h->fd);
+	iso_make_region(h, h->base, h->size, h->fd, 1);
+	stacks_start();
+}
+
+
+/* --- stacks --------------------------------------------------------------
+ * Stacks are isolated memory too, so that a thread can write a result into
+ * its creator's frame (pthread_create(&t, 0, f, &local)): the main thread's
+ * stack is remapped over a memfd, and each other thread runs on a stack of
+ * its own slot in one more region. A thread's own stack is never dropped at
+ * an update (it runs on it, and det's own frames are written after its
+ * commit): its dirty pages stay private and writable, and take only the
+ * bytes others committed (shared != twin); twin := shared after that. */
+
+/* Replace [newlo, hi) (the main stack, in use) by a private mapping of fd
+ * whose offset (lo - newlo) on holds [lo, hi) now: the copy (pwrite) and
+ * the mapping are two system calls in one asm block, which writes nothing
+ * to the stack in between (inputs are read from memory, outputs are
+ * registers). */
+static int remap_main_stack(int fd, uintptr_t lo, uintptr_t hi, uintptr_t newlo)
+{
+	long args[6] = {fd, (long)lo, (long)(hi - lo), (long)(lo - newlo), (long)newlo, (long)(hi - newlo)};
+	const long *a = args;
+	long wrote, mapped;
+	__asm__ volatile("mov $18, %%eax\n\t" /* pwrite64 */
+			 "mov 0(%[a]), %%rdi\n\t"
+			 "mov 8(%[a]), %%rsi\n\t"
+			 "mov 16(%[a]), %%rdx\n\t"
+			 "mov 24(%[a]), %%r10\n\t"
+			 "syscall\n\t"
+			 "mov %%rax, %%rbx\n\t"
+			 "mov $9, %%eax\n\t" /* mmap */
+			 "mov 32(%[a]), %%rdi\n\t"
+			 "mov 40(%[a]), %%rsi\n\t"
+			 "mov $3, %%edx\n\t"     /* PROT_READ | PROT_WRITE */
+			 "mov $0x12, %%r10d\n\t" /* MAP_PRIVATE | MAP_FIXED */
+			 "mov 0(%[a]), %%r8\n\t"
+			 "xor %%r9d, %%r9d\n\t"
+			 "syscall\n\t"
+			 : "=&a"(mapped), "=&b"(wrote)
+			 : [a] "r"(a)
+			 : "rdi", "rsi", "rdx", "r10", "r8", "r9", "rcx", "r11", "memory");
+	return wrote == (long)(hi - lo) && mapped == (long)newlo;
+}
+
+static void stacks_start(void)
+{
+	size_t size = (size_t)ISO_MAX_THREADS * ISO_STACK_SIZE;
+	int fd = memfd_create("det-isolated-stacks", MFD_CLOEXEC);
+	void *at = iso_mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0 || at == MAP_FAILED)
+		iso_die("cannot make the stacks' memfd: %s", strerror(errno));
+	iso_make_region(&stacks, (uintptr_t)at, size, fd, 1);
+
+	uintptr_t lo = 0, hi = 0;
+	FILE *maps = fopen("/proc/self/maps", "re");
+	char line[512];
+	while (maps && fgets(line, sizeof line, maps))
+		if (strstr(line, "[stack]"))
+			sscanf(line, "%lx-%lx", &lo, &hi);
+	if (maps)
+		fclose(maps);
+	if (!hi)
+		iso_die("cannot find the main thread's stack");
+	/* room to grow: up to ISO_STACK_SIZE, where nothing is mapped */
+	uintptr_t newlo = lo;
+	if (hi - lo < ISO_STACK_SIZE) {
+		uintptr_t want = hi - ISO_STACK_SIZE;
+		void *p = iso_mmap((void *)want, lo - want, PROT_NONE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+		if (p == (void *)want)
+			newlo = want;
+		else if (p != MAP_FAILED)
+			munmap(p, lo - want);
+	}
+	int sfd = memfd_create("det-isolated-main-stack", MFD_CLOEXEC);
+	if (sfd < 0 || ftruncate(sfd, (off_t)(hi - newlo)) != 0 || !remap_main_stack(sfd, lo, hi, newlo))
+		iso_die("cannot remap the main thread's stack: %s", strerror(errno));
+	iso_make_region(&main_stack, newlo, hi - newlo, sfd, 0);
+	if (mprotect((void *)newlo, hi - newlo, PROT_READ) != 0)
+		iso_die("cannot write-protect the main thread's stack: %s", strerror(errno));
+}
+
+void *iso_stack_top(int slot)
+{
+	return (void *)((stacks.base + (uintptr_t)(slot + 1) * ISO_STACK_SIZE - 256) & ~15UL);
+}
+
+/* Is page pg of r this thread's own stack? */
+static int own_stack(const struct iso_region *r, size_t pg)
+{
+	if (r == &main_stack)
+		return iso_me == 0;
+	if (r == &stacks)
+		return pg * ISO_PAGE / ISO_STACK_SIZE == (size_t)iso_me;
+	return 0;
+}
+
+/* The lowest page of each stack slot stays read-only: an overflow faults. */
+static int stack_guard(const struct iso_region *r, size_t pg)
+{
+	return r == &stacks && (pg * ISO_PAGE) % ISO_STACK_SIZE == 0;
 }
 
 static struct iso_region *region_of(uintptr_t a)
@@ -122,6 +224,10 @@ static struct iso_region *region_of(uintptr_t a)
 	if (iso_heap_region.shared && a >= iso_heap_region.base &&
 	    a < iso_heap_region.base + iso_heap_region.size)
 		return &iso_heap_region;
+	if (stacks.size && a >= stacks.base && a < stacks.base + stacks.size)
+		return &stacks;
+	if (main_stack.size && a >= main_stack.base && a < main_stack.base + main_stack.size)
+		return &main_stack;
 	return NULL;
 }
 
@@ -133,10 +239,13 @@ int iso_region_fault(uintptr_t addr, uintptr_t pc)
 	if (!r)
 		return 0;
 	size_t pg = (addr - r->base) / ISO_PAGE;
-	if (r->is_dirty[pg])
+	if (r->is_dirty[pg] || stack_guard(r, pg))
 		return 0;
 	unsigned char *p = (unsigned char *)(r->base + pg * ISO_PAGE);
-	memcpy(r->twin + pg * ISO_PAGE, p, ISO_PAGE);
+	/* the twin is the memfd's page: the same bytes as the read-only private
+	 * view, except where the main thread wrote its stack before it was
+	 * write-protected (those bytes are its own changes) */
+	memcpy(r->twin + pg * ISO_PAGE, r->shared + pg * ISO_PAGE, ISO_PAGE);
 	if (mprotect(p, ISO_PAGE, PROT_READ | PROT_WRITE) != 0)
 		return 0;
 	r->is_dirty[pg] = 1;
@@ -201,6 +310,12 @@ void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t
 		} else {
 			snprintf(buf, len, "the global at %#lx", (unsigned long)(addr - load_bias));
 		}
+	} else if (region_of(addr) == &main_stack) {
+		snprintf(buf, len, "T0's stack, %#lx below its top", (unsigned long)(main_stack.base + main_stack.size - addr));
+	} else if (region_of(addr) == &stacks) {
+		uintptr_t off = addr - stacks.base;
+		snprintf(buf, len, "T%lu's stack, %#lx below its top", (unsigned long)(off / ISO_STACK_SIZE),
+			 (unsigned long)(ISO_STACK_SIZE - off % ISO_STACK_SIZE));
 	} else {
 		uintptr_t off = addr - iso_heap_region.base;
 		snprintf(buf, len, "heap: T%lu's arena+%#lx", (unsigned long)(off / ISO_ARENA_SIZE),
@@ -258,12 +373,17 @@ static void conflict(struct iso_region *r, uintptr_t addr, size_t pg)
 
 static void commit_region(struct iso_region *r)
 {
+	if (!r->size)
+		return;
 	uint64_t stamp = iso_ctl->round << 8 | (uint64_t)iso_me;
 	for (size_t i = 0; i < r->ndirty; i++) {
 		size_t pg = r->dirty[i], off = pg * ISO_PAGE;
 		const uint64_t *mine = (const uint64_t *)(r->base + off);
-		const uint64_t *twin = (const uint64_t *)(r->twin + off);
+		uint64_t *twin = (uint64_t *)(r->twin + off);
 		uint64_t *shared = (uint64_t *)(r->shared + off);
+		/* its own stack page stays private: its twin takes the bytes it
+		 * commits, so that the update takes only the others' bytes */
+		uint64_t *keep = own_stack(r, pg) ? twin : NULL;
 		int changed = 0;
 		for (size_t w = 0; w < ISO_PAGE / 8; w++) {
 			if (mine[w] == twin[w])
@@ -278,11 +398,14 @@ static void commit_region(struct iso_region *r)
 					conflict(r, r->base + off + w * 8 + (size_t)b, pg);
 				sb[b] = mb[b];
 			}
+			if (keep)
+				keep[w] = mine[w];
 		}
 		if (changed) {
 			r->last[pg] = stamp;
 			r->last_pc[pg] = r->first_pc[pg];
 		}
+
 	}
 }
 
@@ -291,6 +414,8 @@ void iso_commit(void)
 	if (globals.size)
 		commit_region(&globals);
 	commit_region(&iso_heap_region);
+	commit_region(&stacks);
+	commit_region(&main_stack);
 }
 
 static int by_page(const void *a, const void *b)
@@ -301,10 +426,25 @@ static int by_page(const void *a, const void *b)
 
 static void update_region(struct iso_region *r)
 {
+	if (!r->size)
+		return;
 	qsort(r->dirty, r->ndirty, sizeof *r->dirty, by_page);
+	size_t kept = 0;
 	for (size_t i = 0; i < r->ndirty;) {
+		if (own_stack(r, r->dirty[i])) {
+			/* take the others' bytes; the page stays private */
+			size_t off = r->dirty[i] * ISO_PAGE;
+			unsigned char *mine = (unsigned char *)(r->base + off), *twin = r->twin + off;
+			const unsigned char *shared = r->shared + off;
+			for (size_t b = 0; b < ISO_PAGE; b++)
+				if (shared[b] != twin[b])
+					mine[b] = shared[b];
+			memcpy(twin, shared, ISO_PAGE);
+			r->dirty[kept++] = r->dirty[i++];
+			continue;
+		}
 		size_t j = i + 1;
-		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1)
+		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1 && !own_stack(r, r->dirty[j]))
 			j++;
 		void *p = (void *)(r->base + (uintptr_t)r->dirty[i] * ISO_PAGE);
 		size_t len = (j - i) * ISO_PAGE;
@@ -314,12 +454,13 @@ static void update_region(struct iso_region *r)
 			r->is_dirty[r->dirty[k]] = 0;
 		i = j;
 	}
-	r->ndirty = 0;
+	r->ndirty = kept;
 }
 
 void iso_update(void)
 {
-	if (globals.size)
-		update_region(&globals);
+	update_region(&globals);
 	update_region(&iso_heap_region);
+	update_region(&stacks);
+	update_region(&main_stack);
 }

@@ -64,6 +64,12 @@ struct iso_ctl *iso_ctl;
 int iso_me;
 static int in_wait; /* the main process waits in here (safe to flush in its handler) */
 static char out_buf[BUFSIZ];
+static char alt_stack[64 * 1024]; /* private (det's own data): where write faults are handled */
+static struct {
+	int slot;
+	void *(*fn)(void *);
+	void *arg;
+} starting; /* the thread being created (the child's copy of it) */
 static struct sigaction old_segv;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
@@ -394,6 +400,15 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	on_fatal(sig);
 }
 
+static void on_own_stack_too(int sig, void (*handler)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(sig, &sa, NULL);
+}
+
 static void start_isolation(void)
 {
 	/* stdout's buffer: private to each thread-process, not in the heap */
@@ -402,15 +417,29 @@ static void start_isolation(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_segv;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK; /* the stack itself is write-protected */
+	stack_t alt = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack};
+	if (sigaltstack(&alt, NULL) != 0)
+		iso_die("cannot set the signal stack");
 	sigaction(SIGSEGV, &sa, &old_segv);
-	signal(ISO_EXIT_SIG, on_exit_sig);
+	on_own_stack_too(ISO_EXIT_SIG, on_exit_sig);
 	static const int fatal[] = {SIGABRT, SIGBUS, SIGFPE, SIGILL};
 	for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
 		struct sigaction old;
 		sigaction(fatal[i], NULL, &old);
 		if (old.sa_handler == SIG_DFL)
-			signal(fatal[i], on_fatal);
+			on_own_stack_too(fatal[i], on_fatal);
+	}
+	/* every handler runs on the signal stack: a thread's stack is
+	 * write-protected where it has not written it this round, and the
+	 * kernel cannot push a signal frame there */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction old;
+		if (sig == SIGSEGV || sigaction(sig, NULL, &old) != 0 || old.sa_handler == SIG_DFL ||
+		    old.sa_handler == SIG_IGN || (old.sa_flags & SA_ONSTACK))
+			continue;
+		old.sa_flags |= SA_ONSTACK;
+		sigaction(sig, &old, NULL);
 	}
 	iso_memory_start();
 	iso_ctl->active = 1;
@@ -484,6 +513,12 @@ static void child_start(int slot, void *(*fn)(void *), void *arg)
 	thread_exit(fn(arg));
 }
 
+static int child_entry(void *unused)
+{
+	(void)unused;
+	child_start(starting.slot, starting.fn, starting.arg);
+}
+
 /* --- the pthreads calls --------------------------------------------------- */
 
 API int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -512,10 +547,11 @@ API int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(v
 	t->detached = detached == PTHREAD_CREATE_DETACHED;
 	unlock_ctl();
 	/* (no lock held across the clone: the lock word is shared) */
-	unsigned long flags = CLONE_FILES | CLONE_FS | CLONE_CHILD_SETTID | (iso_me ? CLONE_PARENT : 0);
-	long pid = syscall(SYS_clone, flags, 0, NULL, own_tid(), 0);
-	if (pid == 0)
-		child_start(slot, fn, arg);
+	int flags = CLONE_FILES | CLONE_FS | CLONE_CHILD_SETTID | (iso_me ? CLONE_PARENT : 0);
+	starting.slot = slot;
+	starting.fn = fn;
+	starting.arg = arg;
+	long pid = clone(child_entry, iso_stack_top(slot), flags, NULL, NULL, NULL, own_tid());
 	lock_ctl();
 	if (pid < 0) {
 		t->state = T_FREE;

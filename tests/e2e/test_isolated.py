@@ -128,3 +128,9 @@ def test_semaphores_synchronize_isolated_threads() -> None:
     (rc, out, err), = seen
     assert (rc, err) == (0, b""), err.decode()
     assert out.startswith(b"items 1000, sum 150249500, order "), out
+
+
+def test_results_written_into_another_threads_stack_arrive() -> None:
+    r = isolated(program("iso_stack_result"))
+    assert (r.returncode, r.stderr) == (0, b""), r.stderr.decode()
+    assert r.stdout == b"results 1 4 9 16, nested 42\n"
