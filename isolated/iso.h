@@ -30,8 +30,8 @@
 #define ISO_STACK_SIZE (8UL << 20) /* each thread's stack (the main one's room to grow) */
 
 enum iso_state { T_FREE, T_RUNNING, T_ARRIVED, T_BLOCKED, T_READY, T_EXITED };
-enum iso_wait { W_NONE, W_MUTEX, W_COND, W_BARRIER, W_JOIN, W_SEM };
-enum iso_kind { O_NONE, O_MUTEX, O_COND, O_BARRIER, O_SEM };
+enum iso_wait { W_NONE, W_MUTEX, W_COND, W_BARRIER, W_JOIN, W_SEM, W_ONCE };
+enum iso_kind { O_NONE, O_MUTEX, O_COND, O_BARRIER, O_SEM, O_ONCE };
 
 struct iso_thread {
 	int state;
@@ -51,7 +51,7 @@ struct iso_obj {
 	int kind;
 	int owner;          /* mutex: slot + 1, 0 when free */
 	unsigned depth;     /* recursive mutex */
-	unsigned need, got; /* barrier; a semaphore's count is need */
+	unsigned need, got; /* barrier; a semaphore's count is need; once: 0, 1 running, 2 done */
 };
 
 struct iso_ctl {

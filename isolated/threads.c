@@ -626,17 +626,17 @@ static int mutex_kind(pthread_mutex_t *m)
 }
 
 /* The lock call in the caller's turn (or alone, before isolation). */
-static void lock_op(pthread_mutex_t *m, int try)
+static void lock_op(uintptr_t m, int kind, int try)
 {
-	struct iso_obj *o = obj((uintptr_t)m, O_MUTEX);
+	struct iso_obj *o = obj(m, O_MUTEX);
 	int *result = &iso_ctl->th[iso_me].result;
 	if (o->owner == iso_me + 1) {
-		if (mutex_kind(m) == PTHREAD_MUTEX_RECURSIVE) {
+		if (kind == PTHREAD_MUTEX_RECURSIVE) {
 			o->depth++;
 			*result = 0;
 		} else if (try) {
 			*result = EBUSY;
-		} else if (mutex_kind(m) == PTHREAD_MUTEX_ERRORCHECK) {
+		} else if (kind == PTHREAD_MUTEX_ERRORCHECK) {
 			*result = EDEADLK;
 		} else {
 			iso_die("deadlock: thread T%d locks a mutex it holds", iso_me);
@@ -646,7 +646,7 @@ static void lock_op(pthread_mutex_t *m, int try)
 	} else if (o->owner && !iso_ctl->active) {
 		iso_die("deadlock: the only thread locks a mutex held by an exited thread");
 	} else {
-		want_mutex(iso_me, (uintptr_t)m, 0);
+		want_mutex(iso_me, m, 0);
 		if (iso_ctl->active && iso_ctl->th[iso_me].state == T_READY)
 			iso_ctl->th[iso_me].state = T_ARRIVED; /* still in its turn */
 		else if (!iso_ctl->active)
@@ -654,20 +654,22 @@ static void lock_op(pthread_mutex_t *m, int try)
 	}
 }
 
-static int unlock_op(pthread_mutex_t *m)
+static int unlock_op(uintptr_t m, int kind)
 {
-	struct iso_obj *o = obj((uintptr_t)m, O_MUTEX);
+	struct iso_obj *o = obj(m, O_MUTEX);
 	if (o->owner != iso_me + 1)
-		return mutex_kind(m) == PTHREAD_MUTEX_ERRORCHECK || mutex_kind(m) == PTHREAD_MUTEX_RECURSIVE ? EPERM : 0;
+		return kind == PTHREAD_MUTEX_ERRORCHECK || kind == PTHREAD_MUTEX_RECURSIVE ? EPERM : 0;
 	if (o->depth) {
 		o->depth--;
 		return 0;
 	}
-	release_mutex((uintptr_t)m);
+	release_mutex(m);
 	return 0;
 }
 
-static int mutex_call(pthread_mutex_t *m, int what)
+/* what: 0 lock, 1 trylock, 2 unlock; kind: glibc's mutex kind (rwlocks
+ * and spinlocks are exclusive locks here) */
+static int lock_call(uintptr_t m, int kind, int what)
 {
 	ctl_init();
 	int active = iso_ctl->active;
@@ -675,32 +677,113 @@ static int mutex_call(pthread_mutex_t *m, int what)
 		sync_begin();
 	lock_ctl();
 	if (what == 2)
-		iso_ctl->th[iso_me].result = unlock_op(m);
+		iso_ctl->th[iso_me].result = unlock_op(m, kind);
 	else
-		lock_op(m, what == 1);
+		lock_op(m, kind, what == 1);
 	unlock_ctl();
 	return active ? sync_end() : iso_ctl->th[iso_me].result;
 }
 
 API int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	return mutex_call(m, 0);
+	return lock_call((uintptr_t)m, mutex_kind(m), 0);
 }
 
 API int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	return mutex_call(m, 1);
+	return lock_call((uintptr_t)m, mutex_kind(m), 1);
 }
 
 API int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	return mutex_call(m, 2);
+	return lock_call((uintptr_t)m, mutex_kind(m), 2);
 }
 
 API int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
 {
 	(void)ts; /* (no time in isolated mode: a timed lock waits) */
-	return mutex_call(m, 0);
+	return lock_call((uintptr_t)m, mutex_kind(m), 0);
+}
+
+/* Read-write locks: exclusive here (a reader may take it again); correct,
+ * with less parallelism than readers sharing it. */
+#define RW(name, what)                                                                             \
+	API int name(pthread_rwlock_t *l)                                                          \
+	{                                                                                          \
+		return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, what);                     \
+	}
+RW(pthread_rwlock_rdlock, 0)
+RW(pthread_rwlock_wrlock, 0)
+RW(pthread_rwlock_tryrdlock, 1)
+RW(pthread_rwlock_trywrlock, 1)
+RW(pthread_rwlock_unlock, 2)
+
+API int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts)
+{
+	(void)ts;
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, 0);
+}
+
+API int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts)
+{
+	(void)ts;
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, 0);
+}
+
+API int pthread_spin_lock(pthread_spinlock_t *l)
+{
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 0);
+}
+
+API int pthread_spin_trylock(pthread_spinlock_t *l)
+{
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 1);
+}
+
+API int pthread_spin_unlock(pthread_spinlock_t *l)
+{
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 2);
+}
+
+/* pthread_once: the first caller runs the routine after its turn, the
+ * others wait until it has (its end is a commit point: they see what it
+ * initialized). */
+API int pthread_once(pthread_once_t *once, void (*init)(void))
+{
+	ctl_init();
+	if (!iso_ctl->active) {
+		lock_ctl();
+		struct iso_obj *o = obj((uintptr_t)once, O_ONCE);
+		int run = o->need == 0;
+		o->need = 2;
+		unlock_ctl();
+		if (run)
+			init();
+		return 0;
+	}
+	sync_begin();
+	lock_ctl();
+	struct iso_obj *o = obj((uintptr_t)once, O_ONCE);
+	int run = o->need == 0;
+	if (run)
+		o->need = 1; /* running */
+	else if (o->need == 1)
+		block(iso_me, W_ONCE, (uintptr_t)once);
+	iso_ctl->th[iso_me].result = 0;
+	unlock_ctl();
+	sync_end();
+	if (!run)
+		return 0;
+	init();
+	sync_begin();
+	lock_ctl();
+	o->need = 2;
+	int w;
+	while ((w = first_waiter(W_ONCE, (uintptr_t)once)) >= 0)
+		make_ready(w, 0);
+	unlock_ctl();
+	sync_end();
+	return 0;
 }
 
 static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int timed)

@@ -134,3 +134,9 @@ def test_results_written_into_another_threads_stack_arrive() -> None:
     r = isolated(program("iso_stack_result"))
     assert (r.returncode, r.stderr) == (0, b""), r.stderr.decode()
     assert r.stdout == b"results 1 4 9 16, nested 42\n"
+
+
+def test_rwlocks_spinlocks_and_once_synchronize() -> None:
+    r = isolated(program("iso_locks"))
+    assert (r.returncode, r.stderr) == (0, b""), r.stderr.decode()
+    assert r.stdout == b"rw 3000, spin 3000, once ran 1 time(s), table ok 3\n"
