@@ -409,8 +409,11 @@ static void on_own_stack_too(int sig, void (*handler)(int))
 	sigaction(sig, &sa, NULL);
 }
 
+static void refuse_private_maps(void);
+
 static void start_isolation(void)
 {
+	refuse_private_maps();
 	/* stdout's buffer: private to each thread-process, not in the heap */
 	fflush(stdout);
 	setvbuf(stdout, out_buf, isatty(1) ? _IOLBF : _IOFBF, sizeof out_buf);
@@ -1096,11 +1099,46 @@ API sighandler_t signal(int sig, sighandler_t handler)
 	return old.sa_handler;
 }
 
+/* The program's writable private mappings made before its first thread
+ * (each thread-process would write its own copy): the first thread is
+ * refused while one is mapped. */
+#define MAX_PRIVATE_MAPS 256
+static struct {
+	uintptr_t start, end;
+} private_maps[MAX_PRIVATE_MAPS];
+
 API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (iso_ctl && iso_ctl->active)
 		iso_die("mmap by the program after the first thread is not supported (the mapping would not be shared)");
-	return iso_mmap(addr, len, prot, flags, fd, off);
+	void *p = iso_mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && (prot & PROT_WRITE) && (flags & MAP_PRIVATE)) {
+		for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
+			if (!private_maps[i].end) {
+				private_maps[i].start = (uintptr_t)p;
+				private_maps[i].end = (uintptr_t)p + len;
+				break;
+			}
+	}
+	return p;
+}
+
+API int munmap(void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, e = a + len;
+	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
+		if (private_maps[i].end && a <= private_maps[i].start && e >= private_maps[i].end)
+			private_maps[i].start = private_maps[i].end = 0;
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+static void refuse_private_maps(void)
+{
+	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
+		if (private_maps[i].end)
+			iso_die("%lu bytes the program mapped (mmap, private, writable) before its first thread would "
+				"not be shared between threads: not supported",
+				(unsigned long)(private_maps[i].end - private_maps[i].start));
 }
 
 /* --- memory the kernel writes -------------------------------------------------
