@@ -37,7 +37,6 @@ from det.constants import DET_F_LOGICAL, DET_F_NOTRACE, DET_F_STRICT
 from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
 from det.native import libdir
-from det.symbols import Symbolizer
 
 from .engine import INTERRUPT, Options
 from .native import Recorder
@@ -120,10 +119,12 @@ def name_race_sites(stream, exe: str) -> None:
     """Copy the program's stderr to ours, line by line, with each place in
     the program's code libdetiso.so names ("racer+0x3d{exe:0x11d9}") given
     its function and source line (det.symbols, addr2line)."""
-    sym: list[Symbolizer] = []  # made at the first race line (it looks for addr2line)
+    sym: list = []  # made at the first race line (det.symbols: imported only then)
 
     def site(m: re.Match[bytes]) -> bytes:
         if not sym:
+            from det.symbols import Symbolizer
+
             sym.append(Symbolizer([(exe, 0)]))
         return sym[0].one(int(m.group(1), 16), False).long().encode()
 
