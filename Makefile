@@ -31,11 +31,15 @@ SETUP   := $(VENV)/.det-setup
 RUNTIME_SRC := $(wildcard preload/*.c) recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
 RUNTIME_HDR := $(wildcard preload/*.h preload/*.def) recorder/rings.h include/det/crc32c.h replayer/enforce.h replayer/strict.h replayer/logical.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c recorder/convert_btree.c replayer/schedule.c replayer/sup_turns.c
+# detrun --isolated's runtime (isolated/): preloaded instead of libdet.so
+ISO_SRC     := $(wildcard isolated/*.c)
+ISO_HDR     := $(wildcard isolated/*.h)
 SUP_HDR     := include/det/crc32c.h supervisor/supervisor.h supervisor/sums.h supervisor/schedpack.h supervisor/digest.h recorder/convert.h recorder/logfmt.h replayer/feeder.h include/det/sup.h include/det/shm.h include/det/events.def include/det/events.h include/det/turns.def include/det/detsched.h
 RUNTIME_HDR += include/det/cc.h
 # How each library's sources compile (tools/layering.py compiles each alone with the same flags)
 RUNTIME_CFLAGS := $(CFLAGS) -Ipreload -fPIC -fvisibility=hidden -U_FORTIFY_SOURCE -fexceptions
 SUP_CFLAGS     := $(CFLAGS) -fPIC -fvisibility=hidden
+ISO_CFLAGS     := $(CFLAGS) -fPIC -fvisibility=hidden -U_FORTIFY_SOURCE
 
 # det-cc (llvm/): the pass plugin, for the clang tools/setup.sh installs
 LLVM_CONFIG := llvm-config-22
@@ -65,7 +69,7 @@ BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SYS_PY  ?= python3
-INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so \
+INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so lib/det=build/libdetiso.so \
                  $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
                    share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
 PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py compare/det_compare/*.py \
@@ -82,7 +86,7 @@ setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
 	tools/setup.sh
 
-native: build/libdet.so build/libdetsup.so $(DETPASS)
+native: build/libdet.so build/libdetsup.so build/libdetiso.so $(DETPASS)
 
 # -isystem: LLVM's headers do not pass -Wextra -Werror
 $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det/events.h
@@ -93,6 +97,10 @@ $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det
 build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
 	@mkdir -p build
 	$(CC) $(RUNTIME_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
+
+build/libdetiso.so: $(ISO_SRC) $(ISO_HDR)
+	@mkdir -p build
+	$(CC) $(ISO_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(ISO_SRC) -ldl
 
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
@@ -171,7 +179,7 @@ check: $(SETUP)
 	$(PY) tools/gen_events.py --check
 	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui dap kmod check
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
-		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC)
+		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC) --lib detiso "$(ISO_CFLAGS)" $(ISO_SRC)
 
 test: all check
 	$(PY) -m pytest -q -x tests

@@ -379,6 +379,7 @@ def main() -> int:
         if ns.json:
             Path(ns.json).write_text(json.dumps(results, indent=2))
         return 0
+    subprocess.run([sys.executable, "bench/isolated.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/llvm.py", f"--runs={ns.runs}"] + (["--quick"] if ns.quick else []))
     subprocess.run([sys.executable, "bench/diff.py", f"--runs={min(ns.runs, 3)}"])
     subprocess.run([sys.executable, "bench/tui.py", f"--runs={min(ns.runs, 3)}"])

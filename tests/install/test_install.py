@@ -48,7 +48,7 @@ def test_layout_follows_the_fhs(dest: Path) -> None:
         assert cmd.is_file() and os.access(cmd, os.X_OK), cmd
         assert (root / "share/man/man1" / f"{name}.1").is_file()
         assert (root / "share/bash-completion/completions" / name).is_file()
-    for lib in ("libdet.so", "libdetsup.so"):
+    for lib in ("libdet.so", "libdetsup.so", "libdetiso.so"):
         assert (root / "lib/det" / lib).is_file()
     assert (root / "lib/det/python/det/record/engine.py").is_file()
     assert (root / "lib/det/python/det/replay/cli.py").is_file()
