@@ -14,22 +14,16 @@ DTHREADS paper are not fetched and built yet.
 
 from __future__ import annotations
 
+import argparse
 import os
+import hashlib
+import shutil
+import statistics
+import subprocess
 import sys
-
-# bench/bisect.py would shadow the standard library's bisect (random, so
-# statistics and tempfile, import it): this folder off the path
-_HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path = [p for p in sys.path if os.path.realpath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import hashlib  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import tempfile
+import time
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "build" / "libdetiso.so"
