@@ -15,8 +15,8 @@ DTHREADS paper are not fetched and built yet.
 from __future__ import annotations
 
 import argparse
-import os
 import hashlib
+import os
 import shutil
 import statistics
 import subprocess
