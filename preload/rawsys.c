@@ -116,6 +116,21 @@ EXPORT long syscall(long nr, ...)
 		return nanosleep((const struct timespec *)a[0], (struct timespec *)a[1]);
 	case SYS_close:
 		return close((int)a[0]);
+	case SYS_kill: /* a signal sent to the program's own process or thread is an event (signals.c) */
+		return kill((pid_t)a[0], (int)a[1]);
+	case SYS_tgkill:
+		return tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
+	case SYS_tkill:
+		return det_tkill_live(det_pid_to_real((pid_t)a[0]), (int)a[1], DET_RA());
+	case SYS_rt_sigqueueinfo:
+	case SYS_rt_tgsigqueueinfo: {
+		int tg = nr == SYS_rt_tgsigqueueinfo;
+		const siginfo_t *info = (const siginfo_t *)a[2 + tg];
+		if (!info)
+			break; /* (EFAULT from the kernel) */
+		return det_sigqueueinfo_live(det_pid_to_real((pid_t)a[0]), tg ? det_pid_to_real((pid_t)a[1]) : 0,
+					     (int)a[1 + tg], info, DET_RA());
+	}
 	case SYS_fork:
 	case SYS_vfork:
 	case SYS_clone:

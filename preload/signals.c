@@ -746,23 +746,29 @@ DET_IMPL sighandler_t det_impl_signal(int sig, sighandler_t handler)
  */
 static _Atomic uint32_t own_unsent[NSIG];
 
-static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval value)
+/* given: a siginfo the program made itself (rt_sigqueueinfo), sent as it is */
+static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given)
 {
-	if (code == SI_QUEUE) {
+	if (code == SI_QUEUE || given) {
 		siginfo_t si;
-		memset(&si, 0, sizeof(si));
-		si.si_signo = sig;
-		si.si_code = SI_QUEUE;
-		si.si_pid = pid;
-		si.si_uid = (uid_t)det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0);
-		si.si_value = value;
+		if (given) {
+			si = *given;
+		} else {
+			memset(&si, 0, sizeof(si));
+			si.si_signo = sig;
+			si.si_code = SI_QUEUE;
+			si.si_pid = pid;
+			si.si_uid = (uid_t)det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0);
+			si.si_value = value;
+		}
 		return tid ? det_sys(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0)
 			   : det_sys(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0);
 	}
 	return tid ? det_sys(SYS_tgkill, pid, tid, sig, 0, 0, 0) : det_sys(SYS_kill, pid, sig, 0, 0, 0, 0);
 }
 
-static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, uint64_t ra)
+static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given,
+		       uint64_t ra)
 {
 	det_init();
 	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
@@ -774,11 +780,11 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 	if (t && !det_input_begin(&op, t, DET_EV_SIGNAL_SEND, (uint32_t)sig, ra))
 		det_ops.rec_release_begin(&op); /* in the order before the signal's delivery */
 	if (!t) {
-		r = send_live(pid, tid, sig, code, value);
+		r = send_live(pid, tid, sig, code, value, given);
 	} else if (det_replaying() && op.rec->result < 0) {
 		r = op.rec->result; /* it failed in the recording: fail the same way */
 	} else if (tid && tid != my_tid) {
-		r = send_live(pid, tid, sig, code, value);
+		r = send_live(pid, tid, sig, code, value, given);
 	} else {
 		sigset_t cur;
 		det_sys(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, _NSIG / 8, 0, 0);
@@ -787,7 +793,7 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 		else if (det_replaying() && !tid && atomic_load(&prog_set[sig]))
 			atomic_fetch_add(&own_unsent[sig], 1);
 		else
-			r = send_live(pid, tid, sig, code, value);
+			r = send_live(pid, tid, sig, code, value, given);
 	}
 	if (t) {
 		if (det_replaying())
@@ -799,7 +805,7 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 	if (to_me) {
 		int prev = t->self_signal;
 		t->self_signal = sig;
-		r = send_live(pid, tid || my_tid == me ? tid : my_tid, sig, code, value);
+		r = send_live(pid, tid || my_tid == me ? tid : my_tid, sig, code, value, given);
 		t->self_signal = prev;
 	}
 	if (r < 0) {
@@ -811,17 +817,34 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 
 int det_kill_live(pid_t pid, int sig, uint64_t ra)
 {
-	return send_signal(pid, 0, sig, SI_USER, (union sigval){0}, ra);
+	return send_signal(pid, 0, sig, SI_USER, (union sigval){0}, NULL, ra);
 }
 
 int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra)
 {
-	return send_signal(pid, 0, sig, SI_QUEUE, value, ra);
+	return send_signal(pid, 0, sig, SI_QUEUE, value, NULL, ra);
 }
 
 int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra)
 {
-	return send_signal(tgid, tid, sig, SI_TKILL, (union sigval){0}, ra);
+	return send_signal(tgid, tid, sig, SI_TKILL, (union sigval){0}, NULL, ra);
+}
+
+/* tkill: a thread of the program's own process is sent it as by tgkill */
+int det_tkill_live(pid_t tid, int sig, uint64_t ra)
+{
+	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (tid > 0 && (tid == (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0) || det_sys(SYS_tgkill, me, tid, 0, 0, 0, 0) == 0))
+		return send_signal(me, tid, sig, SI_TKILL, (union sigval){0}, NULL, ra);
+	long r = det_sys(SYS_tkill, tid, sig, 0, 0, 0, 0);
+	return r < 0 ? (errno = (int)-r, -1) : 0;
+}
+
+/* rt_sigqueueinfo, rt_tgsigqueueinfo (tid 0: to the process): the
+ * program's own siginfo */
+int det_sigqueueinfo_live(pid_t pid, pid_t tid, int sig, const siginfo_t *info, uint64_t ra)
+{
+	return send_signal(pid, tid, sig, info->si_code, info->si_value, info, ra);
 }
 
 /* Replay: a sigwait takes a signal its own process sent while the recording
@@ -843,6 +866,19 @@ DET_IMPL int det_impl_raise(int sig)
 	int prev = t->self_signal;
 	t->self_signal = sig;
 	int r = real.raise(sig);
+	t->self_signal = prev;
+	return r;
+}
+
+DET_IMPL int det_impl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+	det_init();
+	struct det_thread *t = &det_tls;
+	if (!pthread_equal(th, pthread_self()))
+		return real.pthread_sigqueue(th, sig, value);
+	int prev = t->self_signal;
+	t->self_signal = sig;
+	int r = real.pthread_sigqueue(th, sig, value);
 	t->self_signal = prev;
 	return r;
 }
