@@ -174,6 +174,7 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 }
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
+static int wait_call_returned(const void *ucv);
 static void deliver_held(struct det_thread *t, uint32_t where);
 static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc);
 static void replay_next_signal(struct det_thread *t);
@@ -411,7 +412,7 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
-	} else if (t->wait_op) {
+	} else if (t->wait_op && !wait_call_returned(ucv)) {
 		deliver_in_wait(t, sig, info, ucv);
 	} else if (t->depth) {
 		hold(t, sig, info);
@@ -431,6 +432,26 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		t->depth = 0;
 	}
 	errno = saved;
+}
+
+/* The thread waited in a call (det_block) and the signal came as that call's
+ * system call returned a result: the kernel delivers at the syscall's exit,
+ * with the instruction after it next and its result in rax. Then the call
+ * is done (a write that a reader took, whose reader's kill this is), and
+ * its result must be recorded before the handler runs, which may never
+ * return (_exit, longjmp): the signal is held as in det. One that
+ * interrupted it says -EINTR, or, to be restarted, has the syscall
+ * instruction itself next. */
+static int wait_call_returned(const void *ucv)
+{
+	const greg_t *g = ((const ucontext_t *)ucv)->uc_mcontext.gregs;
+	uintptr_t ip = (uintptr_t)g[REG_RIP];
+	if ((ip & 0xfff) < 2 || (ip & 0xfff) > 0xffe)
+		return 0; /* (the bytes around it may be on another page) */
+	const uint8_t *p = (const uint8_t *)ip;
+	int after_syscall = p[-2] == 0x0f && p[-1] == 0x05;
+	int at_syscall = p[0] == 0x0f && p[1] == 0x05;
+	return after_syscall && !at_syscall && g[REG_RAX] != -EINTR;
 }
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info)
@@ -607,8 +628,18 @@ static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
 	struct det_op op = {0};
 	int64_t r = -EINTR;
 	if (!det_input_begin(&op, t, DET_EV_SIGSUSPEND, (uint32_t)waiting, ra)) {
-		if (!waiting)
-			r = BLOCKING(&op, det_sys(SYS_rt_sigsuspend, (long)mask, _NSIG / 8, 0, 0, 0, 0));
+		if (!waiting) {
+			/* One that came while the thread was in det (waiting for
+			 * its turn, say) is held for its way out, and the real
+			 * call would wait for another: blocked from here until
+			 * the call, a signal waits for it as natively. */
+			sigset_t all, prev;
+			sigfillset(&all);
+			det_sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&prev, _NSIG / 8, 0, 0);
+			if (!t->nsigs)
+				r = BLOCKING(&op, det_sys(SYS_rt_sigsuspend, (long)mask, _NSIG / 8, 0, 0, 0, 0));
+			det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&prev, 0, _NSIG / 8, 0, 0);
+		}
 		det_input_end(&op, r, NULL, 0);
 	} else {
 		r = op.rec->result;
