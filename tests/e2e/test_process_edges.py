@@ -57,6 +57,19 @@ def test_child_killed_as_its_write_returns(mode: tuple[str, ...], tmp_path: Path
     replays_identically(trace, r.stdout)
 
 
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_children_killed_before_their_first_event(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """kill_at_once: a spawned and a forked child killed at once, reaped,
+    then a thread. Strict mode handed its turn to a dead child for ever
+    (the recording hung, 3 of 3): a reaped process's threads are no longer
+    runnable (replayer/strict.c)."""
+    trace = tmp_path / "once.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("kill_at_once"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"spawned 0: killed 1 by 9\nforked: killed by 9\nworker ran\n"
+    replays_identically(trace, r.stdout)
+
+
 @pytest.mark.parametrize("wait", ["suspend", "sleep"])
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
 def test_children_reaped_by_a_sigchld_handler(mode: tuple[str, ...], wait: str, tmp_path: Path) -> None:
