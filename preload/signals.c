@@ -177,6 +177,7 @@ static void hold(struct det_thread *t, int sig, siginfo_t *info);
 static int wait_call_returned(const void *ucv);
 static void deliver_held(struct det_thread *t, uint32_t where);
 static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc);
+static void deliver_held_in_wait(struct det_thread *t);
 static void replay_next_signal(struct det_thread *t);
 
 /* ------------------------------------------------------------------ */
@@ -239,10 +240,14 @@ static int kick_for_unanchored(struct det_thread *t)
 }
 
 /* A kick arrived: deliver what it was sent for, if that is still due. */
-static void kicked(struct det_thread *t)
+static void kicked(struct det_thread *t, void *ucv)
 {
 	t->kick_armed = 0; /* one-shot: spent */
 	det_sys(SYS_timer_delete, t->kick_timer, 0, 0, 0, 0, 0);
+	if (!det_replaying() && t->active && t->wait_op && t->nsigs && !wait_call_returned(ucv)) {
+		deliver_held_in_wait(t); /* held as a call returned, and it waits again */
+		return;
+	}
 	if (!t->active || t->depth)
 		return; /* inside det: its signals go as it leaves */
 	if (det_replaying()) {
@@ -391,7 +396,7 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		return;
 	}
 	if (is_kick(info)) {
-		kicked(t);
+		kicked(t, ucv);
 		errno = saved;
 		return;
 	}
@@ -417,6 +422,8 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 	} else if (t->depth) {
 		hold(t, sig, info);
 		t->sig_due = 1; /* as the thread leaves det */
+		if (t->wait_op) /* its call returned, but libc may wait again in it (a futex loop): there, a kick */
+			kick_arm(t, sig, KICK_RECORD_MS);
 		if (det_strict) /* or as a strict-mode wait it is in sees it (det_signals_in_wait) */
 			atomic_fetch_add(&t->slot->strict_wake, 1);
 	} else if (!t->sigs_held) {
@@ -491,10 +498,15 @@ static void deliver_held(struct det_thread *t, uint32_t where)
  * at the wait's own event, before the call's outcome. */
 static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc)
 {
-	struct det_op *wait = t->wait_op;
 	(void)uc; /* (the handler gets none, as from deliver_held: replay has none to give) */
-	det_unblock(wait);
 	hold(t, sig, info);
+	deliver_held_in_wait(t);
+}
+
+static void deliver_held_in_wait(struct det_thread *t)
+{
+	struct det_op *wait = t->wait_op;
+	det_unblock(wait);
 	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
 	det_block(wait);
 }
