@@ -13,7 +13,10 @@
  *    it (det_block..det_unblock: a read, a join, a lock, a sleep, sigsuspend;
  *    or a strict-mode wait of det's own, which it ends) is delivered there,
  *    at once, as natively (DET_SIG_BEFORE | DET_SIG_IN_WAIT): replay
- *    delivers it as the thread comes to the wait's next event.
+ *    delivers it as the thread comes to the wait's next event. One that
+ *    comes as the call's system call returns a result is held until the
+ *    result is logged (its handler may never return), and kicked into the
+ *    wait if libc waits again in the same call.
  *  - A thread that makes no event keeps its signals held; when another one
  *    arrives meanwhile, or KICK_RECORD_MS later (a kick: a one-shot timer
  *    of the thread's own that sends the held signal again, told apart by
