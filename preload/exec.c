@@ -350,19 +350,19 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 DET_IMPL int det_impl_execve(const char *path, char *const argv[], char *const envp[])
 {
 	DET_EXEC_CALL("execve", AT_FDCWD, path, argv, envp, 0,
-		      (int)syscall(SYS_execve, path, argv, envp));
+		      (int)real.syscall(SYS_execve, path, argv, envp));
 }
 
 DET_IMPL int det_impl_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	DET_EXEC_CALL("execveat", dirfd, path, argv, envp, flags,
-		      (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags));
+		      (int)real.syscall(SYS_execveat, dirfd, path, argv, envp, flags));
 }
 
 DET_IMPL int det_impl_fexecve(int fd, char *const argv[], char *const envp[])
 {
 	DET_EXEC_CALL("fexecve", fd, "", argv, envp, AT_EMPTY_PATH,
-		      (int)syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH));
+		      (int)real.syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH));
 }
 
 DET_IMPL int det_impl_execv(const char *path, char *const argv[])

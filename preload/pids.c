@@ -478,13 +478,6 @@ int det_pids_syscall(long nr, const long a[6], long *result)
 			return 0;
 		*result = owner_fcntl(raw_fcntl, (int)a[0], (int)a[1], a[2]);
 		return 1;
-	case SYS_kill: /* (the wrappers: a signal the program sends itself is an event, signals.c) */
-		*result = kill((pid_t)a[0], (int)a[1]);
-		return 1;
-	case SYS_tgkill:
-		*result = tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
-		return 1;
-	case SYS_rt_tgsigqueueinfo:
 	case SYS_kcmp:
 		b[0] = det_pid_to_real((pid_t)a[0]);
 		b[1] = det_pid_to_real((pid_t)a[1]);
@@ -516,8 +509,6 @@ int det_pids_syscall(long nr, const long a[6], long *result)
 		if (a[0] == 1 || a[0] == 2) /* IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP */
 			b[1] = det_pid_to_real((pid_t)a[1]);
 		break;
-	case SYS_tkill:
-	case SYS_rt_sigqueueinfo:
 	case SYS_pidfd_open:
 	case SYS_sched_getaffinity:
 	case SYS_sched_setaffinity:

@@ -1,5 +1,6 @@
 /*
- * preload/rawsys.c - syscall(): the same calls by number as the wrappers;
+ * preload/rawsys.c - syscall(): the same calls by number as the wrappers
+ * (reads, writes, readiness waits, accept, exec, signals sent and handled);
  * inputs det cannot replay stop the program here; calls that take process
  * or thread ids translate them as their wrappers do (preload/pids.c).
  *
@@ -28,6 +29,11 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,12 +49,47 @@ static const char *syscall_name(long nr)
 	case SYS_##x:                                                                              \
 		return "SYS_" #x;
 		NAME(io_uring_setup) NAME(io_uring_enter) NAME(io_submit) NAME(io_getevents)
-		NAME(epoll_wait) NAME(epoll_pwait) NAME(ppoll) NAME(pselect6) NAME(select)
-		NAME(preadv2) NAME(accept) NAME(accept4) NAME(fork) NAME(vfork) NAME(clone) NAME(clone3)
-		NAME(execve) NAME(execveat) NAME(rt_sigaction)
+		NAME(preadv2) NAME(fork) NAME(vfork) NAME(clone) NAME(clone3)
 #undef NAME
 	}
 	return "?";
+}
+
+/* rt_sigaction by number: the kernel's struct sigaction (x86-64), through
+ * det's sigaction, which keeps the program's handler and puts det's entry
+ * in its place; the old one comes back with the kernel's restorer. */
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	unsigned long mask;
+};
+
+#define K_SA_RESTORER 0x04000000ul
+
+static long raw_sigaction(int sig, const struct ksigaction *act, struct ksigaction *old, size_t masklen)
+{
+	if (masklen != sizeof(act->mask))
+		return real.syscall(SYS_rt_sigaction, sig, act, old, masklen); /* (EINVAL) */
+	struct sigaction lact, lold;
+	memset(&lact, 0, sizeof(lact));
+	if (act) {
+		lact.sa_handler = (sighandler_t)act->handler;
+		lact.sa_flags = (int)(act->flags & ~K_SA_RESTORER);
+		memcpy(&lact.sa_mask, &act->mask, sizeof(act->mask));
+	}
+	struct ksigaction kold;
+	if (old && real.syscall(SYS_rt_sigaction, sig, NULL, &kold, masklen) != 0)
+		return -1;
+	if (sigaction(sig, act ? &lact : NULL, old ? &lold : NULL) != 0)
+		return -1;
+	if (old) {
+		old->handler = (void *)lold.sa_handler;
+		old->flags = (unsigned long)(unsigned)lold.sa_flags | (kold.flags & K_SA_RESTORER);
+		old->restorer = kold.restorer;
+		memcpy(&old->mask, &lold.sa_mask, sizeof(old->mask));
+	}
+	return 0;
 }
 
 EXPORT long syscall(long nr, ...)
@@ -116,6 +157,21 @@ EXPORT long syscall(long nr, ...)
 		return nanosleep((const struct timespec *)a[0], (struct timespec *)a[1]);
 	case SYS_close:
 		return close((int)a[0]);
+	case SYS_kill: /* a signal sent to the program's own process or thread is an event (signals.c) */
+		return kill((pid_t)a[0], (int)a[1]);
+	case SYS_tgkill:
+		return tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
+	case SYS_tkill:
+		return det_tkill_live(det_pid_to_real((pid_t)a[0]), (int)a[1], DET_RA());
+	case SYS_rt_sigqueueinfo:
+	case SYS_rt_tgsigqueueinfo: {
+		int tg = nr == SYS_rt_tgsigqueueinfo;
+		const siginfo_t *info = (const siginfo_t *)a[2 + tg];
+		if (!info)
+			break; /* (EFAULT from the kernel) */
+		return det_sigqueueinfo_live(det_pid_to_real((pid_t)a[0]), tg ? det_pid_to_real((pid_t)a[1]) : 0,
+					     (int)a[1 + tg], info, DET_RA());
+	}
 	case SYS_fork:
 	case SYS_vfork:
 	case SYS_clone:
@@ -124,20 +180,36 @@ EXPORT long syscall(long nr, ...)
 		snprintf(call, sizeof(call), "syscall(%s)", syscall_name(nr));
 		return det_clone_syscall(nr, a, call, DET_RA());
 	}
+	case SYS_accept:
+		return accept((int)a[0], (struct sockaddr *)a[1], (socklen_t *)a[2]);
+	case SYS_accept4:
+		return accept4((int)a[0], (struct sockaddr *)a[1], (socklen_t *)a[2], (int)a[3]);
+	case SYS_select:
+		return select((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (struct timeval *)a[4]);
+	case SYS_pselect6: { /* the sixth argument: {const sigset_t *, size_t} */
+		const struct {
+			const sigset_t *set;
+			size_t len;
+		} *mask = (const void *)a[5];
+		return pselect((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (const struct timespec *)a[4],
+			       mask ? mask->set : NULL);
+	}
+	case SYS_ppoll:
+		return ppoll((struct pollfd *)a[0], (nfds_t)a[1], (const struct timespec *)a[2], (const sigset_t *)a[3]);
+	case SYS_epoll_wait:
+		return epoll_wait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3]);
+	case SYS_epoll_pwait:
+		return epoll_pwait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3], (const sigset_t *)a[4]);
+	case SYS_execve:
+		return execve((const char *)a[0], (char *const *)a[1], (char *const *)a[2]);
+	case SYS_execveat:
+		return execveat((int)a[0], (const char *)a[1], (char *const *)a[2], (char *const *)a[3], (int)a[4]);
+	case SYS_rt_sigaction:
+		return raw_sigaction((int)a[0], (const struct ksigaction *)a[1], (struct ksigaction *)a[2], (size_t)a[3]);
 	case SYS_io_uring_setup:
 	case SYS_io_uring_enter:
 	case SYS_io_submit:
 	case SYS_io_getevents:
-	case SYS_epoll_wait:
-	case SYS_epoll_pwait:
-	case SYS_ppoll:
-	case SYS_pselect6:
-	case SYS_select:
-	case SYS_accept:
-	case SYS_accept4:
-	case SYS_execve:
-	case SYS_execveat:
-	case SYS_rt_sigaction:
 	unsupported:
 		if (det_enter())
 			det_fatal("syscall(%s) is not supported by det: its result would not replay (use the libc "

@@ -288,6 +288,8 @@ DET_HIDDEN int det_pids_syscall(long nr, const long a[6], long *result);
 DET_HIDDEN int det_kill_live(pid_t pid, int sig, uint64_t ra);
 DET_HIDDEN int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra);
 DET_HIDDEN int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra);
+DET_HIDDEN int det_tkill_live(pid_t tid, int sig, uint64_t ra);
+DET_HIDDEN int det_sigqueueinfo_live(pid_t pid, pid_t tid, int sig, const siginfo_t *info, uint64_t ra);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event. */
 DET_HIDDEN void det_replay_thread_done(struct det_thread *t);

@@ -13,7 +13,10 @@
  *    it (det_block..det_unblock: a read, a join, a lock, a sleep, sigsuspend;
  *    or a strict-mode wait of det's own, which it ends) is delivered there,
  *    at once, as natively (DET_SIG_BEFORE | DET_SIG_IN_WAIT): replay
- *    delivers it as the thread comes to the wait's next event.
+ *    delivers it as the thread comes to the wait's next event. One that
+ *    comes as the call's system call returns a result is held until the
+ *    result is logged (its handler may never return), and kicked into the
+ *    wait if libc waits again in the same call.
  *  - A thread that makes no event keeps its signals held; when another one
  *    arrives meanwhile, or KICK_RECORD_MS later (a kick: a one-shot timer
  *    of the thread's own that sends the held signal again, told apart by
@@ -174,8 +177,10 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 }
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
+static int wait_call_returned(const void *ucv);
 static void deliver_held(struct det_thread *t, uint32_t where);
 static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc);
+static void deliver_held_in_wait(struct det_thread *t);
 static void replay_next_signal(struct det_thread *t);
 
 /* ------------------------------------------------------------------ */
@@ -238,10 +243,14 @@ static int kick_for_unanchored(struct det_thread *t)
 }
 
 /* A kick arrived: deliver what it was sent for, if that is still due. */
-static void kicked(struct det_thread *t)
+static void kicked(struct det_thread *t, void *ucv)
 {
 	t->kick_armed = 0; /* one-shot: spent */
 	det_sys(SYS_timer_delete, t->kick_timer, 0, 0, 0, 0, 0);
+	if (!det_replaying() && t->active && t->wait_op && t->nsigs && !wait_call_returned(ucv)) {
+		deliver_held_in_wait(t); /* held as a call returned, and it waits again */
+		return;
+	}
 	if (!t->active || t->depth)
 		return; /* inside det: its signals go as it leaves */
 	if (det_replaying()) {
@@ -390,7 +399,7 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		return;
 	}
 	if (is_kick(info)) {
-		kicked(t);
+		kicked(t, ucv);
 		errno = saved;
 		return;
 	}
@@ -411,11 +420,13 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
-	} else if (t->wait_op) {
+	} else if (t->wait_op && !wait_call_returned(ucv)) {
 		deliver_in_wait(t, sig, info, ucv);
 	} else if (t->depth) {
 		hold(t, sig, info);
 		t->sig_due = 1; /* as the thread leaves det */
+		if (t->wait_op) /* its call returned, but libc may wait again in it (a futex loop): there, a kick */
+			kick_arm(t, sig, KICK_RECORD_MS);
 		if (det_strict) /* or as a strict-mode wait it is in sees it (det_signals_in_wait) */
 			atomic_fetch_add(&t->slot->strict_wake, 1);
 	} else if (!t->sigs_held) {
@@ -431,6 +442,26 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		t->depth = 0;
 	}
 	errno = saved;
+}
+
+/* The thread waited in a call (det_block) and the signal came as that call's
+ * system call returned a result: the kernel delivers at the syscall's exit,
+ * with the instruction after it next and its result in rax. Then the call
+ * is done (a write that a reader took, whose reader's kill this is), and
+ * its result must be recorded before the handler runs, which may never
+ * return (_exit, longjmp): the signal is held as in det. One that
+ * interrupted it says -EINTR, or, to be restarted, has the syscall
+ * instruction itself next. */
+static int wait_call_returned(const void *ucv)
+{
+	const greg_t *g = ((const ucontext_t *)ucv)->uc_mcontext.gregs;
+	uintptr_t ip = (uintptr_t)g[REG_RIP];
+	if ((ip & 0xfff) < 2 || (ip & 0xfff) > 0xffe)
+		return 0; /* (the bytes around it may be on another page) */
+	const uint8_t *p = (const uint8_t *)ip;
+	int after_syscall = p[-2] == 0x0f && p[-1] == 0x05;
+	int at_syscall = p[0] == 0x0f && p[1] == 0x05;
+	return after_syscall && !at_syscall && g[REG_RAX] != -EINTR;
 }
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info)
@@ -470,10 +501,15 @@ static void deliver_held(struct det_thread *t, uint32_t where)
  * at the wait's own event, before the call's outcome. */
 static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc)
 {
-	struct det_op *wait = t->wait_op;
 	(void)uc; /* (the handler gets none, as from deliver_held: replay has none to give) */
-	det_unblock(wait);
 	hold(t, sig, info);
+	deliver_held_in_wait(t);
+}
+
+static void deliver_held_in_wait(struct det_thread *t)
+{
+	struct det_op *wait = t->wait_op;
+	det_unblock(wait);
 	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
 	det_block(wait);
 }
@@ -607,8 +643,18 @@ static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
 	struct det_op op = {0};
 	int64_t r = -EINTR;
 	if (!det_input_begin(&op, t, DET_EV_SIGSUSPEND, (uint32_t)waiting, ra)) {
-		if (!waiting)
-			r = BLOCKING(&op, det_sys(SYS_rt_sigsuspend, (long)mask, _NSIG / 8, 0, 0, 0, 0));
+		if (!waiting) {
+			/* One that came while the thread was in det (waiting for
+			 * its turn, say) is held for its way out, and the real
+			 * call would wait for another: blocked from here until
+			 * the call, a signal waits for it as natively. */
+			sigset_t all, prev;
+			sigfillset(&all);
+			det_sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&prev, _NSIG / 8, 0, 0);
+			if (!t->nsigs)
+				r = BLOCKING(&op, det_sys(SYS_rt_sigsuspend, (long)mask, _NSIG / 8, 0, 0, 0, 0));
+			det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&prev, 0, _NSIG / 8, 0, 0);
+		}
 		det_input_end(&op, r, NULL, 0);
 	} else {
 		r = op.rec->result;
@@ -746,23 +792,29 @@ DET_IMPL sighandler_t det_impl_signal(int sig, sighandler_t handler)
  */
 static _Atomic uint32_t own_unsent[NSIG];
 
-static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval value)
+/* given: a siginfo the program made itself (rt_sigqueueinfo), sent as it is */
+static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given)
 {
-	if (code == SI_QUEUE) {
+	if (code == SI_QUEUE || given) {
 		siginfo_t si;
-		memset(&si, 0, sizeof(si));
-		si.si_signo = sig;
-		si.si_code = SI_QUEUE;
-		si.si_pid = pid;
-		si.si_uid = (uid_t)det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0);
-		si.si_value = value;
+		if (given) {
+			si = *given;
+		} else {
+			memset(&si, 0, sizeof(si));
+			si.si_signo = sig;
+			si.si_code = SI_QUEUE;
+			si.si_pid = pid;
+			si.si_uid = (uid_t)det_sys(SYS_getuid, 0, 0, 0, 0, 0, 0);
+			si.si_value = value;
+		}
 		return tid ? det_sys(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0)
 			   : det_sys(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0);
 	}
 	return tid ? det_sys(SYS_tgkill, pid, tid, sig, 0, 0, 0) : det_sys(SYS_kill, pid, sig, 0, 0, 0, 0);
 }
 
-static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, uint64_t ra)
+static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given,
+		       uint64_t ra)
 {
 	det_init();
 	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
@@ -774,11 +826,11 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 	if (t && !det_input_begin(&op, t, DET_EV_SIGNAL_SEND, (uint32_t)sig, ra))
 		det_ops.rec_release_begin(&op); /* in the order before the signal's delivery */
 	if (!t) {
-		r = send_live(pid, tid, sig, code, value);
+		r = send_live(pid, tid, sig, code, value, given);
 	} else if (det_replaying() && op.rec->result < 0) {
 		r = op.rec->result; /* it failed in the recording: fail the same way */
 	} else if (tid && tid != my_tid) {
-		r = send_live(pid, tid, sig, code, value);
+		r = send_live(pid, tid, sig, code, value, given);
 	} else {
 		sigset_t cur;
 		det_sys(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, _NSIG / 8, 0, 0);
@@ -787,7 +839,7 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 		else if (det_replaying() && !tid && atomic_load(&prog_set[sig]))
 			atomic_fetch_add(&own_unsent[sig], 1);
 		else
-			r = send_live(pid, tid, sig, code, value);
+			r = send_live(pid, tid, sig, code, value, given);
 	}
 	if (t) {
 		if (det_replaying())
@@ -799,7 +851,7 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 	if (to_me) {
 		int prev = t->self_signal;
 		t->self_signal = sig;
-		r = send_live(pid, tid || my_tid == me ? tid : my_tid, sig, code, value);
+		r = send_live(pid, tid || my_tid == me ? tid : my_tid, sig, code, value, given);
 		t->self_signal = prev;
 	}
 	if (r < 0) {
@@ -811,17 +863,34 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 
 int det_kill_live(pid_t pid, int sig, uint64_t ra)
 {
-	return send_signal(pid, 0, sig, SI_USER, (union sigval){0}, ra);
+	return send_signal(pid, 0, sig, SI_USER, (union sigval){0}, NULL, ra);
 }
 
 int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra)
 {
-	return send_signal(pid, 0, sig, SI_QUEUE, value, ra);
+	return send_signal(pid, 0, sig, SI_QUEUE, value, NULL, ra);
 }
 
 int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra)
 {
-	return send_signal(tgid, tid, sig, SI_TKILL, (union sigval){0}, ra);
+	return send_signal(tgid, tid, sig, SI_TKILL, (union sigval){0}, NULL, ra);
+}
+
+/* tkill: a thread of the program's own process is sent it as by tgkill */
+int det_tkill_live(pid_t tid, int sig, uint64_t ra)
+{
+	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (tid > 0 && (tid == (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0) || det_sys(SYS_tgkill, me, tid, 0, 0, 0, 0) == 0))
+		return send_signal(me, tid, sig, SI_TKILL, (union sigval){0}, NULL, ra);
+	long r = det_sys(SYS_tkill, tid, sig, 0, 0, 0, 0);
+	return r < 0 ? (errno = (int)-r, -1) : 0;
+}
+
+/* rt_sigqueueinfo, rt_tgsigqueueinfo (tid 0: to the process): the
+ * program's own siginfo */
+int det_sigqueueinfo_live(pid_t pid, pid_t tid, int sig, const siginfo_t *info, uint64_t ra)
+{
+	return send_signal(pid, tid, sig, info->si_code, info->si_value, info, ra);
 }
 
 /* Replay: a sigwait takes a signal its own process sent while the recording
@@ -843,6 +912,19 @@ DET_IMPL int det_impl_raise(int sig)
 	int prev = t->self_signal;
 	t->self_signal = sig;
 	int r = real.raise(sig);
+	t->self_signal = prev;
+	return r;
+}
+
+DET_IMPL int det_impl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+	det_init();
+	struct det_thread *t = &det_tls;
+	if (!pthread_equal(th, pthread_self()))
+		return real.pthread_sigqueue(th, sig, value);
+	int prev = t->self_signal;
+	t->self_signal = sig;
+	int r = real.pthread_sigqueue(th, sig, value);
 	t->self_signal = prev;
 	return r;
 }

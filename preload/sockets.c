@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,20 @@ static size_t iov_room(const struct msghdr *msg)
 	return room;
 }
 
-static void record_recv(struct det_op *op, struct msghdr *msg, socklen_t name_room, int64_t res)
+/* A TCP receive with MSG_TRUNC discards the bytes instead of copying them
+ * (the result counts them); other sockets copy (a datagram's full length
+ * is then more than the buffer holds). */
+static int discards(int fd, int flags)
+{
+	if (!(flags & MSG_TRUNC))
+		return 0;
+	int type = 0, proto = 0;
+	socklen_t tl = sizeof(type), pl = sizeof(proto);
+	return real.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM &&
+	       real.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) == 0 && proto == IPPROTO_TCP;
+}
+
+static void record_recv(struct det_op *op, struct msghdr *msg, socklen_t name_room, int64_t res, int discarded)
 {
 	struct recv_meta m = {0};
 	if (res >= 0) {
@@ -69,7 +83,7 @@ static void record_recv(struct det_op *op, struct msghdr *msg, socklen_t name_ro
 		m.control_len = msg->msg_control ? (uint32_t)msg->msg_controllen : 0;
 		m.msg_flags = msg->msg_flags;
 		size_t room = iov_room(msg);
-		m.copied = (uint32_t)((size_t)res < room ? (size_t)res : room);
+		m.copied = discarded ? 0 : (uint32_t)((size_t)res < room ? (size_t)res : room);
 	}
 	det_ops.rec_data(op->t, &m, sizeof(m));
 	if (m.name_kept)
@@ -280,7 +294,7 @@ static ssize_t det_recv(struct det_thread *t, int fd, struct msghdr *msg, int fl
 			fd_set_class(got, FDC_UNKNOWN);
 		}
 	}
-	record_recv(&op, msg, name_room, res);
+	record_recv(&op, msg, name_room, res, res > 0 && discards(fd, flags));
 	return ret_of(res);
 }
 

@@ -100,6 +100,15 @@ static void not_runnable(struct det_slot *s)
 		atomic_fetch_sub(&det_hdr->strict_wanting, 1);
 }
 
+/* The thread's process has ended (reaped by its parent: preload/wait.c):
+ * it never takes or passes on the token again. A child killed before its
+ * first event was still runnable, and the token handed to it came back
+ * only by the watchdog, to be handed to it again (for ever). */
+static int proc_gone(struct det_slot *s)
+{
+	return atomic_load(&det_shm_proc(det_hdr, s->proc)->state) == DET_PS_GONE;
+}
+
 static void hand_to(uint32_t num)
 {
 	atomic_store(&det_hdr->strict_owner, num + 1);
@@ -132,6 +141,10 @@ static int pick(uint32_t self, uint32_t *out)
 			struct det_slot *s = det_shm_slot(h, i);
 			if (i == self || !atomic_load(&s->strict_wants))
 				continue;
+			if (proc_gone(s)) {
+				not_runnable(s);
+				continue;
+			}
 			int32_t p = atomic_load(&s->prio);
 			uint64_t until = deferred_until(s);
 			if (!found || until < best_until || (until == best_until && p > best)) {
@@ -145,10 +158,15 @@ static int pick(uint32_t self, uint32_t *out)
 	}
 	for (uint32_t d = 1; d <= n; d++) {
 		uint32_t i = (self + d) % n;
-		if (i != self && atomic_load(&det_shm_slot(h, i)->strict_wants)) {
-			*out = i;
-			return 1;
+		struct det_slot *s = det_shm_slot(h, i);
+		if (i == self || !atomic_load(&s->strict_wants))
+			continue;
+		if (proc_gone(s)) {
+			not_runnable(s);
+			continue;
 		}
+		*out = i;
+		return 1;
 	}
 	return 0;
 }
@@ -169,6 +187,8 @@ static void preempt(struct det_thread *t, uint32_t victim)
 	if (!atomic_compare_exchange_strong(&det_hdr->strict_owner, &expected, t->num + 1))
 		return;
 	atomic_fetch_add(&det_hdr->preemptions, 1);
+	if (proc_gone(det_shm_slot(det_hdr, victim)))
+		not_runnable(det_shm_slot(det_hdr, victim));
 	if (det_hdr->chaos_seed) /* a spinner: it waits for the others */
 		defer(det_shm_slot(det_hdr, victim), 1u << 16);
 	t->holding = 1;

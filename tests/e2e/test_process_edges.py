@@ -1,7 +1,8 @@
 """Processes at the edges of fork, exec and wait (tests/programs/proc_edges.c):
 children killed while they sleep or make events, a FIFO opened from both
 ends by two processes, exec with bad pointers, exec after dropping root,
-several processes writing one stdout, and a program that daemonizes. Each
+several processes writing one stdout, a program that daemonizes, and a child
+killed as its write returns. Each
 is recorded once and replays as recorded every time."""
 
 from __future__ import annotations
@@ -35,6 +36,53 @@ def test_killed_children_are_waited_for(mode: tuple[str, ...], tmp_path: Path) -
     assert out == (b"waited 1: sleeper KILL: killed by 9\nwaited 1: sleeper TERM: killed by 15\n"
                    b"busy KILL: killed by 9\n")
     replays_identically(trace, out)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_child_killed_as_its_write_returns(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """kill_after_write: the parent reads a child's "ready" and kills it at
+    once; its SIGTERM handler _exits. The signal often came as the write
+    returned, and det ran the handler before logging the write's result:
+    the write stayed "never finished" (5 to 18 of 20 in a recording), replay
+    took it back, and the parent's read stalled (0 of 3, each recording).
+    Strict: the signal came while the child waited for its turn to pause,
+    det held it for the way out, and pause waited for another (the
+    recording hung, 3 of 3)."""
+    trace = tmp_path / "kaw.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("kill_after_write"), timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"20 of 20 children read and exited 3\n"
+    (pending,), = query(trace, "SELECT count(*) FROM events WHERE kind = ? AND result = ?", (ev.WRITE, -2**63))
+    assert pending == 0, f"{pending} writes logged as never finished"
+    replays_identically(trace, r.stdout)
+
+
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_children_killed_before_their_first_event(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """kill_at_once: a spawned and a forked child killed at once, reaped,
+    then a thread. Strict mode handed its turn to a dead child for ever
+    (the recording hung, 3 of 3): a reaped process's threads are no longer
+    runnable (replayer/strict.c)."""
+    trace = tmp_path / "once.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("kill_at_once"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"spawned 0: killed 1 by 9\nforked: killed by 9\nworker ran\n"
+    replays_identically(trace, r.stdout)
+
+
+@pytest.mark.parametrize("wait", ["suspend", "sleep"])
+@pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
+def test_children_reaped_by_a_sigchld_handler(mode: tuple[str, ...], wait: str, tmp_path: Path) -> None:
+    """sigchld_reaper: a SIGCHLD handler reaps with waitpid(WNOHANG) while
+    main waits in sigsuspend or a sleep loop; one child is killed as soon as
+    it said it was ready (each recorded 3 times: the races above were 1 in 8
+    and 1 in 6 recordings)."""
+    for i in range(3):
+        trace = tmp_path / f"reap{i}.db"
+        r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("sigchld_reaper"), wait, timeout=60)
+        assert r.returncode == 0, r.stderr.decode()
+        assert r.stdout == b"reaped 4, exit codes 46, signals 0\n"
+        replays_identically(trace, r.stdout, n=3)
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",), ("--relaxed",)], ids=["default", "strict", "relaxed"])

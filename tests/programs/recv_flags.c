@@ -2,7 +2,10 @@
  * socket pair of the program's own and on a UDP socket (a socket det treats
  * as the outside world): MSG_DONTWAIT on an empty socket, MSG_PEEK,
  * MSG_TRUNC (the datagram's length, not the copied one), MSG_WAITALL
- * across a writer's pieces, and MSG_TRUNC / MSG_CTRUNC reported out. */
+ * across a writer's pieces, and MSG_TRUNC / MSG_CTRUNC reported out; on a
+ * TCP connection over loopback, MSG_DONTWAIT in recv, recvfrom and recvmsg,
+ * and MSG_TRUNC, which there discards the bytes (det copied them from a
+ * NULL buffer and crashed). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -39,6 +42,39 @@ static void datagrams(const char *name, int rx, int tx, const struct sockaddr *t
 	sendto(tx, "abcdefghij", 10, 0, to, tolen);
 	show("recvfrom trunc 3", recvfrom(rx, buf, 3, MSG_TRUNC, NULL, NULL));
 	show("dontwait empty again", recv(rx, buf, sizeof(buf), MSG_DONTWAIT));
+}
+
+static void tcp(void)
+{
+	printf("-- tcp loopback\n");
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bind(l, (struct sockaddr *)&a, sizeof(a));
+	listen(l, 1);
+	socklen_t al = sizeof(a);
+	getsockname(l, (struct sockaddr *)&a, &al);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	connect(c, (struct sockaddr *)&a, sizeof(a));
+	int s = accept(l, NULL, NULL);
+	char buf[64];
+	show("dontwait empty", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	show("recvfrom dontwait empty", recvfrom(s, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL));
+	struct iovec iov = {buf, sizeof(buf)};
+	struct msghdr m = {0};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	show("recvmsg dontwait empty", recvmsg(s, &m, MSG_DONTWAIT));
+	send(c, "0123456789", 10, 0);
+	show("peek 4 (waitall)", recv(s, buf, 4, MSG_PEEK | MSG_WAITALL));
+	show("trunc discards 3 (NULL)", recv(s, NULL, 3, MSG_TRUNC | MSG_WAITALL));
+	memset(buf, 0, sizeof(buf));
+	show("trunc discards 2 (buffer)", recv(s, buf, 2, MSG_TRUNC | MSG_WAITALL));
+	printf("buffer untouched %d\n", buf[0] == 0);
+	show("the rest", recv(s, buf, 5, MSG_WAITALL));
+	printf("got %.5s\n", buf);
+	close(c);
+	close(s);
+	close(l);
 }
 
 static int stream_tx;
@@ -110,5 +146,6 @@ int main(void)
 	r.msg_controllen = 4; /* too small for any cmsg */
 	show("recvmsg no room for rights", recvmsg(st[0], &r, 0));
 	printf("msg_flags ctrunc=%d controllen=%zu\n", !!(r.msg_flags & MSG_CTRUNC), (size_t)r.msg_controllen);
+	tcp();
 	return 0;
 }
