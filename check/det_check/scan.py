@@ -32,8 +32,7 @@ from .syscalls import NAMES
 
 # preload/rawsys.c: syscall(SYS_x) for these stops the program ("not supported by det").
 UNSUPPORTED_SYSCALLS = frozenset({
-    "io_uring_setup", "io_uring_enter", "io_submit", "io_getevents", "epoll_wait", "epoll_pwait", "ppoll",
-    "pselect6", "select", "accept", "accept4", "execve", "execveat", "rt_sigaction",
+    "io_uring_setup", "io_uring_enter", "io_submit", "io_getevents",
 })
 # Thread-making calls det sees only as pthread_create (preload/fork.c: a raw
 # clone sharing memory stops the program; a plain fork is recorded as one).
