@@ -22,7 +22,7 @@ import pytest
 from conftest import detrec, program, replays_identically
 from servers import SERVERS, check_recording, record, replays_to_the_end, server_dir
 
-REPLAYING = [("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2)]
+REPLAYING = [("memcached", "strict", 2), ("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2)]
 
 
 @pytest.mark.parametrize("name,mode,replays", REPLAYING, ids=[f"{n}-{m}" for n, m, _ in REPLAYING])
@@ -48,3 +48,15 @@ def test_accept_gets_its_number_above_a_free_one(tmp_path: Path, mode: tuple[str
     assert r.stdout == b"accepted fd 6\necho hello\n", r.stdout  # 5 (the file) was free when it returned
     for replay_mode in ((), ("--relaxed",)):
         replays_identically(trace, r.stdout, n=3, mode=replay_mode)
+
+
+def test_cached_clock_is_stored_where_it_was_read(tmp_path: Path) -> None:
+    """A clock thread stores what it read for others to read without a lock
+    (memcached's current_time): an ordered replay keeps its clock read in
+    its recorded place, so the worker sees each tick at the recorded round
+    (on main the store came 2 ms early, where its skipped sleep had been)."""
+    trace = tmp_path / "clock.det"
+    r = detrec("-o", trace, "--", program("cached_clock"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.count(b"tick") == 5, r.stdout
+    replays_identically(trace, r.stdout, n=10)
