@@ -93,9 +93,6 @@ struct order {
 	int64_t max_obj;
 };
 
-/* Event idx of thread t (kind, obj, aux of entry e) in the order: its
- * prerequisites on other threads go to dep[0..1] (thread 0: none), and it
- * becomes the last event of what it orders. */
 /* A clock read, in an ordered replay, keeps its recorded place in the one
  * order although it is an input: a server's clock thread (or event loop)
  * stores what it read where other threads read it between their events
@@ -110,6 +107,9 @@ static int clock_read(unsigned kind)
 	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME;
 }
 
+/* Event idx of thread t (kind, obj, aux of entry e) in the order: its
+ * prerequisites on other threads go to dep[0..1] (thread 0: none), and it
+ * becomes the last event of what it orders. */
 static void order_next(struct order *o, uint32_t flags, const struct det_sched *e, uint32_t t, uint64_t idx,
 		       struct last_event dep[2])
 {
