@@ -363,23 +363,24 @@ DET_IMPL int det_impl___open_2(const char *path, int flags)
 
 
 /* Replay: put a stand-in at the recorded fd number (one end of a
- * socketpair), so the program can poll, read, write and close it. */
+ * socketpair), so the program can poll, read, write and close it. The
+ * other end is closed first: when a number below the wanted one is free
+ * (the kernel took an accept's number when the call started waiting, and
+ * a close that came before its return in the recorded order has freed a
+ * lower one), the pair is that number and the wanted one. move_fd waits,
+ * a while, for a holder whose close comes a little later in replay. */
 int stand_in(int want)
 {
 	int sv[2];
 	if (real.socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		return -1;
-	int fd = sv[0];
-	if (fd != want) {
-		if (fcntl(want, F_GETFD) != -1) { /* taken: the program diverged */
-			real.close(sv[0]);
-			real.close(sv[1]);
-			return -1;
-		}
-		fd = real.dup3(sv[0], want, 0);
-		real.close(sv[0]);
-	}
 	real.close(sv[1]);
+	int fd = move_fd(sv[0], want);
+	if (fd != want) {
+		real.close(sv[0]); /* (move_fd failed and left it) */
+		return -1;         /* held all along: the program diverged */
+	}
+	fcntl(fd, F_SETFD, 0); /* as the recorded call made it; callers set CLOEXEC */
 	fd_set_class(fd, FDC_SOCKET);
 	return fd;
 }
@@ -396,6 +397,8 @@ static int det_accept(int fd, struct sockaddr *addr, socklen_t *alen, int flags,
 		if (res >= 0) {
 			if (stand_in((int)res) != res)
 				diverge_data(&op, "the recorded fd of an accepted connection is taken");
+			if (four && (flags & SOCK_CLOEXEC))
+				fcntl((int)res, F_SETFD, FD_CLOEXEC);
 			socklen_t l = (socklen_t)op.rec->data_len;
 			if (addr && alen) {
 				memcpy(addr, det_replay_data(op.rec), l < *alen ? l : *alen);

@@ -7,7 +7,8 @@
  * Rules of this file:
  *  - Each event gets at most two prerequisites on other threads and at most
  *    two threads to wake (include/det/shm.h struct det_sched):
- *      ordered: its predecessor in the recorded global order;
+ *      ordered: its predecessor in the recorded global order (inputs stay
+ *               out of it, but for hand-offs and clock reads: clock_read);
  *      relaxed: its predecessor on each object it touches (its object, and
  *               the mutex of a condition wait), which also carries the
  *               create -> start and exit -> join edges (a thread's events
@@ -92,6 +93,20 @@ struct order {
 	int64_t max_obj;
 };
 
+/* A clock read, in an ordered replay, keeps its recorded place in the one
+ * order although it is an input: a server's clock thread (or event loop)
+ * stores what it read where other threads read it between their events
+ * without a lock (memcached's current_time, a cached time of day). Left
+ * out of the order, that store could come any time between the reader's
+ * neighbouring events in replay (a busy machine delays the thread that
+ * reads the clock while another runs hundreds of events ahead); in its
+ * place, only the few instructions between the read and the store are
+ * left to chance. Relaxed replay keeps no such order (it orders objects). */
+static int clock_read(unsigned kind)
+{
+	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME;
+}
+
 /* Event idx of thread t (kind, obj, aux of entry e) in the order: its
  * prerequisites on other threads go to dep[0..1] (thread 0: none), and it
  * becomes the last event of what it orders. */
@@ -99,7 +114,8 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
-	if (det_kind_unordered(e->kind) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED)))
+	if (det_kind_unordered(e->kind) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED)) &&
+	    !(clock_read(e->kind) && !(flags & DET_F_RELAXED)))
 		return;
 	struct last_event me = {t + 1, 0, idx};
 	if (flags & DET_F_ALL_ORDERED) {
