@@ -70,7 +70,8 @@ def det_package(stage: Path) -> Path:
     py = stage / str(ROOT).lstrip("/") / "py"
     pairs = ((ROOT / "store" / "det", py / "det"), (ROOT / "recorder" / "det_record", py / "det" / "record"),
              (ROOT / "hunt" / "det_hunt", py / "det" / "hunt"),
-             (ROOT / "replayer" / "det_replay", py / "det" / "replay"))
+             (ROOT / "replayer" / "det_replay", py / "det" / "replay"),
+             (ROOT / "check" / "det_check", py / "det" / "check"))  # detrec imports its quick part
     for src, dst in pairs:
         dst.mkdir(parents=True, exist_ok=True)
         for f in src.glob("*.py"):
