@@ -127,6 +127,19 @@ static uint64_t deferred_until(struct det_slot *s)
  * under chaos the highest priority one among those that do not defer (or
  * that stop deferring first), ties to the lower number. self: the thread
  * that passes the token on. */
+/* Another thread that wants the turn and whose process still lives (a
+ * reaped process's threads are marked not runnable here, once). */
+static int may_take_turn(uint32_t self, uint32_t i, struct det_slot *s)
+{
+	if (i == self || !atomic_load(&s->strict_wants))
+		return 0;
+	if (proc_gone(s)) {
+		not_runnable(s);
+		return 0;
+	}
+	return 1;
+}
+
 static int pick(uint32_t self, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
@@ -139,12 +152,8 @@ static int pick(uint32_t self, uint32_t *out)
 		uint64_t best_until = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct det_slot *s = det_shm_slot(h, i);
-			if (i == self || !atomic_load(&s->strict_wants))
+			if (!may_take_turn(self, i, s))
 				continue;
-			if (proc_gone(s)) {
-				not_runnable(s);
-				continue;
-			}
 			int32_t p = atomic_load(&s->prio);
 			uint64_t until = deferred_until(s);
 			if (!found || until < best_until || (until == best_until && p > best)) {
@@ -158,13 +167,8 @@ static int pick(uint32_t self, uint32_t *out)
 	}
 	for (uint32_t d = 1; d <= n; d++) {
 		uint32_t i = (self + d) % n;
-		struct det_slot *s = det_shm_slot(h, i);
-		if (i == self || !atomic_load(&s->strict_wants))
+		if (!may_take_turn(self, i, det_shm_slot(h, i)))
 			continue;
-		if (proc_gone(s)) {
-			not_runnable(s);
-			continue;
-		}
 		*out = i;
 		return 1;
 	}
