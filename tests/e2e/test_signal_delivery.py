@@ -139,6 +139,37 @@ def test_a_handlers_writes_reach_a_polling_thread_in_default_replay(tmp_path: Pa
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout == native.stdout
     replay_matches(trace, [], 5)
-    kinds = dict(query(trace, "SELECT kind, count(*) FROM events WHERE kind IN (?, ?) GROUP BY kind",
-                       (ev.SIGNAL, getattr(ev, "SIGNAL_RETURN", None))))
-    assert kinds.get(ev.SIGNAL) == 1 and kinds.get(ev.SIGNAL_RETURN) == 1, kinds
+    assert signal_kinds(trace) == {ev.SIGNAL: 1, ev.SIGNAL_RETURN: 1}
+
+
+def signal_kinds(trace: Path) -> dict[int, int]:
+    """How many SIGNAL and SIGNAL_RETURN events the trace has."""
+    return dict(query(trace, "SELECT kind, count(*) FROM events WHERE kind IN (?, ?) GROUP BY kind",
+                      (ev.SIGNAL, ev.SIGNAL_RETURN)))
+
+
+ENDS = {  # how the handler ends: (exit status, output, SIGNAL events, SIGNAL_RETURN events)
+    "nested": (0, "handler returned: got1 0 got2 1 done1 1\njoined\n", 2, 2),
+    "longjmp": (0, "back from the handler by siglongjmp: got1 1\njoined\n", 1, 0),
+    "exit": (3, "exit in handler\n", 1, 0),
+}
+
+
+@pytest.mark.parametrize("how", sorted(ENDS))
+def test_a_handler_that_nests_jumps_or_exits_replays(tmp_path: Path, how: str) -> None:
+    """handler_ends: a SIGUSR2 handler runs inside the SIGUSR1 handler,
+    which then sets the flag the worker polls (each handler's end is an
+    event, innermost first); a handler that siglongjmps or exits has no
+    end event, in the recording or in the replay, which waits for none."""
+    status, out, signals, returns = ENDS[how]
+    native = subprocess.run([str(program("handler_ends")), how], capture_output=True, timeout=30)
+    assert (native.returncode, native.stdout.decode()) == (status, out)
+    trace = tmp_path / f"{how}.db"
+    r = detrec("-q", "--timeout", "30", "-o", trace, "--", program("handler_ends"), how, timeout=60)
+    assert (r.returncode, r.stdout.decode()) == (status, out), r.stderr.decode()
+    replay_matches(trace, [], 5)
+    want = {ev.SIGNAL: signals, **({ev.SIGNAL_RETURN: returns} if returns else {})}
+    assert signal_kinds(trace) == want
+    if how == "nested":
+        ends = [a for (a,) in query(trace, "SELECT aux FROM events WHERE kind = ? ORDER BY seq", (ev.SIGNAL_RETURN,))]
+        assert ends == [signal.SIGUSR2, signal.SIGUSR1], ends

@@ -7,6 +7,10 @@
  * call returned, neither would go on. The handler is SA_RESTART, so calls
  * the kernel restarts go on waiting; the others return EINTR, and main
  * waits again. Prints what main's call returned.
+ * The worker sleeps before it reads the flag, each time: a default-mode
+ * replay orders events, and a read right after the kill, before any event,
+ * could see the flag set in one run and not in the other (the handler ran
+ * first in a loaded recording: strict mode replays that).
  */
 #include <errno.h>
 #include <poll.h>
@@ -69,8 +73,9 @@ static void *worker(void *arg)
 	sem_post(&sem); /* main may start waiting */
 	usleep(50000);
 	kill(getpid(), SIGUSR1);
-	while (!handled)
+	do /* (a sleep before each read: see the header) */
 		usleep(1000);
+	while (!handled);
 	release();
 	return NULL;
 }
