@@ -29,6 +29,10 @@
  *    may not be exact.
  *  - Replay ignores real asynchronous signals and delivers each recorded
  *    one at its boundary by calling the handler.
+ *  - A handler of a SIGNAL event that returns ends with a SIGNAL_RETURN
+ *    event (handler_returned; none in strict mode), ordered like the
+ *    others, so the handler's writes come before what followed them in
+ *    the recording. One that does not return has none, in both runs.
  *  - Synchronous signals (faults, raise, pthread_kill to oneself, abort)
  *    reproduce by themselves and are delivered at once in both modes.
  *  - A signal the program sends its own process (kill, sigqueue, tgkill:
