@@ -29,6 +29,10 @@
  *    may not be exact.
  *  - Replay ignores real asynchronous signals and delivers each recorded
  *    one at its boundary by calling the handler.
+ *  - A handler of a SIGNAL event that returns ends with a SIGNAL_RETURN
+ *    event (handler_returned; none in strict mode), ordered like the
+ *    others, so the handler's writes come before what followed them in
+ *    the recording. One that does not return has none, in both runs.
  *  - Synchronous signals (faults, raise, pthread_kill to oneself, abort)
  *    reproduce by themselves and are delivered at once in both modes.
  *  - A signal the program sends its own process (kill, sigqueue, tgkill:
@@ -122,6 +126,33 @@ static void call_program(int sig, siginfo_t *info, void *uc)
 }
 
 
+/*
+ * The handler of a SIGNAL event returned (record or replay; the thread goes
+ * on in det, depth 1): a SIGNAL_RETURN event, ordered like the others, so
+ * that the writes the handler made without a lock (a flag another thread
+ * polls) come before the events that followed them in the recording, as
+ * the writes a thread makes between two of its events do. The SIGNAL
+ * event alone is done before the handler runs. Strict mode needs none: the
+ * handler runs in the SIGNAL's turn, which passes on at the thread's next
+ * event. A handler that does not return (siglongjmp, exit) has none, in
+ * both runs. Replay takes one only where it is next: a trace made before
+ * the kind existed has none.
+ */
+static void handler_returned(struct det_thread *t, int sig)
+{
+	struct det_op op = {0};
+	t->depth = 1;
+	if (det_replaying()) {
+		/* (signals_first: a signal recorded before it is delivered first) */
+		if (det_ops.replay_next_kind(t, DET_EV_SIGNAL_RETURN) != DET_EV_SIGNAL_RETURN)
+			return;
+	} else if (det_strict) {
+		return;
+	}
+	det_input_begin(&op, t, DET_EV_SIGNAL_RETURN, (uint32_t)sig, 0);
+	det_input_end(&op, 0, NULL, 0);
+}
+
 /* The SIGNAL event: the payload is the sender's pid and uid and the value. */
 struct sig_data {
 	int32_t pid, uid;
@@ -137,6 +168,7 @@ static void record_and_deliver(struct det_thread *t, int sig, uint32_t where, si
 	det_input_end(&op, info->si_code, &d, sizeof(d));
 	t->depth = 0;
 	call_program(sig, info, uc);
+	handler_returned(t, sig);
 }
 
 /* ------------------------------------------------------------------ */
@@ -556,6 +588,8 @@ static void replay_next_signal(struct det_thread *t)
 	t->depth = 0;
 	if (sig > 0 && sig < NSIG)
 		call_program(sig, &info, NULL);
+	handler_returned(t, sig);
+	t->depth = 0;
 }
 
 /* Called when a thread leaves det with signals to deliver. */

@@ -8,7 +8,8 @@
  *  - Each event gets at most two prerequisites on other threads and at most
  *    two threads to wake (include/det/shm.h struct det_sched):
  *      ordered: its predecessor in the recorded global order (inputs stay
- *               out of it, but for hand-offs and clock reads: clock_read);
+ *               out of it, but for hand-offs, clock reads and sleeps:
+ *               kept_in_place);
  *      relaxed: its predecessor on each object it touches (its object, and
  *               the mutex of a condition wait), which also carries the
  *               create -> start and exit -> join edges (a thread's events
@@ -101,10 +102,17 @@ struct order {
  * neighbouring events in replay (a busy machine delays the thread that
  * reads the clock while another runs hundreds of events ahead); in its
  * place, only the few instructions between the read and the store are
- * left to chance. Relaxed replay keeps no such order (it orders objects). */
-static int clock_read(unsigned kind)
+ * left to chance. So does a sleep, the other half of the same pattern: a
+ * loop that polls a flag written without a lock (while (!flag)
+ * usleep(1000), the flag set by another thread or a signal's handler)
+ * made as many sleeps as it took the write to come; replay skips sleeps,
+ * so out of the order the loop runs through them before the write and
+ * sleeps once more than recorded. Relaxed replay keeps no such order (it
+ * orders objects). */
+static int kept_in_place(unsigned kind)
 {
-	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME;
+	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME ||
+	       kind == DET_EV_SLEEP;
 }
 
 /* Event idx of thread t (kind, obj, aux of entry e) in the order: its
@@ -115,7 +123,7 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 {
 	memset(dep, 0, 2 * sizeof(*dep));
 	if (det_kind_unordered(e->kind) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED)) &&
-	    !(clock_read(e->kind) && !(flags & DET_F_RELAXED)))
+	    !(kept_in_place(e->kind) && !(flags & DET_F_RELAXED)))
 		return;
 	struct last_event me = {t + 1, 0, idx};
 	if (flags & DET_F_ALL_ORDERED) {

@@ -125,6 +125,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SLEEP', 120, 'NONE', 'INPUT', 'nanosleep, clock_nanosleep, usleep or sleep, skipped in replay; result = 0 or -errno'),
     EventKind('SIGNAL_SEND', 89, 'NONE', 'OTHER', "kill, sigqueue or tgkill to the program's own process: ordered, so that the signal's delivery (a SIGNAL event, or a sigwait) comes after it; aux = signal number; result = 0 or -errno"),
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
+    EventKind('SIGNAL_RETURN', 90, 'NONE', 'OTHER', "the program's handler of the SIGNAL event before it returned (not in strict mode, where the handler runs in that event's turn): ordered, so that what the handler wrote without a lock reaches other threads before their next events, as it did; none when the handler did not return (siglongjmp, exit); aux = signal number"),
     EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
     EventKind('PREEMPT', 125, 'THREAD', 'OTHER', 'strict mode: the thread running made no event for too long and lost its turn (the watchdog); replay is not exact around here; aux = the thread preempted'),
     EventKind('FD_CLOSE', 76, 'NONE', 'OTHER', "close: ordered, since it frees a number that threads race to take next, and a pipe's read end decides whether writes into it fail; aux = the fd; result = 0 or -errno"),
@@ -238,6 +239,7 @@ SCHED_YIELD = 119
 SLEEP = 120
 SIGNAL_SEND = 89
 SIGNAL = 121
+SIGNAL_RETURN = 90
 RDTSC = 122
 PREEMPT = 125
 FD_CLOSE = 76

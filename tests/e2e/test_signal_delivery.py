@@ -3,7 +3,9 @@ thread waits in a call det makes for it, as natively (the self-pipe trick, a
 SIGTERM handler while main joins), and replay runs it at the same point; a
 termination signal sent to detrec reaches the program, which shuts down by
 itself in the recording; a signal a thread sends itself, by any call or raw
-system call, is handled before the call returns (issues 22.5, 23.4)."""
+system call, is handled before the call returns (issues 22.5, 23.4); what
+a handler writes without a lock reaches a thread polling for it in replay
+as it did in the recording."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DETREC, detrec, outcome, program, query, replay_matches
+from det import events as ev
 
 SIGNAL_KIND = 121  # include/det/events.def
 IN_WAIT = 0x40000  # DET_SIG_IN_WAIT (include/det/shm.h)
@@ -115,3 +118,58 @@ def test_a_signal_every_other_thread_blocks_goes_to_the_one_waiting_for_it(tmp_p
     replay_matches(trace, [], REPLAYS)
     if not mode:
         replay_matches(trace, ["--relaxed"], 3)
+
+
+WAITS = ["cond", "mutex", "rwlock", "sem", "barrier", "join", "recv", "poll", "select", "epoll"]
+
+
+@pytest.mark.parametrize("wait", WAITS)
+def test_a_handlers_writes_reach_a_polling_thread_in_default_replay(tmp_path: Path, wait: str) -> None:
+    """handler_in_waits: main waits in one blocking call, takes a worker's
+    kill(getpid()) there; the worker polls the handler's flag with
+    usleep(1000) and then ends main's wait. Default replay diverged 0 of 3
+    for each wait (the worker slept once more than recorded): the SIGNAL
+    event was done before the handler ran, and the worker's sleeps, skipped
+    in replay, had no place in the order. The handler's end is an event
+    (SIGNAL_RETURN) and sleeps keep their recorded place."""
+    native = subprocess.run([str(program("handler_in_waits")), wait], capture_output=True, timeout=30, check=True)
+    assert native.stdout.decode().endswith("handled 1\n"), native.stdout
+    trace = tmp_path / f"{wait}.db"
+    r = detrec("-q", "--timeout", "30", "-o", trace, "--", program("handler_in_waits"), wait, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == native.stdout
+    replay_matches(trace, [], 5)
+    assert signal_kinds(trace) == {ev.SIGNAL: 1, ev.SIGNAL_RETURN: 1}
+
+
+def signal_kinds(trace: Path) -> dict[int, int]:
+    """How many SIGNAL and SIGNAL_RETURN events the trace has."""
+    return dict(query(trace, "SELECT kind, count(*) FROM events WHERE kind IN (?, ?) GROUP BY kind",
+                      (ev.SIGNAL, ev.SIGNAL_RETURN)))
+
+
+ENDS = {  # how the handler ends: (exit status, output, SIGNAL events, SIGNAL_RETURN events)
+    "nested": (0, "handler returned: got1 0 got2 1 done1 1\njoined\n", 2, 2),
+    "longjmp": (0, "back from the handler by siglongjmp: got1 1\njoined\n", 1, 0),
+    "exit": (3, "exit in handler\n", 1, 0),
+}
+
+
+@pytest.mark.parametrize("how", sorted(ENDS))
+def test_a_handler_that_nests_jumps_or_exits_replays(tmp_path: Path, how: str) -> None:
+    """handler_ends: a SIGUSR2 handler runs inside the SIGUSR1 handler,
+    which then sets the flag the worker polls (each handler's end is an
+    event, innermost first); a handler that siglongjmps or exits has no
+    end event, in the recording or in the replay, which waits for none."""
+    status, out, signals, returns = ENDS[how]
+    native = subprocess.run([str(program("handler_ends")), how], capture_output=True, timeout=30)
+    assert (native.returncode, native.stdout.decode()) == (status, out)
+    trace = tmp_path / f"{how}.db"
+    r = detrec("-q", "--timeout", "30", "-o", trace, "--", program("handler_ends"), how, timeout=60)
+    assert (r.returncode, r.stdout.decode()) == (status, out), r.stderr.decode()
+    replay_matches(trace, [], 5)
+    want = {ev.SIGNAL: signals, **({ev.SIGNAL_RETURN: returns} if returns else {})}
+    assert signal_kinds(trace) == want
+    if how == "nested":
+        ends = [a for (a,) in query(trace, "SELECT aux FROM events WHERE kind = ? ORDER BY seq", (ev.SIGNAL_RETURN,))]
+        assert ends == [signal.SIGUSR2, signal.SIGUSR1], ends
