@@ -401,6 +401,8 @@ class Adapter:
 
     def _output(self, pos: Position) -> None:
         """The program's output and det's own lines, as output events."""
+        if pos.output:
+            self.out.event("output", {"category": "stdout", "output": pos.output})
         for r in pos.records:
             if r["type"] in ("output", "target") and isinstance(r.get("payload"), str):
                 self.out.event("output", {"category": "stdout", "output": r["payload"] + "\n"})

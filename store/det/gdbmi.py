@@ -9,9 +9,12 @@ Rules of this file:
   - gdb runs commands in order (MI's synchronous mode): a tokened
     `-data-evaluate-expression $det_event` after a command is answered only
     when the command is over, which is how completion is known.
-  - The session runs in its own process session (detreplay, gdb, the
-    program). Closing asks gdb to exit (it kills the program), then kills
-    whatever of that session is left, by pid: quitting leaves no process.
+  - The session runs in its own process session (detreplay, gdb). The
+    program gets a pseudo-terminal of its own (gdb's --tty; raw, so its bytes
+    are unchanged): its output never lands inside gdb's MI records, and gdb
+    makes it a session of its own, found by that terminal. Closing asks gdb to
+    exit (it kills the program), then kills whatever of both sessions is
+    left, by pid: quitting leaves no process.
   - pygdbmi is imported when a session starts (the `tui` extra has it);
     nothing else outside the standard library.
 """
@@ -25,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+import tty
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,7 @@ class Position:
     thread: int | None       # det's thread about to do it
     said: list[str]          # what det printed
     records: list[dict[str, Any]] = field(default_factory=list)  # every MI record the command produced
+    output: str = ""         # what the program wrote (stdout and stderr) since the last position
 
 
 class LiveSession:
@@ -88,8 +93,12 @@ class LiveSession:
         # The first program runs os.setsid() and becomes detreplay: the
         # session id is its pid, shared by gdb and the program it starts.
         launcher = "import os, sys; os.setsid(); os.execv(sys.argv[1], sys.argv[1:])"
+        self._pty, self._pty_slave = os.openpty()
+        tty.setraw(self._pty_slave)  # no echo, no \n -> \r\n: the program's bytes as written
+        os.set_blocking(self._pty, False)
+        self._pty_dev = os.fstat(self._pty_slave).st_rdev
         cmd = [sys.executable, "-c", launcher, detreplay_path(), "--gdb", str(Path(trace).resolve()), "--",
-               "--interpreter=mi3"]
+               "--interpreter=mi3", f"--tty={os.ttyname(self._pty_slave)}"]
         self._tokens = itertools.count(1)
         self.mi = GdbController(command=cmd, time_to_check_for_additional_output_sec=0.05)
         assert self.mi.gdb_process is not None
@@ -155,7 +164,21 @@ class LiveSession:
         if errors:
             raise LiveError(errors[-1])
         return Position(event, int(thread) if thread is not None and thread.lstrip("-").isdigit() else None, said,
-                        rs)
+                        rs, self._program_output())
+
+    def _program_output(self) -> str:
+        """The program's bytes waiting on its terminal: all it wrote before gdb answered (a
+        write to a pty is in its buffer when the call returns)."""
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(self._pty, 65536)
+            except (BlockingIOError, OSError):
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode(errors="replace")
 
     def evaluate(self, expr: str) -> str | None:
         tok = self._send(f"-data-evaluate-expression {expr}")
@@ -186,7 +209,7 @@ class LiveSession:
         """Stop the running program as Ctrl-C would: SIGINT to every process of the session but gdb's
         launcher and gdb itself (MI's synchronous mode reads no -exec-interrupt while the program runs)."""
         gdbs = {p for p in session_pids(self.sid) if _comm(p) == "gdb"}
-        for pid in session_pids(self.sid):
+        for pid in self._pids():
             if pid != self.sid and pid not in gdbs and pid != self.process.pid:
                 try:
                     os.kill(pid, signal.SIGINT)
@@ -222,7 +245,7 @@ class LiveSession:
                 self.process.wait(timeout=10)
         except Exception:  # noqa: BLE001 - whatever state gdb is in, the kill below ends it
             pass
-        for pid in session_pids(self.sid):
+        for pid in self._pids():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -234,6 +257,12 @@ class LiveSession:
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+        os.close(self._pty)
+        os.close(self._pty_slave)
+
+    def _pids(self) -> list[int]:
+        """The session's processes: detreplay's session and the program's (its terminal)."""
+        return session_pids(self.sid) + [p for p in tty_pids(self._pty_dev) if p != os.getpid()]
 
 
 def mi_quote(text: str) -> str:
@@ -251,6 +280,15 @@ def _comm(pid: int) -> str:
 
 def session_pids(sid: int) -> list[int]:
     """Processes whose session id is sid (the session this module started)."""
+    return _pids_where(3, sid)
+
+
+def tty_pids(dev: int) -> list[int]:
+    """Processes whose controlling terminal is the device dev."""
+    return _pids_where(4, dev)
+
+
+def _pids_where(field_index: int, value: int) -> list[int]:
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -260,8 +298,8 @@ def session_pids(sid: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses.
+        # pid (comm) state ppid pgrp session tty_nr ...: comm may hold spaces and parentheses.
         fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 3 and int(fields[3]) == sid:
+        if len(fields) > field_index and int(fields[field_index]) == value:
             out.append(int(name))
     return out
