@@ -494,9 +494,12 @@ const struct det_sched *det_replay_input(struct det_op *op)
 	wait_turn(t, e); /* none, except for the ordered ones (accept, hand-offs) */
 	if (e->kind != op->kind)
 		other_kind(t, e, op, NULL);
-	if (e->aux != op->aux)
-		det_diverge(t, DET_DIV_OBJECT, op->kind, NULL, op->ra,
-			    "the same input from another file descriptor or clock");
+	if (e->aux != op->aux) {
+		char why[96];
+		snprintf(why, sizeof why, "the same input from another file descriptor or clock: %u, recorded %u",
+			 op->aux, e->aux);
+		det_diverge(t, DET_DIV_OBJECT, op->kind, NULL, op->ra, why);
+	}
 	op->seq = e->seq;
 	op->obj = 0;
 	if (det_unlikely(det_gdb_control.attached))

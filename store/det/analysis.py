@@ -165,6 +165,9 @@ def describe_divergence(names: ObjectNames, div: dict[str, int], what: str) -> s
     reason = DIVERGENCE_REASONS.get(div["reason"], "?")
     want = f"{kind_name(div['want_kind'])}({obj(div['want_obj'])})"
     got = f"{kind_name(div['got_kind'])}({obj(div['got_obj'], div['got_addr'])})"
+    if reason == "object" and not div["want_obj"] and not div["got_obj"] and not div["got_addr"] and what:
+        # an input: the objects are its file descriptor or clock, which only the text names
+        return f"{at}: {kind_name(div['got_kind'])} at {loc}: {what}"
     if reason in ("kind", "object"):
         return f"{at}: recorded {want}, got {got} at {loc}"
     if reason == "result":

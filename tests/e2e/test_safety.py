@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DETREC, DETREPLAY, ROOT, detrec, detreplay, program, query, reseal, run
+from det import events as ev
 
 NOBODY = 65534
 
@@ -44,6 +46,25 @@ def test_race_divergence_says_what_it_likely_is(tmp_path: Path) -> None:
     rr = detreplay(strict)
     assert rr.returncode == 0 and b"outcome matches" in rr.stderr, rr.stderr.decode()
     assert rr.stdout == r.stdout
+
+
+def test_input_divergence_names_both_descriptors(tmp_path: Path) -> None:
+    trace = tmp_path / "race-fd.db"
+    for _ in range(5):  # as above: the recording's wait lets the worker win
+        r = detrec("-o", trace, program("race_fd"))
+        assert r.returncode == 0, r.stderr.decode()
+        if r.stdout == b"read a\n":
+            break
+    assert r.stdout == b"read a\n", "the worker never won the race while recording"
+    fds = [int(fd) for (fd,) in query(trace, "SELECT aux FROM events WHERE kind = ? ORDER BY seq",
+                                      (ev.PIPE_READ,))]
+    assert len(fds) == 1, fds
+    rr = detreplay(trace)
+    err = rr.stderr.decode()
+    assert rr.returncode == 125, err
+    assert "pipe_read at race_fd.c:" in err, err
+    got = re.search(r"another file descriptor or clock: (\d+), recorded (\d+)", err)
+    assert got and int(got[2]) == fds[0] and int(got[1]) != fds[0], err
 
 
 def recorded(tmp_path: Path, name: str = "t.db", env: dict | None = None) -> Path:
