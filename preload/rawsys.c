@@ -206,10 +206,9 @@ EXPORT long syscall(long nr, ...)
 		return execveat((int)a[0], (const char *)a[1], (char *const *)a[2], (char *const *)a[3], (int)a[4]);
 	case SYS_rt_sigaction:
 		return raw_sigaction((int)a[0], (const struct ksigaction *)a[1], (struct ksigaction *)a[2], (size_t)a[3]);
-	case SYS_io_uring_setup:
-	case SYS_io_uring_enter:
-	case SYS_io_submit:
-	case SYS_io_getevents:
+#define DET_RAWSYS_REFUSED(name) case SYS_##name:
+#include "det/rawsys_refused.def"
+#undef DET_RAWSYS_REFUSED
 	unsupported:
 		if (det_enter())
 			det_fatal("syscall(%s) is not supported by det: its result would not replay (use the libc "

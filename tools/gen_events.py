@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate the Python copies of det's C definitions: store/det/events.py
 from include/det/events.def, and store/det/constants.py from the
-constants of include/det/shm.h and include/det/sup.h that Python uses.
+constants of include/det/shm.h and include/det/sup.h that Python uses and
+the names of include/det/rawsys_refused.def.
 
 Rules: the C headers are the only definitions; this script is a line parser
 of events.def's DET_OBJKIND/DET_EVENT/DET_AUX entries and of the headers'
@@ -21,6 +22,8 @@ DEF = ROOT / "include" / "det" / "events.def"
 OUT = ROOT / "store" / "det" / "events.py"
 CONST_OUT = OUT.with_name("constants.py")
 HEADERS = (ROOT / "include" / "det" / "shm.h", ROOT / "include" / "det" / "sup.h")
+REFUSED_DEF = ROOT / "include" / "det" / "rawsys_refused.def"
+REFUSED_RE = re.compile(r"^DET_RAWSYS_REFUSED\((\w+)\)$")
 
 # The #defines Python needs: whole names, or prefixes ending in "_".
 CONSTANTS = ("DET_F_", "DET_SIG_", "DET_FILE_", "DET_SHM_ENV", "DET_EXIT_STOPPED", "DET_RESULT_PENDING",
@@ -151,11 +154,19 @@ def parse_headers(texts: list[tuple[str, str]]) -> tuple[list[tuple], dict[str, 
     return defines, enums
 
 
-def render_constants(defines: list[tuple], enums: dict[str, tuple]) -> str:
+def parse_refused(text: str) -> list[str]:
+    """The syscall names of rawsys_refused.def, in order."""
+    names = [m[1] for line in text.splitlines() if (m := REFUSED_RE.match(line.strip()))]
+    if not names:
+        raise SystemExit(f"gen_events: no DET_RAWSYS_REFUSED(name) line in {REFUSED_DEF.name}")
+    return names
+
+
+def render_constants(defines: list[tuple], enums: dict[str, tuple], refused: list[str]) -> str:
     out = [
-        '"""Constants Python shares with det\'s C code: GENERATED from include/det/shm.h',
-        "and include/det/sup.h by tools/gen_events.py. Do not edit; `make check` fails",
-        'when this copy is stale."""',
+        '"""Constants Python shares with det\'s C code: GENERATED from include/det/shm.h,',
+        "include/det/sup.h and include/det/rawsys_refused.def by tools/gen_events.py. Do not",
+        'edit; `make check` fails when this copy is stale."""',
         "",
         "from __future__ import annotations",
         "",
@@ -172,13 +183,16 @@ def render_constants(defines: list[tuple], enums: dict[str, tuple]) -> str:
             out += [f"{py_name}: tuple[str, ...] = ("] + [f"    {n!r}," for n, _ in named] + [")", ""]
         else:
             out += [f"{py_name}: dict[int, str] = {{"] + [f"    {v}: {n.lower()!r}," for n, v in named] + ["}", ""]
+    out += ["# syscall(SYS_x) that stops the program (include/det/rawsys_refused.def)",
+            "RAWSYS_REFUSED: frozenset[str] = frozenset({"] + [f"    {n!r}," for n in refused] + ["})", ""]
     return "\n".join(out)
 
 
 def main() -> int:
     outputs = {
         OUT: render(*parse(DEF.read_text())),
-        CONST_OUT: render_constants(*parse_headers([(h.name, h.read_text()) for h in HEADERS])),
+        CONST_OUT: render_constants(*parse_headers([(h.name, h.read_text()) for h in HEADERS]),
+                                    parse_refused(REFUSED_DEF.read_text())),
     }
     if "--check" in sys.argv:
         stale = [out for out, text in outputs.items() if not out.exists() or out.read_text() != text]

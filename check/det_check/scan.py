@@ -15,9 +15,8 @@ instruction where a linear sweep puts it, never a byte pattern.
 Rules of this file:
   - capstone is imported when a scan runs (det.check.quick scans without
     it when there is nothing to confirm).
-  - What det refuses through syscall() is preload/rawsys.c's list, copied
-    in UNSUPPORTED_SYSCALLS; tests/unit/test_check_scan.py checks that the
-    two say the same.
+  - What det refuses through syscall() is include/det/rawsys_refused.def's
+    list (det.constants.RAWSYS_REFUSED, generated from it).
 """
 
 from __future__ import annotations
@@ -27,13 +26,13 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from det.constants import RAWSYS_REFUSED
+
 from .elf import Elf, eh_frame_starts
 from .syscalls import NAMES
 
-# preload/rawsys.c: syscall(SYS_x) for these stops the program ("not supported by det").
-UNSUPPORTED_SYSCALLS = frozenset({
-    "io_uring_setup", "io_uring_enter", "io_submit", "io_getevents",
-})
+# syscall(SYS_x) for these stops the program ("not supported by det").
+UNSUPPORTED_SYSCALLS = RAWSYS_REFUSED
 # Thread-making calls det sees only as pthread_create (preload/fork.c: a raw
 # clone sharing memory stops the program; a plain fork is recorded as one).
 CLONE_SYSCALLS = frozenset({"clone", "clone3", "fork", "vfork"})

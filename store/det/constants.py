@@ -1,6 +1,6 @@
-"""Constants Python shares with det's C code: GENERATED from include/det/shm.h
-and include/det/sup.h by tools/gen_events.py. Do not edit; `make check` fails
-when this copy is stale."""
+"""Constants Python shares with det's C code: GENERATED from include/det/shm.h,
+include/det/sup.h and include/det/rawsys_refused.def by tools/gen_events.py. Do not
+edit; `make check` fails when this copy is stale."""
 
 from __future__ import annotations
 
@@ -75,3 +75,11 @@ SCHED_SQL_ORDER: tuple[str, ...] = (
     'CHUNK',
     'META',
 )
+
+# syscall(SYS_x) that stops the program (include/det/rawsys_refused.def)
+RAWSYS_REFUSED: frozenset[str] = frozenset({
+    'io_uring_setup',
+    'io_uring_enter',
+    'io_submit',
+    'io_getevents',
+})
