@@ -13,8 +13,11 @@ start; capstone is imported only when there is such a place to confirm
 Rules of this file:
   - Standard library only at import; never fails detrec: an unreadable
     cache, a file that is not ELF or capstone missing mean no line.
-  - The check proper runs as `python -m det.check.quick PATH` (nice 19),
-    which prints its answer as JSON and stores it in the cache.
+  - The check proper runs as `python -m det.check.quick PATH`, which
+    prints its answer as JSON and stores it in the cache. detrec makes it
+    nice 19 while the program runs and gives it detrec's own priority back
+    when the run is over (where the system lets it: root or RLIMIT_NICE),
+    so a busy machine does not starve it past detrec's wait.
 """
 
 from __future__ import annotations
@@ -104,6 +107,15 @@ class QuickCheck:
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             self._proc = None
+            return
+        self._renice(19)
+
+    def _renice(self, nice: int) -> None:
+        assert self._proc is not None
+        try:
+            os.setpriority(os.PRIO_PROCESS, self._proc.pid, nice)
+        except OSError:  # gone already, or not allowed to raise its priority again
+            pass
 
     def ready(self) -> bool:
         """Whether the answer came from the cache (or there is none to wait for)."""
@@ -111,6 +123,7 @@ class QuickCheck:
 
     def wait(self, timeout: float) -> dict | None:
         if self._proc is not None:
+            self._renice(os.getpriority(os.PRIO_PROCESS, 0))  # the run is over: nothing left to disturb
             try:
                 out, _ = self._proc.communicate(timeout=timeout)
                 found = json.loads(out) if self._proc.returncode == 0 else None
@@ -161,7 +174,6 @@ def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
 
 
 if __name__ == "__main__":  # QuickCheck's process: the answer on stdout, as JSON
-    os.nice(19)
     try:
         print(json.dumps(check_and_remember(sys.argv[1])))
     except Exception:  # noqa: BLE001 (not ELF, damaged, capstone missing: no line)
