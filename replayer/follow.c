@@ -8,8 +8,12 @@
  *  - The recording is never waited for: the log is only read (mapped, each
  *    chunk checked as the converter checks it; a chunk not whole yet is read
  *    again later). What the replica has not reached stays in the log.
- *  - An event goes to the replica once it is settled: its thread's next
- *    event is in the log (so its result, logged after it, is there too), or
+ *  - An event goes to the replica once it is settled: a call logged before
+ *    it ran (pending) once its RESULT entry came; any other once its
+ *    thread's next event is in the log (a RESULT, logged after it, would be
+ *    there too), or SETTLE_NS after it was read (a release published before
+ *    its operation, which fails rarely and then says so right after it: a
+ *    thread that blocks after an unlock must not hold the replica up), or
  *    it ends its thread, or the capture has ended. Until then its thread's
  *    replica waits at the window's end, as a thread waits for the feeder.
  *  - The order is the converter's rule (recorder/convert_merge.c) made
@@ -47,6 +51,7 @@
 #define FOLLOW_OPEN (1ull << 62)     /* a thread's event count while the recording goes on */
 #define FOLLOW_MAX_OBJ (1u << 18)    /* object ids the region has room for */
 #define FOLLOW_SAMPLES 8192u         /* (events captured, when) pairs kept for the lag */
+#define SETTLE_NS (10 * 1000 * 1000) /* a release event's result is taken as 0 once this old */
 
 struct fpiece {
 	uint64_t off;
@@ -62,6 +67,7 @@ struct fthread {
 	struct det_rec head;
 	int64_t result;
 	uint64_t ts_raw, head_ts;
+	uint64_t seen_at;            /* when the follower read the head (CLOCK_MONOTONIC ns) */
 	uint64_t aux_pos;
 	uint32_t aux_obj;
 	uint8_t *data;
@@ -264,6 +270,7 @@ static int load_head(struct det_sup *s, uint32_t t)
 			th->ts_raw += e->dts;
 			th->head_ts = th->ts_raw;
 			th->result = e->flags & DET_RF_PENDING ? DET_RESULT_PENDING : 0;
+			th->seen_at = sup_mono_ns();
 			return 0;
 		}
 		switch (e->kind) {
@@ -319,6 +326,8 @@ static int settled(struct det_sup *s, uint32_t t)
 			return 1;
 		step(th, &pi, &pos);
 	}
+	if (!pending && sup_mono_ns() - th->seen_at >= SETTLE_NS)
+		return 1; /* a release's rare failure would have come right after it */
 	return f->ended; /* (a call still pending then never came back) */
 }
 

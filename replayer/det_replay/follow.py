@@ -81,11 +81,29 @@ class _LiveNames:
         return f"0x{addr:x}"
 
 
-def write_status(path: Path | None, st: FollowState, state: str, message: str = "") -> dict[str, object]:
+class LagStats:
+    """The replica's lag over the run, sampled as detreplay watches it."""
+
+    def __init__(self) -> None:
+        self.max_events = self.samples = 0
+        self.max_s = self.sum_s = 0.0
+
+    def add(self, st: FollowState) -> None:
+        self.max_events = max(self.max_events, st.captured - min(st.done, st.captured))
+        self.max_s = max(self.max_s, st.lag_ns / 1e9)
+        self.sum_s += st.lag_ns / 1e9
+        self.samples += 1
+
+
+def write_status(path: Path | None, st: FollowState, state: str, message: str = "",
+                 lag: LagStats | None = None) -> dict[str, object]:
     info: dict[str, object] = {
         "pid": os.getpid(), "state": state, "captured": st.captured, "fed": st.fed, "done": st.done,
         "lag_events": max(0, st.captured - st.done), "lag_s": round(st.lag_ns / 1e9, 4), "message": message,
     }
+    if lag is not None:
+        info.update(max_lag_events=lag.max_events, max_lag_s=round(lag.max_s, 4),
+                    mean_lag_s=round(lag.sum_s / max(1, lag.samples), 4))
     if path is not None:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(info) + "\n")
@@ -136,9 +154,15 @@ def _watch(rep: Follower, prog: Program, status: Path | None, quiet: bool) -> in
     ended_at: float | None = None  # when every event was fed and done
     rc = None
     verdict, message = "following", ""
+    lag = LagStats()
+    parent = os.getppid()
     while True:
         rc = prog.wait(0.01)
         st = rep.state()
+        lag.add(st)
+        if os.getppid() != parent:  # detrec is gone: nobody reads what the replica finds
+            verdict, message = "stopped", "replica stopped: detrec ended"
+            break
         div = rep.divergence()
         if div is not None:
             line = describe_divergence(_LiveNames(rep), div[0], div[1])
@@ -167,12 +191,12 @@ def _watch(rep: Follower, prog: Program, status: Path | None, quiet: bool) -> in
                 verdict, message = "done", f"replica did all {st.done} events of the recording"
                 break
         if now - last_write >= STATUS_EVERY:
-            write_status(status, st, "following")
+            write_status(status, st, "following", lag=lag)
             last_write = now
     if verdict != "done" and not quiet:
         say(message)
     if prog.wait(0) is None:
         prog.kill()
         prog.wait()
-    write_status(status, rep.state(), verdict, message)
+    write_status(status, rep.state(), verdict, message, lag)
     return 0 if verdict == "done" else EXIT_STOPPED
