@@ -24,6 +24,7 @@
  *    it need not be the order the trace gets at the end. A wait that
  *    returned a child waits for the capture's end (the child's threads'
  *    last events are not known before); so does a position that never came.
+ *    A fork waits for its child's identity and pid in the log.
  *  - Input data goes into a ring in the region: bytes are written again only
  *    once the replica has done the event that read them.
  *  - The follower stops (with a message, the program goes on) on what it
@@ -165,12 +166,15 @@ static void thread_known(struct det_sup *s, uint32_t t, const struct det_log_thr
 
 static void procs_known(struct det_sup *s, const struct det_proc *p, uint32_t n)
 {
-	/* the first process's pid and parent; the others' come with their
-	 * fork in the replica (preload/fork.c) */
-	if (!n || sup_proc(s, 0)->rec_pid)
-		return;
-	sup_proc(s, 0)->rec_ppid = p[0].rec_ppid;
-	det_sup_replay_process(s, 0, p[0].rec_pid, -1);
+	/* each process's recorded pid, once known (the replica's wait and kill
+	 * translate by it), and the first one's parent */
+	for (uint32_t i = 0; i < n && i < s->fixed.max_procs; i++) {
+		if (!p[i].rec_pid || sup_proc(s, i)->rec_pid)
+			continue;
+		if (i == 0)
+			sup_proc(s, 0)->rec_ppid = p[0].rec_ppid;
+		det_sup_replay_process(s, i, p[i].rec_pid, -1);
+	}
 }
 
 /* Read the chunks written since the last look: 0, or -1 (stop following). */
@@ -354,6 +358,15 @@ static int may_go(struct det_sup *s, uint32_t t)
 		return 0;
 	if (e->kind == DET_EV_PROC_WAIT && th->result > 0 && !f->ended)
 		return 0; /* the child's threads: all of them first (see the rules) */
+	if ((e->kind == DET_EV_PROC_FORK || e->kind == DET_EV_PROC_SPAWN) && th->result > 0 && !f->ended) {
+		/* the child's process number and recorded pid first: the
+		 * replica's fork takes them from the region */
+		if (e->aux >= f->nth || !f->th[e->aux].known)
+			return 0;
+		uint32_t proc = sup_slot(s, e->aux)->proc;
+		if (!sup_proc(s, proc)->rec_pid)
+			return 0;
+	}
 	return 1;
 }
 

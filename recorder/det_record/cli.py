@@ -445,7 +445,7 @@ def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, o
         return kept(out if out.exists() else pass_output(out), ns, status)
     res = record_run(exe, prog_argv, out, opts)
     print_result(res, ns.quiet)
-    if res.follow:
+    if res.follow and not ns.quiet:
         say(res.follow)
     if ns.verify and verify is not None and res.path.exists():
         from det.verdict import write_verdict
