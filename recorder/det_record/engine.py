@@ -332,7 +332,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
         res = finish_run(c)
     finally:
         if c.replica is not None:
-            follow = c.replica.finish()  # (it catches up while the trace is written)
+            follow = c.replica.finish(c.returncode)  # (it caught up while the trace was written)
     if c.replica is not None:
         res.follow = follow
     return res

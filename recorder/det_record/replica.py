@@ -91,9 +91,10 @@ class Replica:
     def program_ended(self) -> None:
         self.at_end = self.status()
 
-    def finish(self, wait_s: float = CATCH_UP_S) -> str:
-        """After the recording: let it catch up (at most wait_s), then the
-        line that says how it went."""
+    def finish(self, returncode: int | None, wait_s: float = CATCH_UP_S) -> str:
+        """After the recording (the program ended with returncode, None: not
+        known): let it catch up (at most wait_s), then the line that says how
+        it went."""
         t0 = time.monotonic()
         try:
             self.proc.wait(wait_s)
@@ -116,6 +117,10 @@ class Replica:
         end = self.at_end or {}
         if line is not None:
             return f"{line}; {lag}"
+        rep_rc = st.get("returncode")
+        if st.get("state") == "done" and returncode is not None and rep_rc is not None and rep_rc != returncode:
+            return (f"replica ended {describe_status(rep_rc)}, the program {describe_status(returncode)}, after "
+                    f"{st.get('done')} of {st.get('captured')} events; {lag}")
         if st.get("state") == "done":
             behind = (f"; {end.get('lag_events', 0)} events / {end.get('lag_s', 0)} s behind when the program "
                       f"ended, caught up {caught:.2f} s later") if end else ""

@@ -15,8 +15,11 @@ Rules of this module:
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
+import socket
+import struct
 import threading
 import time
 from pathlib import Path
@@ -34,6 +37,7 @@ MAX_THREADS = 1024  # threads the replica has room for
 DATA_BYTES = 64 << 20  # its input data ring
 STATUS_EVERY = 0.1  # seconds between status file writes
 START_WAIT = 30.0  # how long the log may take to name the program's first thread
+END_WAIT = 2.0  # how long after the replica's end the recording may take to end too
 
 
 class Follower(Region):
@@ -66,6 +70,23 @@ class Follower(Region):
         super().close()
 
 
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def own_network() -> None:
+    """In the replica's child before the program: a network namespace of its
+    own with its loopback up. Replay performs a server's bind and listen,
+    and the primary holds the same ports on this machine (memcached's
+    replica failed its bind and took another path). Without the right to
+    (not root, and no user namespace), the replica shares the network."""
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET) != 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH22x", b"lo", 0))[:18])[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+
+
 class _LiveNames:
     """What describe_divergence needs of det.names.ObjectNames, without a
     trace (there is none yet): objects by number, code by the replica's
@@ -96,10 +117,11 @@ class LagStats:
 
 
 def write_status(path: Path | None, st: FollowState, state: str, message: str = "",
-                 lag: LagStats | None = None) -> dict[str, object]:
+                 lag: LagStats | None = None, returncode: int | None = None) -> dict[str, object]:
     info: dict[str, object] = {
         "pid": os.getpid(), "state": state, "captured": st.captured, "fed": st.fed, "done": st.done,
         "lag_events": max(0, st.captured - st.done), "lag_s": round(st.lag_ns / 1e9, 4), "message": message,
+        "returncode": returncode,
     }
     if lag is not None:
         info.update(max_lag_events=lag.max_events, max_lag_s=round(lag.max_s, 4),
@@ -139,7 +161,7 @@ def follow(log_path: Path, status: Path | None, relaxed: bool = False, max_lag: 
         # its stdin is empty: a program that reads stdin diverges there.
         devnull = os.open(os.devnull, os.O_RDONLY)
         prog = Program(m["binary"], m["argv"], m["env"], m["cwd"], rep.fd, False, devnull,
-                       (m.get("stdout"), m.get("stderr")))
+                       (m.get("stdout"), m.get("stderr")), preexec=own_network)
         prog.region = rep
         return _watch(rep, prog, status, quiet)
     finally:
@@ -176,6 +198,12 @@ def _watch(rep: Follower, prog: Program, status: Path | None, quiet: bool) -> in
             verdict, message = "stopped", f"replica stopped following: {rep.error}"
             break
         if rc is not None:
+            # Threads still running when the program ended may stop before
+            # their last events (as in detreplay): an end is the recording's
+            # when the recording ends too, at most END_WAIT later.
+            wait_end = time.monotonic() + END_WAIT
+            while not (st := rep.state()).all_fed and st.done < st.captured and time.monotonic() < wait_end:
+                time.sleep(0.01)
             if st.all_fed or st.done >= st.captured:
                 verdict, message = "done", f"replica ended with the recording: {describe_status(rc)}"
             else:
@@ -198,5 +226,5 @@ def _watch(rep: Follower, prog: Program, status: Path | None, quiet: bool) -> in
     if prog.wait(0) is None:
         prog.kill()
         prog.wait()
-    write_status(status, rep.state(), verdict, message, lag)
+    write_status(status, rep.state(), verdict, message, lag, rc)
     return 0 if verdict == "done" else EXIT_STOPPED
