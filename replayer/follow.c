@@ -53,6 +53,7 @@
 #define FOLLOW_MAX_OBJ (1u << 18)    /* object ids the region has room for */
 #define FOLLOW_SAMPLES 8192u         /* (events captured, when) pairs kept for the lag */
 #define SETTLE_NS (10 * 1000 * 1000) /* a release event's result is taken as 0 once this old */
+#define FEED_BATCH 16384             /* events fed between two looks at the log */
 
 struct fpiece {
 	uint64_t off;
@@ -520,13 +521,14 @@ static int feed_some(struct det_sup *s)
 				return -1;
 			break;
 		}
-		moved = 1;
+		if (++moved >= FEED_BATCH)
+			break; /* read the log again: what is captured, and the lag, stay current */
 		if (load_head(s, best))
 			return -1;
 		f->glue = glued(&f->th[best]) ? best + 1 : 0;
 	}
 	sup_feed_publish(s);
-	return moved;
+	return moved > 0;
 }
 
 static uint64_t mono_ns(void)
