@@ -167,7 +167,12 @@ def test_replica_crashes(tmp_path: Path) -> None:
     run = Run("-o", trace, "--", program("follow_unseen"), "-", "4")
     replica = _replica_of(run.p.pid)
     deadline = time.monotonic() + 10
-    while not (kids := _children(replica)) and time.monotonic() < deadline:
+    prog = str(program("follow_unseen"))
+
+    def replayed() -> list[int]:  # (not detreplay's watchdog, another child of it)
+        return [k for k in _children(replica) if os.path.realpath(f"/proc/{k}/exe") == prog]
+
+    while not (kids := replayed()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert kids, "the replica started no program"
     time.sleep(0.8)
