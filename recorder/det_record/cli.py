@@ -364,9 +364,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--follow-max-lag goes with --follow")
     if ns.follow_max_lag < 0:
         p.error("--follow-max-lag needs a number of events, 0 or more")
-    if ns.follow and (ns.until_fail or ns.runs is not None or ns.logical):
-        p.error("--follow replays one recording, in the default or strict mode: not with --until-fail, --runs "
-                "or --logical")
+    if ns.follow and (ns.until_fail or ns.runs is not None or ns.logical or ns.strict or ns.chaos):
+        p.error("--follow replays one recording in the default mode: not with --until-fail, --runs, --strict, "
+                "--logical or --chaos")
     if ns.runs is not None:
         if not ns.chaos:
             p.error("--runs goes with --chaos (for plain reruns, use --until-fail)")

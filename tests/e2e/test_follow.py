@@ -186,3 +186,11 @@ def test_replica_falls_behind(tmp_path: Path) -> None:
     run = Run("--follow-max-lag", "50", "-o", trace, "--", program("follow_unseen"), "-", "2")
     _ends_alone(run, trace, r"^detreplay: replica stopped following: the replica fell \d+ events behind the "
                             r"recording \(at most 50\)$")
+
+
+@pytest.mark.parametrize("flags", [["--strict"], ["--until-fail", "3"], ["--follow-max-lag", "-1"]])
+def test_follow_refuses_what_it_cannot_follow(flags: list[str], tmp_path: Path) -> None:
+    r = detrec("--follow", *flags, "-o", tmp_path / "x.db", "--", program("follow_unseen"), "-", "0")
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 3 and "--follow" in err.splitlines()[-1], err
+    assert "Traceback" not in err and not (tmp_path / "x.db").exists()
