@@ -235,7 +235,7 @@ def startup(runs: int, tmp: Path) -> dict[str, float]:
     return out
 
 
-SECTIONS = ("start-up", "sync", "storm", "replay-start", "inputs", "strict", "until-fail")
+SECTIONS = ("start-up", "sync", "storm", "replay-start", "inputs", "strict", "until-fail", "follow")
 
 
 def main() -> int:
@@ -375,6 +375,9 @@ def main() -> int:
             print(f"  {sample.name} 50, {uf['runs']} runs, medians of {ns.runs}: native {uf['native_runs_per_s']:.1f} "
                   f"runs/s, detrec --until-fail {uf['until_fail_runs_per_s']:.1f} runs/s ({uf['ratio']:.2f} of native; "
                   f"target >= 0.5); detrec --until-fail 1 takes {uf['detrec_one_run_s']:.2f} s", flush=True)
+        if want("follow"):  # a live replica beside the recording: its own script (it drives memcached)
+            subprocess.run([sys.executable, "bench/follow.py", f"--runs={min(ns.runs, 3)}"]
+                           + (["--quick"] if ns.quick else []))
     if ns.only:
         if ns.json:
             Path(ns.json).write_text(json.dumps(results, indent=2))

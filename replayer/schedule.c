@@ -372,6 +372,30 @@ static void publish_all(struct det_sup *s, uint32_t busy)
 			publish(s, t);
 }
 
+/* Entry idx = fed[t] of thread t, written and ordered (its data already in
+ * the region at data_off): the one step the trace's feeder and the live
+ * follower (replayer/follow.c) share. */
+static void put_entry(struct det_sup *s, uint32_t t, uint64_t seq, int64_t result, uint16_t kind, uint32_t obj,
+		      uint32_t aux, uint64_t data_off, uint32_t data_len)
+{
+	struct feeder *f = s->feed;
+	uint64_t idx = f->fed[t];
+	struct det_sched *e = entry(s, t, idx);
+	memset(e, 0, sizeof(*e));
+	e->seq = seq;
+	e->result = result;
+	e->obj = obj;
+	e->aux = aux;
+	e->kind = kind;
+	e->data_off = data_off;
+	e->data_len = data_len;
+	struct last_event dep[2];
+	order_next(&f->order, s->hdr->flags, e, t, idx, dep);
+	add_dep(s, e, 0, &dep[0], t);
+	add_dep(s, e, 1, &dep[1], t);
+	f->fed[t]++;
+}
+
 /*
  * Write events into the windows until a window is full or the trace ends.
  * Returns 1 if it moved, 0 if it waits for a thread (or is done), < 0 on a
@@ -424,13 +448,8 @@ static int feed_some(struct det_sup *s)
 			}
 		}
 		struct call *k = &f->calls[call];
-		struct det_sched *e = entry(s, t, idx);
-		memset(e, 0, sizeof(*e));
-		e->seq = (uint64_t)seq;
-		e->result = f->cur[3];
-		e->obj = k->obj;
-		e->aux = k->aux;
-		e->kind = (uint16_t)k->kind;
+		uint64_t data_off = 0;
+		uint32_t data_len = 0;
 		/* this event's data: the data rows come in the same seq order */
 		while (f->drc == SQLITE_ROW && sqlite3_column_int64(f->data, 0) < seq)
 			f->drc = sqlite3_step(f->data);
@@ -439,16 +458,12 @@ static int feed_some(struct det_sup *s)
 			if (f->data_at + (uint64_t)n > f->data_end)
 				return feed_fail(s, "the trace's data table is damaged");
 			memcpy((char *)h + f->data_at, sqlite3_column_blob(f->data, 1), (size_t)n);
-			e->data_off = f->data_at;
-			e->data_len = (uint32_t)n;
+			data_off = f->data_at;
+			data_len = (uint32_t)n;
 			f->data_at += (uint64_t)n;
 			f->drc = sqlite3_step(f->data);
 		}
-		struct last_event dep[2];
-		order_next(&f->order, h->flags, e, t, idx, dep);
-		add_dep(s, e, 0, &dep[0], t);
-		add_dep(s, e, 1, &dep[1], t);
-		f->fed[t]++;
+		put_entry(s, t, (uint64_t)seq, f->cur[3], (uint16_t)k->kind, k->obj, k->aux, data_off, data_len);
 		f->seen++;
 		f->row = 0;
 		moved = 1;
@@ -798,4 +813,62 @@ SUP_EXPORT uint64_t det_sup_events_done(struct det_sup *s)
 	for (uint32_t i = 0; i < s->hdr->threads_recorded; i++)
 		n += atomic_load(&det_shm_slot(s->hdr, i)->done);
 	return n;
+}
+
+/* --- the live follower's use of the windows (replayer/follow.c) --- */
+
+int sup_feed_open(struct det_sup *s, uint32_t nthreads, int64_t max_obj)
+{
+	struct feeder *f = s->feed = calloc(1, sizeof(*f));
+	if (!f)
+		return sup_fail(s, "out of memory");
+	f->nthreads = nthreads;
+	f->max_obj = max_obj;
+	f->fed = calloc(nthreads, sizeof(*f->fed));
+	f->published = calloc(nthreads, sizeof(*f->published));
+	f->done_seen = calloc(nthreads, sizeof(*f->done_seen));
+	f->win = calloc(nthreads, sizeof(*f->win));
+	f->order.max_obj = max_obj;
+	f->order.last_obj = calloc((size_t)max_obj + 1, sizeof(*f->order.last_obj));
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj)
+		return sup_fail(s, "out of memory");
+	for (uint32_t i = 0; i < nthreads; i++) {
+		struct det_slot *sl = det_shm_slot(s->hdr, i);
+		f->win[i] = (struct window){(struct det_sched *)((char *)s->hdr + sl->sched_off), sl->sched_count,
+					    sl->sched_window};
+	}
+	return 0;
+}
+
+int sup_feed_room(struct det_sup *s, uint32_t t)
+{
+	struct feeder *f = s->feed;
+	uint64_t idx = f->fed[t];
+	uint32_t size = f->win[t].size;
+	if (idx < f->done_seen[t] + size - 2)
+		return 1;
+	f->done_seen[t] = atomic_load(&det_shm_slot(s->hdr, t)->done);
+	return idx < f->done_seen[t] + size - 2;
+}
+
+void sup_feed_put(struct det_sup *s, uint32_t t, uint64_t seq, int64_t result, uint16_t kind, uint32_t obj,
+		  uint32_t aux, uint64_t data_off, uint32_t data_len)
+{
+	put_entry(s, t, seq, result, kind, obj, aux, data_off, data_len);
+	s->feed->seen++;
+}
+
+void sup_feed_publish(struct det_sup *s)
+{
+	publish_all(s, UINT32_MAX);
+}
+
+uint64_t sup_feed_fed(struct det_sup *s, uint32_t t)
+{
+	return s->feed->fed[t];
+}
+
+void sup_feed_release(struct det_sup *s)
+{
+	feed_free(s);
 }

@@ -68,6 +68,7 @@ struct det_sup {
 	uint64_t data_off;       /* replay: where recorded input data starts */
 	struct feeder *feed;     /* replay: what streams the schedule (replayer/schedule.c) */
 	int turns_fd;            /* replay: the enforcement backend's descriptor (kmod: owns the schedule), -1: none */
+	struct follower *follow; /* a live replica: what reads the capture log as it grows (replayer/follow.c) */
 
 	/* Set by the side that made the handle (det_sup_record_new: the
 	 * capture; det_sup_replay_new: the feeder), so that this shared part

@@ -270,4 +270,28 @@ int det_sup_turns(struct det_sup *s, const char *name);
  * module's STATE), as one line; "" when it has nothing to add. */
 int det_sup_turns_describe(struct det_sup *s, char *out, uint32_t len);
 
+/* --- a live replica (detrec --follow, detreplay --follow LOG) --- */
+/*
+ * A replay region fed from a capture log while detrec writes it
+ * (replayer/follow.c): max_threads threads, data_bytes of input data in a
+ * ring; the follower stops when the replica is more than max_lag events
+ * behind (0: never). Run det_sup_follow_run in its own thread; the replica
+ * may start once det_sup_follow_state says ready.
+ */
+struct det_follow_state {
+	uint64_t captured; /* events in the log so far */
+	uint64_t fed;      /* events given to the replica */
+	uint64_t done;     /* events the replica has done */
+	uint64_t lag_ns;   /* since the log has held the event after the replica's last (0: none waits) */
+	uint32_t ready;    /* the first thread's and process's identity came: the replica may start */
+	uint32_t all_fed;  /* the capture ended and every event is fed */
+	uint32_t stopped;  /* the follower gave up (det_sup_error says why) */
+	uint32_t pad;
+};
+struct det_sup *det_sup_follow_new(const char *log_path, uint32_t max_threads, uint32_t flags,
+				   uint64_t data_bytes, uint64_t max_lag, char *err, uint32_t errlen);
+int det_sup_follow_run(struct det_sup *s);
+void det_sup_follow_stop(struct det_sup *s);
+void det_sup_follow_state(struct det_sup *s, struct det_follow_state *out);
+
 #endif /* DET_SUP_H */

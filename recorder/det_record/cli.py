@@ -304,6 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default: learned from the hunt's previous runs; {PCT_K} before the first one ends)")
     p.add_argument("--runs", type=int, metavar="N",
                    help="--chaos: explore up to N runs (seeds S, S+1, ...) until one fails")
+    p.add_argument("--follow", action="store_true",
+                   help="a live replica: replay the run beside it as it is recorded (detreplay --follow); a "
+                        "divergence is said the moment it happens, the replica's lag at the end (and on SIGUSR1)")
+    p.add_argument("--follow-max-lag", type=int, default=0, metavar="N",
+                   help="with --follow: stop the replica once it is more than N events behind (default: never)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
     p.add_argument("--rings", type=int, default=1024, metavar="N",
@@ -355,6 +360,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         ns.chaos = True
         if ns.seed <= 0:
             p.error("--seed must be a positive number")
+    if ns.follow_max_lag and not ns.follow:
+        p.error("--follow-max-lag goes with --follow")
+    if ns.follow_max_lag < 0:
+        p.error("--follow-max-lag needs a number of events, 0 or more")
+    if ns.follow and (ns.until_fail or ns.runs is not None or ns.logical or ns.strict or ns.chaos):
+        p.error("--follow replays one recording in the default mode: not with --until-fail, --runs, --strict, "
+                "--logical or --chaos")
     if ns.runs is not None:
         if not ns.chaos:
             p.error("--runs goes with --chaos (for plain reruns, use --until-fail)")
@@ -389,7 +401,8 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                        rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
-                       pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K)
+                       pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K, follow=ns.follow,
+                       follow_max_lag=ns.follow_max_lag)
         if ns.chaos or ns.mode == "escalate":
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
@@ -432,6 +445,8 @@ def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, o
         return kept(out if out.exists() else pass_output(out), ns, status)
     res = record_run(exe, prog_argv, out, opts)
     print_result(res, ns.quiet)
+    if res.follow and not ns.quiet:
+        say(res.follow)
     if ns.verify and verify is not None and res.path.exists():
         from det.verdict import write_verdict
 

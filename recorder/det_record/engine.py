@@ -17,6 +17,7 @@ import os
 import random
 import signal
 import sqlite3
+import sys
 import tempfile
 import threading
 import time
@@ -52,6 +53,7 @@ from det.trace import Trace, TraceWriter
 from det.trust import library_hashes, sha256_recorded
 
 from .native import Recorder
+from .replica import Replica
 
 RING_ENTRIES = (int(os.environ.get("DET_RING_KB", "4096")) << 10) // 32  # per thread (struct det_rec)
 PCT_K = 1000  # PCT's k before a hunt has learned it from its runs
@@ -187,6 +189,8 @@ class Options:
     #                            events, or det-cc memory points (a program built with --sched-points=memory)
     spin_steps: int = 10000    # chaos + strict: steps a thread runs in a row while others wait, then defers
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
+    follow: bool = False       # --follow: a live replica replays the run as it is recorded (det.record.replica)
+    follow_max_lag: int = 0    # --follow-max-lag: events the replica may fall behind (0: any number)
     env: dict[str, str] | None = None  # the program's environment (None: detrec's own)
     cwd: str | None = None     # its working directory (None: detrec's own)
 
@@ -241,6 +245,7 @@ class RunResult:
     write_s: float = 0.0    # time spent writing the trace after the program ended
     pct_steps: int = 0      # PCT's steps in this run: events, or det-cc memory points (det_cc_memory_points)
     schedule: str = ""      # the schedule digest (meta schedule_digest)
+    follow: str = ""        # --follow: how the live replica went (its lag), one line
 
     @property
     def failed(self) -> bool:
@@ -307,6 +312,7 @@ class Captured:
     meta: dict[str, object] = field(default_factory=dict)  # the trace's meta rows, written with its events
     log_failed: bool = False   # the capture log could not be written: the events after that are lost
     stuck: bool = False        # ended at once, every thread blocked (StuckWatch), not by the timeout
+    replica: Replica | None = None  # --follow: the live replica, still catching up
 
     @property
     def failed(self) -> bool:
@@ -321,7 +327,15 @@ class Captured:
 
 def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: threading.Event | None = None) -> RunResult:
     """Record one run of the program into `out`."""
-    return finish_run(capture_run(exe, argv, out, opts, stop))
+    c = capture_run(exe, argv, out, opts, stop)
+    try:
+        res = finish_run(c)
+    finally:
+        if c.replica is not None:
+            follow = c.replica.finish(c.returncode)  # (it caught up while the trace was written)
+    if c.replica is not None:
+        res.follow = follow
+    return res
 
 
 def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
@@ -331,6 +345,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     cwd = opts.cwd or os.getcwd()
     writer = TraceWriter(out)
     rec = None
+    replica = None
     try:
         rec = Recorder(opts.max_threads, opts.rings, opts.ring_entries, opts.objects)
         start = time.time()
@@ -391,6 +406,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
         rec.capture_start()
+        if opts.follow:
+            replica = Replica(writer.log, opts.follow_max_lag)
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGUSR1, lambda *_: _say(replica.now()))
         timed_out = False
         rc = None
 
@@ -427,6 +446,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             rc = prog.wait(wait)
             if rc is not None:
                 break
+            if replica is not None and (line := replica.poll()):
+                _say(line)
             if capture_ended() or (stop is not None and stop.is_set()):
                 prog.kill()
                 continue
@@ -452,6 +473,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
 
         prog.wait_others(give_up)
         duration = time.monotonic() - t0
+        if replica is not None:
+            if line := replica.poll():
+                _say(line)
+            replica.program_ended()
         with INTERRUPT.lock:
             INTERRUPT.programs.discard(prog)
         out_info, err_info = prog.outputs()
@@ -471,6 +496,9 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         cc_points = rec.cc_points() if over_points else 0
     except BaseException:  # (the log gone, its empty trace would only look like a recording)
         writer.discard()
+        if replica is not None:
+            replica.proc.kill()
+            replica.proc.wait()
         raise
     finally:
         if rec is not None:
@@ -531,7 +559,11 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         meta["ran_last"] = token_holder
     return Captured(writer, status, rc, exit_status, message, outcome, end_states, blocked, spool, duration,
                     attached, failure, timed_out, cap, out_info["tail"], err_info["tail"], opts.seed, cc_points,
-                    over_points, files, meta, bool(capture_error), stuck)
+                    over_points, files, meta, bool(capture_error), stuck, replica)
+
+
+def _say(line: str) -> None:
+    print(f"detrec: {line}", file=sys.stderr, flush=True)
 
 
 def _write_trace(c: Captured, t0: float) -> tuple[Path, ConvertStats]:

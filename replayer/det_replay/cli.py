@@ -329,6 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay inside gdb, stopped at the first event, with det's commands (`help det`); "
                         "arguments after -- go to gdb")
     p.add_argument("-g", type=int, metavar="N", dest="goto", help="with --gdb: stop at event N instead (implies --gdb)")
+    p.add_argument("--follow", metavar="LOG",
+                   help="a live replica: replay the recording being written to the capture log LOG while "
+                        "detrec makes it (detrec --follow starts this itself)")
+    p.add_argument("--status", metavar="FILE",
+                   help="with --follow: keep the replica's progress and lag in FILE (JSON)")
+    p.add_argument("--max-lag", type=int, default=0, metavar="N",
+                   help="with --follow: stop the replica when it is more than N events behind (default: never)")
     return p
 
 
@@ -340,6 +347,24 @@ def main(argv: list[str] | None = None) -> int:
     ns = p.parse_args(argv)
     if ns.stall is not None and not ns.stall > 0:
         p.error("--stall needs a positive number of seconds")
+    if ns.follow is not None:
+        if ns.trace or ns.gdb or ns.goto is not None or gdb_args:
+            p.error("--follow replays the log being written: no TRACE, no --gdb")
+        if ns.max_lag < 0:
+            p.error("--max-lag needs a number of events, 0 or more")
+        from .follow import follow
+
+        with watched():
+            try:
+                return follow(Path(ns.follow), Path(ns.status) if ns.status else None, relaxed=ns.relaxed,
+                              max_lag=ns.max_lag, quiet=ns.quiet)
+            except DetError as e:
+                say(str(e))
+                return e.status
+            except KeyboardInterrupt:
+                return 130
+    elif ns.status is not None or ns.max_lag:
+        p.error("--status and --max-lag go with --follow")
     try:
         if ns.trace:
             ns.trace = str(ensure_trace(tracedir.resolve(ns.trace), quiet=ns.quiet, trust=ns.trust))

@@ -407,12 +407,13 @@ class Program:
     """A running program under det. `stdin` is None (inherit), an fd to
     give it (closed here), or a StdinFeed; `outputs` are output_source()
     of its stdout and stderr (None: a pipe). With `root`, the program runs
-    chroot'ed there, and exe and cwd are paths in that root."""
+    chroot'ed there, and exe and cwd are paths in that root; else `preexec`
+    runs in the child before the program (a live replica's own network)."""
 
     def __init__(
         self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
         stdin: StdinFeed | int | None = None, outputs: tuple[dict | None, dict | None] = (None, None),
-        root: str | None = None, shm_pid: int | None = None,
+        root: str | None = None, shm_pid: int | None = None, preexec: Callable[[], None] | None = None,
     ) -> None:
         out_r, out_w, _ = output_pair(outputs[0])
         err_r, err_w, _ = output_pair(outputs[1])
@@ -430,7 +431,7 @@ class Program:
                     stdin=stdin_fd,
                     stdout=out_w,
                     stderr=err_w,
-                    preexec_fn=None if root is None else lambda: _preexec(root, cwd),
+                    preexec_fn=preexec if root is None else lambda: _preexec(root, cwd),
                 )
         except FileNotFoundError:
             raise DetError(f"{cwd}: working directory is gone", status=2) from None

@@ -86,6 +86,13 @@ class ConvertStats(ctypes.Structure):
 _lib: ctypes.CDLL | None = None
 
 
+class FollowState(ctypes.Structure):
+    """struct det_follow_state (include/det/sup.h): a live replica's progress."""
+    _fields_ = [("captured", ctypes.c_uint64), ("fed", ctypes.c_uint64), ("done", ctypes.c_uint64),
+                ("lag_ns", ctypes.c_uint64), ("ready", ctypes.c_uint32), ("all_fed", ctypes.c_uint32),
+                ("stopped", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
 def lib() -> ctypes.CDLL:
     global _lib
     if _lib is not None:
@@ -123,6 +130,10 @@ def lib() -> ctypes.CDLL:
         "det_sup_files_lost": (U32, [P]),
         "det_sup_replay_new": (P, [C, C, C, C, C, C, U64, C, C, U32, C, U32]),
         "det_sup_replay_packed": (I, [P]),
+        "det_sup_follow_new": (P, [C, U32, U32, U64, U64, C, U32]),
+        "det_sup_follow_run": (I, [P]),
+        "det_sup_follow_stop": (None, [P]),
+        "det_sup_follow_state": (None, [P, ctypes.POINTER(FollowState)]),
         "det_file_identity": (I, [C, C, U32]),
         "det_schedule_build": (I, [C, ctypes.POINTER(C), U32, ctypes.POINTER(TableSum), C, U32]),
         "det_schedule_check": (I, [C, C, C, ctypes.POINTER(TableSum), C, U32]),

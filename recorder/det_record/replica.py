@@ -1,0 +1,128 @@
+"""detrec --follow: a live replica beside the recording. detrec starts
+`detreplay --follow` on the capture log as the program starts, and reads
+what it finds from its status file (det.replay.follow writes it).
+
+Rules of this module:
+ - The recording never waits for the replica: it is a process of its own
+   that only reads the log; detrec looks at it between its own waits, and
+   at the end gives it a bounded time to catch up.
+ - Whatever happens to the replica is one `detrec: replica ...` line (a
+   divergence is said by the replica itself the moment it happens); detrec's
+   exit status stays the program's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from det.errors import DetError
+from det.launch import describe_status
+
+CATCH_UP_S = 30.0  # how long detrec waits at the end for the replica to catch up
+
+
+def _detreplay() -> list[str]:
+    """The detreplay beside this detrec (a venv's, an install's), else PATH's."""
+    here = Path(sys.argv[0]).with_name("detreplay")
+    found = str(here) if here.exists() else shutil.which("detreplay")
+    if found is None:
+        raise DetError("--follow needs detreplay, which is not beside detrec or on PATH", status=2)
+    return [found]
+
+
+class Replica:
+    def __init__(self, log: Path, max_lag: int = 0) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="det-follow-"))
+        self.status_path = self.dir / "status.json"
+        # the log by descriptor: detrec removes it once the trace is written,
+        # and the replica may still be reading it then
+        fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            cmd = _detreplay() + ["--follow", f"/dev/fd/{fd}", "--status", str(self.status_path)]
+            if max_lag:
+                cmd += ["--max-lag", str(max_lag)]
+            self.proc = subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL)
+        finally:
+            os.close(fd)
+        self.said = False  # its end was said
+        self.at_end: dict[str, object] | None = None  # its status when the program ended
+
+    def status(self) -> dict[str, object]:
+        try:
+            return json.loads(self.status_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def poll(self) -> str | None:
+        """While recording: a line if the replica ended on its own (crashed,
+        killed, stopped following), once."""
+        if self.said or self.proc.poll() is None:
+            return None
+        return self._ended_line()
+
+    def _ended_line(self) -> str | None:
+        self.said = True
+        st = self.status()
+        rc = self.proc.returncode
+        where = f"after {st.get('done', 0)} of {st.get('captured', '?')} events"
+        if rc < 0:
+            return f"replica {describe_status(rc)} {where}; the recording goes on without it"
+        if st.get("state") in ("diverged", "crashed", "stopped"):
+            return None  # the replica said it at once
+        if st.get("state") != "done":
+            return f"replica ended ({describe_status(rc)}) {where}; the recording goes on without it"
+        return None
+
+    def now(self) -> str:
+        """The lag now (SIGUSR1)."""
+        st = self.status()
+        if not st:
+            return "replica: starting"
+        return (f"replica {st.get('state')}: {st.get('done')} of {st.get('captured')} events done, "
+                f"{st.get('lag_events')} events / {st.get('lag_s')} s behind")
+
+    def program_ended(self) -> None:
+        self.at_end = self.status()
+
+    def finish(self, returncode: int | None, wait_s: float = CATCH_UP_S) -> str:
+        """After the recording (the program ended with returncode, None: not
+        known): let it catch up (at most wait_s), then the line that says how
+        it went."""
+        t0 = time.monotonic()
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            st = self.status()
+            line = (f"replica still {st.get('done')} of {st.get('captured')} events behind {wait_s:g} s after the "
+                    "recording ended: stopped it")
+            self.said = True
+        else:
+            line = None
+            if not self.said:
+                line = self._ended_line()
+            st = self.status()
+        caught = time.monotonic() - t0
+        shutil.rmtree(self.dir, ignore_errors=True)
+        lag = (f"lag at most {st.get('max_lag_events', '?')} events / {st.get('max_lag_s', '?')} s "
+               f"(mean {st.get('mean_lag_s', '?')} s)")
+        end = self.at_end or {}
+        if line is not None:
+            return f"{line}; {lag}"
+        rep_rc = st.get("returncode")
+        if st.get("state") == "done" and returncode is not None and rep_rc is not None and rep_rc != returncode:
+            return (f"replica ended {describe_status(rep_rc)}, the program {describe_status(returncode)}, after "
+                    f"{st.get('done')} of {st.get('captured')} events; {lag}")
+        if st.get("state") == "done":
+            behind = (f"; {end.get('lag_events', 0)} events / {end.get('lag_s', 0)} s behind when the program "
+                      f"ended, caught up {caught:.2f} s later") if end else ""
+            return f"replica followed all {st.get('done')} events: {lag}{behind}"
+        return f"replica {st.get('state')} after {st.get('done')} of {st.get('captured')} events (said above); {lag}"
