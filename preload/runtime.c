@@ -548,15 +548,24 @@ static uint32_t objent_id(struct det_objent *e)
 	return id;
 }
 
-/* Record: an id for a new object of this kind: one given back, else the next. */
+static uint32_t *free_next(uint32_t id)
+{
+	return &((struct det_objseq *)((char *)det_hdr + det_hdr->objseq_off))[id].free_next;
+}
+
+/* Record: an id for a new object of this kind: the oldest given back if more
+ * than DET_OBJ_QUARANTINE wait, else the next. */
 static uint32_t obj_new_id(enum det_objkind kind)
 {
 	uint32_t id = 0;
-	if ((unsigned)kind < DET_OBJ_FREE_KINDS && det_hdr->obj_free[kind]) {
+	if ((unsigned)kind < DET_OBJ_FREE_KINDS && det_hdr->obj_free[kind].count > DET_OBJ_QUARANTINE) {
+		struct det_obj_free *q = &det_hdr->obj_free[kind];
 		obj_lock();
-		id = det_hdr->obj_free[kind];
-		if (id)
-			det_hdr->obj_free[kind] = ((struct det_objseq *)((char *)det_hdr + det_hdr->objseq_off))[id].free_next;
+		if (q->count > DET_OBJ_QUARANTINE) {
+			id = q->head;
+			q->head = *free_next(id);
+			q->count--;
+		}
 		obj_unlock();
 	}
 	return id ? id : atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
@@ -569,9 +578,14 @@ static void obj_give_back(uint32_t id, uint32_t kind)
 {
 	if (kind >= DET_OBJ_FREE_KINDS || id >= det_hdr->objseq_count)
 		return;
+	struct det_obj_free *q = &det_hdr->obj_free[kind];
 	obj_lock();
-	((struct det_objseq *)((char *)det_hdr + det_hdr->objseq_off))[id].free_next = det_hdr->obj_free[kind];
-	det_hdr->obj_free[kind] = id;
+	*free_next(id) = 0;
+	if (q->count++)
+		*free_next(q->tail) = id;
+	else
+		q->head = id;
+	q->tail = id;
 	obj_unlock();
 }
 

@@ -249,6 +249,15 @@ struct det_objent {
 };
 #define DET_OBJ_DELETED 1
 #define DET_OBJ_FREE_KINDS 12 /* object kinds (events.def DET_OBJKIND) whose ids are given back */
+/* A destroyed object's id is taken again only after this many more of its
+ * kind were destroyed: a program's use of the address soon after (a freed
+ * queue's mutex) is a new id, which det.names tells apart ("after mutex 4
+ * was destroyed there"), and small programs keep an id per object. */
+#define DET_OBJ_QUARANTINE 1024
+struct det_obj_free {
+	uint32_t head, tail; /* oldest and newest id given back, 0: none */
+	uint32_t count;
+};
 
 static inline uint64_t det_obj_hash(uint64_t a)
 {
@@ -449,12 +458,14 @@ struct det_shm_header {
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */
 	DET_ATOMIC(uint32_t) next_obj __attribute__((aligned(64)));
-	/* record: ids of destroyed objects given back, a stack per object kind
-	 * through det_objseq.free_next, taken again by new objects of the
-	 * kind; and the lock of these stacks and of claiming table entries */
-	DET_ATOMIC(uint32_t) obj_lock;
-	uint32_t obj_free[DET_OBJ_FREE_KINDS];
-	uint8_t pad_end[56 - 4 * DET_OBJ_FREE_KINDS];
+	uint8_t pad_next_obj[60];
+	/* the lock of claiming object table entries and of obj_free; record:
+	 * the ids of destroyed objects given back, a queue per object kind
+	 * (through det_objseq.free_next), taken again by new objects of the
+	 * kind once more than DET_OBJ_QUARANTINE wait (preload/runtime.c) */
+	DET_ATOMIC(uint32_t) obj_lock __attribute__((aligned(64)));
+	struct det_obj_free obj_free[DET_OBJ_FREE_KINDS];
+	uint8_t pad_end[192 - 4 - 12 * DET_OBJ_FREE_KINDS];
 };
 
 #define DET_FILLED_BITS 40
