@@ -86,8 +86,8 @@ static inline int held_by_me(struct det_thread *t, enum det_objkind kind, const 
 		struct det_op op = {0};                                           \
 		det_release_begin(&op, t, kind, obj, objkind, DET_RA());          \
 		int r = call;                                                     \
+		det_obj_forget(obj, 1); /* (before the event is done) */          \
 		det_release_end(&op, r);                                          \
-		det_obj_forget(obj);                                              \
 		det_leave(t);                                                     \
 		return r;                                                         \
 	} while (0)
@@ -96,7 +96,7 @@ static inline int held_by_me(struct det_thread *t, enum det_objkind kind, const 
 #define DET_INIT(obj, call)                                                         \
 	do {                                                                      \
 		if (det_mode)                                                     \
-			det_obj_forget(obj);                                      \
+			det_obj_forget(obj, 0);                                   \
 		return call;                                                      \
 	} while (0)
 

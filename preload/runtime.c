@@ -472,9 +472,58 @@ void det_thread_exit(struct det_thread *t)
 }
 
 /* ------------------------------------------------------------------ */
-/* objects: address -> id, open addressing with linear probing */
+/* objects: address -> id, open addressing with linear probing. Finding an
+ * address takes no lock; claiming an entry for a new one does (obj_lock),
+ * so that a deleted entry (a destroyed object's) is taken again without
+ * two threads putting one address in two entries. In record, a destroyed
+ * object's id is given back too, for the next new object of its kind: a
+ * program that makes millions of objects over its life, a few thousand
+ * at a time, stays within the table and within the ids a trace holds. */
 
-/* Find addr, or claim an empty entry for it (*fresh = 1). */
+static void obj_lock(void)
+{
+	DET_ATOMIC(uint32_t) *l = &det_hdr->obj_lock;
+	uint32_t free_ = 0;
+	while (!atomic_compare_exchange_weak_explicit(l, &free_, 1, memory_order_acquire, memory_order_relaxed)) {
+		free_ = 0;
+		__builtin_ia32_pause();
+	}
+}
+
+static void obj_unlock(void)
+{
+	atomic_store_explicit(&det_hdr->obj_lock, 0, memory_order_release);
+}
+
+static __attribute__((noinline)) struct det_objent *obj_claim(uint64_t addr, int *fresh)
+{
+	struct det_objent *tab = det_shm_objects(det_hdr), *deleted = NULL;
+	uint64_t mask = det_hdr->objects_cap - 1;
+	obj_lock();
+	for (uint64_t i = det_obj_hash(addr) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t cur = atomic_load_explicit(&tab[i].addr, memory_order_acquire);
+		if (cur == addr) {
+			obj_unlock(); /* another thread claimed it first */
+			return &tab[i];
+		}
+		if (cur == DET_OBJ_DELETED && !deleted)
+			deleted = &tab[i];
+		if (cur == 0 || (n == mask && deleted)) {
+			struct det_objent *e = deleted ? deleted : &tab[i];
+			atomic_store_explicit(&e->id, 0, memory_order_relaxed); /* (a finder waits for the new one) */
+			atomic_store_explicit(&e->addr, addr, memory_order_release);
+			obj_unlock();
+			*fresh = 1;
+			return e;
+		}
+	}
+	obj_unlock();
+	det_fatal("the program has more synchronization objects alive at once than det records in a run (%u; every "
+		  "pthread_*_init, and the first use of an address, makes one, until it is destroyed)",
+		  det_hdr->objects_cap);
+}
+
+/* Find addr, or claim an entry for it (*fresh = 1). */
 static struct det_objent *obj_lookup(uint64_t addr, int create, int *fresh)
 {
 	struct det_objent *tab = det_shm_objects(det_hdr);
@@ -484,22 +533,10 @@ static struct det_objent *obj_lookup(uint64_t addr, int create, int *fresh)
 		uint64_t cur = atomic_load_explicit(&tab[i].addr, memory_order_acquire);
 		if (cur == addr)
 			return &tab[i];
-		if (cur == 0) {
-			if (!create)
-				return NULL;
-			uint64_t expected = 0;
-			if (atomic_compare_exchange_strong(&tab[i].addr, &expected, addr)) {
-				*fresh = 1;
-				return &tab[i];
-			}
-			if (expected == addr)
-				return &tab[i];
-		}
+		if (cur == 0)
+			break;
 	}
-	if (!create)
-		return NULL;
-	det_fatal("the program used more synchronization objects than det records in a run (%u; every "
-		  "pthread_*_init, and the first use of an address, makes one)", det_hdr->objects_cap);
+	return create ? obj_claim(addr, fresh) : NULL;
 }
 
 static uint32_t objent_id(struct det_objent *e)
@@ -511,6 +548,47 @@ static uint32_t objent_id(struct det_objent *e)
 	return id;
 }
 
+static uint32_t *free_next(uint32_t id)
+{
+	return &((struct det_objseq *)((char *)det_hdr + det_hdr->objseq_off))[id].free_next;
+}
+
+/* Record: an id for a new object of this kind: the oldest given back if more
+ * than DET_OBJ_QUARANTINE wait, else the next. */
+static uint32_t obj_new_id(enum det_objkind kind)
+{
+	uint32_t id = 0;
+	if ((unsigned)kind < DET_OBJ_FREE_KINDS && det_hdr->obj_free[kind].count > DET_OBJ_QUARANTINE) {
+		struct det_obj_free *q = &det_hdr->obj_free[kind];
+		obj_lock();
+		if (q->count > DET_OBJ_QUARANTINE) {
+			id = q->head;
+			q->head = *free_next(id);
+			q->count--;
+		}
+		obj_unlock();
+	}
+	return id ? id : atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
+}
+
+/* Record: give a destroyed object's id back. Called after its last event
+ * took its place on it: a new object given the id comes after that event
+ * in the id's order, in the recording and in its replay. */
+static void obj_give_back(uint32_t id, uint32_t kind)
+{
+	if (kind >= DET_OBJ_FREE_KINDS || id >= det_hdr->objseq_count)
+		return;
+	struct det_obj_free *q = &det_hdr->obj_free[kind];
+	obj_lock();
+	*free_next(id) = 0;
+	if (q->count++)
+		*free_next(q->tail) = id;
+	else
+		q->head = id;
+	q->tail = id;
+	obj_unlock();
+}
+
 uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind)
 {
 	if (!addr)
@@ -519,7 +597,7 @@ uint32_t det_obj(struct det_thread *t, const void *addr, enum det_objkind kind)
 	struct det_objent *e = obj_lookup(det_obj_key_of(addr, kind), 1, &fresh);
 	if (det_likely(!fresh))
 		return objent_id(e);
-	uint32_t id = atomic_fetch_add(&det_hdr->next_obj, 1) + 1;
+	uint32_t id = obj_new_id(kind);
 	e->kind = kind;
 	atomic_store_explicit(&e->id, id, memory_order_release);
 	det_ops.rec_object(t, id, kind, (uint64_t)(uintptr_t)addr);
@@ -559,7 +637,7 @@ static _Atomic uint64_t *objrev(uint32_t id)
 	return (_Atomic uint64_t *)((char *)det_hdr + det_hdr->objrev_off) + id;
 }
 
-void det_obj_forget(const void *addr)
+void det_obj_forget(const void *addr, int destroyed)
 {
 	int fresh;
 	struct det_objent *e;
@@ -570,10 +648,13 @@ void det_obj_forget(const void *addr)
 		e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
 	if (!e)
 		return;
-	_Atomic uint64_t *rev = objrev(objent_id(e));
+	uint32_t id = objent_id(e);
+	_Atomic uint64_t *rev = objrev(id);
 	if (rev)
 		atomic_store(rev, 0);
 	atomic_store(&e->addr, DET_OBJ_DELETED);
+	if (destroyed && det_mode == DET_MODE_RECORD)
+		obj_give_back(id, e->kind);
 }
 
 void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind)

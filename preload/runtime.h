@@ -366,8 +366,11 @@ DET_HIDDEN uint32_t det_obj(struct det_thread *t, const void *addr, enum det_obj
 DET_HIDDEN uint64_t det_obj_shared_key(const void *addr);
 /* Id if known, else 0; never creates. */
 DET_HIDDEN uint32_t det_obj_find(const void *addr);
-/* Forget addr (destroyed, re-initialised or a finished thread). */
-DET_HIDDEN void det_obj_forget(const void *addr);
+/* Forget addr (destroyed, re-initialised or a finished thread). destroyed:
+ * by an event of its own (DET_DESTROY), after which record gives its id to
+ * the next new object of its kind; replay forgets before that event is
+ * done, so the id's next event, the new object's, finds it unbound. */
+DET_HIDDEN void det_obj_forget(const void *addr, int destroyed);
 /* Bind addr to id, replacing any previous binding (thread handles). */
 DET_HIDDEN void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind);
 /* Replay: does addr name recorded object `want`? Binds it on first sight. */

@@ -159,7 +159,23 @@ struct sig_data {
 	int64_t value;
 };
 
-static void record_and_deliver(struct det_thread *t, int sig, uint32_t where, siginfo_t *info, void *uc)
+/* The mask a handler of sig runs with, as the kernel sets it: the thread's
+ * own (prog), the handler's sa_mask, and sig itself unless SA_NODEFER. */
+static void handler_mask(int sig, const sigset_t *prog, sigset_t *out)
+{
+	const struct sigaction *a = &prog_act[sig];
+	sigorset(out, prog, &a->sa_mask);
+	if (!(a->sa_flags & SA_NODEFER))
+		sigaddset(out, sig);
+}
+
+/* prog: the thread's mask when det delivers a held signal with all blocked
+ * (the handler runs with handler_mask, so a signal can interrupt it, as
+ * natively: a SIGUSR2 handler nested in a SIGUSR1 handler that waits for
+ * it), then all blocked again; NULL: in a signal's entry, whose mask the
+ * kernel set. */
+static void record_and_deliver(struct det_thread *t, int sig, uint32_t where, siginfo_t *info, void *uc,
+			       const sigset_t *prog)
 {
 	struct det_op op = {0};
 	t->depth = 1;
@@ -167,7 +183,16 @@ static void record_and_deliver(struct det_thread *t, int sig, uint32_t where, si
 	struct sig_data d = {info->si_pid, (int32_t)info->si_uid, (int64_t)(intptr_t)info->si_value.sival_ptr};
 	det_input_end(&op, info->si_code, &d, sizeof(d));
 	t->depth = 0;
+	sigset_t during, all;
+	if (prog) {
+		handler_mask(sig, prog, &during);
+		det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&during, 0, _NSIG / 8, 0, 0);
+	}
 	call_program(sig, info, uc);
+	if (prog) {
+		sigfillset(&all);
+		det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, _NSIG / 8, 0, 0);
+	}
 	handler_returned(t, sig);
 }
 
@@ -210,7 +235,7 @@ static int emulate_tsc(struct det_thread *t, ucontext_t *uc)
 
 static void hold(struct det_thread *t, int sig, siginfo_t *info);
 static int wait_call_returned(const void *ucv);
-static void deliver_held(struct det_thread *t, uint32_t where);
+static void deliver_held(struct det_thread *t, uint32_t where, const sigset_t *prog);
 static void deliver_in_wait(struct det_thread *t, int sig, siginfo_t *info, void *uc);
 static void deliver_held_in_wait(struct det_thread *t);
 static void replay_next_signal(struct det_thread *t);
@@ -294,7 +319,7 @@ static void kicked(struct det_thread *t, void *ucv)
 	}
 	if (t->sigs_held && t->nsigs) {
 		t->depth = 1;
-		deliver_held(t, DET_SIG_UNANCHORED);
+		deliver_held(t, DET_SIG_UNANCHORED, NULL);
 		t->depth = 0;
 	}
 }
@@ -470,7 +495,7 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		 * waits for a handler's flag): deliver them here, unanchored */
 		t->depth = 1;
 		hold(t, sig, info);
-		deliver_held(t, DET_SIG_UNANCHORED);
+		deliver_held(t, DET_SIG_UNANCHORED, NULL);
 		t->depth = 0;
 	}
 	errno = saved;
@@ -506,8 +531,9 @@ static void hold(struct det_thread *t, int sig, siginfo_t *info)
 }
 
 /* Record and deliver the held signals (called with depth 1; the handlers
- * run with depth 0, so their own calls are recorded). */
-static void deliver_held(struct det_thread *t, uint32_t where)
+ * run with depth 0, so their own calls are recorded; prog: see
+ * record_and_deliver). */
+static void deliver_held(struct det_thread *t, uint32_t where, const sigset_t *prog)
 {
 	t->sigs_held = 0;
 	kick_cancel(t);
@@ -516,7 +542,7 @@ static void deliver_held(struct det_thread *t, uint32_t where)
 		siginfo_t info = t->sigs[0].info;
 		t->nsigs--;
 		memmove(&t->sigs[0], &t->sigs[1], t->nsigs * sizeof(t->sigs[0]));
-		record_and_deliver(t, sig, where, &info, NULL);
+		record_and_deliver(t, sig, where, &info, NULL, prog);
 	}
 	t->depth = 1;
 }
@@ -542,7 +568,7 @@ static void deliver_held_in_wait(struct det_thread *t)
 {
 	struct det_op *wait = t->wait_op;
 	det_unblock(wait);
-	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT, NULL);
 	det_block(wait);
 }
 
@@ -551,7 +577,7 @@ void det_signals_in_wait(struct det_thread *t)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_IN_WAIT, &old);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -561,7 +587,7 @@ void det_signals_enter(struct det_thread *t)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	deliver_held(t, DET_SIG_BEFORE);
+	deliver_held(t, DET_SIG_BEFORE, &old);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -605,9 +631,13 @@ void det_signals_due(struct det_thread *t)
 		}
 		return;
 	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	t->depth = 1;
-	deliver_held(t, 0);
+	deliver_held(t, 0, &old);
 	t->depth = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Replay: a thread whose first event is a signal that came before any event

@@ -196,7 +196,7 @@ static int det_join(struct det_thread *t, uint16_t kind, pthread_t th, void **re
 	}
 	det_acquire_end(&op, r);
 	if (r == 0)
-		det_obj_forget((void *)th);
+		det_obj_forget((void *)th, 0);
 	det_leave(t);
 	return r;
 }

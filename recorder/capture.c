@@ -472,8 +472,11 @@ SUP_EXPORT struct det_sup *det_sup_record_new(uint32_t max_threads, uint32_t rin
 		.objects_cap = sup_pow2(objects_cap, 1024),
 		.ring_entries = ring_entries,
 	};
-	/* object ids count objects and threads (whose handles may be bound late) */
-	l.objseq_count = l.objects_cap + max_threads + 1;
+	/* object ids count objects alive, threads (whose handles may be bound
+	 * late) and the ids of destroyed objects waiting to be taken again, up
+	 * to what a trace holds (convert_log.c MAX_OBJ) */
+	uint64_t ids = (uint64_t)l.objects_cap + max_threads + 1 + (uint64_t)DET_OBJ_FREE_KINDS * (DET_OBJ_QUARANTINE + 1);
+	l.objseq_count = (uint32_t)(ids < 0x110000u ? ids : 0x110000u);
 	if (sup_map(s, &l) != 0)
 		return s; /* the caller reads det_sup_error() and frees */
 	s->cap_threads = calloc(max_threads, sizeof(*s->cap_threads));

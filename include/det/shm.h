@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 12
+#define DET_SHM_VERSION 13
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -143,7 +143,8 @@ struct det_rec {
  * (two objects used by two threads never share a line). */
 struct det_objseq {
 	DET_ATOMIC(uint64_t) n;
-	uint8_t pad[56];
+	uint32_t free_next; /* record: the id given back after this one, of its kind (0: none) */
+	uint8_t pad[52];
 };
 
 /* One replay schedule entry; 64 bytes. Each thread has an array of them. */
@@ -239,13 +240,24 @@ struct det_slot {
 	uint8_t pad6[16];
 };
 
-/* Object table entry: address -> id, open addressing, never reused. */
+/* Object table entry: address -> id, open addressing; a deleted entry
+ * (a destroyed object) is taken again by a new address (preload/runtime.c). */
 struct det_objent {
 	DET_ATOMIC(uint64_t) addr; /* 0: empty, 1: deleted */
 	DET_ATOMIC(uint32_t) id;
 	uint32_t kind;
 };
 #define DET_OBJ_DELETED 1
+#define DET_OBJ_FREE_KINDS 12 /* object kinds (events.def DET_OBJKIND) whose ids are given back */
+/* A destroyed object's id is taken again only after this many more of its
+ * kind were destroyed: a program's use of the address soon after (a freed
+ * queue's mutex) is a new id, which det.names tells apart ("after mutex 4
+ * was destroyed there"), and small programs keep an id per object. */
+#define DET_OBJ_QUARANTINE 1024
+struct det_obj_free {
+	uint32_t head, tail; /* oldest and newest id given back, 0: none */
+	uint32_t count;
+};
 
 static inline uint64_t det_obj_hash(uint64_t a)
 {
@@ -446,7 +458,14 @@ struct det_shm_header {
 	/* own cache lines: the hot counters */
 	DET_ATOMIC(uint64_t) clock __attribute__((aligned(64))); /* record: next seq | threads << DET_SEQ_BITS */
 	DET_ATOMIC(uint32_t) next_obj __attribute__((aligned(64)));
-	uint8_t pad_end[60];
+	uint8_t pad_next_obj[60];
+	/* the lock of claiming object table entries and of obj_free; record:
+	 * the ids of destroyed objects given back, a queue per object kind
+	 * (through det_objseq.free_next), taken again by new objects of the
+	 * kind once more than DET_OBJ_QUARANTINE wait (preload/runtime.c) */
+	DET_ATOMIC(uint32_t) obj_lock __attribute__((aligned(64)));
+	struct det_obj_free obj_free[DET_OBJ_FREE_KINDS];
+	uint8_t pad_end[192 - 4 - 12 * DET_OBJ_FREE_KINDS];
 };
 
 #define DET_FILLED_BITS 40

@@ -311,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --follow: stop the replica once it is more than N events behind (default: never)")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
+    p.add_argument("--max-objects", type=int, default=1 << 20, metavar="N",
+                   help="synchronization objects alive at once (default 1048576; a destroyed one's room and id "
+                        "are taken again, so a program may make any number over its life)")
     p.add_argument("--rings", type=int, default=1024, metavar="N",
                    help="threads alive at once before a new one waits for an event ring (default 1024; each "
                         "ring is 4 MiB of shared memory, used as the thread writes)")
@@ -334,6 +337,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--outlive needs a number of seconds, 0 or more")
     if not 1 <= ns.max_threads <= 65535:
         p.error("--max-threads must be between 1 and 65535")
+    if not 1024 <= ns.max_objects <= 1 << 20:
+        p.error("--max-objects must be between 1024 and 1048576")
     if not 1 <= ns.rings <= 65535:
         p.error("--rings must be between 1 and 65535")
     if ns.logical and ns.strict:
@@ -397,7 +402,7 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
         mode = "logical" if ns.logical else "strict" if ns.strict else "default"
         if quick is not None and quick.ready() and (line := unseen_line(quick.found, ns.program, mode)):
             say(line)
-        opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads,
+        opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads, objects=ns.max_objects,
                        rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,

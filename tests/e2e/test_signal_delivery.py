@@ -173,3 +173,22 @@ def test_a_handler_that_nests_jumps_or_exits_replays(tmp_path: Path, how: str) -
     if how == "nested":
         ends = [a for (a,) in query(trace, "SELECT aux FROM events WHERE kind = ? ORDER BY seq", (ev.SIGNAL_RETURN,))]
         assert ends == [signal.SIGUSR2, signal.SIGUSR1], ends
+
+
+NESTED_WAITS = ["sem", "cond", "join", "read", "poll", "nanosleep"]
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+@pytest.mark.parametrize("wait", NESTED_WAITS)
+def test_a_handler_nested_in_a_handler_that_waits_for_it_runs(tmp_path: Path, wait: str, mode: list[str]) -> None:
+    """nested_handlers: main waits (sem_wait, ...); its SIGUSR1 handler
+    sleeps in a loop until a SIGUSR2 handler has run in it. A strict
+    recording hung until --timeout (det ran a held signal's handler with
+    every signal blocked, so the nested one never came); replays run both
+    handlers in the recorded order."""
+    want = f"{wait}: {1 if wait in ('read', 'poll') else 0}, handlers ran 12e\n"
+    trace = tmp_path / f"{wait}.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("nested_handlers"), wait, timeout=60)
+    assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
+    replay_matches(trace, [], REPLAYS)
+    assert signal_kinds(trace)[ev.SIGNAL] == 2
