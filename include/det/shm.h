@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 12
+#define DET_SHM_VERSION 13
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -180,7 +180,7 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) state;
 	DET_ATOMIC(uint32_t) blocked_kind; /* event kind it is blocked in, 0: running */
 	uint32_t blocked_obj;
-	uint32_t pad1;
+	DET_ATOMIC(uint32_t) strict_sleeping; /* strict: 1 while asleep on strict_wake (a hand-off wakes it) */
 	uint64_t blocked_ra;
 	DET_ATOMIC(uint32_t) strict_wants; /* strict: waits for the run token */
 	DET_ATOMIC(uint32_t) strict_wake;  /* strict: futex word, bumped when handed the token */
