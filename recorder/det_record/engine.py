@@ -326,11 +326,12 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
 
 def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
-                stop: threading.Event | None = None) -> Captured:
-    """Run the program under libdet.so; its events go to the capture log."""
+                stop: threading.Event | None = None, marker: bool = True) -> Captured:
+    """Run the program under libdet.so; its events go to the capture log.
+    marker=False: a hunt's run (TraceWriter's marker)."""
     env = dict(os.environ) if opts.env is None else dict(opts.env)
     cwd = opts.cwd or os.getcwd()
-    writer = TraceWriter(out)
+    writer = TraceWriter(out, marker=marker)
     rec = None
     try:
         rec = Recorder(opts.max_threads, opts.rings, opts.ring_entries, opts.objects)
