@@ -47,12 +47,16 @@
  * kernel, on a core the program's threads want. The part not written is
  * given back when the capture ends (a killed detrec leaves it allocated
  * until the log is removed). A file system without fallocate is simply
- * written. */
+ * written. A log is reserved for only once it passes LOG_RESERVE_FROM: a
+ * small one's few pages cost little to append, while reserved blocks made
+ * the end of its capture (the space given back) and its removal cost
+ * milliseconds each, the most of a hunt's run that is judged and dropped. */
 #define LOG_RESERVE_STEP (16ull << 20)
+#define LOG_RESERVE_FROM (1ull << 20)
 
 static void reserve_log(struct det_sup *s, uint64_t end)
 {
-	if (end <= s->cap_reserved || s->cap_reserved == UINT64_MAX)
+	if (end <= s->cap_reserved || s->cap_reserved == UINT64_MAX || end < LOG_RESERVE_FROM)
 		return;
 	uint64_t from = s->cap_reserved, step = end / 4 > LOG_RESERVE_STEP ? end / 4 : LOG_RESERVE_STEP;
 	uint64_t to = (end + step) & ~((1ull << 20) - 1);

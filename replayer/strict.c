@@ -74,10 +74,25 @@ static uint32_t nthreads(void)
 	return n > det_hdr->max_threads ? det_hdr->max_threads : n;
 }
 
+/* Bump a thread's wake word, and make the system call only if it sleeps
+ * on it: a thread spinning for the token (spin_for_token) sees the bump, or
+ * the owner, by itself. (The bump and the sleeper's flag are both
+ * sequentially consistent: either the waker sees the flag, or the sleeper's
+ * futex sees the bumped word and does not sleep.) */
 static void wake(struct det_slot *s)
 {
 	atomic_fetch_add(&s->strict_wake, 1);
-	futex(&s->strict_wake, FUTEX_WAKE, 1, NULL);
+	if (atomic_load(&s->strict_sleeping))
+		futex(&s->strict_wake, FUTEX_WAKE, 1, NULL);
+}
+
+/* Sleep on the thread's wake word unless it has moved from w since read
+ * (ts: at most that long; NULL: until woken). */
+static void sleep_on_wake(struct det_slot *me, uint32_t w, const struct timespec *ts)
+{
+	atomic_store(&me->strict_sleeping, 1);
+	futex(&me->strict_wake, FUTEX_WAIT, w, ts);
+	atomic_store_explicit(&me->strict_sleeping, 0, memory_order_relaxed);
 }
 
 /* Make a thread runnable (it competes for the token). Done by the holder. */
@@ -231,10 +246,16 @@ int det_strict_ending(void)
 	return atomic_load(&process_ending);
 }
 
-/* Pauses a thread waiting for the token spins before it sleeps (27 us on
- * these machines): about the time the holder takes for a quantum of events;
- * 256 fell short of it, and most hand-offs still woke a sleeper. */
+/* Pauses a thread waiting for the token spins at most before it sleeps (27
+ * us on these machines): about the time the holder takes for a quantum of
+ * events; 256 fell short of it, and most hand-offs still woke a sleeper. */
 #define TOKEN_SPIN 1024
+/* Every this many pauses the spinner looks at the holder's published
+ * events: a holder that made none since the last look (~1.7 us; running
+ * sync-dense code it makes one every few hundred ns) is not on a CPU
+ * (preempted by other load: the spinner would keep the CPU it needs) or
+ * runs a long stretch of plain code (spinning would gain nothing). */
+#define TOKEN_SPIN_LOOK 64
 
 /* Threads of this process spinning for the token now; at most one fewer
  * than the CPUs it may run on, so that the holder always has one. */
@@ -254,9 +275,18 @@ static int spare_cpus(void)
 	return n;
 }
 
+/* The token holder's events published so far (its ring head); ~0: no holder. */
+static uint64_t holder_progress(uint32_t owner)
+{
+	if (!owner || owner > det_hdr->max_threads)
+		return ~0ull;
+	return atomic_load_explicit(&det_shm_slot(det_hdr, owner - 1)->head, memory_order_relaxed);
+}
+
 /* Spin a while for the token before sleeping: a hand-off to a sleeping
  * thread costs a wake-up (tens of microseconds on a VM), to a spinning one a
- * cache line. Only while a CPU is spare: only the holder runs program code. */
+ * cache line. Only while a CPU is spare (only the holder runs program code),
+ * and only while the holder makes events (TOKEN_SPIN_LOOK). */
 static int spin_for_token(struct det_thread *t)
 {
 	int spare = spare_cpus();
@@ -267,11 +297,20 @@ static int spin_for_token(struct det_thread *t)
 		return 0;
 	}
 	int got = 0;
-	for (int n = 0; n < TOKEN_SPIN && !got; n++) {
+	uint32_t seen_owner = atomic_load(&det_hdr->strict_owner);
+	uint64_t seen = holder_progress(seen_owner);
+	for (int n = 1; n <= TOKEN_SPIN && !got; n++) {
 		__builtin_ia32_pause();
 		uint32_t owner = atomic_load_explicit(&det_hdr->strict_owner, memory_order_acquire);
 		got = owner == t->num + 1 || (owner == 0 && atomic_load(&process_ending) == 0 &&
 					      atomic_compare_exchange_strong(&det_hdr->strict_owner, &owner, t->num + 1));
+		if (!got && n % TOKEN_SPIN_LOOK == 0) {
+			uint64_t now = holder_progress(owner);
+			if (owner == seen_owner && now == seen)
+				break;
+			seen_owner = owner;
+			seen = now;
+		}
 	}
 	atomic_fetch_sub(&token_spinners, 1);
 	return got;
@@ -300,7 +339,7 @@ static void wait_token(struct det_thread *t)
 		if (atomic_load(&h->strict_owner) == t->num + 1 || spin_for_token(t))
 			break;
 		struct timespec ts = {0, 10 * 1000 * 1000};
-		futex(&me->strict_wake, FUTEX_WAIT, w, &ts);
+		sleep_on_wake(me, w, &ts);
 		/* the watchdog: is the holder making events? */
 		uint32_t owner = atomic_load(&h->strict_owner);
 		if (!owner || owner == t->num + 1)
@@ -694,9 +733,9 @@ int det_strict_wait(struct det_op *op, const void *obj, const struct timespec *a
 				break;
 			}
 			struct timespec ts = {left / 1000000000, left % 1000000000};
-			futex(&me->strict_wake, FUTEX_WAIT, w, &ts);
+			sleep_on_wake(me, w, &ts);
 		} else {
-			futex(&me->strict_wake, FUTEX_WAIT, w, NULL);
+			sleep_on_wake(me, w, NULL);
 		}
 	}
 	wait_token(t);

@@ -181,7 +181,7 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) state;
 	DET_ATOMIC(uint32_t) blocked_kind; /* event kind it is blocked in, 0: running */
 	uint32_t blocked_obj;
-	uint32_t pad1;
+	DET_ATOMIC(uint32_t) strict_sleeping; /* strict: 1 while asleep on strict_wake (a hand-off wakes it) */
 	uint64_t blocked_ra;
 	DET_ATOMIC(uint32_t) strict_wants; /* strict: waits for the run token */
 	DET_ATOMIC(uint32_t) strict_wake;  /* strict: futex word, bumped when handed the token */

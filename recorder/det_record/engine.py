@@ -12,6 +12,7 @@ det had to stop it. No command line here: det.record.cli is detrec's.
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import os
 import random
@@ -339,11 +340,12 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 
 
 def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
-                stop: threading.Event | None = None) -> Captured:
-    """Run the program under libdet.so; its events go to the capture log."""
+                stop: threading.Event | None = None, marker: bool = True) -> Captured:
+    """Run the program under libdet.so; its events go to the capture log.
+    marker=False: a hunt's run (TraceWriter's marker)."""
     env = dict(os.environ) if opts.env is None else dict(opts.env)
     cwd = opts.cwd or os.getcwd()
-    writer = TraceWriter(out)
+    writer = TraceWriter(out, marker=marker)
     rec = None
     replica = None
     try:
@@ -395,9 +397,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         spool = None
         if opts.stdin and opts.stdin["kind"] in FED_KINDS:
             rec.add_flags(DET_F_STDIN_FED)
-            spool = tempfile.TemporaryFile()
+            # (input read ahead is in memory already: no file to make each run)
+            spool = tempfile.TemporaryFile() if opts.stdin_bytes is None else io.BytesIO()
             pty = opts.stdin["kind"] == "pty"
-            chunks = (iter(opts.stdin_bytes) if opts.stdin_bytes is not None
+            chunks = (opts.stdin_bytes if opts.stdin_bytes is not None
                       else read_own_terminal() if pty else read_own_stdin())
             stdin = StdinFeed(chunks, spool, pty)
         t0 = time.monotonic()

@@ -119,7 +119,7 @@ def run_seed(spec: RunSpec, index: int, pct_k: int, scratch: Path, stop: Any = N
     it (drop_run). `stop` (anything with is_set()) kills the run when set."""
     seed = spec.opts.seed + index if spec.opts.seed else 0
     opts = spec.opts.for_seed(seed, pct_k) if seed else spec.opts
-    c = capture_run(spec.exe, spec.argv, scratch / f"run-{index}.db", opts, stop)
+    c = capture_run(spec.exe, spec.argv, scratch / f"run-{index}.db", opts, stop, marker=False)
     if c.log_failed:  # a full disk: no run can be recorded, the hunt ends
         c.discard()
         raise DetError(f"run {index + 1}: {c.message}", status=1)

@@ -355,7 +355,17 @@ class StdinFeed:
 
     def start(self) -> None:
         os.close(self.r)
-        self.thread.start()
+        if not self.pty and isinstance(self.chunks, (list, tuple)) and self._fits(sum(map(len, self.chunks))):
+            self._pump()  # (input read ahead that the pipe holds whole: written now, no thread to start)
+        else:
+            self.thread.start()
+
+    def _fits(self, size: int) -> bool:
+        """Does the pipe hold `size` bytes without a reader?"""
+        try:
+            return size <= fcntl.fcntl(self.w, fcntl.F_GETPIPE_SZ)
+        except OSError:
+            return False
 
     def _pump(self) -> None:
         try:

@@ -516,9 +516,13 @@ class TraceWriter:
     has the file to itself.
 
     incomplete: salvage's NAME.incomplete, made from the log already there
-    (publish() then renames the work file to it)."""
+    (publish() then renames the work file to it). marker=False: no
+    NAME.incomplete while the run goes on (a hunt's run, in a private
+    directory nobody lists, removed with the hunt: det.watchdog); writing
+    and removing one cost each run most of a millisecond."""
 
-    def __init__(self, final_path: str | os.PathLike[str], incomplete: Path | None = None) -> None:
+    def __init__(self, final_path: str | os.PathLike[str], incomplete: Path | None = None,
+                 marker: bool = True) -> None:
         self.final = Path(final_path) if incomplete else check_trace_output(final_path, what="trace")
         self.salvage = incomplete is not None
         self.visible = incomplete or self.final.with_name(self.final.name + INCOMPLETE)
@@ -535,7 +539,7 @@ class TraceWriter:
         self._path: Path | None = None
         if self.salvage:
             self._make_work()
-        else:
+        elif marker:
             _create_empty(self.visible)
 
     def _make_work(self) -> None:

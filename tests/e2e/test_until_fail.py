@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, outcome, program
+from conftest import detrec, detreplay, outcome, program
 
 
 def test_deadlock_ends_its_run_at_once(tmp_path: Path) -> None:
@@ -85,3 +85,22 @@ def test_strict_barrier_never_full_ends_its_run_at_once(tmp_path: Path) -> None:
     assert re.search(r"^detrec: hung run after 1 run\(s\)(?: \(\d in all\))?: all threads blocked: "
                      r"T0 in barrier_arrive on barrier \d+ \(gate\); T1 in barrier_arrive on barrier \d+ \(gate\); "
                      r"det ended the run after [\d.]+ s", err, re.M), err
+
+
+@pytest.mark.parametrize("size", [4, 300_000], ids=["fits-the-pipe", "larger-than-the-pipe"])
+def test_piped_input_reaches_every_run(tmp_path: Path, size: int) -> None:
+    # --until-fail reads a piped stdin once and gives it to every run: input
+    # the pipe holds whole is written before the run goes on, more by a
+    # thread as the program reads. The passing run kept greeted the name
+    # (its outcome says; the runs' own output is not shown), holds the input
+    # the program read, and replays it.
+    trace = tmp_path / "p.db"
+    data = b"ann\n" + b"x" * (size - 4)
+    r = detrec("--until-fail", "3", "--mode", "plain", "-o", trace, "--", program("prompt"), input=data)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    passed = tmp_path / "p-pass.db"
+    assert outcome(passed)["stdout_tail"] == b"name? hello ann; isatty: stdin 0 stdout 0 stderr 0\n", outcome(passed)
+    r = detreplay(passed)
+    assert r.returncode == 0 and b"outcome matches" in r.stderr, r.stderr.decode()
+    assert r.stdout == b"name? hello ann; isatty: stdin 0 stdout 0 stderr 0\n", r.stdout
