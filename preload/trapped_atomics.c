@@ -142,7 +142,6 @@ static int decode(struct site *s)
 	int wide = rex & 8 ? 8 : opsz16 ? 2 : 4;
 	int ext = (modrm >> 3) & 7, imm = 0;
 	s->reg = (int8_t)reg;
-	s->reg_hi8 = !rex && reg >= 4 && reg < 8;
 	s->form = F_OTHER;
 	s->rmw_op = 15;
 	if (two) {
@@ -206,6 +205,7 @@ static int decode(struct site *s)
 		if (!lock && s->form != F_XCHG)
 			return 0;
 	}
+	s->reg_hi8 = s->size == 1 && !rex && reg >= 4 && reg < 8; /* %ah, %ch, %dh, %bh */
 	return i + imm == s->len;
 }
 
