@@ -6,6 +6,8 @@
  * Rules of this file:
  *  - The entry points (det_cc_*) are called from instrumented program code
  *    and are the only exported symbols here; their ABI is the pass's.
+ *    det_atomic_begin/end are the same for det's own callers (the trapped
+ *    atomics of preload/trapped_atomics.c).
  *  - An atomic is an event on its memory location, and its place in the
  *    order must be the place the location saw: recording takes the
  *    sequence number and performs the instruction under a lock striped by
@@ -96,24 +98,23 @@ static void refill(int which, int64_t n)
 /* ------------------------------------------------------------------ */
 /* atomics */
 
-EXPORT void det_cc_atomic_begin(void *addr, uint32_t kind, uint32_t aux)
+const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, uint64_t ra)
 {
 	struct det_thread *t = det_enter();
 	if (!t) {
 		cc.passed++; /* (an atomic inside another one's begin and end, say in a handler) */
-		return;
+		return NULL;
 	}
 	struct det_op *op = &cc.op;
 	*op = (struct det_op){.aux = aux};
 	enum det_objkind ok = addr ? DET_OBJ_ATOMIC : DET_OBJ_NONE;
-	uint64_t ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	cc.in_atomic = 1;
 	if (det_replaying()) {
 		op->t = t;
 		op->kind = (uint16_t)kind;
 		op->ra = ra;
 		op->rec = det_ops.replay_begin(op, addr, ok);
-		return;
+		return op;
 	}
 	det_acquire_begin(op, t, (uint16_t)kind, addr, ok, ra);
 	if (det_strict) {
@@ -122,9 +123,20 @@ EXPORT void det_cc_atomic_begin(void *addr, uint32_t kind, uint32_t aux)
 	} else {
 		stripe_lock(addr);
 	}
+	return op;
+}
+
+EXPORT void det_cc_atomic_begin(void *addr, uint32_t kind, uint32_t aux)
+{
+	det_atomic_begin(addr, kind, aux, (uint64_t)(uintptr_t)__builtin_return_address(0));
 }
 
 EXPORT void det_cc_atomic_end(uint64_t value, uint32_t aux)
+{
+	det_atomic_end(value, aux);
+}
+
+void det_atomic_end(uint64_t value, uint32_t aux)
 {
 	if (cc.passed) {
 		cc.passed--;

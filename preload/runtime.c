@@ -404,6 +404,7 @@ static void init_region(void)
 	map_region();
 	if (det_hdr) {
 		det_signals_init();
+		det_atomics_init(); /* (before the program's code runs: its atomics trap) */
 		/* the program itself, or one of its children (preload/process.c) */
 		if (det_process_attach()) {
 			det_note_modules();

@@ -149,6 +149,12 @@ struct det_op {
 /* --- signals and rdtsc (signals.c) --- */
 DET_HIDDEN void det_signals_init(void);
 DET_HIDDEN extern int det_tsc_trapped;
+DET_HIDDEN void det_signals_trap_atomics(void);
+/* --- atomics trapped at load time (trapped_atomics.c) --- */
+DET_HIDDEN extern int det_atomics_trapped;
+DET_HIDDEN void det_atomics_init(void);
+/* SIGTRAP at ucontext uc: 1 if it was one of theirs (handled) */
+DET_HIDDEN int det_atomic_trap(void *uc);
 /* The runtime's own clock for event timestamps: TSC ticks, or ns when the
  * program's rdtsc is trapped (then rdtsc would fault in det itself). */
 DET_HIDDEN uint64_t det_now_slow(void);
@@ -165,6 +171,12 @@ DET_HIDDEN extern int det_logical; /* threads take turns by logical clock (Kendo
 
 /* --- programs built with det-cc (preload/atomics.c) --- */
 #include "det/cc.h" /* DET_CC_TICK, DET_CC_POINT, DET_CC_REFILL; the det_cc_* entries atomics.c defines */
+/* An atomic instruction as an event (det_cc_atomic_begin/end's work, ra its
+ * site): begin returns the event in progress (replay: op->rec is the
+ * recorded one), or NULL when the thread is inside det already (then end
+ * only passes it through too). */
+DET_HIDDEN const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, uint64_t ra);
+DET_HIDDEN void det_atomic_end(uint64_t value, uint32_t aux);
 /* Ticks and memory points the calling thread has passed. */
 DET_HIDDEN uint64_t det_cc_count(void);
 /* Replay: the thread's next event may be a CC_YIELD; aim its budget there. */

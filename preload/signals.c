@@ -50,6 +50,8 @@
  *    signal last is the one the program ended in if it died of it
  *    (det_hdr->ran_last: maybe inside a call det wraps, whose event never
  *    completed).
+ *  - SIGTRAP's int3 at a trapped atomic (trapped_atomics.c) is handled
+ *    first, by det; the program cannot block SIGTRAP then (keep_trap).
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
@@ -455,6 +457,10 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		errno = saved;
 		return;
 	}
+	if (sig == SIGTRAP && det_atomics_trapped && info->si_code == SI_KERNEL && det_atomic_trap(ucv)) {
+		errno = saved;
+		return;
+	}
 	if (is_kick(info)) {
 		kicked(t, ucv);
 		errno = saved;
@@ -674,11 +680,16 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 	struct sigaction mine = *act;
 	int handled = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
 						   : act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
-	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) || (watch_fatal(sig) && act->sa_handler == SIG_DFL);
+	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) || (sig == SIGTRAP && det_atomics_trapped) ||
+			 (watch_fatal(sig) && act->sa_handler == SIG_DFL);
 	if (handled || keep_entry) {
 		mine.sa_sigaction = det_sig_entry;
 		mine.sa_flags = (act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
+		if (sig == SIGTRAP && det_atomics_trapped)
+			mine.sa_flags |= SA_NODEFER;
 	}
+	if (det_atomics_trapped)
+		sigdelset(&mine.sa_mask, SIGTRAP); /* (a trapped atomic in the handler) */
 	struct sigaction kernel_old;
 	int r = real.sigaction(sig, &mine, &kernel_old);
 	if (r != 0)
@@ -727,6 +738,37 @@ static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
 	det_leave(t);
 	errno = (int)-r;
 	return -1;
+}
+
+/* Trapped atomics (trapped_atomics.c): SIGTRAP is never blocked, a trap
+ * while it is would kill the program. */
+static const sigset_t *keep_trap(int how, const sigset_t *set, sigset_t *copy)
+{
+	if (!det_atomics_trapped || !set || how == SIG_UNBLOCK || !sigismember(set, SIGTRAP))
+		return set;
+	*copy = *set;
+	sigdelset(copy, SIGTRAP);
+	return copy;
+}
+
+DET_IMPL int det_impl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t copy;
+	return real.sigprocmask(how, keep_trap(how, set, &copy), old);
+}
+
+DET_IMPL int det_impl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t copy;
+	return real.pthread_sigmask(how, keep_trap(how, set, &copy), old);
+}
+
+/* trapped_atomics.c patched the program: det's entry takes SIGTRAP. */
+void det_signals_trap_atomics(void)
+{
+	struct sigaction a = {.sa_sigaction = det_sig_entry, .sa_flags = SA_SIGINFO | SA_NODEFER};
+	sigemptyset(&a.sa_mask);
+	real.sigaction(SIGTRAP, &a, NULL);
 }
 
 DET_IMPL int det_impl_sigsuspend(const sigset_t *mask)

@@ -35,6 +35,10 @@ enum { DET_CC_TICK = 0, DET_CC_POINT = 1 };
 #define DET_CC_BUILT "det_cc_built"
 #define DET_CC_BUILT_MEMORY "det_cc_built_memory"
 
+/* aux bit of an ATOMIC_* event from an instruction libdet.so trapped in a
+ * program det-cc did not build (detrec --patch-atomics), not from the pass */
+#define DET_ATOMIC_TRAPPED (1u << 30)
+
 /* libdet.so's entry points (extern_weak in the program: natively absent).
  * An atomic instruction is bracketed by begin (its address, event kind,
  * aux) and end (the value it read or wrote). */

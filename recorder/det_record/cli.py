@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import shlex
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from det import __version__, tracedir
+from det.check.patch import SITES_ENV, atomic_sites, sites_value
 from det.check.quick import QuickCheck, unseen_line
 from det.errors import DetError
 from det.launch import describe_status, output_source, read_own_stdin, resolve_program, stdin_source
@@ -293,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logical", action="store_true",
                    help="logical time: threads run in parallel and synchronize in an order fixed by logical clocks "
                         "(deterministic for the same input; --seed picks another order)")
+    p.add_argument("--patch-atomics", action="store_true",
+                   help="make the atomic instructions of a program not built with det-cc (lock-prefixed, xchg) "
+                        "events, by trapping them at load time: their order is recorded and replayed, strict mode "
+                        "and PCT schedule them (each costs two traps)")
     p.add_argument("--chaos", action="store_true",
                    help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
     p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
@@ -382,6 +388,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
+def patched_env(exe: str) -> tuple[dict[str, str], int]:
+    """detrec's environment with the sites libdet.so traps (--patch-atomics),
+    and how many."""
+    try:
+        sites = atomic_sites(exe)
+    except ImportError as e:
+        raise DetError(f"--patch-atomics needs capstone ({e})", status=2) from None
+    env = dict(os.environ)
+    env.pop(SITES_ENV, None)
+    if sites:
+        env[SITES_ENV] = sites_value(sites)
+    return env, len(sites)
+
+
 def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
     """detrec; verify: what replays a trace to verify it (handed in by the
     detrec command, det.replay.verify: det.record does not import det.replay)."""
@@ -398,7 +418,7 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
         # What this mode will not see in the program's own code, said once:
         # before the run when known (cached), else after it (found meanwhile).
-        quick = None if ns.quiet else QuickCheck(exe)
+        quick = None if ns.quiet or ns.patch_atomics else QuickCheck(exe)
         mode = "logical" if ns.logical else "strict" if ns.strict else "default"
         if quick is not None and quick.ready() and (line := unseen_line(quick.found, ns.program, mode)):
             say(line)
@@ -408,6 +428,11 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K, follow=ns.follow,
                        follow_max_lag=ns.follow_max_lag)
+                               if ns.patch_atomics:
+            opts.env, trapped = patched_env(exe)
+            if not ns.quiet:
+                say(f"{ns.program}: {trapped} atomic instruction{'s' if trapped != 1 else ''} of its own code "
+                    "trapped (--patch-atomics)")
         if ns.chaos or ns.mode == "escalate":
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:

@@ -1,0 +1,552 @@
+/*
+ * preload/trapped_atomics.c - atomics in a program det-cc did not build
+ * (detrec --patch-atomics): the executable's lock-prefixed instructions and
+ * xchg with memory, made events at load time by trapping them, so that
+ * recording, strict mode and PCT see them and replay orders them, as
+ * det-cc's instrumentation does at build time.
+ *
+ * Rules of this file:
+ *  - The sites come from detrec (det.check.patch: capstone's decoding of the
+ *    executable's code) in _DET_ATOMIC_SITES, "VADDR:BYTES,..." in hex, the
+ *    executable's link-time addresses and the instruction's bytes. The
+ *    variable is in the recorded environment, so every replay patches the
+ *    same instructions. Nothing is patched unless every site's bytes are the
+ *    executable's (another image, exec'd, inherits the variable) and each
+ *    decodes as a form below; a site with a segment prefix (TLS) is left.
+ *  - Each site's first byte becomes int3 before the program runs (its other
+ *    threads do not exist yet); a copy of the instruction (a RIP-relative
+ *    displacement moved for the copy's place) followed by int3 runs out of
+ *    line, in pages mapped within 2 GiB of the executable. The first trap
+ *    begins the event (det_atomic_begin: its place and the ordering lock, or
+ *    the turn; in replay the wait for it), the copy runs, the second trap
+ *    ends it: result = the value the location held before, as det-cc's.
+ *    The thread is inside det between the traps: a signal meanwhile is held.
+ *  - Replay: a compare-exchange that failed in the recording is not run: the
+ *    value it read and the flags of its comparison come from the trace. Any
+ *    other one first waits (bounded) until its location holds the value it
+ *    read in the recording: the store that put it there may be a plain one
+ *    (a spinlock's release is a mov), which is no event.
+ *  - A site whose operand is on the stack (base %rsp: `lock or $0,(%rsp)`,
+ *    a full fence) is an ATOMIC_FENCE, no object.
+ *  - SIGTRAP stays deliverable: a trap while it is blocked kills the
+ *    program, so sigprocmask, pthread_sigmask and handlers' masks
+ *    (signals.c) never block it once sites are patched.
+ */
+#include "runtime.h"
+
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#define SITES_ENV "_DET_ATOMIC_SITES"
+#define SLOT 32 /* bytes of out-of-line code per site: the copy (<= 15) and int3 */
+#define MAX_LEN 15
+#define WAIT_NS 2000000000ll /* replay: the longest a site waits for its location's recorded value */
+
+enum form { F_OTHER, F_CMPXCHG, F_CMPXCHG8B, F_XADD, F_XCHG };
+
+struct site {
+	uintptr_t at;
+	uint8_t len;
+	uint8_t size; /* operand bytes: 1, 2, 4, 8, 16 */
+	uint8_t form;
+	uint8_t rmw_op; /* aux's operation (LLVM's AtomicRMWInst numbers; 15: another) */
+	int8_t base;    /* register number, -1 none, -2 %rip */
+	int8_t index;   /* -1 none */
+	uint8_t scale;
+	int8_t reg;       /* ModRM.reg: cmpxchg's, xadd's and xchg's register */
+	uint8_t reg_hi8;  /* that register is ah, ch, dh or bh */
+	uint8_t disp_off; /* where a RIP-relative displacement is in the bytes */
+	int32_t disp;
+	uint8_t bytes[MAX_LEN];
+};
+
+static struct site *sites;
+static size_t nsites;
+static uint8_t *tramp; /* nsites slots of SLOT bytes */
+int det_atomics_trapped;
+
+static const int greg_of[16] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI,
+				REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15};
+
+/* ------------------------------------------------------------------ */
+/* decoding the forms that take a lock prefix, and xchg */
+
+static int decode(struct site *s)
+{
+	const uint8_t *b = s->bytes;
+	int i = 0, rex = 0, opsz16 = 0, lock = 0;
+	for (;; i++) {
+		if (i >= s->len)
+			return 0;
+		if (b[i] == 0xf0)
+			lock = 1;
+		else if (b[i] == 0x66)
+			opsz16 = 1;
+		else if (b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36)
+			continue; /* (xacquire/xrelease hints, null segments) */
+		else if (b[i] == 0x64 || b[i] == 0x65)
+			return 0; /* %fs/%gs: thread-local, not shared */
+		else
+			break;
+	}
+	if (b[i] >= 0x40 && b[i] <= 0x4f)
+		rex = b[i++];
+	if (i + 2 > s->len)
+		return 0;
+	int two = b[i] == 0x0f;
+	uint8_t op = two ? b[i + 1] : b[i];
+	i += two ? 2 : 1;
+	if (i >= s->len)
+		return 0;
+	uint8_t modrm = b[i++];
+	int mod = modrm >> 6, reg = ((modrm >> 3) & 7) | (rex & 4 ? 8 : 0), rm = modrm & 7;
+	if (mod == 3)
+		return 0; /* a register operand */
+	s->base = -1;
+	s->index = -1;
+	s->scale = 1;
+	if (rm == 4) {
+		if (i >= s->len)
+			return 0;
+		uint8_t sib = b[i++];
+		s->scale = (uint8_t)(1 << (sib >> 6));
+		int idx = ((sib >> 3) & 7) | (rex & 2 ? 8 : 0);
+		s->index = idx == 4 ? -1 : (int8_t)idx;
+		if ((sib & 7) == 5 && mod == 0)
+			mod = 2, s->base = -1; /* disp32, no base */
+		else
+			s->base = (int8_t)((sib & 7) | (rex & 1 ? 8 : 0));
+	} else if (rm == 5 && mod == 0) {
+		s->base = -2;
+		mod = 2;
+	} else {
+		s->base = (int8_t)(rm | (rex & 1 ? 8 : 0));
+	}
+	s->disp = 0;
+	s->disp_off = (uint8_t)i;
+	if (mod == 1) {
+		if (i + 1 > s->len)
+			return 0;
+		s->disp = (int8_t)b[i];
+		i += 1;
+	} else if (mod == 2) {
+		if (i + 4 > s->len)
+			return 0;
+		memcpy(&s->disp, b + i, 4);
+		i += 4;
+	}
+	int wide = rex & 8 ? 8 : opsz16 ? 2 : 4;
+	int ext = (modrm >> 3) & 7, imm = 0;
+	s->reg = (int8_t)reg;
+	s->form = F_OTHER;
+	s->rmw_op = 15;
+	if (two) {
+		switch (op) {
+		case 0xb0: case 0xb1:
+			s->form = F_CMPXCHG;
+			s->size = op == 0xb0 ? 1 : (uint8_t)wide;
+			break;
+		case 0xc0: case 0xc1:
+			s->form = F_XADD;
+			s->rmw_op = 1;
+			s->size = op == 0xc0 ? 1 : (uint8_t)wide;
+			break;
+		case 0xc7:
+			if (ext != 1)
+				return 0;
+			s->form = F_CMPXCHG8B;
+			s->size = rex & 8 ? 16 : 8;
+			break;
+		case 0xab: case 0xb3: case 0xbb:
+			s->size = (uint8_t)wide;
+			break;
+		case 0xba:
+			if (ext < 4)
+				return 0;
+			s->size = (uint8_t)wide;
+			imm = 1;
+			break;
+		default:
+			return 0;
+		}
+		if (!lock)
+			return 0;
+	} else {
+		static const uint8_t alu_op[8] = {1, 5, 15, 15, 3, 2, 6, 15}; /* add or adc sbb and sub xor (cmp) */
+		if (op <= 0x31 && (op & 7) <= 1) {
+			s->rmw_op = alu_op[op >> 3];
+			s->size = op & 1 ? (uint8_t)wide : 1;
+		} else if (op == 0x80 || op == 0x81 || op == 0x83) {
+			if (ext == 7)
+				return 0; /* cmp: no lock */
+			s->rmw_op = alu_op[ext];
+			s->size = op == 0x80 ? 1 : (uint8_t)wide;
+			imm = op == 0x81 ? (wide == 2 ? 2 : 4) : 1;
+		} else if (op == 0x86 || op == 0x87) {
+			s->form = F_XCHG;
+			s->rmw_op = 0;
+			s->size = op == 0x86 ? 1 : (uint8_t)wide;
+		} else if (op == 0xf6 || op == 0xf7) {
+			if (ext != 2 && ext != 3)
+				return 0; /* not, neg */
+			s->size = op == 0xf6 ? 1 : (uint8_t)wide;
+		} else if (op == 0xfe || op == 0xff) {
+			if (ext > 1)
+				return 0; /* inc, dec */
+			s->rmw_op = ext == 0 ? 1 : 2;
+			s->size = op == 0xfe ? 1 : (uint8_t)wide;
+		} else {
+			return 0;
+		}
+		if (!lock && s->form != F_XCHG)
+			return 0;
+	}
+	s->reg_hi8 = s->size == 1 && !rex && reg >= 4 && reg < 8; /* %ah, %ch, %dh, %bh */
+	return i + imm == s->len;
+}
+
+static uint64_t reg_value(const greg_t *g, int reg, int hi8, int size)
+{
+	uint64_t v = (uint64_t)g[greg_of[reg & 15]];
+	if (hi8)
+		v = (uint64_t)g[greg_of[reg - 4]] >> 8;
+	return size >= 8 ? v : v & ((1ull << (size * 8)) - 1);
+}
+
+static uintptr_t address_of(const struct site *s, const greg_t *g)
+{
+	uintptr_t a = (uintptr_t)(intptr_t)s->disp;
+	if (s->base == -2)
+		a += s->at + s->len;
+	else if (s->base >= 0)
+		a += (uintptr_t)g[greg_of[(int)s->base]];
+	if (s->index >= 0)
+		a += (uintptr_t)g[greg_of[(int)s->index]] * s->scale;
+	return a;
+}
+
+static uint64_t load(uintptr_t a, int size)
+{
+	switch (size) {
+	case 1:
+		return __atomic_load_n((const uint8_t *)a, __ATOMIC_SEQ_CST);
+	case 2:
+		return __atomic_load_n((const uint16_t *)a, __ATOMIC_SEQ_CST);
+	case 4:
+		return __atomic_load_n((const uint32_t *)a, __ATOMIC_SEQ_CST);
+	default: /* (16: its low half) */
+		return __atomic_load_n((const uint64_t *)a, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* The flags `cmp mem, acc` leaves (a failed cmpxchg's), size bytes wide. */
+static uint64_t cmp_flags(uint64_t acc, uint64_t mem, int size)
+{
+	int bits = size * 8;
+	uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+	uint64_t r = (acc - mem) & mask, sign = 1ull << (bits - 1);
+	uint64_t f = 0;
+	if ((acc & mask) < (mem & mask))
+		f |= 1u << 0; /* CF */
+	if (!(__builtin_popcount((unsigned)(r & 0xff)) & 1))
+		f |= 1u << 2; /* PF */
+	if ((acc ^ mem ^ r) & 0x10)
+		f |= 1u << 4; /* AF */
+	if (!r)
+		f |= 1u << 6; /* ZF */
+	if (r & sign)
+		f |= 1u << 7; /* SF */
+	if ((acc ^ mem) & (acc ^ r) & sign)
+		f |= 1u << 11; /* OF */
+	return f;
+}
+
+#define ARITH_FLAGS ((1u << 0) | (1u << 2) | (1u << 4) | (1u << 6) | (1u << 7) | (1u << 11))
+#define ZF (1u << 6)
+
+/* ------------------------------------------------------------------ */
+/* the traps */
+
+/* A thread's atomics between their two traps (nested only when a handler
+ * of a thread det does not know runs between them). */
+#define NEST 4
+static __thread struct {
+	const struct site *s;
+	uint64_t acc, acc_hi, before;
+	uint32_t aux;
+} open_sites[NEST] __attribute__((tls_model("initial-exec")));
+static __thread int nopen __attribute__((tls_model("initial-exec")));
+
+static const struct site *site_at(uintptr_t a)
+{
+	size_t lo = 0, hi = nsites;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sites[mid].at < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nsites && sites[lo].at == a ? &sites[lo] : NULL;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	det_sys(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0, 0, 0, 0);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Replay: until the location holds what the recording read there. */
+static void wait_value(uintptr_t a, int size, uint64_t want)
+{
+	uint64_t mask = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+	int64_t until = 0;
+	for (int spins = 0; (load(a, size) & mask) != (want & mask); spins++) {
+		if (spins < 1000) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		int64_t now = now_ns();
+		if (!until)
+			until = now + WAIT_NS;
+		else if (now > until)
+			return; /* the check at the end says it differs */
+		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	}
+}
+
+static void first_trap(const struct site *s, greg_t *g)
+{
+	int stack = s->base == 4; /* (%rsp): a fence */
+	uintptr_t a = address_of(s, g);
+	uint32_t kind = stack ? DET_EV_ATOMIC_FENCE : s->form == F_CMPXCHG || s->form == F_CMPXCHG8B
+						? DET_EV_ATOMIC_CMPXCHG : DET_EV_ATOMIC_RMW;
+	uint32_t aux = (uint32_t)(s->size > 8 ? 8 : s->size) | 5u << 8 | (uint32_t)s->rmw_op << 16 |
+		       DET_ATOMIC_TRAPPED;
+	int size = s->size > 8 ? 8 : s->size;
+	const struct det_op *op = det_atomic_begin(stack ? NULL : (void *)a, kind, aux, s->at);
+	if (op && det_replaying() && op->rec && !stack) {
+		const struct det_sched *rec = op->rec;
+		if (s->form == F_CMPXCHG && !(rec->aux & (1u << 31))) {
+			/* failed in the recording: its outcome, without running it */
+			uint64_t acc = reg_value(g, 0, 0, size), old = (uint64_t)rec->result;
+			uint64_t rax = (uint64_t)g[REG_RAX];
+			if (size == 8)
+				rax = old;
+			else if (size == 4)
+				rax = old & 0xffffffffu;
+			else
+				rax = (rax & ~((1ull << (size * 8)) - 1)) | (old & ((1ull << (size * 8)) - 1));
+			g[REG_RAX] = (greg_t)rax;
+			g[REG_EFL] = (greg_t)(((uint64_t)g[REG_EFL] & ~(uint64_t)ARITH_FLAGS) | cmp_flags(acc, old, size));
+			g[REG_RIP] = (greg_t)(s->at + s->len);
+			det_atomic_end(old, aux);
+			return;
+		}
+		wait_value(a, size, (uint64_t)rec->result);
+	}
+	if (nopen < NEST) {
+		__typeof__(open_sites[0]) *o = &open_sites[nopen];
+		o->s = s;
+		o->aux = aux;
+		o->acc = (uint64_t)g[REG_RAX];
+		o->acc_hi = (uint64_t)g[REG_RDX];
+		o->before = stack ? 0 : load(a, size);
+	}
+	nopen++;
+	g[REG_RIP] = (greg_t)(tramp + (size_t)(s - sites) * SLOT);
+}
+
+static void second_trap(const struct site *s, greg_t *g)
+{
+	g[REG_RIP] = (greg_t)(s->at + s->len);
+	if (nopen <= 0)
+		return;
+	nopen--;
+	if (nopen >= NEST || open_sites[nopen].s != s) {
+		det_atomic_end(0, 0); /* (lost track: nested too deep) */
+		return;
+	}
+	__typeof__(open_sites[0]) *o = &open_sites[nopen];
+	int size = s->size > 8 ? 8 : s->size;
+	uint64_t mask = size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+	uint64_t old = o->before;
+	uint32_t aux = o->aux;
+	int zf = ((uint64_t)g[REG_EFL] & ZF) != 0;
+	switch (s->form) {
+	case F_CMPXCHG:
+		old = (zf ? o->acc : (uint64_t)g[REG_RAX]) & mask;
+		break;
+	case F_CMPXCHG8B:
+		old = zf ? (s->size == 16 ? o->acc : (o->acc & 0xffffffffu) | o->acc_hi << 32)
+			 : (s->size == 16 ? (uint64_t)g[REG_RAX]
+					  : ((uint64_t)g[REG_RAX] & 0xffffffffu) | (uint64_t)g[REG_RDX] << 32);
+		break;
+	case F_XADD:
+	case F_XCHG:
+		old = reg_value(g, s->reg, s->reg_hi8, size);
+		break;
+	default:
+		break;
+	}
+	if ((s->form == F_CMPXCHG || s->form == F_CMPXCHG8B) && zf)
+		aux |= 1u << 31;
+	det_atomic_end(old, aux);
+}
+
+int det_atomic_trap(void *ucv)
+{
+	greg_t *g = ((ucontext_t *)ucv)->uc_mcontext.gregs;
+	uintptr_t at = (uintptr_t)g[REG_RIP] - 1; /* (int3 reports the address after it) */
+	const struct site *s = site_at(at);
+	if (s) {
+		first_trap(s, g);
+		return 1;
+	}
+	if (tramp && at >= (uintptr_t)tramp && at < (uintptr_t)tramp + nsites * SLOT) {
+		s = &sites[(at - (uintptr_t)tramp) / SLOT];
+		if (at == (uintptr_t)tramp + (size_t)(s - sites) * SLOT + s->len) {
+			second_trap(s, g);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* patching, before the program runs */
+
+struct exe_span {
+	uintptr_t bias, lo, hi;
+};
+
+static int exe_span(struct dl_phdr_info *info, size_t size, void *p)
+{
+	(void)size;
+	struct exe_span *x = p;
+	x->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (!x->lo || lo < x->lo)
+			x->lo = lo;
+		if (hi > x->hi)
+			x->hi = hi;
+	}
+	return 1; /* the first object is the executable */
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct site *)a)->at, y = ((const struct site *)b)->at;
+	return x < y ? -1 : x > y;
+}
+
+/* Out-of-line pages within reach of the executable's RIP-relative
+ * displacements: below it, where nothing of the program's goes. */
+static uint8_t *map_near(const struct exe_span *x, size_t len)
+{
+	size_t page = 4096, want = (len + page - 1) & ~(page - 1);
+	for (uintptr_t gap = 1u << 20; gap < (1u << 30); gap += 1u << 20) {
+		if (x->lo < gap + want)
+			break;
+		uintptr_t at = (x->lo - gap - want) & ~(page - 1);
+		void *p = mmap((void *)at, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			       -1, 0);
+		if (p == (void *)at)
+			return p;
+		if (p != MAP_FAILED)
+			munmap(p, want);
+	}
+	return NULL;
+}
+
+static int set_byte(uintptr_t at, uint8_t v)
+{
+	uintptr_t page = at & ~(uintptr_t)4095;
+	size_t span = at + 1 - page;
+	if (mprotect((void *)page, span, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
+		return 0;
+	*(volatile uint8_t *)at = v;
+	mprotect((void *)page, span, PROT_READ | PROT_EXEC);
+	return 1;
+}
+
+void det_atomics_init(void)
+{
+	const char *env = getenv(SITES_ENV);
+	if (!env || !*env)
+		return;
+	struct exe_span x = {0};
+	dl_iterate_phdr(exe_span, &x);
+	size_t n = 1;
+	for (const char *p = env; *p; p++)
+		n += *p == ',';
+	struct site *all = mmap(NULL, n * sizeof(*all), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (all == MAP_FAILED)
+		det_fatal("cannot map the table of %zu atomic sites", n);
+	size_t k = 0;
+	for (const char *p = env; *p;) {
+		struct site *s = &all[k];
+		memset(s, 0, sizeof(*s));
+		char *end;
+		unsigned long long v = strtoull(p, &end, 16);
+		if (*end != ':')
+			det_fatal("%s: not VADDR:BYTES at \"%.20s\"", SITES_ENV, p);
+		s->at = x.bias + (uintptr_t)v;
+		p = end + 1;
+		while (hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && s->len < MAX_LEN) {
+			s->bytes[s->len++] = (uint8_t)(hexval(p[0]) << 4 | hexval(p[1]));
+			p += 2;
+		}
+		if (*p == ',')
+			p++;
+		else if (*p)
+			det_fatal("%s: not VADDR:BYTES at \"%.20s\"", SITES_ENV, p);
+		if (s->at < x.lo || s->at + s->len > x.hi || memcmp((const void *)s->at, s->bytes, s->len) != 0)
+			return; /* another executable's (an exec'd image inherits the variable) */
+		if (decode(s))
+			k++;
+	}
+	if (!k)
+		return;
+	qsort(all, k, sizeof(*all), by_address);
+	uint8_t *code = map_near(&x, k * SLOT);
+	if (!code)
+		det_fatal("no room within 2 GiB of the executable for its %zu trapped atomics", k);
+	for (size_t i = 0; i < k; i++) {
+		struct site *s = &all[i];
+		uint8_t *c = code + i * SLOT;
+		memcpy(c, s->bytes, s->len);
+		if (s->base == -2) {
+			/* the displacement from the copy's end to the same target */
+			int64_t d = (int64_t)(s->at + s->len) + s->disp - (int64_t)(uintptr_t)(c + s->len);
+			if (d != (int32_t)d)
+				det_fatal("trapped atomic at %#lx: its target is out of reach of its copy", (unsigned long)s->at);
+			int32_t d32 = (int32_t)d;
+			memcpy(c + s->disp_off, &d32, 4);
+		}
+		c[s->len] = 0xcc;
+	}
+	mprotect(code, k * SLOT, PROT_READ | PROT_EXEC);
+	sites = all;
+	nsites = k;
+	tramp = code;
+	det_atomics_trapped = 1;
+	det_signals_trap_atomics();
+	for (size_t i = 0; i < k; i++)
+		if (!set_byte(all[i].at, 0xcc))
+			det_fatal("cannot patch the atomic at %#lx (mprotect)", (unsigned long)all[i].at);
+}
