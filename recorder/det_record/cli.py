@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K, follow=ns.follow,
                        follow_max_lag=ns.follow_max_lag)
-                               if ns.patch_atomics:
+        if ns.patch_atomics:
             opts.env, trapped = patched_env(exe)
             if not ns.quiet:
                 say(f"{ns.program}: {trapped} atomic instruction{'s' if trapped != 1 else ''} of its own code "
