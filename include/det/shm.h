@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 13
+#define DET_SHM_VERSION 14
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
