@@ -524,6 +524,33 @@ static __attribute__((noinline)) struct det_objent *obj_claim(uint64_t addr, int
 		  det_hdr->objects_cap);
 }
 
+/* Delete an entry: deleted (a finder goes on past it), or empty when the
+ * entry after it is (no address's probe passes it), and so the deleted ones
+ * before it. Else a table that millions of objects went through, a few at
+ * a time, has no empty entry left, and every miss reads all of it. Under
+ * the lock, so that no claim fills the empty entry meanwhile. */
+static int obj_delete(struct det_objent *e, uint64_t key)
+{
+	struct det_objent *tab = det_shm_objects(det_hdr);
+	uint64_t mask = det_hdr->objects_cap - 1, i = (uint64_t)(e - tab);
+	obj_lock();
+	if (atomic_load_explicit(&e->addr, memory_order_relaxed) != key) {
+		obj_unlock();
+		return 0; /* another thread forgot it first */
+	}
+	if (atomic_load_explicit(&tab[(i + 1) & mask].addr, memory_order_relaxed) != 0) {
+		atomic_store_explicit(&e->addr, DET_OBJ_DELETED, memory_order_release);
+	} else {
+		uint64_t n = 0;
+		do {
+			atomic_store_explicit(&tab[i].addr, 0, memory_order_release);
+			i = (i - 1) & mask;
+		} while (++n <= mask && atomic_load_explicit(&tab[i].addr, memory_order_relaxed) == DET_OBJ_DELETED);
+	}
+	obj_unlock();
+	return 1;
+}
+
 /* Find addr, or claim an entry for it (*fresh = 1). */
 static struct det_objent *obj_lookup(uint64_t addr, int create, int *fresh)
 {
@@ -644,18 +671,18 @@ void det_obj_forget(const void *addr, int destroyed)
 	struct det_objent *e;
 	if (!addr || !det_hdr)
 		return;
-	e = obj_lookup(det_obj_key(addr), 0, &fresh);
+	uint64_t key = det_obj_key(addr);
+	e = obj_lookup(key, 0, &fresh);
 	if (!e) /* a process-shared one */
-		e = obj_lookup((uint64_t)(uintptr_t)addr, 0, &fresh);
+		e = obj_lookup(key = (uint64_t)(uintptr_t)addr, 0, &fresh);
 	if (!e)
 		return;
-	uint32_t id = objent_id(e);
+	uint32_t id = objent_id(e), kind = e->kind;
 	_Atomic uint64_t *rev = objrev(id);
 	if (rev)
 		atomic_store(rev, 0);
-	atomic_store(&e->addr, DET_OBJ_DELETED);
-	if (destroyed && det_mode == DET_MODE_RECORD)
-		obj_give_back(id, e->kind);
+	if (obj_delete(e, key) && destroyed && det_mode == DET_MODE_RECORD)
+		obj_give_back(id, kind);
 }
 
 void det_obj_bind(const void *addr, uint32_t id, enum det_objkind kind)
