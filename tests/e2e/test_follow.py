@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, detrec, outcome, program, sample_bin
+from conftest import DETREC, detrec, detreplay, outcome, program, sample_bin
 
 
 def _events(stderr: bytes) -> int:
@@ -201,3 +201,10 @@ def test_follow_refuses_what_it_cannot_follow(flags: list[str], tmp_path: Path) 
     err = r.stderr.decode()
     assert r.returncode == 2 and err.count("\n") == 3 and "--follow" in err.splitlines()[-1], err
     assert "Traceback" not in err and not (tmp_path / "x.db").exists()
+
+
+def test_detreplay_follow_bad_input(tmp_path: Path) -> None:
+    for args in (["--follow", tmp_path / "none.log"], ["--follow", "x.log", "t.db"], ["--status", "s.json"]):
+        r = detreplay(*args, timeout=30)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and "Traceback" not in err and err.strip(), err
