@@ -410,9 +410,10 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             INTERRUPT.programs.add(prog)
         rec.capture_start()
         if opts.follow:
+            if threading.current_thread() is threading.main_thread():  # (before the replica: a test waits for it)
+                signal.signal(signal.SIGUSR1,
+                              lambda *_: _say(replica.now() if replica is not None else "replica: starting"))
             replica = Replica(writer.log, opts.follow_max_lag)
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGUSR1, lambda *_: _say(replica.now()))
         timed_out = False
         rc = None
 

@@ -71,7 +71,7 @@ class Replica:
         self.said = True
         st = self.status()
         rc = self.proc.returncode
-        where = f"after {st.get('done', 0)} of {st.get('captured', '?')} events"
+        where = f"after {st['done']} of {st['captured']} events" if st else "before it started following"
         if rc < 0:
             return f"replica {describe_status(rc)} {where}; the recording goes on without it"
         if st.get("state") in ("diverged", "crashed", "stopped"):
@@ -115,6 +115,8 @@ class Replica:
         lag = (f"lag at most {st.get('max_lag_events', '?')} events / {st.get('max_lag_s', '?')} s "
                f"(mean {st.get('mean_lag_s', '?')} s)")
         end = self.at_end or {}
+        if not st:
+            return line or f"replica ended ({describe_status(self.proc.returncode)}) before it started following"
         if line is not None:
             return f"{line}; {lag}"
         rep_rc = st.get("returncode")
@@ -125,4 +127,6 @@ class Replica:
             behind = (f"; {end.get('lag_events', 0)} events / {end.get('lag_s', 0)} s behind when the program "
                       f"ended, caught up {caught:.2f} s later") if end else ""
             return f"replica followed all {st.get('done')} events: {lag}{behind}"
+        if self.said and st.get("state") == "following":  # (killed: its line was said when it ended)
+            return f"replica gone after {st.get('done')} of {st.get('captured')} events (said above); {lag}"
         return f"replica {st.get('state')} after {st.get('done')} of {st.get('captured')} events (said above); {lag}"

@@ -138,6 +138,8 @@ def follow(log_path: Path, status: Path | None, relaxed: bool = False, max_lag: 
     """Replay the recording being written to log_path, beside it; returns
     0 when the replica followed it to the end, 125 when it diverged or
     could not go on."""
+    if not log_path.exists():
+        raise DetError(f"{log_path}: no such capture log", status=2)
     deadline = time.monotonic() + START_WAIT
     while True:  # detrec writes the log's META before the program starts
         try:

@@ -1,12 +1,13 @@
 /*
- * follow_unseen PATH SECONDS: a worker takes a lock every millisecond for
- * SECONDS, then the program prints "done" and exits 0. With PATH (not "-"),
- * it first does what det cannot replay, on purpose: whether it takes a lock
+ * follow_unseen PATH SECONDS [DELAY]: a worker takes a lock every
+ * millisecond for SECONDS, then the program prints "done" and exits 0. With
+ * PATH (not "-"), DELAY seconds into the run it prints "unseen" and does what
+ * det cannot replay, on purpose: whether it takes a lock
  * or signals a condition depends on a file it creates with a raw system
  * call (the `syscall` instruction, which det does not see), so a replay run
  * after it finds the file there and takes the other branch: a divergence at
- * that event, early in the run. (tests/e2e/test_follow.py: detrec --follow
- * says so while the program still runs.)
+ * that event. (tests/e2e/test_follow.py: detrec --follow says so within a
+ * second, while the program still runs.)
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -51,12 +52,20 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: follow_unseen PATH|- SECONDS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: follow_unseen PATH|- SECONDS [DELAY]\n");
 		return 2;
 	}
 	seconds = atof(argv[2]);
+	pthread_t t;
+	pthread_create(&t, NULL, worker, NULL);
+	if (argc == 4) {
+		struct timespec delay = {(time_t)atof(argv[3]), (long)((atof(argv[3]) - (long)atof(argv[3])) * 1e9)};
+		nanosleep(&delay, NULL);
+	}
 	if (strcmp(argv[1], "-") != 0) {
+		printf("unseen\n");
+		fflush(stdout);
 		pthread_mutex_lock(&lock);
 		pthread_mutex_unlock(&lock);
 		long fd = raw_syscall3(SYS_open, (long)argv[1], O_CREAT | O_EXCL | O_WRONLY, 0600);
@@ -70,8 +79,6 @@ int main(int argc, char **argv)
 			pthread_cond_signal(&cond);
 		}
 	}
-	pthread_t t;
-	pthread_create(&t, NULL, worker, NULL);
 	pthread_join(t, NULL);
 	printf("done %ld\n", counter > 0 ? 1L : 0L);
 	return 0;
