@@ -17,6 +17,7 @@ Rules of this module:
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -51,6 +52,18 @@ def describe(stages: list[Stage]) -> str:
 
 
 def built_with_memory_points(exe: str) -> bool:
+    try:
+        st = os.stat(exe)
+    except OSError:
+        return False
+    return _marked(exe, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _marked(exe: str, *identity: int) -> bool:
+    """The file's search for det-cc's mark, once per identity of the file
+    (every PCT run of a hunt asks: reading the program each time cost a run
+    most of a millisecond, more for a large one)."""
     try:
         with open(exe, "rb") as f:
             return DET_CC_MARK in f.read()

@@ -404,7 +404,8 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                       else read_own_terminal() if pty else read_own_stdin())
             stdin = StdinFeed(chunks, spool, pty)
         t0 = time.monotonic()
-        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs)
+        prog = Program(exe, argv, env, cwd, rec.fd, opts.forward, stdin, opts.outputs,
+                       inline_outputs=not opts.forward)  # (a hunt's run: a thread less each run)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)

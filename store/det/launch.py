@@ -14,6 +14,7 @@ import ctypes
 import fcntl
 import functools
 import hashlib
+import math
 import os
 import select
 import shutil
@@ -272,16 +273,24 @@ class Capture:
 
 
 class Outputs:
-    """The program's output streams, read by one thread until each ends. One
-    thread, not one per stream, started with _thread: threading's start
-    waits until the new thread has taken the GIL to say it runs, which cost
-    a hunt about a millisecond per thread and run."""
+    """The program's output streams, read until each ends: by one thread
+    of their own (one, not one per stream, started with _thread: threading's
+    start waits until the new thread has taken the GIL to say it runs, which
+    cost a hunt about a millisecond per thread and run); or, `inline`, by
+    whoever waits for the program (Program.wait), which saves a hunt's run
+    the thread and the wake-ups of handing the streams' ends over."""
 
-    def __init__(self, *streams: Capture) -> None:
+    def __init__(self, *streams: Capture, inline: bool = False) -> None:
         self.streams = streams
-        self.done = threading.Lock()
-        self.done.acquire()
-        _thread.start_new_thread(self._run, ())
+        self.inline = inline
+        self.open = {c.fd: c for c in streams}
+        self.poller = select.poll()
+        for fd in self.open:
+            self.poller.register(fd, select.POLLIN)
+        if not inline:
+            self.done = threading.Lock()
+            self.done.acquire()
+            _thread.start_new_thread(self._run, ())
 
     def _run(self) -> None:
         try:
@@ -290,17 +299,20 @@ class Outputs:
             self.done.release()
 
     def _pump(self) -> None:
-        open_ = {c.fd: c for c in self.streams}
-        poller = select.poll()
-        for fd in open_:
-            poller.register(fd, select.POLLIN)
-        while open_:
-            for fd, _ in poller.poll():
-                if fd in open_ and not open_[fd].take():
-                    poller.unregister(fd)
-                    del open_[fd]
+        while self.open:
+            self.take(self.poller.poll())
+
+    def take(self, ready: list[tuple[int, int]]) -> None:
+        """Read the streams poll() found ready (their ends close them)."""
+        for fd, _ in ready:
+            if fd in self.open and not self.open[fd].take():
+                self.poller.unregister(fd)
+                del self.open[fd]
 
     def finish(self) -> list[dict[str, object]]:
+        if self.inline:
+            self._pump()
+            return [c.result() for c in self.streams]
         with self.done:
             return [c.result() for c in self.streams]
 
@@ -418,12 +430,17 @@ class Program:
     give it (closed here), or a StdinFeed; `outputs` are output_source()
     of its stdout and stderr (None: a pipe). With `root`, the program runs
     chroot'ed there, and exe and cwd are paths in that root; else `preexec`
-    runs in the child before the program (a live replica's own network)."""
+    runs in the child before the program (a live replica's own network).
+    inline_outputs: its outputs are read by whoever calls wait() and
+    wait_others(), not by a thread (Outputs), where a pidfd says when it ends
+    (a hunt's runs: their outputs are not forwarded, and every run paid for
+    the thread)."""
 
     def __init__(
         self, exe: str, argv: list[str], env: dict[str, str], cwd: str, shm_fd: int, forward: bool,
         stdin: StdinFeed | int | None = None, outputs: tuple[dict | None, dict | None] = (None, None),
         root: str | None = None, shm_pid: int | None = None, preexec: Callable[[], None] | None = None,
+        inline_outputs: bool = False,
     ) -> None:
         out_r, out_w, _ = output_pair(outputs[0])
         err_r, err_w, _ = output_pair(outputs[1])
@@ -463,7 +480,8 @@ class Program:
             self._pidfd = None
         self.region: Any = None  # set by the caller: the program's other processes are listed there
         self.output = Outputs(Capture(out_r, sys.stdout.buffer if forward else None),
-                              Capture(err_r, sys.stderr.buffer if forward else None))
+                              Capture(err_r, sys.stderr.buffer if forward else None),
+                              inline=inline_outputs and self._pidfd is not None)
 
     @property
     def pid(self) -> int:
@@ -473,7 +491,7 @@ class Program:
         """Its status once it ended (seen at once, through a pidfd), or None
         after timeout seconds."""
         if self._pidfd is not None and self.proc.returncode is None:
-            if not select.select([self._pidfd], [], [], timeout)[0]:
+            if not self._ended_within(timeout):
                 return None
             os.close(self._pidfd)
             self._pidfd = None
@@ -484,6 +502,34 @@ class Program:
         if self.ended is None:
             self.ended = time.monotonic()
         return rc
+
+    def _ended_within(self, timeout: float | None) -> bool:
+        """Did the first process end (its pidfd readable) within timeout
+        seconds? Inline outputs are read meanwhile."""
+        assert self._pidfd is not None
+        if not self.output.inline:
+            return bool(select.select([self._pidfd], [], [], timeout)[0])
+        self.output.poller.register(self._pidfd, select.POLLIN)
+        try:
+            return self._read_outputs(timeout, self._pidfd)
+        finally:
+            self.output.poller.unregister(self._pidfd)
+
+    def _read_outputs(self, timeout: float | None, until_fd: int = -1) -> bool:
+        """Read inline outputs for timeout seconds (None: for ever), or until
+        until_fd is readable (then True)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.output.open and until_fd < 0:
+                time.sleep(left or 0.0)
+                return False
+            ready = self.output.poller.poll(None if left is None else math.ceil(left * 1000))
+            self.output.take([r for r in ready if r[0] != until_fd])
+            if any(fd == until_fd for fd, _ in ready):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the program, and the other processes it started, if any."""
@@ -509,7 +555,10 @@ class Program:
             if until():
                 self.kill()
                 return True
-            time.sleep(0.02)
+            if self.output.inline:
+                self._read_outputs(0.02)
+            else:
+                time.sleep(0.02)
         return False
 
     def others(self) -> list[int]:

@@ -11,6 +11,7 @@ mirror include/det/sup.h and are checked against det_sup_abi() on load.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import sqlite3
@@ -23,7 +24,12 @@ from .errors import DetError
 
 def libdir() -> Path:
     """Where libdet.so and libdetsup.so are: $DET_LIBDIR, else det.paths.LIB_DIR."""
-    env = os.environ.get("DET_LIBDIR")
+    return _libdir(os.environ.get("DET_LIBDIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _libdir(env: str | None) -> Path:
+    """(Checked once per process: each of a hunt's runs asks twice.)"""
     d = Path(env) if env else paths.LIB_DIR
     for name in ("libdet.so", "libdetsup.so"):
         if not (d / name).exists():

@@ -104,3 +104,19 @@ def test_piped_input_reaches_every_run(tmp_path: Path, size: int) -> None:
     r = detreplay(passed)
     assert r.returncode == 0 and b"outcome matches" in r.stderr, r.stderr.decode()
     assert r.stdout == b"name? hello ann; isatty: stdin 0 stdout 0 stderr 0\n", r.stdout
+
+
+@pytest.mark.parametrize("script", ["seq 100000; echo started", "(sleep 0.3; seq 100000) & echo started"],
+                         ids=["program", "child-outliving-it"])
+def test_a_runs_output_is_read_while_it_runs(tmp_path: Path, script: str) -> None:
+    # A hunt's run has its outputs read by the loop that waits for it (no
+    # thread): more than a pipe holds, from the program or from a child
+    # that goes on writing after the program's first process ended, must be
+    # read as it comes (else the writer waits on a full pipe, and the child
+    # is killed at --outlive's end, its output cut).
+    trace = tmp_path / "o.db"
+    r = detrec("--until-fail", "2", "--mode", "plain", "--outlive", "5", "-o", trace, "--", "/bin/sh", "-c", script)
+    assert r.returncode == 0, r.stderr.decode()
+    o = outcome(tmp_path / "o-pass.db")
+    assert o["status"] == "exited" and not o["message"], o
+    assert o["stdout_bytes"] == len("started\n") + sum(len(f"{i}\n") for i in range(1, 100001)), o
