@@ -144,12 +144,13 @@ static void handler_returned(struct det_thread *t, int sig)
 {
 	struct det_op op = {0};
 	t->depth = 1;
+	if (det_hdr->flags & DET_F_STRICT)
+		return; /* a strict trace has none: and asking for the next kind in replay would deliver the
+			 * next recorded signal now, before the program's code that ran between the two */
 	if (det_replaying()) {
 		/* (signals_first: a signal recorded before it is delivered first) */
 		if (det_ops.replay_next_kind(t, DET_EV_SIGNAL_RETURN) != DET_EV_SIGNAL_RETURN)
 			return;
-	} else if (det_strict) {
-		return;
 	}
 	det_input_begin(&op, t, DET_EV_SIGNAL_RETURN, (uint32_t)sig, 0);
 	det_input_end(&op, 0, NULL, 0);
