@@ -93,6 +93,7 @@ struct det_thread {
 	struct det_op *wait_op; /* record: the blocking call it waits in (det_block), where a
 				 * signal's handler may run at once (signals.c) */
 	uint32_t holding;  /* strict: holds the run token */
+	uint32_t keep_turn; /* strict: the event being logged is no switch point (a trapped atomic's) */
 	int32_t quantum;   /* strict: events left before it offers the token */
 	uint32_t run_steps; /* strict chaos: steps run while others waited, since it last deferred */
 	uint32_t polls;     /* strict chaos: polls in a row (each defers it twice as long) */

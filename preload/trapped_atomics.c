@@ -26,6 +26,8 @@
  *    other one first waits (bounded) until its location holds the value it
  *    read in the recording: the store that put it there may be a plain one
  *    (a spinlock's release is a mov), which is no event.
+ *  - Strict mode switches threads before a trapped atomic, not after it
+ *    (end_event says why).
  *  - A site whose operand is on the stack (base %rsp: `lock or $0,(%rsp)`,
  *    a full fence) is an ATOMIC_FENCE, no object.
  *  - SIGTRAP stays deliverable: a trap while it is blocked kills the
@@ -320,6 +322,19 @@ static void wait_value(uintptr_t a, int size, uint64_t want)
 	}
 }
 
+/* det_atomic_end, where strict mode does not switch threads: the code
+ * after a trapped atomic up to the thread's next event runs in the same
+ * turn. A switch there would leave a spinlock held by a thread that cannot
+ * run while the others spin on it with plain loads, no event, until the
+ * watchdog preempts them (which replay cannot repeat); the point before
+ * the atomic (after the previous event) is a switch point already. */
+static void end_event(uint64_t value, uint32_t aux)
+{
+	det_tls.keep_turn = 1;
+	det_atomic_end(value, aux);
+	det_tls.keep_turn = 0;
+}
+
 static void first_trap(const struct site *s, greg_t *g)
 {
 	int stack = s->base == 4; /* (%rsp): a fence */
@@ -345,7 +360,7 @@ static void first_trap(const struct site *s, greg_t *g)
 			g[REG_RAX] = (greg_t)rax;
 			g[REG_EFL] = (greg_t)(((uint64_t)g[REG_EFL] & ~(uint64_t)ARITH_FLAGS) | cmp_flags(acc, old, size));
 			g[REG_RIP] = (greg_t)(s->at + s->len);
-			det_atomic_end(old, aux);
+			end_event(old, aux);
 			return;
 		}
 		wait_value(a, size, (uint64_t)rec->result);
@@ -369,7 +384,7 @@ static void second_trap(const struct site *s, greg_t *g)
 		return;
 	nopen--;
 	if (nopen >= NEST || open_sites[nopen].s != s) {
-		det_atomic_end(0, 0); /* (lost track: nested too deep) */
+		end_event(0, 0); /* (lost track: nested too deep) */
 		return;
 	}
 	__typeof__(open_sites[0]) *o = &open_sites[nopen];
@@ -396,7 +411,7 @@ static void second_trap(const struct site *s, greg_t *g)
 	}
 	if ((s->form == F_CMPXCHG || s->form == F_CMPXCHG8B) && zf)
 		aux |= 1u << 31;
-	det_atomic_end(old, aux);
+	end_event(old, aux);
 }
 
 int det_atomic_trap(void *ucv)

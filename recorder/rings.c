@@ -274,8 +274,9 @@ void det_rec_release_begin(struct det_op *op)
 static inline void boundary(struct det_thread *t, uint16_t kind, int64_t result)
 {
 	if (det_unlikely(det_strict)) {
-		/* an exiting thread gives its turn up for good just after */
-		if (kind != DET_EV_THREAD_EXIT)
+		/* an exiting thread gives its turn up for good just after; a
+		 * trapped atomic's next event is its switch point (keep_turn) */
+		if (kind != DET_EV_THREAD_EXIT && !t->keep_turn)
 			det_ops.strict_after_event(t, det_ops.strict_point_of(kind, result));
 	}
 	else if (det_unlikely(det_chaos))

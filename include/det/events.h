@@ -90,11 +90,16 @@ static inline int det_event_also_handoff(unsigned kind, unsigned aux)
 /* Kinds replay does not order across threads: inputs carry their values
  * (except hand-offs, above), and a send is checked, not performed. A
  * signal's delivery is ordered: its handler's effects reach other threads
- * (and it comes after the program's own kill, SIGNAL_SEND). */
+ * (and it comes after the program's own kill, SIGNAL_SEND). A fence orders
+ * only its own thread's accesses (the atomics around it are events of
+ * their own); ordered, one inside a spinlock's critical section (nginx's
+ * ngx_memory_barrier before its plain-store release) would hold the lock
+ * until a waiter's compare-exchange came, which the waiter reaches only
+ * once its plain load sees the lock free. */
 static inline int det_kind_unordered(unsigned kind)
 {
 	return (det_kind_role(kind) == DET_ROLE_INPUT && !det_kind_handoff(kind) && kind != DET_EV_SIGNAL) ||
-	       kind == DET_EV_SEND;
+	       kind == DET_EV_SEND || kind == DET_EV_ATOMIC_FENCE;
 }
 
 #endif /* DET_EVENTS_H */

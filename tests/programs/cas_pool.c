@@ -7,7 +7,9 @@
  * spinlock and calls each task's handler. How many tasks each wake-up
  * finds depends on how far the pool thread got meanwhile, which det sees
  * only if it sees the spinlock: built with plain gcc, its atomics are det
- * events only with detrec --patch-atomics.
+ * events only with detrec --patch-atomics. The pool thread waits for the
+ * main thread's acknowledgement (another eventfd) after every ROUND tasks,
+ * so that each run has many wake-ups, however loaded the machine.
  *
  * Prints each wake-up's batch size and the handlers' checksum.
  * Usage: cas_pool [TASKS]   (default 400)
@@ -27,7 +29,8 @@ struct task {
 
 static int lock; /* 0 free, 1 held */
 static struct task *first, **last = &first;
-static int efd;
+#define ROUND 10
+static int efd, ack_efd;
 static int ntasks;
 static struct task *tasks;
 static long sum;
@@ -68,6 +71,8 @@ static void *pool(void *arg)
 		uint64_t one = 1;
 		if (write(efd, &one, sizeof(one)) != sizeof(one))
 			abort();
+		if (i % ROUND == ROUND - 1 && read(ack_efd, &one, sizeof(one)) != sizeof(one))
+			abort();
 	}
 	return NULL;
 }
@@ -77,6 +82,7 @@ int main(int argc, char **argv)
 	ntasks = argc > 1 ? atoi(argv[1]) : 400;
 	tasks = calloc((size_t)ntasks, sizeof(*tasks));
 	efd = eventfd(0, 0);
+	ack_efd = eventfd(0, 0);
 	pthread_t th;
 	pthread_create(&th, NULL, pool, NULL);
 	int done = 0, wakeups = 0;
@@ -92,6 +98,9 @@ int main(int argc, char **argv)
 		int batch = 0;
 		for (; t; t = t->next, batch++)
 			t->handler(t);
+		uint64_t one = 1;
+		if (done / ROUND != (done + batch) / ROUND && write(ack_efd, &one, sizeof(one)) != sizeof(one))
+			abort();
 		done += batch;
 		wakeups++;
 		printf("wake-up %d: %d tasks\n", wakeups, batch);
