@@ -170,7 +170,10 @@ def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
         parts.append(f"{n} atomic instruction{'s' if n > 1 else ''} outside det-cc (their order is not recorded)")
     if not parts:
         return None
-    return f"{name}: its code has {' and '.join(parts)} that {mode} mode does not see; `detcheck {name}` says where"
+    line = f"{name}: its code has {' and '.join(parts)} that {mode} mode does not see; `detcheck {name}` says where"
+    if n and not found["det_cc"] and mode != "strict":
+        line += "; `detrec --patch-atomics` records them"
+    return line
 
 
 if __name__ == "__main__":  # QuickCheck's process: the answer on stdout, as JSON

@@ -74,7 +74,8 @@ def findings(elf: Elf, scan: Scan) -> list[Finding]:
                                _all("ok", f"{n}: det-cc made them events"), atomics))
         else:
             unordered = (f"{n} outside det-cc: which thread gets there first is not recorded, so a replay can "
-                         "take another order or stall in a spin loop (rebuild with det-cc)")
+                         "take another order or stall in a spin loop (rebuild with det-cc, or record with "
+                         "`detrec --patch-atomics`, which traps those of the executable)")
             out.append(Finding("atomic", f"{n} (lock-prefixed, xchg with memory), not built with det-cc", {
                 "default": ("partly", unordered),
                 "relaxed": ("partly", unordered),

@@ -192,6 +192,7 @@ def test_detrec_warns_once(tmp_path: Path):
         lines = r.stderr.decode().splitlines()
         unseen = _unseen(r.stderr)
         assert len(unseen) == 1 and "2 atomic instructions outside det-cc" in unseen[0], lines
+        assert "`detrec --patch-atomics` records them" in unseen[0], lines
         result = next(i for i, line in enumerate(lines) if "trace saved to" in line)
         assert (lines.index(unseen[0]) < result) == (n == 1), lines  # cached: before the run
     assert (tmp_path / "cache" / "det" / "detcheck-quick.json").exists()
