@@ -118,6 +118,14 @@ def start(config_path: str) -> None:
           f"{s.mode} replay; recorded: {m.recorded_end()}")
     print(f"det: {s.mode} replay: {model_module().REPLAY_MODES.get(s.mode, s.mode)}")
     print("det: `help det` lists det's commands")
+    env = m.meta.get("env")
+    sites = env.get("_DET_ATOMIC_SITES") if isinstance(env, dict) else None  # check/det_check/patch.py SITES_ENV
+    if sites:
+        # det's traps are int3s gdb cannot tell from a random SIGTRAP: each stops the program here
+        n = sites.count(",") + 1
+        print(f"det: recorded with --patch-atomics: gdb stops with SIGTRAP where det traps the program's {n} atomic "
+              f"instruction{'s' if n != 1 else ''} (twice each); `signal SIGTRAP` lets det's trap go on (not hidden "
+              "yet)")
     goto = cfg.get("goto")
     if goto is None:
         s.resume(session.Goal("the first event", seq=m.first, first=True, honor=False) if m.total
