@@ -32,6 +32,7 @@ Rules of this package:
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 
@@ -96,7 +97,16 @@ def start(config_path: str) -> None:
         raise gdb.GdbError(f"det: {e}") from None
     session.SESSION = s
     s.model.names.live = pointer_expression
-    s.output = Relay()
+    # (gdb 13's gdb.parameter("inferior-tty") says '' for a --tty given on the command line)
+    said = gdb.execute("show inferior-tty", to_string=True)
+    tty = said[said.find('"') + 1:said.rfind('"')] if said.count('"') >= 2 else ""
+    try:
+        shown_on = os.open(tty, os.O_WRONLY | os.O_NOCTTY) if tty else None
+    except OSError as e:
+        raise gdb.GdbError(f"det: {tty}: cannot show the program's output there ({e.strerror})") from None
+    s.output = Relay(shown_on)
+    if shown_on is not None:
+        os.close(shown_on)  # (the relay keeps its own copy)
     args = [*cfg["exec_wrapper"], "--out", s.output.stdout_path, "--err", s.output.stderr_path]
     wrapper = " ".join(shlex.quote(a) for a in args)
     for cmd in ("set startup-with-shell on", f"set exec-wrapper {wrapper}", "set breakpoint pending on",

@@ -4,7 +4,9 @@ which writes again what the user has already seen; the relay drops it.
 The program's stdout and stderr are not gdb's terminal (or pipes) but a
 channel each (one for both when gdb's stdout and stderr are the same file):
 a pseudo-terminal when gdb's is a terminal (the program still sees a
-terminal, and its stdio buffers by lines), else a pipe. det_exec.py opens
+terminal, and its stdio buffers by lines), else a pipe. When gdb was
+given a terminal for the program (--tty, `set inferior-tty`), the output
+goes there instead of gdb's stdout. det_exec.py opens
 them as fds 1 and 2 on every (re)start. A thread copies what arrives to
 gdb's stdout or stderr, except the bytes that an earlier run already showed
 at the same place: a replay writes the same bytes in the same order, so
@@ -78,9 +80,13 @@ class Channel:
 class Relay:
     """The channels and the thread that copies them."""
 
-    def __init__(self) -> None:
-        same = os.fstat(1)[1:3] == os.fstat(2)[1:3]  # (st_ino, st_dev)
-        out = Channel(1)
+    def __init__(self, shown_on: int | None = None) -> None:
+        """shown_on: a terminal to show the program's output on (gdb's
+        --tty, as a gdb/MI client gives: its stdout carries MI records,
+        which the program's bytes must not cut through), else gdb's
+        stdout and stderr."""
+        same = shown_on is not None or os.fstat(1)[1:3] == os.fstat(2)[1:3]  # (st_ino, st_dev)
+        out = Channel(1 if shown_on is None else shown_on)
         self.channels = [out] if same else [out, Channel(2)]
         self.stdout_path = out.path
         self.stderr_path = self.channels[-1].path

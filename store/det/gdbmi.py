@@ -11,8 +11,9 @@ Rules of this file:
     when the command is over, which is how completion is known.
   - The session runs in its own process session (detreplay, gdb). The
     program gets a pseudo-terminal of its own (gdb's --tty; raw, so its bytes
-    are unchanged): its output never lands inside gdb's MI records, and gdb
-    makes it a session of its own, found by that terminal. Closing asks gdb to
+    are unchanged), where det's output relay (gdb-ext/det_gdb/output.py)
+    shows what it writes: its output never lands inside gdb's MI records,
+    and gdb makes it a session of its own, found by that terminal. Closing asks gdb to
     exit (it kills the program), then kills whatever of both sessions is
     left, by pid: quitting leaves no process.
   - pygdbmi is imported when a session starts (the `tui` extra has it);

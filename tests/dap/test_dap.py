@@ -129,3 +129,18 @@ def test_closed_input_leaves_no_process(counter_trace: tuple[Path, Path]) -> Non
     p.stdin.close()
     assert p.wait(timeout=60) == 0, p.stderr.read().decode() if p.stderr else ""
     assert left_behind(sid, exe) == []
+
+
+def test_program_output_is_never_inside_gdbs_records(counter_trace: tuple[Path, Path]) -> None:
+    """The program writes to a terminal of its own (det's relay shows it there), not to gdb's stdout, which
+    carries the MI records: a fresh-clone CI run saw gdb's `[Thread ... exited]` record cut through its line."""
+    from det.gdbmi import LiveSession
+
+    trace, _ = counter_trace
+    s = LiveSession(trace)
+    try:
+        pos = s.console("continue")
+        assert pos.output == "counter 60\n", pos.output
+        assert not [r for r in pos.records if r["type"] in ("output", "target")], pos.records
+    finally:
+        s.close()
