@@ -153,6 +153,7 @@ DET_HIDDEN extern int det_tsc_trapped;
 DET_HIDDEN void det_signals_trap_atomics(void);
 /* --- atomics trapped at load time (trapped_atomics.c) --- */
 DET_HIDDEN extern int det_atomics_trapped;
+DET_HIDDEN extern int det_atomic_trap_sig; /* SIGTRAP, or SIGILL under gdb (trapped_atomics.c) */
 DET_HIDDEN void det_atomics_init(void);
 /* SIGTRAP at ucontext uc: 1 if it was one of theirs (handled) */
 DET_HIDDEN int det_atomic_trap(void *uc);

@@ -131,11 +131,12 @@ def start(config_path: str) -> None:
     env = m.meta.get("env")
     sites = env.get("_DET_ATOMIC_SITES") if isinstance(env, dict) else None  # check/det_check/patch.py SITES_ENV
     if sites:
-        # det's traps are int3s gdb cannot tell from a random SIGTRAP: each stops the program here
+        # under gdb det traps them with ud2 (preload/trapped_atomics.c): its SIGILLs go to det unseen
+        gdb.execute("handle SIGILL nostop noprint pass", to_string=True)
         n = sites.count(",") + 1
-        print(f"det: recorded with --patch-atomics: gdb stops with SIGTRAP where det traps the program's {n} atomic "
-              f"instruction{'s' if n != 1 else ''} (twice each); `signal SIGTRAP` lets det's trap go on (not hidden "
-              "yet)")
+        print(f"det: recorded with --patch-atomics: det traps the program's {n} atomic instruction"
+              f"{'s' if n != 1 else ''} with SIGILL, which gdb passes on without stopping (a SIGILL of the "
+              "program's own too: `handle SIGILL stop` to see one)")
     goto = cfg.get("goto")
     if goto is None:
         s.resume(session.Goal("the first event", seq=m.first, first=True, honor=False) if m.total

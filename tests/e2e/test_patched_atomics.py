@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, program, query, replay_matches
+from conftest import DETREPLAY, detrec, program, query, replay_matches, run
 
 ATOMIC_KINDS = (70, 71, 72, 73, 74)  # include/det/events.def: ATOMIC_LOAD .. ATOMIC_FENCE
 TRAPPED = 1 << 30  # include/det/cc.h DET_ATOMIC_TRAPPED
@@ -62,3 +62,20 @@ def test_without_the_option_nothing_is_trapped(tmp_path: Path) -> None:
     r = detrec("-q", "-o", trace, "--", program("cas_pool"), "50")
     assert r.returncode == 0, r.stderr.decode()
     assert trapped_events(trace) == 0
+
+
+def test_gdb_does_not_stop_at_dets_traps(tmp_path: Path) -> None:
+    """Under gdb det traps with ud2 (SIGILL, passed on unseen), not int3:
+    gdb takes every SIGTRAP for its own and stopped at each of det's."""
+    trace = tmp_path / "pool.db"
+    r = detrec("-q", "--patch-atomics", "-o", trace, "--", program("cas_pool"), "100")
+    assert r.returncode == 0, r.stderr.decode()
+    last = query(trace, f"SELECT max(seq) FROM events WHERE kind IN {ATOMIC_KINDS} AND (aux & {TRAPPED}) != 0")[0][0]
+    g = run([DETREPLAY, "--gdb", trace, "--", "-batch", "-ex", "break pool", "-ex", "continue", "-ex", "next",
+             "-ex", "delete", "-ex", f"det goto {last}", "-ex", "det status", "-ex", "continue"], timeout=300)
+    out = g.stdout.decode() + g.stderr.decode()
+    assert "received signal" not in out and "SIGTRAP" not in out, out
+    assert "hit Breakpoint 1, pool" in out, out
+    assert "about to do atomic_" in out, out  # det goto reached a trapped atomic's event
+    assert "the replay ended with exit code 0; recorded: exit 0" in out, out
+    assert r.stdout.decode().splitlines()[-1] in out, out  # the program's last line, as recorded
