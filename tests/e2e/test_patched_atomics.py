@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import DETREPLAY, detrec, program, query, replay_matches, run
+from det import events as ev
 
-ATOMIC_KINDS = (70, 71, 72, 73, 74)  # include/det/events.def: ATOMIC_LOAD .. ATOMIC_FENCE
+ATOMIC_KINDS = (ev.ATOMIC_LOAD, ev.ATOMIC_STORE, ev.ATOMIC_RMW, ev.ATOMIC_CMPXCHG, ev.ATOMIC_FENCE)
 TRAPPED = 1 << 30  # include/det/cc.h DET_ATOMIC_TRAPPED
 
 
