@@ -242,10 +242,11 @@ def need(tool: str) -> str:
     return path
 
 
-def gdb_batch(trace: Path, *cmds: str, opts: tuple[str, ...] = (), timeout: float = 120) -> str:
+def gdb_batch(trace: Path, *cmds: str, opts: tuple[str, ...] = (), gdb_opts: tuple[str, ...] = (),
+              timeout: float = 120) -> str:
     """Run detreplay --gdb with gdb commands in batch mode; all output, as text."""
     need("gdb")
-    args = ["--gdb", *opts, str(trace), "--", "-nx", "-batch"]
+    args = ["--gdb", *opts, str(trace), "--", "-nx", "-batch", *gdb_opts]
     for c in cmds:
         args += ["-ex", c]
     r = detreplay(*args, timeout=timeout)
