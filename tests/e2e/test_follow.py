@@ -191,8 +191,9 @@ def test_replica_crashes(tmp_path: Path) -> None:
 def test_replica_falls_behind(tmp_path: Path) -> None:
     trace = tmp_path / "behind.db"
     run = Run("--follow-max-lag", "50", "-o", trace, "--", program("follow_unseen"), "-", "2")
-    _ends_alone(run, trace, r"^detreplay: replica stopped following: the replica fell \d+ events behind the "
-                            r"recording \(at most 50\)$")
+    # (a busy machine may start the replica's program after the recording is already 50 events ahead)
+    _ends_alone(run, trace, r"^detreplay: replica (stopped following|not started): the replica fell \d+ events "
+                            r"behind the recording \(at most 50\)$")
 
 
 @pytest.mark.parametrize("flags", [["--strict"], ["--until-fail", "3"], ["--follow-max-lag", "-1"]])
