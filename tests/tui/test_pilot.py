@@ -92,7 +92,10 @@ def test_navigation_keys_move_list_timeline_and_details(recorded: Path) -> None:
         # Zoom keys on the timeline, then back to the whole run.
         await focus(app, pilot, s.timeline)
         await pilot.press("minus", "minus")
-        assert s.timeline.per == 5
+        # Zoom steps are 1, 2, 5, ... and stop at the first that fits the whole run: a short
+        # recording (bank's event count varies run to run) fits at 2 events a column.
+        fit = -(-n // s.timeline.columns)
+        assert s.timeline.per == (5 if fit > 2 else 2), (n, s.timeline.columns)
         await pilot.press("0")
         assert s.timeline.per == -(-n // s.timeline.columns) and s.timeline.start == 0
 
