@@ -31,7 +31,7 @@ def need_root() -> None:
 def test_race_divergence_says_what_it_likely_is(tmp_path: Path) -> None:
     trace = tmp_path / "race.db"
     for _ in range(5):  # the recording's sleep lets the worker win; on a very slow machine it may not
-        r = detrec("-o", trace, program("race_path"))
+        r = detrec("-o", trace, program("race_path"), "lock")
         assert r.returncode == 0, r.stderr.decode()
         if r.stdout == b"took a\n":
             break
@@ -41,7 +41,7 @@ def test_race_divergence_says_what_it_likely_is(tmp_path: Path) -> None:
     assert rr.returncode == 125, err
     assert "most likely a data race" in err and "--strict" in err, err
     strict = tmp_path / "race-strict.db"
-    r = detrec("--strict", "-o", strict, program("race_path"))
+    r = detrec("--strict", "-o", strict, program("race_path"), "lock")
     assert r.returncode == 0, r.stderr.decode()
     rr = detreplay(strict)
     assert rr.returncode == 0 and b"outcome matches" in rr.stderr, rr.stderr.decode()
@@ -51,7 +51,7 @@ def test_race_divergence_says_what_it_likely_is(tmp_path: Path) -> None:
 def test_input_divergence_names_both_descriptors(tmp_path: Path) -> None:
     trace = tmp_path / "race-fd.db"
     for _ in range(5):  # as above: the recording's wait lets the worker win
-        r = detrec("-o", trace, program("race_fd"))
+        r = detrec("-o", trace, program("race_path"), "read")
         assert r.returncode == 0, r.stderr.decode()
         if r.stdout == b"read a\n":
             break
@@ -62,7 +62,7 @@ def test_input_divergence_names_both_descriptors(tmp_path: Path) -> None:
     rr = detreplay(trace)
     err = rr.stderr.decode()
     assert rr.returncode == 125, err
-    assert "pipe_read at race_fd.c:" in err, err
+    assert "pipe_read at race_path.c:" in err, err
     got = re.search(r"another file descriptor or clock: (\d+), recorded (\d+)", err)
     assert got and int(got[2]) == fds[0] and int(got[1]) != fds[0], err
 
