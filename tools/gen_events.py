@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 DEF = ROOT / "include" / "det" / "events.def"
 OUT = ROOT / "store" / "det" / "events.py"
 CONST_OUT = OUT.with_name("constants.py")
-HEADERS = (ROOT / "include" / "det" / "shm.h", ROOT / "include" / "det" / "sup.h")
+HEADERS = (ROOT / "include" / "det" / "shm.h", ROOT / "include" / "det" / "sup.h", ROOT / "include" / "det" / "cc.h")
 REFUSED_DEF = ROOT / "include" / "det" / "rawsys_refused.def"
 REFUSED_RE = re.compile(r"^DET_RAWSYS_REFUSED\((\w+)\)$")
 
 # The #defines Python needs: whole names, or prefixes ending in "_".
 CONSTANTS = ("DET_F_", "DET_SIG_", "DET_FILE_", "DET_SHM_ENV", "DET_EXIT_STOPPED", "DET_RESULT_PENDING",
-             "DET_MARK_WINDOW")
+             "DET_MARK_WINDOW", "DET_ATOMIC_TRAPPED")
 # The enums Python needs: enum name -> (the Python name, the prefix its members drop). A state enum
 # becomes {value: "name"}; an SQL-order enum becomes the tuple of its names in order (its _COUNT
 # left out), so a Python table of statements can be checked against it.
@@ -37,6 +37,7 @@ ENUMS = {
     "det_convert_sql": ("CONVERT_SQL_ORDER", "DET_SQL_"),
     "det_sched_sql": ("SCHED_SQL_ORDER", "DET_SCHED_SQL_"),
 }
+SHIFT_RE = re.compile(r"^\(?(\d+)u?l{0,2}\s*<<\s*(\d+)\)?$")
 C_VALUES = {"INT64_MIN": str(-(2**63))}  # C spellings a value may use
 DEFINE_RE = re.compile(r'^#define\s+(DET_\w+)\s+("[^"]*"|\(?[-\w<> ]+\)?)\s*(/\*.*)?$')
 ENUM_RE = re.compile(r"^enum\s+(\w+)\s*\{")
@@ -117,10 +118,12 @@ def wanted(name: str) -> bool:
 
 
 def py_value(c: str) -> str:
-    """A #define's value as Python: a string, an integer (hex kept), or INT64_MIN."""
+    """A #define's value as Python: a string, an integer (hex kept), a shift (1u << 30), or INT64_MIN."""
     c = c.strip()
     if c.startswith('"'):
         return c
+    if m := SHIFT_RE.match(c):
+        return f"{m[1]} << {m[2]}"
     c = C_VALUES.get(c, c)
     try:
         int(c, 0)
@@ -165,8 +168,8 @@ def parse_refused(text: str) -> list[str]:
 def render_constants(defines: list[tuple], enums: dict[str, tuple], refused: list[str]) -> str:
     out = [
         '"""Constants Python shares with det\'s C code: GENERATED from include/det/shm.h,',
-        "include/det/sup.h and include/det/rawsys_refused.def by tools/gen_events.py. Do not",
-        'edit; `make check` fails when this copy is stale."""',
+        "include/det/sup.h, include/det/cc.h and include/det/rawsys_refused.def by",
+        'tools/gen_events.py. Do not edit; `make check` fails when this copy is stale."""',
         "",
         "from __future__ import annotations",
         "",

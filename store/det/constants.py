@@ -1,8 +1,11 @@
 """Constants Python shares with det's C code: GENERATED from include/det/shm.h,
-include/det/sup.h and include/det/rawsys_refused.def by tools/gen_events.py. Do not
-edit; `make check` fails when this copy is stale."""
+include/det/sup.h, include/det/cc.h and include/det/rawsys_refused.def by
+tools/gen_events.py. Do not edit; `make check` fails when this copy is stale."""
 
 from __future__ import annotations
+
+# #defines of include/det/cc.h
+DET_ATOMIC_TRAPPED = 1 << 30
 
 # #defines of include/det/shm.h
 DET_SHM_ENV = "_DET_SHM"

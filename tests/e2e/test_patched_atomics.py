@@ -22,9 +22,9 @@ import pytest
 
 from conftest import DETREPLAY, detrec, program, query, replay_matches, run
 from det import events as ev
+from det.constants import DET_ATOMIC_TRAPPED as TRAPPED
 
 ATOMIC_KINDS = (ev.ATOMIC_LOAD, ev.ATOMIC_STORE, ev.ATOMIC_RMW, ev.ATOMIC_CMPXCHG, ev.ATOMIC_FENCE)
-TRAPPED = 1 << 30  # include/det/cc.h DET_ATOMIC_TRAPPED
 
 
 def trapped_events(trace: Path) -> int:
