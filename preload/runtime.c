@@ -159,6 +159,13 @@ static void map_region(void)
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%ld/fd/%ld", pid, fd);
 	strncpy(det_shm_name, env, sizeof(det_shm_name) - 1);
+	/* Out of the program's sight: its value (detrec's or detreplay's pid)
+	 * differs between recording and replay, and a program that prints its
+	 * environment would print another line. exec, posix_spawn, system and
+	 * popen put it back for the next image (preload/exec.c); the string
+	 * stays on the stack, so /proc/PID/environ still names the run for
+	 * det's watchdog, and the stack is the same size in every mode. */
+	unsetenv(DET_SHM_ENV);
 	long mfd = det_sys(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0, 0, 0);
 	if (mfd >= 0 && pid == det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0)) {
 		/* this process held it over its exec (det_region_for_image): it
