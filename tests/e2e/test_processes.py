@@ -173,6 +173,22 @@ def test_cleared_environment_still_followed(tmp_path: Path) -> None:
     replays_identically(trace, out, 3)
 
 
+def test_environment_printed_replays_the_same(tmp_path: Path) -> None:
+    """A program that prints its whole environment prints the same in replay: det's variable that names
+    the run (different in every run) is not in the program's environ; its children still are det's."""
+    trace = tmp_path / "envp.db"
+    out = record(trace, program("gdb_env"), "x")
+    assert b"_DET_SHM" not in out, out
+    assert b"env <LD_PRELOAD=" in out, out  # what det keeps in sight is the same in every mode
+    replays_identically(trace, out, 3)
+    trace = tmp_path / "envc.db"
+    out = record(trace, "/bin/sh", "-c", f"{program('gdb_env')} child | grep -c DET_SHM; exit 0")
+    assert out == b"0\n", out
+    (procs,), = query(trace, "SELECT count(*) FROM processes")
+    assert procs >= 2, procs  # the child (gdb_env) was followed: it found det without the variable in sight
+    replays_identically(trace, out, 3)
+
+
 def test_strict_mode_with_children(tmp_path: Path) -> None:
     trace = tmp_path / "strict.db"
     out = record(trace, program("proc_tour"), "fork", mode=("--strict",))
