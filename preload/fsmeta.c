@@ -226,6 +226,33 @@ DET_IMPL int det_impl_euidaccess(const char *path, int mode)
 /* temporary names: libc draws them from randomness det cannot see (its
  * own internal calls); the name is recorded, and replay makes that file */
 
+/* Replay makes the recorded temporary name; the recorded run (or an
+ * earlier replay) often left it behind: programs that crash, or never
+ * unlink what mkstemp made. What is there is taken as that leftover when
+ * it is this user's and holds nothing det would lose by making it again: a
+ * regular file is replaced, an empty directory reused. Anything else stays,
+ * and the replay stops naming it. */
+static long make_temp_again(const char *name, int dir, int flags)
+{
+	long made = dir ? det_sys(SYS_mkdir, (long)name, 0700, 0, 0, 0, 0)
+			: det_sys(SYS_openat, AT_FDCWD, (long)name, O_RDWR | O_CREAT | O_EXCL | (flags & ~O_ACCMODE),
+				  0600, 0, 0);
+	if (made != -EEXIST)
+		return made;
+	struct stat st;
+	if (det_sys(SYS_newfstatat, AT_FDCWD, (long)name, (long)&st, AT_SYMLINK_NOFOLLOW, 0, 0) != 0 ||
+	    st.st_uid != (uid_t)det_sys(SYS_geteuid, 0, 0, 0, 0, 0, 0))
+		return made;
+	if (dir)
+		return S_ISDIR(st.st_mode) && det_sys(SYS_rmdir, (long)name, 0, 0, 0, 0, 0) == 0
+			       ? det_sys(SYS_mkdir, (long)name, 0700, 0, 0, 0, 0)
+			       : made;
+	if (!S_ISREG(st.st_mode) || det_sys(SYS_unlink, (long)name, 0, 0, 0, 0, 0) != 0)
+		return made;
+	return det_sys(SYS_openat, AT_FDCWD, (long)name, O_RDWR | O_CREAT | O_EXCL | (flags & ~O_ACCMODE), 0600, 0,
+		       0);
+}
+
 static int det_mktemp(char *tmpl, int suffixlen, int flags, int dir, uint64_t ra)
 {
 	det_init();
@@ -244,11 +271,15 @@ static int det_mktemp(char *tmpl, int suffixlen, int flags, int dir, uint64_t ra
 			if (op.rec->data_len != len)
 				diverge_data(&op, "a temporary name of another length than recorded");
 			memcpy(tmpl, det_replay_data(op.rec), len);
-			long made = dir ? det_sys(SYS_mkdir, (long)tmpl, 0700, 0, 0, 0, 0)
-					: det_sys(SYS_openat, AT_FDCWD, (long)tmpl,
-						  O_RDWR | O_CREAT | O_EXCL | (flags & ~O_ACCMODE), 0600, 0, 0);
-			if (made < 0)
-				diverge_path(&op, dir ? "mkdtemp" : "mkstemp", tmpl, "a name that was free");
+			long made = make_temp_again(tmpl, dir, flags);
+			if (made < 0) {
+				static __thread char msg[STAT_PATH_MAX + 160];
+				snprintf(msg, sizeof(msg), "%s(%.*s): %s", dir ? "mkdtemp" : "mkstemp", STAT_PATH_MAX, tmpl,
+					 made == -EEXIST ? "the recorded name is taken by what det does not remove (another "
+							   "user's, or a directory with files in it)"
+							 : strerror((int)-made));
+				det_ops.diverge(op.t, DET_DIV_RESULT, op.kind, NULL, op.ra, msg);
+			}
 			if (!dir && move_fd((int)made, (int)r) != (int)r)
 				diverge_data(&op, "a temporary file cannot get its recorded descriptor number");
 		}

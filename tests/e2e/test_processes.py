@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, move_events, outcome, program, query, replays_identically
+from conftest import detrec, detreplay, move_events, outcome, program, query, replays_identically
 from det import events as ev
 
 MODES = ["fork", "wait", "system", "popen", "spawn", "exec"]
@@ -187,6 +187,25 @@ def test_environment_printed_replays_the_same(tmp_path: Path) -> None:
     (procs,), = query(trace, "SELECT count(*) FROM processes")
     assert procs >= 2, procs  # the child (gdb_env) was followed: it found det without the variable in sight
     replays_identically(trace, out, 3)
+
+
+def test_temporary_names_left_by_the_recording(tmp_path: Path) -> None:
+    """mkstemp and mkdtemp in replay make the recorded names again, though the recorded run left them
+    behind; what the recording did not leave (a directory with files in it) is never removed."""
+    work = tmp_path / "work"
+    work.mkdir()
+    trace = tmp_path / "left.db"
+    out = record(trace, program("temp_left"), work)
+    left = sorted(p.name for p in work.iterdir())
+    assert len(left) == 2, left
+    replays_identically(trace, out, 3)
+    assert sorted(p.name for p in work.iterdir()) == left
+    leftdir = next(p for p in work.iterdir() if p.is_dir())
+    (leftdir / "keep").write_text("the user's\n")
+    r = detreplay(trace)
+    err = r.stderr.decode()
+    assert r.returncode == 125 and f"mkdtemp({leftdir}): the recorded name is taken" in err and "directory with files" in err, err
+    assert (leftdir / "keep").read_text() == "the user's\n"
 
 
 def test_strict_mode_with_children(tmp_path: Path) -> None:
