@@ -109,7 +109,11 @@ pid_t end_create(struct det_op *op, uint32_t idx, int64_t res)
 	return (pid_t)op->rec->result;
 }
 
-static pid_t det_fork(struct det_thread *t, uint64_t ra)
+/* exit_signal: the signal the parent gets when the child ends. SIGCHLD is
+ * libc's fork (its at-fork handlers and locks, as a fork has them); another
+ * (a raw clone's, waited for with __WCLONE) is the kernel's clone with that
+ * signal and nothing else, as glibc's clone() does it. */
+static pid_t det_fork(struct det_thread *t, uint64_t ra, int exit_signal)
 {
 	struct det_op op = {0};
 	uint32_t child = 0, idx = 0;
@@ -119,7 +123,11 @@ static pid_t det_fork(struct det_thread *t, uint64_t ra)
 		errno = (int)-r;
 		return -1;
 	}
-	pid_t pid = real.fork();
+	pid_t pid = exit_signal == SIGCHLD ? real.fork() : (pid_t)det_sys(SYS_clone, exit_signal, 0, 0, 0, 0, 0);
+	if (pid < 0 && exit_signal != SIGCHLD) {
+		errno = -pid;
+		pid = -1;
+	}
 	if (pid == 0) {
 		start_process(t, idx, child, ra);
 		return 0;
@@ -138,7 +146,7 @@ static pid_t fork_from(uint64_t ra)
 	struct det_thread *t = det_enter();
 	if (!t)
 		return real.fork();
-	pid_t r = det_fork(t, ra);
+	pid_t r = det_fork(t, ra, SIGCHLD);
 	int e = errno;
 	det_leave(&det_tls);
 	errno = e;
@@ -164,7 +172,8 @@ DET_IMPL pid_t det_impl_vfork(void)
  * (__clone_internal), so these see the program's calls only. A task that
  * shares the caller's memory would share its det state too (its TLS, its
  * event ring): det stops the program at the call rather than record a
- * thread it cannot tell apart. A plain fork is det's fork. */
+ * thread it cannot tell apart. A fork-like clone (no sharing, any exit
+ * signal) is det's fork. */
 DET_IMPL long det_impl_det_clone(const struct det_clone_call *c, uint64_t ra)
 {
 	struct det_thread *t = det_enter();
@@ -177,11 +186,11 @@ DET_IMPL long det_impl_det_clone(const struct det_clone_call *c, uint64_t ra)
 		det_fatal("raw %s thread in " DET_CODE_AT " (CLONE_VM, flags %#llx): det records threads made with "
 			  "pthread_create only",
 			  c->call, (unsigned long long)ra, flags);
-	if ((c->flags & ~(uint64_t)CLONE_VFORK) || c->exit_signal != SIGCHLD || !c->plain)
+	if ((c->flags & ~(uint64_t)CLONE_VFORK) || c->exit_signal >= _NSIG || !c->plain)
 		det_fatal("raw %s in " DET_CODE_AT " (flags %#llx): det follows a raw clone only when it is a plain "
-			  "fork (SIGCHLD, no other flag or argument)",
+			  "fork (an exit signal, no other flag or argument)",
 			  c->call, (unsigned long long)ra, flags);
-	pid_t r = det_fork(t, ra);
+	pid_t r = det_fork(t, ra, (int)c->exit_signal);
 	int e = errno;
 	det_leave(&det_tls);
 	errno = e;

@@ -24,7 +24,7 @@
  *  - A child det cannot follow (statically linked, set-user-ID, with file
  *    capabilities it would gain, not x86-64, started by a raw clone) stops
  *    the run with a message naming it: a trace without it would not replay.
- *    A raw clone that is a plain fork is det's fork; one that shares the
+ *    A raw clone that is a plain fork (any exit signal) is det's fork; one that shares the
  *    program's memory (a thread) stops the run at the call.
  *  - Nothing here runs on a hot path; it may allocate.
  */

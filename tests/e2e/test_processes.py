@@ -204,8 +204,23 @@ def test_temporary_names_left_by_the_recording(tmp_path: Path) -> None:
     (leftdir / "keep").write_text("the user's\n")
     r = detreplay(trace)
     err = r.stderr.decode()
-    assert r.returncode == 125 and f"mkdtemp({leftdir}): the recorded name is taken" in err and "directory with files" in err, err
+    assert r.returncode == 125, err
+    assert f"mkdtemp({leftdir}): the recorded name is taken" in err and "directory with files" in err, err
     assert (leftdir / "keep").read_text() == "the user's\n"
+
+
+def test_clone_with_another_exit_signal(tmp_path: Path) -> None:
+    """glibc's clone() as a fork whose end sends SIGUSR1 (__WCLONE) or nothing (__WALL)."""
+    trace = tmp_path / "clone.db"
+    out = record(trace, program("clone_signal"))
+    assert out == (b"child wrote <first>, exited 5\nchild wrote <second child>, exited 12\n"
+                   b"parent caught 1 SIGUSR1\n"), out
+    (procs,), = query(trace, "SELECT count(*) FROM processes")
+    assert procs == 3, procs
+    replays_identically(trace, out, 5)
+    strict = tmp_path / "clone-strict.db"
+    assert record(strict, program("clone_signal"), mode=("--strict",)) == out
+    replays_identically(strict, out, 3)
 
 
 def test_strict_mode_with_children(tmp_path: Path) -> None:
