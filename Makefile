@@ -86,7 +86,7 @@ setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
 	tools/setup.sh
 
-native: build/libdet.so build/libdetsup.so build/libdetiso.so $(DETPASS)
+native: build/libdet.so build/libdetsup.so build/libdetiso.so build/detptrace $(DETPASS)
 
 # -isystem: LLVM's headers do not pass -Wextra -Werror
 $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det/events.h
@@ -105,6 +105,11 @@ build/libdetiso.so: $(ISO_SRC) $(ISO_HDR)
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
 	$(CC) $(SUP_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
+
+# detrec --ptrace's supervisor (ptracer/): a program, not a library
+build/detptrace: ptracer/detptrace.c include/det/events.def include/det/events.h
+	@mkdir -p build
+	$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) -o $@ ptracer/detptrace.c
 
 # The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
 # every det command would compile them again at each start (~0.1 s).
@@ -159,6 +164,9 @@ tests/bin/%: tests/programs/%.cpp
 tests/bin/omp_%: tests/programs/omp_%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fopenmp -o $@ $<
+tests/bin/ptrace_static: tests/programs/ptrace_static.c
+	@mkdir -p tests/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -static -pthread -o $@ $<
 tests/bin/hello_static: tests/programs/hello.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -O1 $(WARN) -static -o $@ $<
