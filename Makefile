@@ -69,7 +69,7 @@ BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SYS_PY  ?= python3
-INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so lib/det=build/libdetiso.so \
+INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so lib/det=build/libdetiso.so lib/det=build/detptrace \
                  $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
                    share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
 PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py compare/det_compare/*.py \

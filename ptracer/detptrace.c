@@ -4,8 +4,8 @@
  * kernel boundary (seccomp-bpf + ptrace), so it records programs libdet.so
  * cannot enter (statically linked ones) and raw `syscall` instructions.
  *
- *   detptrace record LOG RESULT SEED -- PROG ARGS...
- *   detptrace replay LOG RESULT -- PROG ARGS...
+ *   detptrace record LOG RESULT SEED -- PATH ARGV0 ARGS...
+ *   detptrace replay LOG RESULT -- PATH ARGV0 ARGS...
  *
  * How it works:
  *  - The program is forked under PTRACE_TRACEME with a seccomp filter that
@@ -715,8 +715,9 @@ int main(int argc, char **argv)
 			break;
 		}
 	replaying = argc > 1 && strcmp(argv[1], "replay") == 0;
-	if (dash == 0 || dash + 1 >= argc || !(replaying ? dash == 4 : dash == 5 && strcmp(argv[1], "record") == 0)) {
-		fprintf(stderr, "usage: detptrace record LOG RESULT SEED -- PROG ARGS... | replay LOG RESULT -- PROG ARGS...\n");
+	if (dash == 0 || dash + 2 >= argc || !(replaying ? dash == 4 : dash == 5 && strcmp(argv[1], "record") == 0)) {
+		fprintf(stderr, "usage: detptrace record LOG RESULT SEED -- PATH ARGV0 ARGS... | "
+			"replay LOG RESULT -- PATH ARGV0 ARGS...\n");
 		return 2;
 	}
 	result_path = argv[3];
@@ -736,7 +737,7 @@ int main(int argc, char **argv)
 			_exit(127);
 		raise(SIGSTOP);
 		install_filter();
-		execvp(argv[dash + 1], argv + dash + 1);
+		execv(argv[dash + 1], argv + dash + 2);
 		fprintf(stderr, "detptrace: cannot run %s: %s\n", argv[dash + 1], strerror(errno));
 		_exit(127);
 	}
