@@ -171,6 +171,8 @@ def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
     if not parts:
         return None
     line = f"{name}: its code has {' and '.join(parts)} that {mode} mode does not see; `detcheck {name}` says where"
+    if calls:
+        line += "; `detrec --ptrace` sees system calls at the kernel boundary"
     if n and not found["det_cc"] and mode != "strict":
         line += "; `detrec --patch-atomics` records them"
     return line
