@@ -194,6 +194,7 @@ test: all check
 
 bench: all
 	$(PY) bench/run.py
+	$(PY) bench/ptrace.py
 	$(MAKE) bench-kmod
 
 # The module is built out of tree in build/kmod against the headers that
