@@ -28,7 +28,8 @@
  *    count): the first mismatch ends the replay with one line in RESULT.
  *  - The vDSO is hidden (its AT_SYSINFO_EHDR auxv entry becomes AT_IGNORE at
  *    every exec), so libc and Go make their clock calls as system calls,
- *    which the filter sees. rdtsc is not seen.
+ *    which the filter sees; the 16 bytes of AT_RANDOM are an input (Go's
+ *    runtime seeds its randomness with them). rdtsc is not seen.
  *
  * Rules of this file:
  *  - It uses include/det only (the event kinds); nothing in det links it:
@@ -114,6 +115,7 @@ static FILE *logf;
 static const char *result_path;
 static uint64_t rng;
 static uint64_t events_done;
+static int group_exiting; /* exit_group was called: no more turns, every thread dies */
 
 /* Replay's schedule, from LOG. */
 static struct ptr_rec *sched;
@@ -291,7 +293,14 @@ static const char *describe(uint32_t kind, int64_t aux, int64_t result)
 	case DET_EV_THREAD_CREATE: snprintf(b, 128, "thread_create (T%lld)", (long long)aux); break;
 	case DET_EV_THREAD_START: snprintf(b, 128, "thread_start"); break;
 	case DET_EV_THREAD_EXIT: snprintf(b, 128, "thread_exit"); break;
-	default: snprintf(b, 128, "input event kind %u (aux %lld)", kind, (long long)aux); break;
+	case DET_EV_CLOCK_GETTIME: snprintf(b, 128, "clock_gettime (clock %lld)", (long long)aux); break;
+	case DET_EV_GETTIMEOFDAY: snprintf(b, 128, "gettimeofday"); break;
+	case DET_EV_TIME: snprintf(b, 128, "time"); break;
+	case DET_EV_GETPID: snprintf(b, 128, "getpid"); break;
+	case DET_EV_GETPPID: snprintf(b, 128, "getppid"); break;
+	case DET_EV_GETTID: snprintf(b, 128, "gettid"); break;
+	case DET_EV_GETRANDOM: snprintf(b, 128, aux ? "AT_RANDOM" : "getrandom"); break;
+	default: snprintf(b, 128, "event kind %u (aux %lld)", kind, (long long)aux); break;
 	}
 	return b;
 }
@@ -528,6 +537,8 @@ static void next_holder(void)
 {
 	struct thread *ready[MAX_THREADS];
 	int n = 0, waiting = 0;
+	if (group_exiting)
+		return;
 	for (int i = 0; i < nthreads; i++) {
 		struct thread *t = &threads[i];
 		if (t->state == ST_READY && t->num >= 0)
@@ -571,8 +582,10 @@ static void seccomp_stop(struct thread *t)
 	if (t->sysno == SYS_exit || t->sysno == SYS_exit_group) {
 		if (t->sysno == SYS_exit)
 			event(t, DET_EV_THREAD_EXIT, 0, 0, NULL, 0, (uint32_t)t->tid);
-		else
+		else {
 			event(t, DET_EV_SYSCALL, SYS_exit_group, (int64_t)t->regs.rdi, NULL, 0, (uint32_t)t->tid);
+			group_exiting = 1;
+		}
 		t->state = ST_EXITING;
 		resume(t, PTRACE_CONT, 0);
 		return;
@@ -588,11 +601,12 @@ static void seccomp_stop(struct thread *t)
 	}
 }
 
-/* At an exec: the vDSO's auxv entry becomes AT_IGNORE (see the header). */
-static void hide_vdso(struct thread *t)
+/* At an exec (t is the holder): the vDSO's auxv entry becomes AT_IGNORE
+ * (see the header), and the 16 bytes AT_RANDOM points to are an input. */
+static void new_image(struct thread *t)
 {
 	get_regs(t);
-	uint64_t sp = t->regs.rsp, argc;
+	uint64_t sp = t->regs.rsp, argc, at_random = 0;
 	if (mem_read(t->tid, sp, &argc, 8) != 0)
 		finish("error reading the new image's stack: %s", strerror(errno));
 	uint64_t p = sp + 8 + (argc + 1) * 8, word = 1;
@@ -608,7 +622,25 @@ static void hide_vdso(struct thread *t)
 			uint64_t ignore = 1; /* AT_IGNORE */
 			if (mem_write(t->tid, p, &ignore, 8) != 0)
 				finish("error hiding the vDSO: %s", strerror(errno));
+		} else if (pair[0] == 25 /* AT_RANDOM */) {
+			at_random = pair[1];
 		}
+	}
+	if (!at_random)
+		return;
+	unsigned char bytes[16];
+	uint64_t seq = events_done;
+	if (replaying) {
+		const struct ptr_rec *rec = event(t, DET_EV_GETRANDOM, DET_AUX_GETRANDOM_AT_RANDOM, 16, NULL, 0, 0);
+		if (rec->len != sizeof bytes)
+			diverged(seq, t->num, "the recorded AT_RANDOM bytes are %u, not 16", rec->len);
+		memcpy(bytes, sched_data[seq], sizeof bytes);
+		if (mem_write(t->tid, at_random, bytes, sizeof bytes) != 0)
+			finish("error writing AT_RANDOM: %s", strerror(errno));
+	} else {
+		if (mem_read(t->tid, at_random, bytes, sizeof bytes) != 0)
+			finish("error reading AT_RANDOM: %s", strerror(errno));
+		event(t, DET_EV_GETRANDOM, DET_AUX_GETRANDOM_AT_RANDOM, 16, bytes, sizeof bytes, (uint32_t)t->tid);
 	}
 }
 
@@ -647,7 +679,7 @@ static void stopped(pid_t tid, int status)
 		event(t, DET_EV_THREAD_CREATE, c->num, 0, NULL, 0, (uint32_t)child);
 		resume(t, PTRACE_CONT, 0);
 	} else if (ev == PTRACE_EVENT_EXEC) {
-		hide_vdso(t);
+		new_image(t);
 		resume(t, PTRACE_CONT, 0);
 	} else if (sig == SIGSTOP && !t->seen && t->state == ST_NONE) {
 		t->seen = 1;
