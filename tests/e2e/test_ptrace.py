@@ -13,7 +13,7 @@ import asyncio
 import subprocess
 from pathlib import Path
 
-from conftest import detrec, detreplay, outcome, program, query
+from conftest import detrec, detreplay, need, outcome, program, query
 from det.tui.app import DetTui
 
 REPLAYS = 5
@@ -120,3 +120,22 @@ def test_every_tool_reads_the_trace(tmp_path: Path) -> None:
                     break
             return type(app.screen).__name__ + " " + str(getattr(app.screen, "lanes_loaded", False))
     assert asyncio.run(go()).endswith("True")
+
+
+def test_go_program(tmp_path: Path) -> None:
+    """Go: static, raw system calls, threads of its own; AT_RANDOM seeds its runtime."""
+    go = need("go")
+    exe = tmp_path / "ptrace_go"
+    src = Path(__file__).resolve().parent.parent / "programs" / "go" / "ptrace_go.go"
+    b = subprocess.run([go, "build", "-o", exe, src], capture_output=True, timeout=600, cwd=tmp_path)
+    assert b.returncode == 0, b.stderr.decode()
+    natives = {subprocess.run([exe], capture_output=True, check=True).stdout for _ in range(2)}
+    assert len(natives) == 2
+    trace = tmp_path / "go.db"
+    r = detrec("-o", trace, exe, timeout=120)
+    assert r.returncode == 0 and b"--ptrace" in r.stderr, r.stderr.decode()
+    assert {"getrandom", "clock_gettime", "thread_create"} <= kinds(trace), kinds(trace)
+    for i in range(REPLAYS):
+        rr = detreplay(trace, timeout=120)
+        assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
+        assert rr.stdout == r.stdout, f"replay {i + 1}: output differs\n{rr.stdout!r}\n{r.stdout!r}"
