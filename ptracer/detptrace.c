@@ -30,6 +30,9 @@
  *    every exec), so libc and Go make their clock calls as system calls,
  *    which the filter sees; the 16 bytes of AT_RANDOM are an input (Go's
  *    runtime seeds its randomness with them). rdtsc is not seen.
+ *  - Child processes (fork, vfork) are traced too, since the filter they
+ *    inherit needs a tracer, but run untouched: every stop of theirs goes
+ *    on at once; they are neither serialized nor recorded.
  *
  * Rules of this file:
  *  - It uses include/det only (the event kinds); nothing in det links it:
@@ -102,6 +105,7 @@ struct thread {
 	struct user_regs_struct regs; /* at its stop */
 	long sysno;       /* of the call it is in */
 	int regular;      /* that call reads a regular file */
+	int free;         /* a thread of a child process: runs untouched (not serialized, not recorded) */
 };
 
 #define MAX_THREADS 4096
@@ -541,6 +545,8 @@ static void next_holder(void)
 		return;
 	for (int i = 0; i < nthreads; i++) {
 		struct thread *t = &threads[i];
+		if (t->free)
+			continue;
 		if (t->state == ST_READY && t->num >= 0)
 			ready[n++] = t;
 		else if (t->state == ST_KERNEL || t->state == ST_NONE || (t->state == ST_READY && t->num < 0))
@@ -644,15 +650,50 @@ static void new_image(struct thread *t)
 	}
 }
 
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof path, "/proc/%d/status", tid);
+	FILE *f = fopen(path, "re");
+	pid_t tgid = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return tgid;
+}
+
 static void stopped(pid_t tid, int status)
 {
 	struct thread *t = find(tid);
 	int sig = WSTOPSIG(status), ev = status >> 16;
-	if (!t) { /* a new thread's first stop, before its creator's clone stop */
+	if (!t) { /* a new thread's first stop, before its creator's clone or fork stop */
 		t = add(tid);
 		t->seen = 1;
-		t->state = ST_READY;
+		t->free = tgid_of(tid) != leader;
+		t->state = t->free ? ST_RUN : ST_READY;
 		t->action = ACT_START;
+		if (t->free)
+			resume(t, PTRACE_CONT, 0);
+		return;
+	}
+	if (t->free) { /* a child process: every stop just goes on */
+		int first = sig == SIGSTOP && !t->seen;
+		t->seen = 1;
+		resume(t, PTRACE_CONT, ev || first || sig == SIGTRAP ? 0 : sig);
+		return;
+	}
+	if (ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
+		unsigned long child;
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) != 0)
+			finish("error PTRACE_GETEVENTMSG: %s", strerror(errno));
+		if (!find((pid_t)child)) { /* (else its first stop came first, and it runs) */
+			struct thread *c = add((pid_t)child);
+			c->free = 1;
+			c->state = ST_RUN;
+		}
+		resume(t, PTRACE_CONT, 0);
 		return;
 	}
 	if (ev == PTRACE_EVENT_SECCOMP) {
@@ -779,6 +820,7 @@ int main(int argc, char **argv)
 		finish("error the program did not start");
 	if (ptrace(PTRACE_SETOPTIONS, pid, 0,
 		   (void *)(long)(PTRACE_O_TRACESECCOMP | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
+				  PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
 				  PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD)) != 0)
 		finish("error PTRACE_SETOPTIONS: %s", strerror(errno));
 	struct thread *t0 = add(pid);
