@@ -5,7 +5,9 @@
  * cannot enter (statically linked ones) and raw `syscall` instructions.
  *
  *   detptrace record LOG RESULT SEED -- PATH ARGV0 ARGS...
- *   detptrace replay LOG RESULT -- PATH ARGV0 ARGS...
+ *   detptrace replay|replay-cut LOG RESULT -- PATH ARGV0 ARGS...
+ *   (replay-cut: the recording was stopped, by a timeout: so is the replay,
+ *   once its events are done)
  *
  * How it works:
  *  - The program is forked under PTRACE_TRACEME with a seccomp filter that
@@ -41,7 +43,9 @@
  *    in the schedule's order: record writes it, replay reads it (written by
  *    det.replay.ptrace from the trace). Its fields per kind are those of
  *    include/det/events.def, with ktid = the kernel thread id when recording.
- *  - RESULT is one line: "exited N", "signaled N", "diverged WHY" or "error WHY".
+ *  - RESULT is one line: "exited N", "signaled N", "stopped" (replay-cut at
+ *    its end), "diverged WHY" or "error WHY".
+ *    SIGTERM kills the program, which then ends as any end.
  *  - x86-64 only. Every failure of the supervisor itself is one line in RESULT.
  */
 #include <errno.h>
@@ -115,6 +119,7 @@ static int numbered;      /* T numbers given */
 static struct thread *holder;
 static pid_t leader;
 static int replaying;
+static int stop_at_end; /* replay-cut */
 static FILE *logf;
 static const char *result_path;
 static uint64_t rng;
@@ -342,6 +347,8 @@ static const struct ptr_rec *event(struct thread *t, uint32_t kind, int64_t aux,
 			finish("error writing the log: %s", strerror(errno));
 		return NULL;
 	}
+	if (seq >= sched_len && stop_at_end)
+		finish("stopped");
 	if (seq >= sched_len)
 		diverged(seq, t->num, "the recording ended, the program went on: %s", describe(kind, aux, result));
 	const struct ptr_rec *r = &sched[seq];
@@ -560,6 +567,8 @@ static void next_holder(void)
 		return;
 	}
 	if (events_done >= sched_len) {
+		if (stop_at_end && n > 0)
+			finish("stopped");
 		if (n > 0) /* (event() says how the program went on) */
 			grant(ready[0]);
 		return;
@@ -755,6 +764,15 @@ static void install_filter(void)
 	}
 }
 
+/* SIGTERM (detrec's --timeout): the program is killed, and its end and
+ * the log written as for any end. */
+static void on_term(int sig)
+{
+	(void)sig;
+	if (leader > 0)
+		kill(leader, SIGKILL);
+}
+
 static void load_schedule(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -787,10 +805,11 @@ int main(int argc, char **argv)
 			dash = i;
 			break;
 		}
-	replaying = argc > 1 && strcmp(argv[1], "replay") == 0;
+	stop_at_end = argc > 1 && strcmp(argv[1], "replay-cut") == 0;
+	replaying = stop_at_end || (argc > 1 && strcmp(argv[1], "replay") == 0);
 	if (dash == 0 || dash + 2 >= argc || !(replaying ? dash == 4 : dash == 5 && strcmp(argv[1], "record") == 0)) {
 		fprintf(stderr, "usage: detptrace record LOG RESULT SEED -- PATH ARGV0 ARGS... | "
-			"replay LOG RESULT -- PATH ARGV0 ARGS...\n");
+			"replay|replay-cut LOG RESULT -- PATH ARGV0 ARGS...\n");
 		return 2;
 	}
 	result_path = argv[3];
@@ -815,6 +834,12 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	leader = pid;
+	/* A Ctrl-C or a kill meant for the program reaches it (and is recorded
+	 * as its end): the supervisor goes on to see that end. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, on_term);
 	int status;
 	if (waitpid(pid, &status, __WALL) != pid || !WIFSTOPPED(status))
 		finish("error the program did not start");

@@ -14,13 +14,14 @@ from __future__ import annotations
 import datetime
 import os
 import random
+import signal
 import sqlite3
 import time
 from pathlib import Path
 
 from det import __version__, machine, schema
 from det import events as ev
-from det.launch import describe_status, shell_status
+from det.launch import EXIT_TIMEOUT, describe_status, shell_status
 from det.ptracelog import read_log, supervise, work_dir
 from det.seal import remember
 from det.trace import TraceWriter
@@ -61,18 +62,18 @@ def record_ptrace(exe: str, argv: list[str], out: Path, opts: Options) -> RunRes
         with work_dir() as d:
             run = supervise("record", Path(d), exe, argv, env, cwd, opts.outputs, opts.forward, opts.timeout, seed)
             t0 = time.monotonic()
-            events, threads = _write_events(writer.path, run.log, exe)
+            events, threads = _write_events(writer.path, run.log, exe, run.how == "timeout")
         if run.how == "exited":
             status, returncode, message = "exited", int(run.what), ""
         elif run.how == "signaled":
             status, returncode, message = "signaled", -int(run.what), ""
-        else:  # timeout
-            status, returncode, message = "timeout", -9, run.what
+        else:  # timeout: detptrace killed the program
+            status, returncode, message = "timeout", -signal.SIGKILL, run.what
         writer.set_meta(meta)
         outcome = {
             "status": status,
             "exit_code": returncode if status == "exited" else None,
-            "signal": -returncode if status == "signaled" else None,
+            "signal": -returncode if status != "exited" else None,
             "stdout_bytes": run.stdout["bytes"], "stdout_sha256": run.stdout["sha256"],
             "stdout_tail": run.stdout["tail"],
             "stderr_bytes": run.stderr["bytes"], "stderr_sha256": run.stderr["sha256"],
@@ -85,13 +86,14 @@ def record_ptrace(exe: str, argv: list[str], out: Path, opts: Options) -> RunRes
         writer.discard()
         raise
     remember(path)
-    res = RunResult(path, status, returncode, shell_status(returncode), message or describe_status(returncode),
+    exit_status = EXIT_TIMEOUT if status == "timeout" else shell_status(returncode)
+    res = RunResult(path, status, returncode, exit_status, message or describe_status(returncode),
                     events, run.duration_ns / 1e9, run.stdout["tail"], run.stderr["tail"], seed=0)
     res.write_s = time.monotonic() - t0
     return res
 
 
-def _write_events(db_path: Path, log: Path, exe: str) -> tuple[int, list[int]]:
+def _write_events(db_path: Path, log: Path, exe: str, cut_ok: bool) -> tuple[int, list[int]]:
     """The supervisor's log into the trace's tables; (events, thread numbers)."""
     calls: dict[tuple[int, int, int], int] = {}
     rows, data = [], []
@@ -99,7 +101,7 @@ def _write_events(db_path: Path, log: Path, exe: str) -> tuple[int, list[int]]:
     threads = {0: {"parent": -1, "ktid": 0, "create_seq": -1, "first": 0}}
     base = None
     seq = -1
-    for seq, e in enumerate(read_log(log)):
+    for seq, e in enumerate(read_log(log, cut_ok)):
         base = e.ns if base is None else base
         obj = 0
         if e.kind == ev.THREAD_CREATE:

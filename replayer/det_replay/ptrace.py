@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from det.errors import DetError
-from det.launch import EXIT_STOPPED, describe_status, shell_status
+from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, describe_status, shell_status
 from det.ptracelog import supervise, work_dir, write_log
 from det.trace import Trace
 
@@ -41,12 +41,16 @@ def replay_ptrace(trace_path: str, force: bool = False, trust: bool = False, for
         with work_dir() as d:
             write_log(Path(d) / "events.log", ((tid, kind, aux, result, bytes(data))
                                                for _, tid, kind, aux, result, data in rows))
-            run = supervise("replay", Path(d), exe, m["argv"], m["env"], m["cwd"],
+            cut = rec["status"] not in ("exited", "signaled")  # stopped by detrec: so is the replay, at the end
+            run = supervise("replay-cut" if cut else "replay", Path(d), exe, m["argv"], m["env"], m["cwd"],
                             (m.get("stdout"), m.get("stderr")), forward, timeout)
     if run.how == "diverged":
         return EXIT_DIVERGED, [run.what], True
     if run.how == "timeout":
         return EXIT_DIVERGED, [f"replay stalled: {run.what} (the program does not follow the recorded order)"], True
+    if run.how == "stopped":
+        return EXIT_TIMEOUT, [f"replayed all {total} events (ptrace); the recording was stopped there "
+                              f"({rec['status']}), and so was the replay"], False
     rc = int(run.what) if run.how == "exited" else -int(run.what)
     recorded = rec["exit_code"] if rec["status"] == "exited" else -(rec["signal"] or 0)
     problems = []

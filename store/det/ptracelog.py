@@ -39,14 +39,18 @@ class LogEvent:
     data: bytes
 
 
-def read_log(path: Path) -> Iterator[LogEvent]:
+def read_log(path: Path, cut_ok: bool = False) -> Iterator[LogEvent]:
+    """cut_ok: the supervisor was killed (a timeout): a last record cut
+    short ends the log."""
     with open(path, "rb") as f:
         while head := f.read(REC.size):
-            if len(head) < REC.size:
-                raise DetError(f"{path}: the supervisor's log is cut short")
-            thread, kind, aux, result, ns, n, ktid = REC.unpack(head)
-            data = f.read(n)
-            if len(data) < n:
+            data = b""
+            if len(head) == REC.size:
+                thread, kind, aux, result, ns, n, ktid = REC.unpack(head)
+                data = f.read(n)
+            if len(head) < REC.size or len(data) < n:
+                if cut_ok:
+                    return
                 raise DetError(f"{path}: the supervisor's log is cut short")
             yield LogEvent(thread, kind, aux, result, ns, ktid, data)
 
@@ -69,7 +73,8 @@ def detptrace_path() -> Path:
 @dataclass
 class Supervised:
     """How a run under detptrace ended: RESULT's line split in two
-    (exited|signaled|diverged|error, the rest), the outputs, the time."""
+    (exited|signaled|stopped|diverged|error, or timeout; the rest), the
+    outputs, the time."""
     how: str
     what: str
     stdout: dict
@@ -82,7 +87,7 @@ def supervise(mode: str, work: Path, exe: str, argv: list[str], env: dict[str, s
               outputs: tuple[dict | None, dict | None], forward: bool, timeout: float | None,
               seed: int = 0) -> Supervised:
     """Run the program under detptrace in `mode` (record: the log is made in
-    `work`; replay: work/events.log is the schedule)."""
+    `work`; replay, replay-cut: work/events.log is the schedule)."""
     log, result = work / "events.log", work / "result"
     cmd = [str(detptrace_path()), mode, str(log), str(result)] + ([str(seed)] if mode == "record" else [])
     cmd += ["--", exe] + argv
@@ -102,8 +107,12 @@ def supervise(mode: str, work: Path, exe: str, argv: list[str], env: dict[str, s
         proc.wait(timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)  # (the program dies with it: PTRACE_O_EXITKILL)
-        proc.wait()
+        proc.send_signal(signal.SIGTERM)  # (it kills the program and writes its log)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)  # (the program dies with it: PTRACE_O_EXITKILL)
+            proc.wait()
         timed_out = True
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGKILL)

@@ -94,6 +94,23 @@ def test_changed_input_file_is_a_one_line_divergence(tmp_path: Path) -> None:
     assert "divergence at event" in line and "= 14, got" in line, line
 
 
+def test_timeout_and_children(tmp_path: Path) -> None:
+    """A run --timeout stops replays to the same point and stops there; a
+    child process runs (untouched, unrecorded) in both runs."""
+    trace = tmp_path / "ticks.db"
+    r = detrec("--timeout", "1", "-o", trace, program("ptrace_static"), "--ticks", timeout=60)
+    assert r.returncode == 124 and r.stdout.startswith(b"tick 0\n"), r.stderr.decode()
+    assert outcome(trace)["status"] == "timeout"
+    rr = detreplay(trace, timeout=60)
+    assert rr.returncode == 124 and rr.stdout == r.stdout, rr.stderr.decode()
+    assert "the recording was stopped there" in one_line(rr, "detreplay")
+    trace = tmp_path / "fork.db"
+    r = detrec("-o", trace, program("ptrace_static"), "--fork", timeout=60)
+    assert r.returncode == 0 and r.stdout == b"child\nwaited: exit 3\n", r.stderr.decode()
+    rr = detreplay(trace, timeout=60)
+    assert rr.returncode == 0 and rr.stdout == r.stdout, rr.stderr.decode()
+
+
 def test_refusals_are_one_line(tmp_path: Path) -> None:
     r = detrec("--ptrace", "--strict", "-o", tmp_path / "x.db", program("raw_getrandom"), timeout=60)
     assert r.returncode == 2 and "not with --strict" in one_line(r, "detrec")

@@ -4,7 +4,9 @@
  * It prints 8 bytes of /dev/urandom, the clock (clock_gettime, which a
  * static glibc calls through the vDSO unless det hides it) and time(),
  * then two threads print their lines in whatever order they run (racy),
- * then, given a file, its first line.
+ * then, given a file, its first line. `--ticks`: it prints a line every
+ * 50 ms for ever (a run detrec --timeout stops); `--fork`: a child prints
+ * a line and exits 3, and the parent prints what it waited for.
  *
  * Rules: output is the only thing the test compares; every input it prints
  * changes from run to run, so a replay that printed the same lines got
@@ -13,7 +15,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static void *worker(void *arg)
 {
@@ -26,6 +30,27 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "--ticks") == 0) {
+		for (int i = 0;; i++) {
+			printf("tick %d\n", i);
+			fflush(stdout);
+			usleep(50000);
+		}
+	}
+	if (argc > 1 && strcmp(argv[1], "--fork") == 0) {
+		fflush(stdout);
+		pid_t child = fork();
+		if (child == 0) {
+			printf("child\n");
+			fflush(stdout);
+			_exit(3);
+		}
+		int status;
+		if (child < 0 || waitpid(child, &status, 0) != child)
+			return 2;
+		printf("waited: exit %d\n", WEXITSTATUS(status));
+		return 0;
+	}
 	unsigned char bytes[8];
 	FILE *r = fopen("/dev/urandom", "rb");
 	if (!r || fread(bytes, 1, sizeof bytes, r) != sizeof bytes)
