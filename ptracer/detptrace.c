@@ -7,7 +7,7 @@
  *   detptrace record LOG RESULT SEED -- PATH ARGV0 ARGS...
  *   detptrace replay|replay-cut LOG RESULT -- PATH ARGV0 ARGS...
  *   (replay-cut: the recording was stopped, by a timeout: so is the replay,
- *   once its events are done)
+ *   once its events are done and a thread wants another turn, or 2 s later)
  *
  * How it works:
  *  - The program is forked under PTRACE_TRACEME with a seccomp filter that
@@ -351,6 +351,8 @@ static const struct ptr_rec *event(struct thread *t, uint32_t kind, int64_t aux,
 		finish("stopped");
 	if (seq >= sched_len)
 		diverged(seq, t->num, "the recording ended, the program went on: %s", describe(kind, aux, result));
+	if (stop_at_end && seq + 1 == sched_len)
+		alarm(2); /* (the program may block for ever past its last event, as when recorded) */
 	const struct ptr_rec *r = &sched[seq];
 	if (r->thread != (uint32_t)t->num)
 		diverged(seq, t->num, "recorded T%u's %s, got %s", r->thread, describe(r->kind, r->aux, r->result),
@@ -764,8 +766,8 @@ static void install_filter(void)
 	}
 }
 
-/* SIGTERM (detrec's --timeout): the program is killed, and its end and
- * the log written as for any end. */
+/* SIGTERM (detrec's --timeout), or replay-cut's SIGALRM: the program is
+ * killed, and its end and the log written as for any end. */
 static void on_term(int sig)
 {
 	(void)sig;
@@ -840,6 +842,7 @@ int main(int argc, char **argv)
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGTERM, on_term);
+	signal(SIGALRM, on_term);
 	int status;
 	if (waitpid(pid, &status, __WALL) != pid || !WIFSTOPPED(status))
 		finish("error the program did not start");
@@ -880,6 +883,8 @@ int main(int argc, char **argv)
 		if (WIFSTOPPED(status))
 			stopped(tid, status);
 	}
+	if (stop_at_end && events_done >= sched_len)
+		finish("stopped");
 	if (exit_status < 0)
 		finish("error the program's end was not seen");
 	leader = 0; /* (reaped: finish() kills no one) */

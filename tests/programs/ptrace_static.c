@@ -4,8 +4,8 @@
  * It prints 8 bytes of /dev/urandom, the clock (clock_gettime, which a
  * static glibc calls through the vDSO unless det hides it) and time(),
  * then two threads print their lines in whatever order they run (racy),
- * then, given a file, its first line. `--ticks`: it prints a line every
- * 50 ms for ever (a run detrec --timeout stops); `--fork`: a child prints
+ * then, given a file, its first line. `--ticks`: it prints 5 lines 50 ms
+ * apart, then waits for ever (a run detrec --timeout stops); `--fork`: a child prints
  * a line and exits 3, and the parent prints what it waited for.
  *
  * Rules: output is the only thing the test compares; every input it prints
@@ -31,11 +31,13 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--ticks") == 0) {
-		for (int i = 0;; i++) {
+		for (int i = 0; i < 5; i++) {
 			printf("tick %d\n", i);
 			fflush(stdout);
 			usleep(50000);
 		}
+		for (;;)
+			pause();
 	}
 	if (argc > 1 && strcmp(argv[1], "--fork") == 0) {
 		fflush(stdout);
