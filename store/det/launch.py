@@ -72,7 +72,8 @@ def resolve_program(name: str, static_ok: bool = False) -> str:
     if is_static(path, name) and not static_ok:
         raise DetError(
             f"{name}: statically linked; det works by preloading libdet.so into the program's "
-            "dynamic loader, so it needs a dynamically linked program",
+            "dynamic loader, so it needs a dynamically linked program (`detrec --ptrace` records it through "
+            "its system calls)",
             status=126,
         )
     return path
