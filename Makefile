@@ -187,7 +187,8 @@ check: $(SETUP)
 	$(PY) tools/gen_events.py --check
 	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui dap kmod check
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
-		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC) --lib detiso "$(ISO_CFLAGS)" $(ISO_SRC)
+		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC) --lib detiso "$(ISO_CFLAGS)" $(ISO_SRC) \
+		--lib detptrace "$(CFLAGS)" ptracer/detptrace.c
 
 test: all check
 	$(PY) -m pytest -q -x tests
