@@ -69,7 +69,7 @@ BENCH_BINS  := $(patsubst bench/%.c,bench/bin/%,$(BENCH_C))
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SYS_PY  ?= python3
-INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so lib/det=build/libdetiso.so \
+INSTALL_FILES := lib/det=build/libdet.so lib/det=build/libdetsup.so lib/det=build/libdetiso.so lib/det=build/detptrace \
                  $(foreach f,$(wildcard gdb-ext/*.py gdb-ext/det_gdb/*.py gdb-ext/det_gdb/commands/*.py),\
                    share/det/$(patsubst %/,%,$(dir $(f)))=$(f))
 PY_SRC  := $(wildcard store/det/*.py recorder/det_record/*.py hunt/det_hunt/*.py compare/det_compare/*.py \
@@ -86,7 +86,7 @@ setup: $(SETUP)
 $(SETUP): tools/setup.sh setup.cfg
 	tools/setup.sh
 
-native: build/libdet.so build/libdetsup.so build/libdetiso.so $(DETPASS)
+native: build/libdet.so build/libdetsup.so build/libdetiso.so build/detptrace $(DETPASS)
 
 # -isystem: LLVM's headers do not pass -Wextra -Werror
 $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det/events.h
@@ -105,6 +105,11 @@ build/libdetiso.so: $(ISO_SRC) $(ISO_HDR)
 build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
 	$(CC) $(SUP_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
+
+# detrec --ptrace's supervisor (ptracer/): a program, not a library
+build/detptrace: ptracer/detptrace.c include/det/events.def include/det/events.h
+	@mkdir -p build
+	$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) -o $@ ptracer/detptrace.c
 
 # The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
 # every det command would compile them again at each start (~0.1 s).
@@ -159,6 +164,9 @@ tests/bin/%: tests/programs/%.cpp
 tests/bin/omp_%: tests/programs/omp_%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fopenmp -o $@ $<
+tests/bin/ptrace_static: tests/programs/ptrace_static.c
+	@mkdir -p tests/bin
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -static -pthread -o $@ $<
 tests/bin/hello_static: tests/programs/hello.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -O1 $(WARN) -static -o $@ $<
@@ -179,13 +187,15 @@ check: $(SETUP)
 	$(PY) tools/gen_events.py --check
 	$(VENV)/bin/ruff check store recorder hunt compare replayer tests tools bench gdb-ext tui dap kmod check
 	$(PY) tools/layering.py --cc "$(CC)" --lib det "$(RUNTIME_CFLAGS)" $(RUNTIME_SRC) \
-		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC) --lib detiso "$(ISO_CFLAGS)" $(ISO_SRC)
+		--lib detsup "$(SUP_CFLAGS)" $(SUP_SRC) --lib detiso "$(ISO_CFLAGS)" $(ISO_SRC) \
+		--lib detptrace "$(CFLAGS)" ptracer/detptrace.c
 
 test: all check
 	$(PY) -m pytest -q -x tests
 
 bench: all
 	$(PY) bench/run.py
+	$(PY) bench/ptrace.py
 	$(MAKE) bench-kmod
 
 # The module is built out of tree in build/kmod against the headers that

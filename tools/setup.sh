@@ -24,6 +24,8 @@ need=(
   "node:nodejs" "npm:npm"
   # make check-kmod: Debian's kernel booted in qemu with a busybox guest
   "qemu-system-x86_64:qemu-system-x86" "busybox:busybox-static" "python3.11:python3.11" "dpkg-deb:dpkg"
+  # tests/e2e/test_ptrace.py: a Go program recorded with detrec --ptrace
+  "go:golang-go"
 )
 package=0
 if [ "${1:-}" = --package ]; then

@@ -158,7 +158,7 @@ def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
     """The one line to say when recording name in mode ("default", "strict",
     "logical") and its own code has what that mode does not see."""
     if not found or found.get("unreadable") or found.get("static"):
-        return None  # (a static program is refused, with its own message)
+        return None  # (a static program goes to detrec --ptrace, with its own line)
     parts = []
     calls = found["syscalls"]
     if calls:
@@ -171,6 +171,8 @@ def unseen_line(found: dict | None, name: str, mode: str) -> str | None:
     if not parts:
         return None
     line = f"{name}: its code has {' and '.join(parts)} that {mode} mode does not see; `detcheck {name}` says where"
+    if calls:
+        line += "; `detrec --ptrace` sees system calls at the kernel boundary"
     if n and not found["det_cc"] and mode != "strict":
         line += "; `detrec --patch-atomics` records them"
     return line

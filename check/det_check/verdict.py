@@ -51,7 +51,8 @@ def findings(elf: Elf, scan: Scan) -> list[Finding]:
     if elf.static:
         out.append(Finding("static", "statically linked (no PT_INTERP, no DT_NEEDED)" + (
             f", with {_plural(len(raw), 'raw syscall instruction')} of its libc" if raw else ""),
-            _all("no", "statically linked: det preloads libdet.so through the dynamic loader, so detrec refuses it"),
+            _all("no", "statically linked: det preloads libdet.so through the dynamic loader, which it never runs; "
+                 "detrec records it with --ptrace instead (its system calls and thread order only)"),
             raw))
         raw = []
     elif not elf.library and not any(n.startswith("libc.so") for n in elf.needed):

@@ -27,7 +27,7 @@ from det import __version__, tracedir
 from det.check.patch import SITES_ENV, atomic_sites, sites_value
 from det.check.quick import QuickCheck, unseen_line
 from det.errors import DetError
-from det.launch import describe_status, output_source, read_own_stdin, resolve_program, stdin_source
+from det.launch import describe_status, is_static, output_source, read_own_stdin, resolve_program, stdin_source
 from det.outpath import check_output_dir, check_trace_output
 from det.tracefile import TraceLock
 from det.watchdog import watched
@@ -295,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logical", action="store_true",
                    help="logical time: threads run in parallel and synchronize in an order fixed by logical clocks "
                         "(deterministic for the same input; --seed picks another order)")
+    p.add_argument("--ptrace", action="store_true",
+                   help="see the program's system calls at the kernel boundary (seccomp + ptrace) instead of "
+                        "preloading libdet.so: for statically linked programs (chosen for them by itself) and raw "
+                        "system calls; threads run one at a time, switching at system calls")
     p.add_argument("--patch-atomics", action="store_true",
                    help="make the atomic instructions of a program not built with det-cc (lock-prefixed, xchg) "
                         "events, by trapping them at load time: their order is recorded and replayed, strict mode "
@@ -412,10 +416,17 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
         ns = parse_args(argv)
         if ns.verify and verify is None:
             raise DetError("--verify needs the detrec command (det.replay.verify), which can replay", status=2)
-        exe = resolve_program(ns.program)
+        exe = resolve_program(ns.program, static_ok=True)
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
+        if not ns.ptrace and is_static(exe, ns.program):
+            ns.ptrace = True
+            if not ns.quiet:
+                say(f"{ns.program}: statically linked, so libdet.so cannot enter it: recording with --ptrace "
+                    "(its system calls, seen at the kernel boundary)")
+        if ns.ptrace:
+            return _record_ptrace(ns, exe, prog_argv, out)
         # What this mode will not see in the program's own code, said once:
         # before the run when known (cached), else after it (found meanwhile).
         quick = None if ns.quiet or ns.patch_atomics else QuickCheck(exe)
@@ -459,6 +470,25 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted")
         return 130
+
+
+PTRACE_ALONE = ("until_fail", "runs", "chaos", "strict", "logical", "follow", "patch_atomics", "verify", "pack")
+
+
+def _record_ptrace(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path) -> int:
+    """detrec --ptrace (det.record.ptrace): one recording, nothing else."""
+    from .ptrace import record_ptrace
+
+    taken = [f"--{name.replace('_', '-')}" for name in PTRACE_ALONE if getattr(ns, name, None)]
+    if taken:
+        raise DetError(f"--ptrace records one run under its own scheduler: not with {', '.join(taken)}", status=2)
+    opts = Options(timeout=ns.timeout, forward=True, outputs=(output_source(1), output_source(2)))
+    INTERRUPT.install()
+    with TraceLock(out), watched(None, [out]):
+        res = record_ptrace(exe, prog_argv, out, opts)
+    print_result(res, ns.quiet)
+    kept(res.path, ns, res.exit_status)
+    return res.exit_status
 
 
 def _record(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, opts: Options,

@@ -63,6 +63,18 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
     """say_now: where a divergence's lines go the moment it is known, before
     detreplay looks for its cause in the trace (those lines are also the
     first ReplayResult.said of its lines)."""
+    with Trace(trace_path) as tr:
+        ptrace = tr.meta.get("mode") == "ptrace"
+    if ptrace:  # recorded by detrec --ptrace: replayed under its supervisor (det.replay.ptrace)
+        from .ptrace import replay_ptrace
+
+        if relaxed:
+            raise DetError("--relaxed: a --ptrace trace replays in its one recorded order", status=2)
+        status, lines, div = replay_ptrace(trace_path, force, trust, forward)
+        if div and say_now is not None:
+            for line in lines:
+                say_now(line)
+        return ReplayResult(status, 0, not div, lines, diverged=div, said=len(lines) if div and say_now else 0)
     with Trace(trace_path) as tr, contextlib.ExitStack() as cleanup:
         view = open_view(tr, host_files)
         if view is not None:
@@ -393,6 +405,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
     if ns.gdb or ns.goto is not None or gdb_args:
+        with Trace(ns.trace) as tr:
+            if tr.meta.get("mode") == "ptrace":
+                say("a detrec --ptrace trace replays without gdb for now (--gdb, --goto)")
+                return 2
         from .gdb import run_gdb
 
         try:

@@ -149,6 +149,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('OMP_UNLOCK', 79, 'OMP_LOCK', 'RELEASE', 'OpenMP: a critical section or the atomic region left, or omp_unset_lock or omp_unset_nest_lock'),
     EventKind('OMP_LOCK_DESTROY', 80, 'OMP_LOCK', 'DESTROY', 'OpenMP: omp_destroy_lock or omp_destroy_nest_lock'),
     EventKind('OMP_SHARE', 81, 'NONE', 'INPUT', 'OpenMP: the share of a work-sharing construct libgomp handed this thread (first come, first served), which replay hands it again; aux = 0 a chunk of a loop (dynamic, guided or runtime schedule; result = 1 if there was one; data = its first and end iteration), 1 the same for an unsigned long long loop, 2 a section (result = its number, 0 for none), 3 a single construct (result = 1 in the thread that runs it)'),
+    EventKind('SYSCALL', 91, 'NONE', 'OTHER', "a system call a detrec --ptrace recording saw (seccomp) and replay runs again in its recorded turn (a call that may block, or a write whose order shows); aux = its number; result = what it returned (a write's count and a regular file's read are checked in replay)"),
 )
 
 THREAD_CREATE = 1
@@ -263,12 +264,15 @@ OMP_TESTLOCK = 78
 OMP_UNLOCK = 79
 OMP_LOCK_DESTROY = 80
 OMP_SHARE = 81
+SYSCALL = 91
 
 # Named values of an event's aux field (DET_AUX).
 AUX_THREAD_CANCELED_IN_CALL = 0
 AUX_THREAD_CANCELED_TESTCANCEL = 1
 AUX_THREAD_CANCELED_ELSEWHERE = 2
 AUX_STDIO_WRITE_SHARED = 1
+AUX_GETRANDOM_CALL = 0
+AUX_GETRANDOM_AT_RANDOM = 1
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
 OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}

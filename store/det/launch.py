@@ -43,8 +43,9 @@ SHM_ENV = DET_SHM_ENV
 TAIL = 4096
 
 
-def resolve_program(name: str) -> str:
-    """Absolute path of the program to run, or a DetError saying why not."""
+def resolve_program(name: str, static_ok: bool = False) -> str:
+    """Absolute path of the program to run, or a DetError saying why not.
+    static_ok: a statically linked program is no reason (detrec --ptrace)."""
     if "/" in name:
         path = os.path.abspath(name)
     else:
@@ -68,7 +69,13 @@ def resolve_program(name: str) -> str:
     if grants_capabilities(path):
         raise DetError(f"{name}: it has file capabilities that running it would grant, so the kernel drops "
                        "det's LD_PRELOAD and det cannot record it", status=126)
-    check_elf(path, name)
+    if is_static(path, name) and not static_ok:
+        raise DetError(
+            f"{name}: statically linked; det works by preloading libdet.so into the program's "
+            "dynamic loader, so it needs a dynamically linked program (`detrec --ptrace` records it through "
+            "its system calls)",
+            status=126,
+        )
     return path
 
 
@@ -120,13 +127,15 @@ def grants_capabilities(path: str) -> bool:
     return bool((permitted & held.get("CapBnd", 0)) | (inheritable & held.get("CapInh", 0)))
 
 
-def check_elf(path: str, name: str) -> None:
-    """Refuse what libdet.so cannot be preloaded into."""
+def is_static(path: str, name: str) -> bool:
+    """Is it a statically linked x86-64 program (no PT_INTERP)? A DetError
+    for what det cannot run at all (not ELF, not x86-64); False for a script
+    (its interpreter is checked when it runs)."""
     try:
         with open(path, "rb") as f:
             head = f.read(64)
             if head[:2] == b"#!":
-                return  # a script: its interpreter is checked when it runs
+                return False
             if head[:4] != b"\x7fELF":
                 raise DetError(f"{name}: not an ELF program", status=126)
             if head[4] != 2 or struct.unpack_from("<H", head, 18)[0] != 62:
@@ -138,12 +147,7 @@ def check_elf(path: str, name: str) -> None:
     except OSError as e:
         raise DetError(f"{name}: cannot read ({e.strerror})", status=126) from None
     types = [struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)]
-    if 3 not in types:  # PT_INTERP
-        raise DetError(
-            f"{name}: statically linked; det works by preloading libdet.so into the program's "
-            "dynamic loader, so it needs a dynamically linked program",
-            status=126,
-        )
+    return 3 not in types  # PT_INTERP
 
 
 def program_env(base: dict[str, str], shm_fd: int, shm_pid: int | None = None) -> dict[str, str]:

@@ -84,7 +84,7 @@ OWNED = {"MUTEX", "SPIN", "RWLOCK", "FILE", "OMP_LOCK"}  # objects one thread ho
 
 META_TYPES: dict[str, Callable[[Any], bool]] = {
     "format_version": lambda v: v == schema.FORMAT_VERSION,
-    "mode": lambda v: v in ("record", "strict", "logical"),
+    "mode": lambda v: v in ("record", "strict", "logical", "ptrace"),
     "argv": lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(a, str) for a in v),
     "env": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
     "cwd": lambda v: isinstance(v, str) and v.startswith("/"),
@@ -107,6 +107,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
     "chaos_seed": lambda v: v is None or (isinstance(v, int) and v > 0),
     "chaos": lambda v: v in (None, "pct", "delays"),
     "logical": lambda v: v in (None, True, 1),
+    "ptrace_seed": lambda v: isinstance(v, int) and v > 0,  # detrec --ptrace: its scheduler's seed
     "pct_over": lambda v: v in (None, "memory points"),
     "pct_depth": lambda v: v is None or (isinstance(v, int) and 1 <= v <= 9),
     "pct_k": lambda v: v is None or (isinstance(v, int) and v > 0),
