@@ -105,6 +105,8 @@ ISO_HIDDEN void iso_update(void);
 ISO_HIDDEN int iso_region_fault(uintptr_t addr, uintptr_t pc);
 ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd, int remap);
 ISO_HIDDEN void *iso_stack_top(int slot);
+ISO_HIDDEN void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable);
+ISO_HIDDEN int iso_forget_mapping(uintptr_t start, size_t len);
 ISO_HIDDEN void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end);
 ISO_HIDDEN void iso_code_name(uintptr_t pc, char *buf, size_t len);
 

@@ -4,7 +4,8 @@
  * commits them, and how it takes the others' commits.
  *
  * Rules of this file:
- *  - A region (the main program's writable data after RELRO; the heap) is a
+ *  - A region (the main program's writable data after RELRO; the heap; the
+ *    stacks; each private writable mapping made before the first thread) is a
  *    memfd mapped MAP_PRIVATE at the program's addresses, read-only between
  *    commits: the first write to a page faults (SIGSEGV), the handler copies
  *    the page (its twin, the page as of the last update), and makes it
@@ -31,9 +32,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static struct iso_region globals, stacks, main_stack;
+/* the program's private writable mappings made before its first thread
+ * (Phoenix maps its input so), each a region of its own */
+#define MAX_MAPPINGS 64
+static struct iso_region mappings[MAX_MAPPINGS];
 #define HEAP_RUN 16
 static void stacks_start(void);
 static uintptr_t load_bias;
@@ -187,7 +193,7 @@ static void stacks_start(void)
 		if (p == (void *)want)
 			newlo = want;
 		else if (p != MAP_FAILED)
-			munmap(p, lo - want);
+			syscall(SYS_munmap, p, lo - want);
 	}
 	int sfd = memfd_create("det-isolated-main-stack", MFD_CLOEXEC);
 	if (sfd < 0 || ftruncate(sfd, (off_t)(hi - newlo)) != 0 || !remap_main_stack(sfd, lo, hi, newlo))
@@ -229,7 +235,76 @@ static struct iso_region *region_of(uintptr_t a)
 		return &stacks;
 	if (main_stack.size && a >= main_stack.base && a < main_stack.base + main_stack.size)
 		return &main_stack;
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		if (mappings[i].size && a >= mappings[i].base && a < mappings[i].base + mappings[i].size)
+			return &mappings[i];
 	return NULL;
+}
+
+/* A private writable mapping the program made before its first thread
+ * becomes isolated memory: its bytes (the first `readable` ones: a file
+ * mapping's pages past the end of the file cannot be read) go to a memfd,
+ * all-zero pages left as holes, and the region's private view replaces it
+ * at the same address. (Past the end of the file the bytes read as zeros
+ * now, where a read raised SIGBUS.) */
+void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable)
+{
+	struct iso_region *r = NULL;
+	for (int i = 0; i < MAX_MAPPINGS && !r; i++)
+		if (!mappings[i].size)
+			r = &mappings[i];
+	if (!r)
+		iso_die("more than %d private writable mappings made before the first thread", MAX_MAPPINGS);
+	size_t size = (len + ISO_PAGE - 1) & ~(ISO_PAGE - 1);
+	readable = readable < size ? readable : size;
+	int fd = memfd_create("det-isolated-mapping", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0)
+		iso_die("cannot make a mapping's memfd: %s", strerror(errno));
+	static const uint64_t zero[ISO_PAGE / 8];
+	size_t run = 0; /* start of the run of non-zero pages being gathered */
+	for (size_t off = 0;; off += ISO_PAGE) {
+		size_t n = off >= readable ? 0 : readable - off < ISO_PAGE ? readable - off : ISO_PAGE;
+		if (n && memcmp((void *)(start + off), zero, n) != 0)
+			continue;
+		size_t end = off < readable ? off : readable; /* the run is [run, end) */
+		for (size_t w = run; w < end;) {
+			ssize_t k = pwrite(fd, (void *)(start + w), end - w, (off_t)w);
+			if (k <= 0)
+				iso_die("cannot copy a mapping: %s", strerror(errno));
+			w += (size_t)k;
+		}
+		run = off + ISO_PAGE;
+		if (!n)
+			break;
+	}
+	iso_make_region(r, start, size, fd, 1);
+}
+
+/* munmap by the program of [a, a + len): a region it covers is this
+ * thread's no longer (its other threads keep their view until they unmap it
+ * too); 0 when the range is no isolated memory, -1 when it is part of one. */
+int iso_forget_mapping(uintptr_t a, size_t len)
+{
+	uintptr_t e = a + len;
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		struct iso_region *r = &mappings[i];
+		if (!r->size || e <= r->base || a >= r->base + r->size)
+			continue;
+		if (a > r->base || e < r->base + ((r->size - 1) & ~(ISO_PAGE - 1)) + 1)
+			return -1;
+		size_t pages = r->size / ISO_PAGE;
+		/* (det's own maps: not through the program's munmap) */
+		syscall(SYS_munmap, r->shared, r->size);
+		syscall(SYS_munmap, r->twin, r->size);
+		syscall(SYS_munmap, r->last, pages * sizeof(uint64_t));
+		syscall(SYS_munmap, r->last_pc, pages * sizeof(uintptr_t));
+		syscall(SYS_munmap, r->first_pc, pages * sizeof(uintptr_t));
+		syscall(SYS_munmap, r->dirty, pages * sizeof(uint32_t));
+		syscall(SYS_munmap, r->is_dirty, pages);
+		close(r->fd);
+		memset(r, 0, sizeof *r);
+	}
+	return 0;
 }
 
 /* A write fault: 1 when it was the first write to an isolated page (now
@@ -428,6 +503,8 @@ void iso_commit(void)
 	commit_region(&iso_heap_region);
 	commit_region(&stacks);
 	commit_region(&main_stack);
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		commit_region(&mappings[i]);
 }
 
 static int by_page(const void *a, const void *b)
@@ -475,4 +552,6 @@ void iso_update(void)
 	update_region(&iso_heap_region);
 	update_region(&stacks);
 	update_region(&main_stack);
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		update_region(&mappings[i]);
 }
