@@ -36,6 +36,11 @@
 #include <unistd.h>
 
 static struct iso_region globals, stacks, main_stack;
+/* is_dirty: 0 a page is the memfd's (read-only); PAGE_TWINNED private and
+ * writable, not written since; PAGE_WRITTEN + n written, then not in the
+ * n commits since; PAGE_DROP to drop at the update */
+enum { PAGE_TWINNED = 1, PAGE_WRITTEN, PAGE_DROP = 255 };
+#define KEEP_IDLE 2 /* commits a written page stays private without a write */
 /* the program's private writable mappings made before its first thread
  * (Phoenix maps its input so), each a region of its own */
 #define MAX_MAPPINGS 64
@@ -334,7 +339,7 @@ int iso_region_fault(uintptr_t addr, uintptr_t pc)
 		 * private view, except where the main thread wrote its stack
 		 * before it was write-protected (those bytes are its own changes) */
 		memcpy(r->twin + k * ISO_PAGE, r->shared + k * ISO_PAGE, ISO_PAGE);
-		r->is_dirty[k] = 1;
+		r->is_dirty[k] = PAGE_TWINNED;
 		r->first_pc[k] = pc;
 		r->dirty[r->ndirty++] = (uint32_t)k;
 		atomic_fetch_add_explicit(&iso_ctl->twins, 1, memory_order_relaxed);
@@ -492,6 +497,8 @@ static void commit_region(struct iso_region *r)
 			r->last[pg] = stamp;
 			r->last_pc[pg] = r->first_pc[pg];
 		}
+		uint8_t *st = &r->is_dirty[pg];
+		*st = changed ? PAGE_WRITTEN : *st == PAGE_TWINNED || *st >= PAGE_WRITTEN + KEEP_IDLE ? PAGE_DROP : *st + 1;
 
 	}
 }
@@ -513,27 +520,46 @@ static int by_page(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void update_region(struct iso_region *r)
+/* A page written in one of the last KEEP_IDLE rounds stays private and
+ * writable at the update (it takes the others' bytes in place), so that a
+ * page a thread writes round after round (pca's covariance column between
+ * its lock and unlock rounds, reverse_index's sorted array) costs two page
+ * diffs a round instead of a fault, a twin, a drop and a refault. Not
+ * another thread's stack (a new thread's copy of its creator's, written
+ * after its commit). */
+static int kept_when_written(const struct iso_region *r, size_t pg)
+{
+	return r->is_dirty[pg] >= PAGE_WRITTEN && r->is_dirty[pg] != PAGE_DROP && r != &stacks && r != &main_stack;
+}
+
+static void update_region(struct iso_region *r, int keep_written)
 {
 	if (!r->size)
 		return;
 	qsort(r->dirty, r->ndirty, sizeof *r->dirty, by_page);
 	size_t kept = 0;
 	for (size_t i = 0; i < r->ndirty;) {
-		if (own_stack(r, r->dirty[i])) {
+		size_t pg = r->dirty[i];
+		if (own_stack(r, pg) || (keep_written && kept_when_written(r, pg))) {
 			/* take the others' bytes; the page stays private */
-			size_t off = r->dirty[i] * ISO_PAGE;
-			unsigned char *mine = (unsigned char *)(r->base + off), *twin = r->twin + off;
-			const unsigned char *shared = r->shared + off;
-			for (size_t b = 0; b < ISO_PAGE; b++)
-				if (shared[b] != twin[b])
-					mine[b] = shared[b];
-			memcpy(twin, shared, ISO_PAGE);
+			size_t off = pg * ISO_PAGE;
+			uint64_t *mine = (uint64_t *)(r->base + off), *twin = (uint64_t *)(r->twin + off);
+			const uint64_t *shared = (const uint64_t *)(r->shared + off);
+			for (size_t w = 0; w < ISO_PAGE / 8; w++)
+				if (shared[w] != twin[w]) {
+					const unsigned char *sb = (const void *)&shared[w], *tb = (const void *)&twin[w];
+					unsigned char *mb = (void *)&mine[w];
+					for (int b = 0; b < 8; b++)
+						if (sb[b] != tb[b])
+							mb[b] = sb[b];
+					twin[w] = shared[w];
+				}
 			r->dirty[kept++] = r->dirty[i++];
 			continue;
 		}
 		size_t j = i + 1;
-		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1 && !own_stack(r, r->dirty[j]))
+		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1 && !own_stack(r, r->dirty[j]) &&
+		       !(keep_written && kept_when_written(r, r->dirty[j])))
 			j++;
 		void *p = (void *)(r->base + (uintptr_t)r->dirty[i] * ISO_PAGE);
 		size_t len = (j - i) * ISO_PAGE;
@@ -546,12 +572,12 @@ static void update_region(struct iso_region *r)
 	r->ndirty = kept;
 }
 
-void iso_update(void)
+void iso_update(int keep_written)
 {
-	update_region(&globals);
-	update_region(&iso_heap_region);
-	update_region(&stacks);
-	update_region(&main_stack);
+	update_region(&globals, keep_written);
+	update_region(&iso_heap_region, keep_written);
+	update_region(&stacks, keep_written);
+	update_region(&main_stack, keep_written);
 	for (int i = 0; i < MAX_MAPPINGS; i++)
-		update_region(&mappings[i]);
+		update_region(&mappings[i], keep_written);
 }

@@ -354,7 +354,7 @@ static int sync_end(void)
 	pass_turn();
 	unlock_ctl();
 	wait_running(iso_me);
-	iso_update();
+	iso_update(1);
 	reap();
 	return iso_ctl->th[iso_me].result;
 }
@@ -512,7 +512,7 @@ static void child_start(int slot, void *(*fn)(void *), void *arg)
 	if (getppid() != iso_ctl->main_pid)
 		_exit(0); /* the main process is gone already */
 	wait_running(slot);
-	iso_update(); /* the creator's private pages, which it committed */
+	iso_update(0); /* the creator's private pages, which it committed */
 	iso_heap_reset_arena(slot);
 	thread_exit(fn(arg));
 }
