@@ -84,6 +84,7 @@ def test_write_write_race_is_reported_with_variable_and_code() -> None:
     ("fork", "fork() after the first thread is not supported", b"started\n"),
     ("signal", "signal handlers installed after the first thread are not supported", b"started\n"),
     ("mmap", "mmap by the program after the first thread is not supported", b"started\n"),
+    ("munmap_part", "munmap of part of a mapping made before the first thread is not supported", b"started\n"),
     ("deadlock", "deadlock: every thread is blocked", b"started\n"),
 ])
 def test_limit_is_refused_in_one_line(what: str, message: str, out: bytes) -> None:
