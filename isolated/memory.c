@@ -473,9 +473,13 @@ static void commit_region(struct iso_region *r)
 		const uint64_t *mine = (const uint64_t *)(r->base + off);
 		uint64_t *twin = (uint64_t *)(r->twin + off);
 		uint64_t *shared = (uint64_t *)(r->shared + off);
-		/* its own stack page stays private: its twin takes the bytes it
-		 * commits, so that the update takes only the others' bytes */
-		uint64_t *keep = own_stack(r, pg) ? twin : NULL;
+		/* the twin takes the bytes it commits (the memfd's bytes as of
+		 * its commit), for a page that stays private (its own stack, a
+		 * kept page): the update takes the bytes that differ from them,
+		 * the others' later commits, even one that restores what the
+		 * page held before this thread's write (the wait that commits it
+		 * may block, with no update in between) */
+		uint64_t *keep = twin;
 		int changed = 0;
 		for (size_t w = 0; w < ISO_PAGE / 8; w++) {
 			if (mine[w] == twin[w])
@@ -490,8 +494,7 @@ static void commit_region(struct iso_region *r)
 					conflict(r, r->base + off + w * 8 + (size_t)b, pg);
 				sb[b] = mb[b];
 			}
-			if (keep)
-				keep[w] = mine[w];
+			keep[w] = mine[w];
 		}
 		if (changed) {
 			r->last[pg] = stamp;
@@ -524,15 +527,12 @@ static int by_page(const void *a, const void *b)
  * writable at the update (it takes the others' bytes in place), so that a
  * page a thread writes round after round (pca's covariance column between
  * its lock and unlock rounds, reverse_index's sorted array) costs two page
- * diffs a round instead of a fault, a twin, a drop and a refault. Heap and
- * mappings only: not another thread's stack (a new thread's copy of its
- * creator's, written after its commit), and not the globals (with them
- * kept, pigz's final join waited forever: an increment under its lock got
- * lost; not understood yet, docs/DESIGN.md). */
+ * diffs a round instead of a fault, a twin, a drop and a refault. Not
+ * another thread's stack (a new thread's copy of its creator's, written
+ * after its commit). */
 static int kept_when_written(const struct iso_region *r, size_t pg)
 {
-	return r->is_dirty[pg] >= PAGE_WRITTEN && r->is_dirty[pg] != PAGE_DROP && r != &stacks &&
-	       r != &main_stack && r != &globals;
+	return r->is_dirty[pg] >= PAGE_WRITTEN && r->is_dirty[pg] != PAGE_DROP && r != &stacks && r != &main_stack;
 }
 
 static void update_region(struct iso_region *r, int keep_written)

@@ -173,3 +173,12 @@ def test_pages_kept_private_between_rounds_take_the_others_commits() -> None:
     total = sum(r * cols + c + 1 for r in range(rows) for c in range(cols))
     cross = sum(r * cols + c for r in range(rows) for c in range(1, cols))
     assert out == f"columns {cols + 2}, sum {total}, cross {cross}\n".encode()
+
+
+def test_a_value_back_to_what_a_kept_page_last_saw_arrives() -> None:
+    """The main thread sets a heap word 1 -> 0 and waits; the worker sets it
+    0 -> 1. With the page kept private between rounds, the 1 equals the
+    main thread's view before its own write: it must arrive all the same."""
+    r = isolated(program("iso_kept_aba"), timeout=60)
+    assert (r.returncode, r.stderr.decode()) == (0, ""), r.stderr.decode()
+    assert r.stdout == b"tokens 200\n"
