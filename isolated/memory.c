@@ -17,9 +17,12 @@
  *    this round: a write-write race, reported once per address.
  *  - Update (after the serial phase): the dirty pages are dropped
  *    (MADV_DONTNEED on a private file mapping reads the file again) and
- *    made read-only. Pages never written read the memfd directly, and it
- *    changes only while every thread is stopped, so what a thread reads
- *    depends on the commit order only.
+ *    made read-only, except the thread's own stack and the pages it wrote
+ *    in its last KEEP_IDLE rounds, which stay private and take the bytes
+ *    others committed in place (where the memfd differs from the twin; a
+ *    commit writes its bytes into the twin too). Pages never written read
+ *    the memfd directly, and it changes only while every thread is
+ *    stopped, so what a thread reads depends on the commit order only.
  */
 #include "iso.h"
 
