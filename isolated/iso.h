@@ -101,10 +101,13 @@ ISO_HIDDEN void iso_heap_reset_arena(int slot);
 /* memory.c */
 ISO_HIDDEN void iso_memory_start(void);
 ISO_HIDDEN void iso_commit(void);
-ISO_HIDDEN void iso_update(void);
+/* keep_written: 0 drops every private page but the thread's stack (a new thread's first update) */
+ISO_HIDDEN void iso_update(int keep_written);
 ISO_HIDDEN int iso_region_fault(uintptr_t addr, uintptr_t pc);
 ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd, int remap);
 ISO_HIDDEN void *iso_stack_top(int slot);
+ISO_HIDDEN void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable);
+ISO_HIDDEN int iso_forget_mapping(uintptr_t start, size_t len);
 ISO_HIDDEN void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end);
 ISO_HIDDEN void iso_code_name(uintptr_t pc, char *buf, size_t len);
 

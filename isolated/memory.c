@@ -4,7 +4,8 @@
  * commits them, and how it takes the others' commits.
  *
  * Rules of this file:
- *  - A region (the main program's writable data after RELRO; the heap) is a
+ *  - A region (the main program's writable data after RELRO; the heap; the
+ *    stacks; each private writable mapping made before the first thread) is a
  *    memfd mapped MAP_PRIVATE at the program's addresses, read-only between
  *    commits: the first write to a page faults (SIGSEGV), the handler copies
  *    the page (its twin, the page as of the last update), and makes it
@@ -16,9 +17,12 @@
  *    this round: a write-write race, reported once per address.
  *  - Update (after the serial phase): the dirty pages are dropped
  *    (MADV_DONTNEED on a private file mapping reads the file again) and
- *    made read-only. Pages never written read the memfd directly, and it
- *    changes only while every thread is stopped, so what a thread reads
- *    depends on the commit order only.
+ *    made read-only, except the thread's own stack and the pages it wrote
+ *    in its last KEEP_IDLE rounds, which stay private and take the bytes
+ *    others committed in place (where the memfd differs from the twin; a
+ *    commit writes its bytes into the twin too). Pages never written read
+ *    the memfd directly, and it changes only while every thread is
+ *    stopped, so what a thread reads depends on the commit order only.
  */
 #include "iso.h"
 
@@ -31,9 +35,19 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static struct iso_region globals, stacks, main_stack;
+/* is_dirty: 0 a page is the memfd's (read-only); PAGE_TWINNED private and
+ * writable, not written since; PAGE_WRITTEN + n written, then not in the
+ * n commits since; PAGE_DROP to drop at the update */
+enum { PAGE_TWINNED = 1, PAGE_WRITTEN, PAGE_DROP = 255 };
+#define KEEP_IDLE 2 /* commits a written page stays private without a write */
+/* the program's private writable mappings made before its first thread
+ * (Phoenix maps its input so), each a region of its own */
+#define MAX_MAPPINGS 64
+static struct iso_region mappings[MAX_MAPPINGS];
 #define HEAP_RUN 16
 static void stacks_start(void);
 static uintptr_t load_bias;
@@ -187,7 +201,7 @@ static void stacks_start(void)
 		if (p == (void *)want)
 			newlo = want;
 		else if (p != MAP_FAILED)
-			munmap(p, lo - want);
+			syscall(SYS_munmap, p, lo - want);
 	}
 	int sfd = memfd_create("det-isolated-main-stack", MFD_CLOEXEC);
 	if (sfd < 0 || ftruncate(sfd, (off_t)(hi - newlo)) != 0 || !remap_main_stack(sfd, lo, hi, newlo))
@@ -229,7 +243,76 @@ static struct iso_region *region_of(uintptr_t a)
 		return &stacks;
 	if (main_stack.size && a >= main_stack.base && a < main_stack.base + main_stack.size)
 		return &main_stack;
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		if (mappings[i].size && a >= mappings[i].base && a < mappings[i].base + mappings[i].size)
+			return &mappings[i];
 	return NULL;
+}
+
+/* A private writable mapping the program made before its first thread
+ * becomes isolated memory: its bytes (the first `readable` ones: a file
+ * mapping's pages past the end of the file cannot be read) go to a memfd,
+ * all-zero pages left as holes, and the region's private view replaces it
+ * at the same address. (Past the end of the file the bytes read as zeros
+ * now, where a read raised SIGBUS.) */
+void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable)
+{
+	struct iso_region *r = NULL;
+	for (int i = 0; i < MAX_MAPPINGS && !r; i++)
+		if (!mappings[i].size)
+			r = &mappings[i];
+	if (!r)
+		iso_die("more than %d private writable mappings made before the first thread", MAX_MAPPINGS);
+	size_t size = (len + ISO_PAGE - 1) & ~(ISO_PAGE - 1);
+	readable = readable < size ? readable : size;
+	int fd = memfd_create("det-isolated-mapping", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size) != 0)
+		iso_die("cannot make a mapping's memfd: %s", strerror(errno));
+	static const uint64_t zero[ISO_PAGE / 8];
+	size_t run = 0; /* start of the run of non-zero pages being gathered */
+	for (size_t off = 0;; off += ISO_PAGE) {
+		size_t n = off >= readable ? 0 : readable - off < ISO_PAGE ? readable - off : ISO_PAGE;
+		if (n && memcmp((void *)(start + off), zero, n) != 0)
+			continue;
+		size_t end = off < readable ? off : readable; /* the run is [run, end) */
+		for (size_t w = run; w < end;) {
+			ssize_t k = pwrite(fd, (void *)(start + w), end - w, (off_t)w);
+			if (k <= 0)
+				iso_die("cannot copy a mapping: %s", strerror(errno));
+			w += (size_t)k;
+		}
+		run = off + ISO_PAGE;
+		if (!n)
+			break;
+	}
+	iso_make_region(r, start, size, fd, 1);
+}
+
+/* munmap by the program of [a, a + len): a region it covers is this
+ * thread's no longer (its other threads keep their view until they unmap it
+ * too); 0 when the range is no isolated memory, -1 when it is part of one. */
+int iso_forget_mapping(uintptr_t a, size_t len)
+{
+	uintptr_t e = a + len;
+	for (int i = 0; i < MAX_MAPPINGS; i++) {
+		struct iso_region *r = &mappings[i];
+		if (!r->size || e <= r->base || a >= r->base + r->size)
+			continue;
+		if (a > r->base || e < r->base + ((r->size - 1) & ~(ISO_PAGE - 1)) + 1)
+			return -1;
+		size_t pages = r->size / ISO_PAGE;
+		/* (det's own maps: not through the program's munmap) */
+		syscall(SYS_munmap, r->shared, r->size);
+		syscall(SYS_munmap, r->twin, r->size);
+		syscall(SYS_munmap, r->last, pages * sizeof(uint64_t));
+		syscall(SYS_munmap, r->last_pc, pages * sizeof(uintptr_t));
+		syscall(SYS_munmap, r->first_pc, pages * sizeof(uintptr_t));
+		syscall(SYS_munmap, r->dirty, pages * sizeof(uint32_t));
+		syscall(SYS_munmap, r->is_dirty, pages);
+		close(r->fd);
+		memset(r, 0, sizeof *r);
+	}
+	return 0;
 }
 
 /* A write fault: 1 when it was the first write to an isolated page (now
@@ -259,7 +342,7 @@ int iso_region_fault(uintptr_t addr, uintptr_t pc)
 		 * private view, except where the main thread wrote its stack
 		 * before it was write-protected (those bytes are its own changes) */
 		memcpy(r->twin + k * ISO_PAGE, r->shared + k * ISO_PAGE, ISO_PAGE);
-		r->is_dirty[k] = 1;
+		r->is_dirty[k] = PAGE_TWINNED;
 		r->first_pc[k] = pc;
 		r->dirty[r->ndirty++] = (uint32_t)k;
 		atomic_fetch_add_explicit(&iso_ctl->twins, 1, memory_order_relaxed);
@@ -393,9 +476,13 @@ static void commit_region(struct iso_region *r)
 		const uint64_t *mine = (const uint64_t *)(r->base + off);
 		uint64_t *twin = (uint64_t *)(r->twin + off);
 		uint64_t *shared = (uint64_t *)(r->shared + off);
-		/* its own stack page stays private: its twin takes the bytes it
-		 * commits, so that the update takes only the others' bytes */
-		uint64_t *keep = own_stack(r, pg) ? twin : NULL;
+		/* the twin takes the bytes it commits (the memfd's bytes as of
+		 * its commit), for a page that stays private (its own stack, a
+		 * kept page): the update takes the bytes that differ from them,
+		 * the others' later commits, even one that restores what the
+		 * page held before this thread's write (the wait that commits it
+		 * may block, with no update in between) */
+		uint64_t *keep = twin;
 		int changed = 0;
 		for (size_t w = 0; w < ISO_PAGE / 8; w++) {
 			if (mine[w] == twin[w])
@@ -410,13 +497,14 @@ static void commit_region(struct iso_region *r)
 					conflict(r, r->base + off + w * 8 + (size_t)b, pg);
 				sb[b] = mb[b];
 			}
-			if (keep)
-				keep[w] = mine[w];
+			keep[w] = mine[w];
 		}
 		if (changed) {
 			r->last[pg] = stamp;
 			r->last_pc[pg] = r->first_pc[pg];
 		}
+		uint8_t *st = &r->is_dirty[pg];
+		*st = changed ? PAGE_WRITTEN : *st == PAGE_TWINNED || *st >= PAGE_WRITTEN + KEEP_IDLE ? PAGE_DROP : *st + 1;
 
 	}
 }
@@ -428,6 +516,8 @@ void iso_commit(void)
 	commit_region(&iso_heap_region);
 	commit_region(&stacks);
 	commit_region(&main_stack);
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		commit_region(&mappings[i]);
 }
 
 static int by_page(const void *a, const void *b)
@@ -436,27 +526,46 @@ static int by_page(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void update_region(struct iso_region *r)
+/* A page written in one of the last KEEP_IDLE rounds stays private and
+ * writable at the update (it takes the others' bytes in place), so that a
+ * page a thread writes round after round (pca's covariance column between
+ * its lock and unlock rounds, reverse_index's sorted array) costs two page
+ * diffs a round instead of a fault, a twin, a drop and a refault. Not
+ * another thread's stack (a new thread's copy of its creator's, written
+ * after its commit). */
+static int kept_when_written(const struct iso_region *r, size_t pg)
+{
+	return r->is_dirty[pg] >= PAGE_WRITTEN && r->is_dirty[pg] != PAGE_DROP && r != &stacks && r != &main_stack;
+}
+
+static void update_region(struct iso_region *r, int keep_written)
 {
 	if (!r->size)
 		return;
 	qsort(r->dirty, r->ndirty, sizeof *r->dirty, by_page);
 	size_t kept = 0;
 	for (size_t i = 0; i < r->ndirty;) {
-		if (own_stack(r, r->dirty[i])) {
+		size_t pg = r->dirty[i];
+		if (own_stack(r, pg) || (keep_written && kept_when_written(r, pg))) {
 			/* take the others' bytes; the page stays private */
-			size_t off = r->dirty[i] * ISO_PAGE;
-			unsigned char *mine = (unsigned char *)(r->base + off), *twin = r->twin + off;
-			const unsigned char *shared = r->shared + off;
-			for (size_t b = 0; b < ISO_PAGE; b++)
-				if (shared[b] != twin[b])
-					mine[b] = shared[b];
-			memcpy(twin, shared, ISO_PAGE);
+			size_t off = pg * ISO_PAGE;
+			uint64_t *mine = (uint64_t *)(r->base + off), *twin = (uint64_t *)(r->twin + off);
+			const uint64_t *shared = (const uint64_t *)(r->shared + off);
+			for (size_t w = 0; w < ISO_PAGE / 8; w++)
+				if (shared[w] != twin[w]) {
+					const unsigned char *sb = (const void *)&shared[w], *tb = (const void *)&twin[w];
+					unsigned char *mb = (void *)&mine[w];
+					for (int b = 0; b < 8; b++)
+						if (sb[b] != tb[b])
+							mb[b] = sb[b];
+					twin[w] = shared[w];
+				}
 			r->dirty[kept++] = r->dirty[i++];
 			continue;
 		}
 		size_t j = i + 1;
-		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1 && !own_stack(r, r->dirty[j]))
+		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1 && !own_stack(r, r->dirty[j]) &&
+		       !(keep_written && kept_when_written(r, r->dirty[j])))
 			j++;
 		void *p = (void *)(r->base + (uintptr_t)r->dirty[i] * ISO_PAGE);
 		size_t len = (j - i) * ISO_PAGE;
@@ -469,10 +578,12 @@ static void update_region(struct iso_region *r)
 	r->ndirty = kept;
 }
 
-void iso_update(void)
+void iso_update(int keep_written)
 {
-	update_region(&globals);
-	update_region(&iso_heap_region);
-	update_region(&stacks);
-	update_region(&main_stack);
+	update_region(&globals, keep_written);
+	update_region(&iso_heap_region, keep_written);
+	update_region(&stacks, keep_written);
+	update_region(&main_stack, keep_written);
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		update_region(&mappings[i], keep_written);
 }

@@ -51,6 +51,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -353,7 +354,7 @@ static int sync_end(void)
 	pass_turn();
 	unlock_ctl();
 	wait_running(iso_me);
-	iso_update();
+	iso_update(1);
 	reap();
 	return iso_ctl->th[iso_me].result;
 }
@@ -409,11 +410,10 @@ static void on_own_stack_too(int sig, void (*handler)(int))
 	sigaction(sig, &sa, NULL);
 }
 
-static void refuse_private_maps(void);
+static void adopt_private_maps(void);
 
 static void start_isolation(void)
 {
-	refuse_private_maps();
 	/* stdout's buffer: private to each thread-process, not in the heap */
 	fflush(stdout);
 	setvbuf(stdout, out_buf, isatty(1) ? _IOLBF : _IOFBF, sizeof out_buf);
@@ -445,6 +445,7 @@ static void start_isolation(void)
 		sigaction(sig, &old, NULL);
 	}
 	iso_memory_start();
+	adopt_private_maps();
 	iso_ctl->active = 1;
 }
 
@@ -511,7 +512,7 @@ static void child_start(int slot, void *(*fn)(void *), void *arg)
 	if (getppid() != iso_ctl->main_pid)
 		_exit(0); /* the main process is gone already */
 	wait_running(slot);
-	iso_update(); /* the creator's private pages, which it committed */
+	iso_update(0); /* the creator's private pages, which it committed */
 	iso_heap_reset_arena(slot);
 	thread_exit(fn(arg));
 }
@@ -1100,11 +1101,13 @@ API sighandler_t signal(int sig, sighandler_t handler)
 }
 
 /* The program's writable private mappings made before its first thread
- * (each thread-process would write its own copy): the first thread is
- * refused while one is mapped. */
-#define MAX_PRIVATE_MAPS 256
+ * (Phoenix's kernels map their input so, and write into it): each becomes
+ * isolated memory when the first thread starts (isolated/memory.c), so that
+ * the threads share it as they would natively. */
+#define MAX_PRIVATE_MAPS 64
 static struct {
 	uintptr_t start, end;
+	size_t readable; /* a file mapping: the bytes up to the end of the file */
 } private_maps[MAX_PRIVATE_MAPS];
 
 API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -1113,12 +1116,18 @@ API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		iso_die("mmap by the program after the first thread is not supported (the mapping would not be shared)");
 	void *p = iso_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && (prot & PROT_WRITE) && (flags & MAP_PRIVATE)) {
-		for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
-			if (!private_maps[i].end) {
-				private_maps[i].start = (uintptr_t)p;
-				private_maps[i].end = (uintptr_t)p + len;
-				break;
-			}
+		struct stat st;
+		size_t readable = len;
+		if (!(flags & MAP_ANONYMOUS) && fstat(fd, &st) == 0)
+			readable = st.st_size <= off ? 0 : (size_t)(st.st_size - off);
+		int i = 0;
+		while (i < MAX_PRIVATE_MAPS && private_maps[i].end)
+			i++;
+		if (i == MAX_PRIVATE_MAPS)
+			iso_die("more than %d private writable mappings before the first thread", MAX_PRIVATE_MAPS);
+		private_maps[i].start = (uintptr_t)p;
+		private_maps[i].end = (uintptr_t)p + len;
+		private_maps[i].readable = readable;
 	}
 	return p;
 }
@@ -1126,19 +1135,20 @@ API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 API int munmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr, e = a + len;
+	if (iso_ctl && iso_ctl->active && iso_forget_mapping(a, len) < 0)
+		iso_die("munmap of part of a mapping made before the first thread is not supported");
 	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
 		if (private_maps[i].end && a <= private_maps[i].start && e >= private_maps[i].end)
 			private_maps[i].start = private_maps[i].end = 0;
 	return (int)syscall(SYS_munmap, addr, len);
 }
 
-static void refuse_private_maps(void)
+static void adopt_private_maps(void)
 {
 	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
 		if (private_maps[i].end)
-			iso_die("%lu bytes the program mapped (mmap, private, writable) before its first thread would "
-				"not be shared between threads: not supported",
-				(unsigned long)(private_maps[i].end - private_maps[i].start));
+			iso_adopt_mapping(private_maps[i].start, private_maps[i].end - private_maps[i].start,
+					  private_maps[i].readable);
 }
 
 /* --- memory the kernel writes -------------------------------------------------

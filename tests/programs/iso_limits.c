@@ -2,8 +2,8 @@
  * iso_limits - what detrun --isolated refuses once a second thread exists,
  * and how a run ends: argv[1] says which.
  *   fork, signal, mmap: refused in one line, the run ends with status 125;
- *   mmap_before: a private writable mapping made before the first thread
- *             (it would not be shared): refused at the first thread, 125;
+ *   munmap_part: the program unmaps one page of a two-page private
+ *             mapping it made before the thread (a region now): refused;
  *   deadlock: the main thread joins a worker while holding the lock the
  *             worker needs (every thread blocked: status 125);
  *   exit:     the worker calls exit(7): the program's status is 7;
@@ -44,11 +44,11 @@ int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "none";
 	pthread_t t;
-	if (!strcmp(what, "mmap_before")) {
-		long *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (shared == MAP_FAILED)
+	char *before = NULL;
+	if (!strcmp(what, "munmap_part")) {
+		before = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (before == MAP_FAILED)
 			return 3;
-		*shared = 1;
 	}
 	if (!strcmp(what, "deadlock"))
 		pthread_mutex_lock(&lock);
@@ -66,6 +66,8 @@ int main(int argc, char **argv)
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = on_usr1;
 		sigaction(SIGUSR1, &sa, NULL);
+	} else if (before) {
+		munmap(before, 4096);
 	} else if (!strcmp(what, "mmap")) {
 		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
