@@ -16,6 +16,7 @@
  *    detreplay to report, and the program stops with DET_EXIT_STOPPED.
  */
 #include "enforce.h"
+#include "snapshot.h"
 #include "strict.h"
 #include "turns.h"
 #include "det/gdb.h"
@@ -45,7 +46,8 @@ static void choose_turns(void)
 }
 
 /* Read and written by det's gdb extension; see include/det/gdb.h. */
-__attribute__((visibility("default"))) struct det_gdb_control det_gdb_control = {.stop_seq = UINT64_MAX};
+__attribute__((visibility("default"))) struct det_gdb_control det_gdb_control = {.stop_seq = UINT64_MAX,
+										      .snap_at = UINT64_MAX};
 
 /* gdb breaks here: every other thread waits at its turnstile (or runs code
  * that has no more events), the calling thread is about to do its event. */
@@ -123,6 +125,7 @@ void det_sched_wait(struct det_thread *t, uint64_t idx)
 			atomic_fetch_add(&det_hdr->feed_kick, 1);
 			futex(&det_hdr->feed_kick, FUTEX_WAKE, 1);
 		}
+		det_snap_point(t);
 		struct timespec ts = {0, 20000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
@@ -216,6 +219,7 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 	check_end();
 	det_replay_thread_done(t);
 	for (;;) {
+		det_snap_point(t);
 		/* the object it wanted may get its id from another thread later:
 		 * keep the report (blocked_obj) current */
 		struct timespec ts = {0, 20 * 1000 * 1000};
@@ -279,6 +283,12 @@ static void gdb_check(struct det_thread *t, const struct det_sched *e)
 {
 	struct det_gdb_control *c = &det_gdb_control;
 	uint32_t reason = 0;
+	if (det_unlikely(e->seq >= c->snap_at)) {
+		/* (in a snapshot that gdb resumed, this returns with gdb's goal set
+		 * anew: the conditions below are read after it) */
+		settle_others(t);
+		det_snap_take(t, e->seq);
+	}
 	if (e->seq >= c->stop_seq)
 		reason = DET_GDB_SEQ;
 	else if (c->stop_thread && c->stop_thread == t->num + 1)

@@ -1,0 +1,125 @@
+"""Snapshots of the replayed process (replayer/snapshot.c): going back
+resumes the nearest one instead of restarting the program.
+
+libdet.so takes one before the first event and then every `every` events
+(det_gdb_control.snap_at, snap_every): the thread whose turn it is has the
+others save their contexts where they wait and forks; the snapshot waits.
+It reports each with det_gdb_snapshot(pid, seq), where a silent breakpoint
+keeps it here with where the program's output was (det_gdb.output). Going
+back to event N kills the program, attaches gdb to the nearest snapshot at
+or before N and lets it go on (det_gdb_control.snap_go); it forks a
+replacement of itself first, so the same snapshot serves again.
+
+Rules of this file:
+  - As every det_gdb module: no inferior function calls (memory writes
+    only), standard library only, every user error one gdb.GdbError line.
+  - At most CAP snapshots live: the oldest taken goes first, but never the
+    earliest (the program's start). A second one at a seq already held is
+    killed at once. gdb kills every snapshot as it exits (a snapshot also
+    ends itself once detreplay is gone).
+  - Ordered replays only: a relaxed one has no single position to resume.
+  - A snapshot that cannot be resumed (gone, attach refused) is dropped and
+    the caller restarts the program, as without snapshots.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+import gdb
+
+CAP = 8
+UINT64_MAX = 2**64 - 1
+EVERY_MIN = 1000
+PARTS = 16          # by default a snapshot every total/PARTS events (at least EVERY_MIN)
+REFUSALS = {1: "a thread was not waiting inside det", 2: "the program has more than one process",
+            3: "no memory for a copy of det's shared region", 4: "fork failed",
+            5: "the kmod backend keeps the turns outside the process",
+            6: "the program handles SIGCHLD"}
+
+
+@dataclass
+class Snapshot:
+    seq: int              # the next event when it was taken
+    pid: int
+    output: list[int]     # the program's output so far, per channel (det_gdb.output)
+    order: int            # when it was taken
+
+
+class Snapshots:
+    """The live snapshots of one session."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.every = max(EVERY_MIN, total // PARTS)
+        self.enabled = enabled
+        self.taken: list[Snapshot] = []
+        self.count = 0
+        self.resumes = 0
+        self.attaching = False
+        gdb.events.gdb_exiting.connect(self.on_gdb_exiting)
+
+    # --- taking ---------------------------------------------------------------
+    def arm(self, first: int) -> None:
+        """A fresh run: the first snapshot before event `first`, then every `every`."""
+        at = first if self.enabled else UINT64_MAX
+        gdb.parse_and_eval(f"det_gdb_control.snap_at = {at}")
+        gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every if self.enabled else 0}")
+
+    def on_snapshot(self, output: list[int]) -> bool:
+        """libdet.so took one (breakpoint on det_gdb_snapshot): keep it."""
+        pid = int(gdb.parse_and_eval("(int)$rdi"))
+        seq = int(gdb.parse_and_eval("(unsigned long)$rsi"))
+        if any(s.seq == seq for s in self.taken) or not self.enabled:
+            kill(pid)
+            return False
+        self.count += 1
+        self.taken.append(Snapshot(seq, pid, output, self.count))
+        while len(self.taken) > CAP:
+            start = min(self.taken, key=lambda s: s.seq)
+            old = min((s for s in self.taken if s is not start), key=lambda s: s.order)
+            self.taken.remove(old)
+            kill(old.pid)
+        return False
+
+    def refused(self) -> str | None:
+        try:
+            why = int(gdb.parse_and_eval("det_gdb_control.snap_refused"))
+        except gdb.error:
+            return None
+        return REFUSALS.get(why, f"reason {why}") if why else None
+
+    # --- resuming ---------------------------------------------------------------
+    def nearest(self, seq: int) -> Snapshot | None:
+        ok = [s for s in self.taken if s.seq <= seq]
+        return max(ok, key=lambda s: s.seq) if ok else None
+
+    def take_out(self, snap: Snapshot) -> None:
+        self.taken.remove(snap)
+        self.resumes += 1
+
+    def on_gdb_exiting(self, _event) -> None:
+        """gdb detaches from a program it attached to as it exits (and gdb 13
+        trips on its own assertion doing so with threads): kill it, as gdb
+        kills a program it started."""
+        self.drop_all()
+        inf = gdb.selected_inferior()
+        if self.resumes and inf is not None and inf.pid:
+            try:
+                gdb.execute("set confirm off", to_string=True)
+                gdb.execute("kill", to_string=True)
+            except gdb.error:
+                kill(inf.pid)
+
+    def drop_all(self) -> None:
+        for s in self.taken:
+            kill(s.pid)
+        self.taken = []
+
+
+def kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
