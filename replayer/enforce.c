@@ -116,9 +116,17 @@ int det_sched_known(struct det_thread *t, uint64_t idx)
  * written a little ahead of its thread; this thread caught up with it). */
 void det_sched_wait(struct det_thread *t, uint64_t idx)
 {
+	/* it waits for its turn as much as at a turnstile (settle_others: gdb
+	 * and a snapshot need not wait for it) */
+	uint32_t was = atomic_load_explicit(&t->slot->at_turnstile, memory_order_relaxed);
 	for (unsigned round = 0;; round++) {
-		if (det_sched_known(t, idx))
+		if (det_sched_known(t, idx)) {
+			if (round)
+				atomic_store_explicit(&t->slot->at_turnstile, was, memory_order_relaxed);
 			return;
+		}
+		if (!round)
+			atomic_store_explicit(&t->slot->at_turnstile, 1, memory_order_relaxed);
 		if (atomic_load(&det_hdr->feed_failed))
 			det_fatal("%s", det_hdr->error);
 		if (round % 64 == 0) {

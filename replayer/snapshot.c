@@ -404,10 +404,14 @@ static void wait_and_resume(struct det_thread *t, const struct snap_thread *self
 	atomic_store(&h->sched_gen, gen + 1);
 	atomic_store(&h->feed_kick, kick + 1);
 	det_sys(SYS_futex, (long)&h->feed_kick, FUTEX_WAKE, 1, 0, 0, 0);
+	/* a thread whose next entry was written (it may hold a pointer to it:
+	 * a waiter reads its prerequisites there) goes on once it is written
+	 * again; the others wait for the feeder themselves (det_sched_wait) */
 	for (uint32_t i = 0; i < h->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(h, i);
 		uint64_t done = atomic_load(&s->done);
-		if (s->proc != det_proc || atomic_load(&s->state) == DET_TS_FREE || done >= s->sched_count)
+		uint64_t was = atomic_load(&s->sched_filled); /* (the snapshot's) */
+		if (s->proc != det_proc || atomic_load(&s->state) == DET_TS_FREE || (was & DET_FILLED_MASK) <= done)
 			continue;
 		for (unsigned round = 0;; round++) {
 			uint64_t f = atomic_load(&s->sched_filled);
