@@ -564,19 +564,20 @@ class Session:
             self.quiet_exit = False
         self.snapshots.attaching = True
         try:
-            # (gdb prints where an attach stopped even into a string: to /dev/null)
-            for cmd in ("set logging file /dev/null", "set logging redirect on", "set logging enabled on"):
-                gdb.execute(cmd, to_string=True)
+            # (gdb's CLI prints where an attach stopped past any to_string)
+            quiet_cli = gdb.parameter("suppress-cli-notifications")
+            gdb.execute("set suppress-cli-notifications on", to_string=True)
             gdb.execute(f"attach {snap.pid}", to_string=True)
+            self.snapshots.attaching = False
+            self.fresh_run(snap.output)
+            gdb.parse_and_eval("det_gdb_control.snap_go = 1")
+            self.arm()
+            gdb.execute("continue", to_string=True)
         except gdb.error:
             return False
         finally:
-            gdb.execute("set logging enabled off", to_string=True)
+            gdb.execute(f"set suppress-cli-notifications {'on' if quiet_cli else 'off'}", to_string=True)
             self.snapshots.attaching = False
-        self.fresh_run(snap.output)
-        gdb.parse_and_eval("det_gdb_control.snap_go = 1")
-        self.arm()
-        gdb.execute("continue", to_string=True)
         return True
 
     def must_restart(self, goal: Goal) -> bool:

@@ -37,7 +37,8 @@ taken was not (a thread not waiting inside det, more than one process).
                 print("det: snapshots are off; going back restarts the program")
                 return
             held = ", ".join(str(x.seq) for x in sorted(snaps.taken, key=lambda x: x.seq)) or "none yet"
-            print(f"det: snapshots every {snaps.every} events, at most {CAP}: before events {held}")
+            print(f"det: snapshots every {snaps.every} events, at most {CAP}: before events {held}; "
+                  f"gone back from one {snaps.resumes} time{'s' if snaps.resumes != 1 else ''}")
             why = snaps.refused() if s.alive() else None
             if why:
                 print(f"det: the last snapshot was not taken: {why}")
