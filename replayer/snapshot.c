@@ -449,7 +449,12 @@ void det_snap_take(struct det_thread *t, uint64_t seq)
 {
 	struct det_gdb_control *c = &det_gdb_control;
 	c->snap_refused = 0;
-	c->snap_at = c->snap_every ? seq + c->snap_every : UINT64_MAX;
+	/* the next one on the grid gdb set (snap_at + k * snap_every): the
+	 * same points however the replay got here */
+	uint64_t at = c->snap_at;
+	while (c->snap_every && at <= seq)
+		at += c->snap_every;
+	c->snap_at = c->snap_every ? at : UINT64_MAX;
 	if (det_hdr->turns != DET_TURNS_futex) {
 		c->snap_refused = DET_SNAP_BACKEND;
 		return;

@@ -152,7 +152,7 @@ class Session:
         self.stop_thread: int | None = None     # the det thread gdb reported the last stop in
         self.finish_bp: gdb.Breakpoint | None = None
         self.output: Relay | None = None        # the program's output (det_gdb.output)
-        self.snapshots = Snapshots(self.model.total, enabled=not self.relaxed)  # det_gdb.snapshots
+        self.snapshots = Snapshots(self.model.first, self.model.total, enabled=not self.relaxed)
 
     # --- the program's memory ------------------------------------------------
     def alive(self) -> bool:
@@ -269,8 +269,8 @@ class Session:
         # A (re)start: the region was reset, det_gdb_control is fresh.
         self.fresh_run()
         self.arm()
-        if not self.relaxed:
-            self.snapshots.arm(self.model.first)
+        if not self.relaxed and self.deferred is not None:  # (det moves the program)
+            self.snapshots.arm(None)
         self.name_thread(gdb.selected_thread(), 0)
         if self.goal is not None and (self.goal.ready or (self.goal.first and self.model.total == 0)):
             self.hit = Hit("ready", seq=self.model.first if self.model.total else self.model.end, thread=0)
@@ -537,8 +537,15 @@ class Session:
                 else:
                     self.goal = goal
                     self.arm()
+                    if not self.relaxed and self.pos is not None:
+                        self.snapshots.arm(self.pos.seq if self.pos.det_stop else self.pos.seq - 1)
                     gdb.execute("continue", to_string=True)
         finally:
+            if self.alive() and not self.relaxed:
+                try:
+                    self.snapshots.disarm()
+                except gdb.error:
+                    pass
             out, self.deferred = self.deferred, None
             self.bps["exit"].enabled = False
             self.goal = None
@@ -572,6 +579,7 @@ class Session:
             self.fresh_run(snap.output)
             gdb.parse_and_eval("det_gdb_control.snap_go = 1")
             self.arm()
+            self.snapshots.arm(snap.seq)
             gdb.execute("continue", to_string=True)
         except gdb.error:
             return False

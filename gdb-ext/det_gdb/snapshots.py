@@ -54,7 +54,8 @@ class Snapshot:
 class Snapshots:
     """The live snapshots of one session."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(self, first: int, total: int, enabled: bool) -> None:
+        self.first = first
         self.every = max(EVERY_MIN, total // PARTS)
         self.enabled = enabled
         self.taken: list[Snapshot] = []
@@ -72,11 +73,21 @@ class Snapshots:
                 pass
 
     # --- taking ---------------------------------------------------------------
-    def arm(self, first: int) -> None:
-        """A fresh run: the first snapshot before event `first`, then every `every`."""
-        at = first if self.enabled else UINT64_MAX
+    def arm(self, after: int | None) -> None:
+        """While det moves the program: the next snapshot at the first point
+        of the grid (first event + k * every) past event `after` (None: at
+        the first event). gdb's own continue and step take none (each fork
+        would have gdb say it detached a child)."""
+        if not self.enabled:
+            return self.disarm()
+        at = self.first
+        if after is not None:
+            at += -(-(after + 1 - self.first) // self.every) * self.every
+        gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every}")
         gdb.parse_and_eval(f"det_gdb_control.snap_at = {at}")
-        gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every if self.enabled else 0}")
+
+    def disarm(self) -> None:
+        gdb.parse_and_eval(f"det_gdb_control.snap_at = {UINT64_MAX}")
 
     def on_snapshot(self, output: list[int]) -> bool:
         """libdet.so took one (breakpoint on det_gdb_snapshot): keep it."""

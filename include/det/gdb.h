@@ -41,7 +41,7 @@ struct det_gdb_control {
 	uint32_t stop_obj;    /* with stop_kind or alone: only on this object id */
 	uint64_t snap_at;     /* snapshot the process before the first event with seq >= this; UINT64_MAX: never
 			       * (replayer/snapshot.c; det_gdb_snapshot reports each one) */
-	uint64_t snap_every;  /* then again this many events later; 0: once */
+	uint64_t snap_every;  /* then at snap_at + k * snap_every; 0: once */
 	uint32_t snap_go;     /* in a snapshot process that gdb attached to: go on from here */
 	uint32_t snap_refused; /* enum det_snap_refusal of the last snapshot not taken, 0: none */
 	/* written by libdet.so before it calls det_gdb_stop */

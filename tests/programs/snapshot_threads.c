@@ -36,7 +36,7 @@ static void *work(void *arg)
 	for (long i = 0; i < rounds; i++) {
 		pthread_mutex_lock(&held);
 		pthread_mutex_lock(&lock);
-		counter += id + 1;
+		long now = counter += id + 1;
 		pthread_mutex_unlock(&lock);
 		mine++;
 		*(long *)pthread_getspecific(key) += 2;
@@ -45,7 +45,7 @@ static void *work(void *arg)
 			exit(3);
 		}
 		progress[id] = mine;
-		printf("worker %ld round %ld counter %ld\n", id, i, counter);
+		printf("worker %ld round %ld counter %ld\n", id, i, now);
 	}
 	long got = *(long *)pthread_getspecific(key);
 	free(spec);

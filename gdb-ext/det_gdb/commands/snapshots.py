@@ -10,7 +10,7 @@ import gdb
 
 from det_gdb.registry import DetCommand, command
 from det_gdb.session import session
-from det_gdb.snapshots import CAP, UINT64_MAX
+from det_gdb.snapshots import CAP
 
 
 @command("det snapshots", gdb.COMMAND_RUNNING)
@@ -59,10 +59,3 @@ taken was not (a thread not waiting inside det, more than one process).
             snaps.enabled = True
         else:
             raise gdb.GdbError("det snapshots: takes on, off or every N")
-        if s.alive() and s.pos is not None:
-            try:
-                at = s.pos.seq + (1 if s.pos.det_stop else 0) if snaps.enabled else UINT64_MAX
-                gdb.parse_and_eval(f"det_gdb_control.snap_at = {at}")
-                gdb.parse_and_eval(f"det_gdb_control.snap_every = {snaps.every if snaps.enabled else 0}")
-            except gdb.error:
-                pass
