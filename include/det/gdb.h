@@ -4,8 +4,8 @@
  *
  * Rules of this file:
  *  - No inferior function calls: the extension only writes det_gdb_control
- *    (memory writes) and sets breakpoints on det_gdb_stop and
- *    det_gdb_diverged, which libdet.so calls itself.
+ *    (memory writes) and sets breakpoints on det_gdb_stop,
+ *    det_gdb_diverged and det_gdb_snapshot, which libdet.so calls itself.
  *  - libdet.so is built with debug info, so the extension reads these
  *    structures (and det_hdr, det_tls) through gdb's expression evaluator
  *    with their real types: no layout is duplicated in Python.
