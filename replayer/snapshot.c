@@ -20,7 +20,8 @@
  * Rules of this file:
  *  - Nothing is taken unless every other kernel thread of the process
  *    reached a snapshot point in time (a thread computing, a thread that is
- *    not det's, more than one process, the kmod backend): the snapshot is
+ *    not det's, more than one process, the kmod backend, strict mode's
+ *    waits, which have no snapshot point): the snapshot is
  *    refused, det_gdb_control.snap_refused says why, and gdb goes back by
  *    re-execution as before.
  *  - fork is the raw system call: glibc's fork would tear down the other
@@ -60,7 +61,7 @@
 
 /* The other threads' acknowledgements: how long the holder waits (a parked
  * thread looks every 20 ms). */
-#define ACK_WAIT_NS (200 * 1000 * 1000L)
+#define ACK_WAIT_NS (60 * 1000 * 1000L)
 /* How often a snapshot process looks at snap_go and at its supervisor. */
 #define GO_POLL_NS (1000 * 1000L)
 #define RSEQ_SIG 0x53053053
@@ -455,6 +456,10 @@ void det_snap_take(struct det_thread *t, uint64_t seq)
 	while (c->snap_every && at <= seq)
 		at += c->snap_every;
 	c->snap_at = c->snap_every ? at : UINT64_MAX;
+	if (det_hdr->flags & (DET_F_STRICT | DET_F_LOGICAL)) {
+		c->snap_refused = DET_SNAP_STRICT; /* (at once: waiting for acks would cost every grid point) */
+		return;
+	}
 	if (det_hdr->turns != DET_TURNS_futex) {
 		c->snap_refused = DET_SNAP_BACKEND;
 		return;

@@ -40,7 +40,7 @@ PARTS = 32          # by default a snapshot every total/PARTS events (at least E
 REFUSALS = {1: "a thread was not waiting inside det", 2: "the program has more than one process",
             3: "no memory for a copy of det's shared region", 4: "fork failed",
             5: "the kmod backend keeps the turns outside the process",
-            6: "the program handles SIGCHLD"}
+            6: "the program handles SIGCHLD", 7: "a strict replay's threads wait where det takes no snapshot"}
 
 
 @dataclass

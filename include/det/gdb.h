@@ -30,6 +30,7 @@ enum det_snap_refusal {
 	DET_SNAP_FORK = 4,      /* fork failed */
 	DET_SNAP_BACKEND = 5,   /* the enforcement backend keeps turns outside the process (kmod) */
 	DET_SNAP_SIGCHLD = 6,   /* the program handles SIGCHLD (a snapshot's helper process ends) */
+	DET_SNAP_STRICT = 7,    /* strict or logical replay: its threads wait for the run token (strict.c) */
 };
 
 struct det_gdb_control {
