@@ -84,7 +84,15 @@ class Snapshots:
         if after is not None:
             at += -(-(after + 1 - self.first) // self.every) * self.every
         gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every}")
-        gdb.parse_and_eval(f"det_gdb_control.snap_at = {at}")
+        gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.unheld(at)}")
+
+    def unheld(self, at: int) -> int:
+        """The first grid point from `at` on that no snapshot holds (one
+        there would be killed as a duplicate: its fork is wasted)."""
+        held = {s.seq for s in self.taken}
+        while at in held:
+            at += self.every
+        return at
 
     def disarm(self) -> None:
         gdb.parse_and_eval(f"det_gdb_control.snap_at = {UINT64_MAX}")
@@ -98,6 +106,9 @@ class Snapshots:
             return False
         self.count += 1
         self.taken.append(Snapshot(seq, pid, output, self.count))
+        at = int(gdb.parse_and_eval("det_gdb_control.snap_at"))
+        if at != UINT64_MAX:
+            gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.unheld(at)}")
         while len(self.taken) > CAP:
             start = min(self.taken, key=lambda s: s.seq)
             old = min((s for s in self.taken if s is not start), key=lambda s: s.order)
