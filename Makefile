@@ -28,7 +28,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 SETUP   := $(VENV)/.det-setup
 
-RUNTIME_SRC := $(wildcard preload/*.c) recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c $(wildcard replayer/turns_*.c)
+RUNTIME_SRC := $(wildcard preload/*.c) recorder/rings.c replayer/enforce.c replayer/strict.c replayer/logical.c replayer/snapshot.c $(wildcard replayer/turns_*.c)
 RUNTIME_HDR := $(wildcard preload/*.h preload/*.def) recorder/rings.h include/det/crc32c.h replayer/enforce.h replayer/strict.h replayer/logical.h include/det/events.def include/det/events.h include/det/shm.h include/det/gdb.h replayer/turns.h include/det/turns.def include/det/detsched.h
 SUP_SRC     := supervisor/supervisor.c supervisor/sums.c supervisor/schedpack.c supervisor/identity.c supervisor/digest.c recorder/capture.c recorder/convert.c recorder/convert_log.c recorder/convert_merge.c recorder/convert_write.c recorder/convert_pack.c recorder/convert_btree.c replayer/schedule.c replayer/follow.c replayer/sup_turns.c
 # detrun --isolated's runtime (isolated/): preloaded instead of libdet.so

@@ -3,9 +3,10 @@
 
 Records bench/bin/mutex_counter 250000 (2 threads, ~1M events), starts
 `detreplay --gdb` on it and times, inside gdb, `det goto 100000` (forward
-from the first event) and `det goto 50000` (backward: a restart of the
-program under gdb and a replay to 50,000), then the same pair again, RUNS
-times. Next to them: the program's native run (whole, and pro-rated to
+from the first event) and `det goto 50000` (backward), then the same pair
+again, RUNS times: once with det's snapshots (backward: resume the nearest
+one and replay from there) and once without (`det snapshots off`: a restart
+of the program under gdb and a replay to 50,000). Next to them: the program's native run (whole, and pro-rated to
 50,000 events), detreplay's replay without gdb, and what gdb alone takes to
 (re)start a program to main, the floor under any backward goto.
 
@@ -32,6 +33,7 @@ PROG = ROOT / "bench" / "bin" / "mutex_counter"
 
 TIMER = """
 import time, gdb
+PRE
 def timed(label, cmd):
     a = time.monotonic()
     gdb.execute(cmd, to_string=True)
@@ -103,16 +105,19 @@ def main() -> int:
         replay = med([wall([str(BIN / "detreplay"), "-q", str(trace)]) for _ in range(ns.runs)])
         gdb = [str(BIN / "detreplay"), "--gdb", str(trace), "--", "-nx", "-batch"]
         timer = TIMER.replace("RUNS", str(ns.runs)).replace("FAR", str(far)).replace("NEAR", str(near))
-        times, at = gdb_times(gdb, timer, tmp)
-        if at != [far, near] * ns.runs:
-            sys.exit(f"bench: det goto landed at {at}, wanted {[far, near] * ns.runs}")
+        times, at = gdb_times(gdb, timer.replace("PRE", ""), tmp)
+        reexec, at2 = gdb_times(gdb, timer.replace("PRE", 'gdb.execute("det snapshots off")'), tmp)
+        if at != [far, near] * ns.runs or at2 != at:
+            sys.exit(f"bench: det goto landed at {at} and {at2}, wanted {[far, near] * ns.runs}")
         plain, _ = gdb_times(["gdb", "-nx", "-batch"], RESTART.replace("RUNS", str(ns.runs)), tmp,
                              ["--args", str(PROG), "1"])
     fwd, back, restart = med(times["forward"]), med(times["backward"]), med(plain["restart"])
+    fwd0, back0 = med(reexec["forward"]), med(reexec["backward"])
     to_near = native * near / events
     print(f"# det goto in gdb: mutex_counter {ns.iters} ({events} events), medians of {ns.runs}")
-    print(f"  det goto {far} (forward from event 0 or {near}): {fwd:.3f} s")
-    print(f"  det goto {near} (backward: restart + replay to it): {back:.3f} s")
+    print(f"  det goto {far} (forward from event 0 or {near}): {fwd:.3f} s with snapshots, {fwd0:.3f} s without")
+    print(f"  det goto {near} (backward): {back:.3f} s from a snapshot (target <= 0.5 s); "
+          f"{back0:.3f} s without (restart + replay to it)")
     print(f"  native run: {native:.4f} s whole, {to_near * 1000:.2f} ms pro-rated to {near} events; "
           f"target for the backward goto: <= {2 * to_near * 1000:.2f} ms (native x2) -> "
           f"{back / to_near:.0f}x native")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make bench: what going back by re-execution costs in gdb on a 1M-event trace.
+"""make bench: what going back costs in gdb on a 1M-event trace.
 
 Records bench/bin/mutex_counter 250000 (2 threads, ~1M events), starts
 `detreplay --gdb` at event AT (90% of the trace) and times, inside gdb:
@@ -12,7 +12,9 @@ Records bench/bin/mutex_counter 250000 (2 threads, ~1M events), starts
   - `det reverse-continue` with `watch counter`;
   - `det reverse-step` (the line before the worker's mutex call).
 Each from event AT again (a `det goto AT` between them, not timed), RUNS
-times. Next to them: the program's native run, for scale.
+times; once with det's snapshots (each re-execution resumes the nearest
+snapshot) and once with `det snapshots off` (each restarts the program).
+Next to them: the program's native run, for scale.
 
 Rules: medians of RUNS; the landing places are checked (a wrong answer is
 an error, not a figure); figures are printed, never asserted.
@@ -33,6 +35,7 @@ from gdb_goto import BIN, PROG, ROOT, record_counter, wall  # bench/ is the scri
 
 TIMER = """
 import time, gdb
+PRE
 def timed(label, cmd, before="det goto AT"):
     gdb.execute(before, to_string=True)
     a = time.monotonic()
@@ -73,10 +76,17 @@ def main() -> int:
         gdb = [str(BIN / "detreplay"), "--gdb", "-g", str(at), str(trace), "--", "-nx", "-batch"]
         plus = seqs[min(len(seqs) - 1, int(len(seqs) * 0.9) + 1000)]
         timer = TIMER.replace("RUNS", str(ns.runs)).replace("AT_PLUS", str(plus)).replace("AT", str(at))
-        script = tmp / "timer.py"
-        script.write_text(timer)
-        r = subprocess.run([*gdb, "-ex", f"source {script}"], capture_output=True, text=True, timeout=3600)
-        out = r.stdout + r.stderr
+        for how, pre in (("from det's snapshots", ""), ("by re-execution from the program's start (det snapshots off)",
+                                                       'gdb.execute("det snapshots off")')):
+            script = tmp / "timer.py"
+            script.write_text(timer.replace("PRE", pre))
+            r = subprocess.run([*gdb, "-ex", f"source {script}"], capture_output=True, text=True, timeout=3600)
+            report(r.stdout + r.stderr, how, ns, events, at, native)
+    return 0
+
+
+def report(out: str, how: str, ns: argparse.Namespace, events: int, at: int, native: float) -> None:
+    med = statistics.median
     times: dict[str, list[float]] = {}
     for label, t in re.findall(r"^@time (\w+) ([\d.]+)$", out, re.M):
         times.setdefault(label, []).append(float(t))
@@ -88,11 +98,11 @@ def main() -> int:
         if len(times.get(k, [])) != ns.runs or text not in said.get(k, ""):
             sys.exit(f"bench: {k}: wanted {text!r}, gdb said: {said.get(k)!r}\n{out[-3000:]}")
     runs = dict((k, (a, b)) for k, a, b in re.findall(r"^@runs (\w+) (\S+) (\S+)$", out, re.M))
-    print(f"# going back in gdb by re-execution: mutex_counter {ns.iters} ({events} events), from event {at}, "
+    print(f"# going back in gdb {how}: mutex_counter {ns.iters} ({events} events), from event {at}, "
           f"medians of {ns.runs}")
     print(f"  native run: {native:.3f} s (whole program)")
     unit = med(times["goto"])
-    print(f"  one re-execution (det goto {at} backward: a restart and a replay to it): {unit:.3f} s")
+    print(f"  one re-execution (det goto {at} backward: a resume or restart and a replay to it): {unit:.3f} s")
     for k, label in (("lastwrite_hot", "det last-write counter (written every iteration)"),
                      ("lastwrite_once", "det last-write iters (written once, at the start)"),
                      ("reverse_continue", "det reverse-continue to `watch counter`"),
@@ -100,7 +110,6 @@ def main() -> int:
         t = med(times[k])
         n, hits = runs.get(k, ("?", "?"))
         print(f"  {label}: {t:.3f} s ({n} re-executions, {hits} hits logged) = {t / unit:.1f}x one re-execution")
-    return 0
 
 
 if __name__ == "__main__":

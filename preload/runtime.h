@@ -85,6 +85,7 @@ struct det_thread {
 			       * last read: its line is the feeder's to write) */
 	uint64_t sched_mask;  /* its window's entries - 1 (a power of two) */
 	uint64_t feed_kick_at; /* t->idx at which it next tells the feeder its window has room */
+	uint32_t snap_seen;   /* replay under gdb: the last snapshot request it answered (replayer/snapshot.c) */
 	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
 	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */

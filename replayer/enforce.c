@@ -16,6 +16,7 @@
  *    detreplay to report, and the program stops with DET_EXIT_STOPPED.
  */
 #include "enforce.h"
+#include "snapshot.h"
 #include "strict.h"
 #include "turns.h"
 #include "det/gdb.h"
@@ -45,7 +46,8 @@ static void choose_turns(void)
 }
 
 /* Read and written by det's gdb extension; see include/det/gdb.h. */
-__attribute__((visibility("default"))) struct det_gdb_control det_gdb_control = {.stop_seq = UINT64_MAX};
+__attribute__((visibility("default"))) struct det_gdb_control det_gdb_control = {.stop_seq = UINT64_MAX,
+										      .snap_at = UINT64_MAX};
 
 /* gdb breaks here: every other thread waits at its turnstile (or runs code
  * that has no more events), the calling thread is about to do its event. */
@@ -114,15 +116,24 @@ int det_sched_known(struct det_thread *t, uint64_t idx)
  * written a little ahead of its thread; this thread caught up with it). */
 void det_sched_wait(struct det_thread *t, uint64_t idx)
 {
+	/* it waits for its turn as much as at a turnstile (settle_others: gdb
+	 * and a snapshot need not wait for it) */
+	uint32_t was = atomic_load_explicit(&t->slot->at_turnstile, memory_order_relaxed);
 	for (unsigned round = 0;; round++) {
-		if (det_sched_known(t, idx))
+		if (det_sched_known(t, idx)) {
+			if (round)
+				atomic_store_explicit(&t->slot->at_turnstile, was, memory_order_relaxed);
 			return;
+		}
+		if (!round)
+			atomic_store_explicit(&t->slot->at_turnstile, 1, memory_order_relaxed);
 		if (atomic_load(&det_hdr->feed_failed))
 			det_fatal("%s", det_hdr->error);
 		if (round % 64 == 0) {
 			atomic_fetch_add(&det_hdr->feed_kick, 1);
 			futex(&det_hdr->feed_kick, FUTEX_WAKE, 1);
 		}
+		det_snap_point(t);
 		struct timespec ts = {0, 20000};
 		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 	}
@@ -216,6 +227,7 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 	check_end();
 	det_replay_thread_done(t);
 	for (;;) {
+		det_snap_point(t);
 		/* the object it wanted may get its id from another thread later:
 		 * keep the report (blocked_obj) current */
 		struct timespec ts = {0, 20 * 1000 * 1000};
@@ -279,6 +291,12 @@ static void gdb_check(struct det_thread *t, const struct det_sched *e)
 {
 	struct det_gdb_control *c = &det_gdb_control;
 	uint32_t reason = 0;
+	if (det_unlikely(e->seq >= c->snap_at)) {
+		/* (in a snapshot that gdb resumed, this returns with gdb's goal set
+		 * anew: the conditions below are read after it) */
+		settle_others(t);
+		det_snap_take(t, e->seq);
+	}
 	if (e->seq >= c->stop_seq)
 		reason = DET_GDB_SEQ;
 	else if (c->stop_thread && c->stop_thread == t->num + 1)

@@ -18,6 +18,7 @@
  *  - Works across processes: the region is shared, the futexes are not
  *    private.
  */
+#include "snapshot.h"
 #include "turns.h"
 
 #include <linux/futex.h>
@@ -98,6 +99,7 @@ static void futex_wait_turn(struct det_thread *t, const struct det_sched *e)
 		if (atomic_load(&d->done) > e->dep_idx[i] || spin(me, d, e->dep_idx[i]))
 			continue;
 		for (;;) {
+			det_snap_point(t); /* (a snapshot's holder wakes it for this) */
 			/* Dekker with futex_done: sleeping is set before done is
 			 * read again, done is set before sleeping is read. */
 			atomic_store(&me->sleeping, 1);

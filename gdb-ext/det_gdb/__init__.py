@@ -10,7 +10,8 @@ the enforced schedule.
 The package: session (the replay under gdb and how it moves the program),
 frames (whose code a frame is in), output (the program's output, shown
 once), args (the commands' arguments), pointers
-(names for heap objects), reexec (going back by re-execution), registry
+(names for heap objects), reexec (going back by re-execution), snapshots
+(the snapshots a re-execution resumes), registry
 (@command: the one list of commands), commands/ (one module per command);
 det_gdb_model (beside it) is what needs no gdb.
 This file: start-up and the hooks gdb's own commands run.

@@ -127,9 +127,17 @@ class Relay:
             for c in self.channels:
                 self.read_all(c)
 
-    def new_run(self) -> None:
-        """A (re)start: the last run's bytes are shown; the next ones are from the start again."""
+    def new_run(self, at: list[int] | None = None) -> None:
+        """A (re)start: the last run's bytes are shown; the next ones are from
+        the start again, or, resuming a snapshot, from where it was (`at`)."""
+        with self.lock:
+            for i, c in enumerate(self.channels):
+                self.read_all(c)
+                c.pos = at[i] if at is not None else 0
+
+    def positions(self) -> list[int]:
+        """Where this run is in each channel (what it wrote so far: it is stopped)."""
         with self.lock:
             for c in self.channels:
                 self.read_all(c)
-                c.pos = 0
+            return [c.pos for c in self.channels]

@@ -3,8 +3,9 @@ and `det reverse-step` (det_gdb/commands/).
 
 gdb's own reverse execution needs `record full`, which does not work with
 threads (nor on CPUs with AMX state). A det replay is deterministic, so the
-past can be visited again: restart the replay, run it without stopping to
-an event shortly before where the user is, and from there on to where the
+past can be visited again: restart the replay (or resume the nearest
+snapshot before the window: det_gdb.snapshots, through Session.resume), run
+it without stopping to an event shortly before where the user is, and from there on to where the
 user is with silent logging breakpoints (a hardware watchpoint for
 last-write, copies of the user's breakpoints and watchpoints for
 reverse-continue, the line starts of the current function for

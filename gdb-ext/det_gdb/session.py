@@ -13,7 +13,8 @@ on libdet's `park` and libc's `_exit`.
 Rules of this file (and the package's, see det_gdb/__init__.py):
   - det's structures are read through gdb's expression evaluator with their
     real debug types (libdet.so is built with -g): no offsets in Python.
-  - Going back restarts the program (`run`) and replays forward to the
+  - Going back resumes the nearest snapshot (det_gdb.snapshots), else
+    restarts the program (`run`), and replays forward to the
     target with the user's breakpoints disabled meanwhile; their
     breakpoints, watchpoints and displays are kept.
 """
@@ -28,6 +29,7 @@ import gdb
 
 from det_gdb.frames import det_caller_frame, frame_kind, in_det, in_user, user_frame, where
 from det_gdb.output import Relay
+from det_gdb.snapshots import Snapshot, Snapshots
 
 UINT64_MAX = 2**64 - 1
 
@@ -150,6 +152,7 @@ class Session:
         self.stop_thread: int | None = None     # the det thread gdb reported the last stop in
         self.finish_bp: gdb.Breakpoint | None = None
         self.output: Relay | None = None        # the program's output (det_gdb.output)
+        self.snapshots = Snapshots(self.model.first, self.model.total, enabled=not self.relaxed)
 
     # --- the program's memory ------------------------------------------------
     def alive(self) -> bool:
@@ -247,20 +250,27 @@ class Session:
             "thread": DetBreakpoint("det_gdb_thread", self.on_thread),
             "stop": DetBreakpoint("det_gdb_stop", self.on_det_stop),
             "diverged": DetBreakpoint("det_gdb_diverged", self.on_diverged),
+            "snapshot": DetBreakpoint("det_gdb_snapshot", self.on_snapshot),
             "park": DetBreakpoint("-source enforce.c -function park", self.on_park),
             "exit": DetBreakpoint("_exit", self.on_exit_call),
         }
         self.bps["exit"].enabled = False
 
-    def on_ready(self) -> bool:
-        # A (re)start: the region was reset, det_gdb_control is fresh.
+    def fresh_run(self, output_at: list[int] | None = None) -> None:
+        """A (re)started program, or a snapshot resumed: forget the last one's state."""
         if self.output is not None:
-            self.output.new_run()
+            self.output.new_run(output_at)
         self.slot_base = None
         self.lwp_to_num = {}
         self.divergence = None
         self.signalled = None
+
+    def on_ready(self) -> bool:
+        # A (re)start: the region was reset, det_gdb_control is fresh.
+        self.fresh_run()
         self.arm()
+        if not self.relaxed and self.deferred is not None:  # (det moves the program)
+            self.snapshots.arm(None)
         self.name_thread(gdb.selected_thread(), 0)
         if self.goal is not None and (self.goal.ready or (self.goal.first and self.model.total == 0)):
             self.hit = Hit("ready", seq=self.model.first if self.model.total else self.model.end, thread=0)
@@ -339,6 +349,9 @@ class Session:
         self.hit = Hit("exit", self.model.end, self.det_num(), code=code)
         return True
 
+    def on_snapshot(self) -> bool:
+        return self.snapshots.on_snapshot(self.output.positions() if self.output is not None else [])
+
     def on_diverged(self) -> bool:
         d = gdb.parse_and_eval("det_hdr->div")
         div = {k: int(d[k]) for k in ("thread", "idx", "seq", "reason", "want_kind", "want_obj", "got_kind",
@@ -350,6 +363,8 @@ class Session:
 
     # --- stops -------------------------------------------------------------------
     def on_stop(self, event: gdb.StopEvent) -> None:
+        if self.snapshots.attaching:
+            return  # gdb stopped the snapshot it attached to: not a stop of the replay
         self.last_event = event
         if self.output is not None:
             self.output.drain()
@@ -516,12 +531,21 @@ class Session:
             with self.quiet(), self.user_breakpoints(goal.honor):
                 if restart or not self.alive() or self.must_restart(goal):
                     self.goal = goal
-                    self.restart()
+                    snap = self.snapshots.nearest(goal.seq) if goal.seq is not None and not self.relaxed else None
+                    if snap is None or not self.resume_snapshot(snap):
+                        self.restart()
                 else:
                     self.goal = goal
                     self.arm()
+                    if not self.relaxed and self.pos is not None:
+                        self.snapshots.arm(self.pos.seq if self.pos.det_stop else self.pos.seq - 1)
                     gdb.execute("continue", to_string=True)
         finally:
+            if self.alive() and not self.relaxed:
+                try:
+                    self.snapshots.disarm()
+                except gdb.error:
+                    pass
             out, self.deferred = self.deferred, None
             self.bps["exit"].enabled = False
             self.goal = None
@@ -534,6 +558,35 @@ class Session:
             gdb.execute("run", to_string=True)
         finally:
             self.quiet_exit = False
+
+    def resume_snapshot(self, snap: Snapshot) -> bool:
+        """Kill the program and go on from a snapshot (det_gdb.snapshots);
+        False: it is gone (the caller restarts the program instead)."""
+        self.snapshots.take_out(snap)
+        self.quiet_exit = True
+        try:
+            if self.alive():
+                gdb.execute("kill", to_string=True)
+        finally:
+            self.quiet_exit = False
+        self.snapshots.attaching = True
+        try:
+            # (gdb's CLI prints where an attach stopped past any to_string)
+            quiet_cli = gdb.parameter("suppress-cli-notifications")
+            gdb.execute("set suppress-cli-notifications on", to_string=True)
+            gdb.execute(f"attach {snap.pid}", to_string=True)
+            self.snapshots.attaching = False
+            self.fresh_run(snap.output)
+            gdb.parse_and_eval("det_gdb_control.snap_go = 1")
+            self.arm()
+            self.snapshots.arm(snap.seq)
+            gdb.execute("continue", to_string=True)
+        except gdb.error:
+            return False
+        finally:
+            gdb.execute(f"set suppress-cli-notifications {'on' if quiet_cli else 'off'}", to_string=True)
+            self.snapshots.attaching = False
+        return True
 
     def must_restart(self, goal: Goal) -> bool:
         if self.pos is None:

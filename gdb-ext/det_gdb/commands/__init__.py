@@ -21,6 +21,7 @@ from det_gdb.commands import (  # noqa: F401 - imported for their @command
     reverse_continue,
     reverse_step,
     show_frames,
+    snapshots,
     status,
     step_thread,
     thread,
