@@ -11,7 +11,8 @@
  *  - An atomic is an event on its memory location, and its place in the
  *    order must be the place the location saw: recording takes the
  *    sequence number and performs the instruction under a lock striped by
- *    address (parallel modes; strict and logical modes hold the turn).
+ *    address (parallel modes; strict and logical modes hold the turn), the
+ *    region's one lock for memory the program's processes share.
  *    Replay makes the thread wait for its turn, lets the instruction run,
  *    and checks the value it read or wrote.
  *  - Ticks and points are counted inline by the program, in a per-thread
