@@ -11,7 +11,8 @@
  *  - An atomic is an event on its memory location, and its place in the
  *    order must be the place the location saw: recording takes the
  *    sequence number and performs the instruction under a lock striped by
- *    address (parallel modes; strict and logical modes hold the turn).
+ *    address (parallel modes; strict and logical modes hold the turn), the
+ *    region's one lock for memory the program's processes share.
  *    Replay makes the thread wait for its turn, lets the instruction run,
  *    and checks the value it read or wrote.
  *  - Ticks and points are counted inline by the program, in a per-thread
@@ -41,13 +42,14 @@ struct cc_thread {
 	int in_atomic;      /* 1: begin recorded or replayed it, end must too */
 	int passed;         /* atomics begun while det was busy (nested): passed through */
 	uint64_t site;      /* the tick or point that called the runtime */
-	uint32_t stripe;    /* record, parallel: the stripe lock held, + 1 */
+	_Atomic uint32_t *stripe; /* record, parallel: the stripe lock held */
 };
 
 static __thread struct cc_thread cc __attribute__((tls_model("initial-exec")));
 
 /* Record, threads in parallel: atomics on one address take their sequence
- * numbers in the order they happen. */
+ * numbers in the order they happen. These locks are each process's own
+ * copy: an atomic in memory the processes share takes the region's lock. */
 #define STRIPES 1024
 static struct {
 	_Atomic uint32_t lock;
@@ -57,20 +59,20 @@ static struct {
 static void stripe_lock(const void *addr)
 {
 	uint32_t i = (uint32_t)(det_obj_hash((uint64_t)(uintptr_t)addr >> 3) % STRIPES);
+	_Atomic uint32_t *lock = det_addr_shared(addr) ? &det_hdr->shared_atomic_lock : &stripes[i].lock;
 	uint32_t zero = 0;
-	while (!atomic_compare_exchange_weak_explicit(&stripes[i].lock, &zero, 1, memory_order_acquire,
-						      memory_order_relaxed)) {
+	while (!atomic_compare_exchange_weak_explicit(lock, &zero, 1, memory_order_acquire, memory_order_relaxed)) {
 		zero = 0;
 		__builtin_ia32_pause();
 	}
-	cc.stripe = i + 1;
+	cc.stripe = lock;
 }
 
 static void stripe_unlock(void)
 {
 	if (cc.stripe) {
-		atomic_store_explicit(&stripes[cc.stripe - 1].lock, 0, memory_order_release);
-		cc.stripe = 0;
+		atomic_store_explicit(cc.stripe, 0, memory_order_release);
+		cc.stripe = NULL;
 	}
 }
 
@@ -153,7 +155,7 @@ void det_atomic_end(uint64_t value, uint32_t aux)
 		if (cc.stripe) {
 			/* logged under the stripe, the boundary (a chaos delay)
 			 * after it */
-			uint32_t s = cc.stripe;
+			_Atomic uint32_t *s = cc.stripe;
 			int chaos = det_chaos;
 			det_chaos = 0;
 			det_ops.rec_acquire_end(op, (int64_t)value);

@@ -347,11 +347,22 @@ static inline uint64_t det_obj_key(const void *addr)
 	return (uint64_t)(uintptr_t)addr | ((uint64_t)(det_proc + 1) << 48);
 }
 
-/* Is the object process-shared (PTHREAD_PROCESS_SHARED, sem_init(.., 1, ..))?
- * Read from glibc's own fields (x86-64 layouts, checked by
- * tests/unit/test_pshared): such objects live in shared memory at the same
- * address in the processes that share them, so their key is the bare
- * address and they are one object across processes. */
+/* Is the object process-shared (PTHREAD_PROCESS_SHARED, sem_init(.., 1, ..),
+ * an atomic in shared memory)? Read from glibc's own fields (x86-64
+ * layouts, checked by tests/unit/test_pshared), for an atomic from the
+ * mapping: such objects live in shared memory at the same address in the
+ * processes that share them (mapped before a fork), so their key is the
+ * bare address and they are one object across processes. */
+/* --- the process's mappings (maps.c) --- */
+typedef void (*det_map_fn)(void *arg, uint64_t lo, uint64_t hi, const char *perms);
+/* fn for each user-space mapping of /proc/self/maps, perms its "rwxp"
+ * field; 0, or the errno of opening it. */
+DET_HIDDEN int det_maps_each(det_map_fn fn, void *arg);
+/* Is [lo, hi) inside det's region? */
+DET_HIDDEN int det_in_region(uint64_t lo, uint64_t hi);
+/* Is addr in writable memory mapped MAP_SHARED (det's region aside)? */
+DET_HIDDEN int det_addr_shared(const void *addr);
+
 static inline int det_pshared(const void *addr, enum det_objkind kind)
 {
 	switch (kind) {
@@ -365,6 +376,8 @@ static inline int det_pshared(const void *addr, enum det_objkind kind)
 		return ((const int *)addr)[3] == 128;
 	case DET_OBJ_SEM:
 		return ((const int *)addr)[2] == 128;
+	case DET_OBJ_ATOMIC: /* nothing says so but the mapping (nginx's counters, shared by its workers) */
+		return det_addr_shared(addr);
 	default:
 		return 0;
 	}

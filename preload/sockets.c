@@ -137,9 +137,26 @@ static void give_recorded(struct msghdr *msg, const struct recv_meta *m, const u
 /*
  * A socket pair the program made: the sender is the program too and sends
  * again in replay, so replay receives for real (descriptors passed are
- * real, usable ones), waits for what the recording got, checks it, and
- * gives the received descriptors their recorded numbers.
+ * real, usable ones), waits for what the recording got (also on a
+ * non-blocking socket), checks it, and gives the received descriptors
+ * their recorded numbers.
  */
+/* recvmsg for a receive whose bytes the recording got: on a non-blocking
+ * socket (O_NONBLOCK: nginx's channels) the sender may not have sent them
+ * yet, so EAGAIN waits until something is there. */
+static int64_t recv_waiting(int fd, struct msghdr *r, int flags)
+{
+	for (;;) {
+		int64_t got = res_of(real.recvmsg(fd, r, flags));
+		if (got == -EAGAIN) {
+			struct pollfd p = {fd, POLLIN, 0};
+			det_sys(SYS_poll, (long)&p, 1, -1, 0, 0, 0);
+		} else if (got != -EINTR) {
+			return got;
+		}
+	}
+}
+
 static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flags)
 {
 	const uint8_t *name, *control, *bytes;
@@ -163,9 +180,7 @@ static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flag
 	int64_t got;
 	if (type != SOCK_STREAM) {
 		/* one datagram or record, its full length with MSG_TRUNC */
-		do
-			got = res_of(real.recvmsg(fd, &r, rflags));
-		while (got == -EINTR);
+		got = recv_waiting(fd, &r, rflags);
 		if (got != res)
 			diverge_data(op, "a socket pair's receive returned another count than recorded");
 	} else {
@@ -193,9 +208,7 @@ static int64_t rereceive(struct det_op *op, int fd, struct msghdr *msg, int flag
 			r.msg_iovlen = (size_t)(last - first);
 			r.msg_control = done ? NULL : msg->msg_control;
 			r.msg_controllen = done ? 0 : msg->msg_controllen;
-			got = res_of(real.recvmsg(fd, &r, rflags));
-			if (got == -EINTR)
-				continue;
+			got = recv_waiting(fd, &r, rflags);
 			if (got <= 0) /* the end, or an error: not what the recording got */
 				diverge_data(op, "a socket pair's receive returned another count than recorded");
 			if (!done)
@@ -445,15 +458,35 @@ static ssize_t do_writev(void *p)
 	return real.writev(a->fd, a->iov, a->iovcnt);
 }
 
+/* Replay of a send on a socket pair of the program's own whose whole
+ * message went in the recording: the same call again (its ancillary data,
+ * SCM_RIGHTS descriptors, and a datagram's boundary go with it), waiting
+ * for room if the socket has none now. */
+static void resend_message(int fd, ssize_t (*perform)(void *ctx), void *ctx)
+{
+	for (;;) {
+		ssize_t n = perform(ctx);
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return; /* sent, or the reader is gone: the recording's count stands */
+		if (errno == EAGAIN) {
+			struct pollfd p = {fd, POLLOUT, 0};
+			det_sys(SYS_poll, (long)&p, 1, -1, 0, 0, 0);
+		}
+	}
+}
+
 /*
  * A write to a pipe, terminal or device happens in replay too (the user sees
  * the output), but its result is an input: a non-blocking fd may take part
  * of it or none (EAGAIN), and the program acts on that. Replay writes
  * exactly the recorded count, waiting for room if it must, or returns the
- * recorded error without writing.
+ * recorded error without writing. A send, sendto or sendmsg on a socket
+ * pair the program made (message) is one too: the hand-off its reader
+ * waits for (nginx's master tells its workers to quit that way); replay
+ * sends a message that went whole by the same call.
  */
 static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec *iov, int iovcnt,
-				ssize_t (*perform)(void *ctx), void *ctx, uint64_t ra)
+				ssize_t (*perform)(void *ctx), void *ctx, int message, uint64_t ra)
 {
 	struct det_op op = {0};
 	/* a stream other processes write too: place and write under its
@@ -492,6 +525,13 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		shared = NULL;
 	if (done_first)
 		det_input_end(&op, res, NULL, 0);
+	size_t want = 0;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	if (message && res > 0 && (size_t)res == want) {
+		resend_message(fd, perform, ctx);
+		iovcnt = 0; /* sent: the recording's count stands */
+	}
 	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	size_t done = 0;
 	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
@@ -543,8 +583,8 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		ssize_t r;                                                                         \
 		if (c == FDC_SOCKET)                                                               \
 			r = det_send(t, fd, iov, iovcnt, perform, &args, DET_RA());               \
-		else if (streams && (c == FDC_EXTERNAL || c == FDC_INTERNAL))                      \
-			r = det_write_stream(t, fd, iov, iovcnt, perform, &args, DET_RA());       \
+		else if (c == FDC_INTERNAL || (streams && c == FDC_EXTERNAL))                      \
+			r = det_write_stream(t, fd, iov, iovcnt, perform, &args, !streams, DET_RA()); \
 		else {                                                                             \
 			det_leave(t);                                                              \
 			return pass;                                                               \

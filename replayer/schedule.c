@@ -13,7 +13,8 @@
  *      relaxed: its predecessor on each object it touches (its object, and
  *               the mutex of a condition wait), which also carries the
  *               create -> start and exit -> join edges (a thread's events
- *               all name the thread's own object);
+ *               all name the thread's own object); a sleep, the last event
+ *               before it of the thread last signalled;
  *      both: a hand-off through a descriptor (det_kind_handoff), its
  *               predecessor among the hand-offs only; a stdio write to a
  *               stream several processes write (det_event_also_handoff)
@@ -91,6 +92,8 @@ struct order {
 	struct last_event prev;      /* ordered */
 	struct last_event *last_obj; /* relaxed, per object */
 	struct last_event handoff;   /* the last hand-off through a descriptor */
+	struct last_event signalled; /* relaxed: the last event of the thread last signalled */
+	uint32_t sig_thread;         /* relaxed: that thread + 1 (0: none yet) */
 	int64_t max_obj;
 };
 
@@ -108,7 +111,7 @@ struct order {
  * made as many sleeps as it took the write to come; replay skips sleeps,
  * so out of the order the loop runs through them before the write and
  * sleeps once more than recorded. Relaxed replay keeps no such order (it
- * orders objects). */
+ * orders objects), but for a flag a signal's handler writes (order_next). */
 static int kept_in_place(unsigned kind)
 {
 	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME ||
@@ -122,6 +125,26 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
+	if ((flags & DET_F_RELAXED) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED))) {
+		/* A signal handler's writes are the sanctioned way to tell
+		 * another thread something without a lock (a volatile
+		 * sig_atomic_t flag it polls with sleeps), and they belong to no
+		 * object: a relaxed replay puts each sleep of another thread
+		 * after the signalled thread's last event before it in the
+		 * recorded order (its handler's end, or where a handler that
+		 * siglongjmp'd out went on). Out of it, the poller skipped its
+		 * sleeps before the handler ran and slept once more than
+		 * recorded. */
+		struct last_event me = {t + 1, 0, idx};
+		if (e->kind == DET_EV_SIGNAL)
+			o->sig_thread = t + 1;
+		if (o->sig_thread == t + 1)
+			o->signalled = me;
+		else if (e->kind == DET_EV_SLEEP) {
+			dep[0] = o->signalled;
+			return;
+		}
+	}
 	if (det_kind_unordered(e->kind) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED)) &&
 	    !(kept_in_place(e->kind) && !(flags & DET_F_RELAXED)))
 		return;
@@ -174,6 +197,8 @@ static void order_reset(struct order *o)
 {
 	memset(&o->prev, 0, sizeof(o->prev));
 	memset(&o->handoff, 0, sizeof(o->handoff));
+	memset(&o->signalled, 0, sizeof(o->signalled));
+	o->sig_thread = 0;
 	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));
 }
 

@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 14
+#define DET_SHM_VERSION 15
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -465,7 +465,11 @@ struct det_shm_header {
 	 * kind once more than DET_OBJ_QUARANTINE wait (preload/runtime.c) */
 	DET_ATOMIC(uint32_t) obj_lock __attribute__((aligned(64)));
 	struct det_obj_free obj_free[DET_OBJ_FREE_KINDS];
-	uint8_t pad_end[192 - 4 - 12 * DET_OBJ_FREE_KINDS];
+	/* record, parallel: the lock of atomics on memory the program's
+	 * processes share (preload/atomics.c: each process's stripes are its
+	 * own copy) */
+	DET_ATOMIC(uint32_t) shared_atomic_lock;
+	uint8_t pad_end[192 - 4 - 12 * DET_OBJ_FREE_KINDS - 4];
 };
 
 #define DET_FILLED_BITS 40

@@ -452,6 +452,7 @@ class Program:
         env = program_env(env, shm_fd, shm_pid)
         # (every image det starts for the program has it: exec keeps it, preload/process.c)
         self.det_var = f"{SHM_ENV}={env[SHM_ENV]}".encode()
+        self.region_file = file_identity(f"/proc/{shm_pid or os.getpid()}/fd/{shm_fd}")
         try:
             with _no_aslr():
                 self.proc = subprocess.Popen(
@@ -568,14 +569,18 @@ class Program:
     def others(self) -> list[int]:
         """The program's processes other than its first that still run. The
         process table is in det's region, which the program can write: a pid
-        from there counts only if that process carries this run's det_var
-        (so that pid 1 written there is neither waited for nor killed)."""
+        from there counts only if that process carries this run's det_var, or
+        maps this run's region (so that pid 1 written there is neither waited
+        for nor killed). The variable alone is not enough: a daemon that sets
+        its process title (nginx, postgres) writes over the memory
+        /proc/PID/environ reads."""
         if self.region is None:
             return []
         return [
             int(p.pid) for p in self.region.processes()
             if p.pid > 0 and p.pid != self.proc.pid and PROC_STATES.get(p.state) != "gone"
-            and process_alive(int(p.pid)) and has_env_entry(int(p.pid), self.det_var)
+            and process_alive(int(p.pid))
+            and (has_env_entry(int(p.pid), self.det_var) or maps_file(int(p.pid), self.region_file))
         ]
 
     def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
@@ -603,6 +608,32 @@ def has_env_entry(pid: int, entry: bytes) -> bool:
     except OSError:
         return False
     return env.startswith(entry + b"\0") or b"\0" + entry + b"\0" in env
+
+
+def file_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at path, None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def maps_file(pid: int, ident: tuple[int, int] | None) -> bool:
+    """Does process pid map the file whose (device, inode) is ident?"""
+    if ident is None:
+        return False
+    dev = f"{os.major(ident[0]):02x}:{os.minor(ident[0]):02x}".encode()
+    ino = str(ident[1]).encode()
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            for line in f:
+                fields = line.split(None, 5)
+                if len(fields) >= 5 and fields[4] == ino and fields[3] == dev:
+                    return True
+    except OSError:
+        pass
+    return False
 
 
 def shell_status(returncode: int) -> int:

@@ -7,13 +7,16 @@ is recorded once and replays as recorded every time."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, outcome, program, query, replays_identically
+from conftest import DETREC, DETREPLAY, detrec, detreplay, outcome, program, query, replays_identically
 from det import events as ev
 
 REPLAYS = 10
@@ -154,6 +157,43 @@ def test_daemon_that_outlives_the_bound_is_stopped(tmp_path: Path) -> None:
         took = time.monotonic() - t0
         assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stderr.decode()}"
         assert took < 5, f"replay {i + 1} took {took:.1f} s: it waited for the stopped daemon"
+
+
+def run_in_session(cmd: list, out: Path, timeout: float) -> tuple[int | None, float]:
+    """Run cmd with stdout to a file, in a session of its own that is
+    killed at the end (so that a process it leaves behind cannot hold the
+    test); its exit status (None: still running after timeout) and time."""
+    t0 = time.monotonic()
+    with open(out, "wb") as f:
+        p = subprocess.Popen([str(c) for c in cmd], stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    return rc, time.monotonic() - t0
+
+
+def test_daemon_that_sets_its_title(tmp_path: Path) -> None:
+    """A child that writes its process title over its environment strings
+    (nginx's workers, postgres) and outlives its parent: det knows the
+    program's processes by this run's variable in /proc/PID/environ, which
+    such a child no longer shows, so detrec never stopped it (--outlive) and
+    detreplay neither waited for it nor stopped it once its events were done
+    (an nginx replay waited for ever on the worker's output). Now a process
+    mapping the run's region counts too."""
+    trace, out = tmp_path / "title.db", tmp_path / "rec.out"
+    rc, took = run_in_session([DETREC, "-q", "-o", trace, "--outlive", "0.5", "--", program("title_daemon")], out, 30)
+    assert rc == 0 and took < 15, (rc, took, out.read_text(errors="replace"))
+    recorded = out.read_bytes()
+    assert recorded.startswith(b"worker: 0\nworker: 1\n"), recorded
+    for i in range(3):
+        rc, took = run_in_session([DETREPLAY, "-q", trace], tmp_path / "replay.out", 30)
+        assert rc == 0 and took < 10, (i, rc, took, (tmp_path / "replay.out").read_text(errors="replace"))
+        assert (tmp_path / "replay.out").read_bytes() == recorded
 
 
 def test_outlive_needs_a_number(tmp_path: Path) -> None:

@@ -14,7 +14,12 @@ pool default and relaxed recorded without --patch-atomics (its pool threads
 append finished tasks to a list under an atomic spinlock det does not see,
 so the main thread's batch holds other tasks in replay; with the option the
 spinlock's compare-exchange is an event, below), nginx's workers default and
-relaxed, and `det goto` under gdb.
+relaxed recorded without --patch-atomics (each worker's thread pool, as
+above), and `det goto` under gdb. nginx's workers recorded with
+--patch-atomics replay (below): their statistics counters are one object
+in every worker (an atomic in a MAP_SHARED mapping), the master's commands
+on the channel are hand-offs, and detreplay knows the workers although
+their titles overwrote their environment.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from conftest import detrec, program, replays_identically
 
 REPLAYING = [("memcached", "default", 3), ("memcached", "strict", 2),
              ("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2),
-             ("nginx_pool", "patch-atomics", 4)]
+             ("nginx_pool", "patch-atomics", 4), ("nginx_workers", "patch-atomics", 3)]
 FLAGS = {"default": [], "strict": ["--strict"], "patch-atomics": ["--patch-atomics"]}
 
 
