@@ -22,7 +22,7 @@ static volatile unsigned long sink;
 static void *worker(void *arg)
 {
 	(void)arg;
-	for (unsigned long i = 0; i < 10000000ul; i++) /* some computing, no events */
+	for (unsigned long i = 0; i < 40000000ul; i++) /* some computing, no events */
 		sink += i;
 	total = total + 1; /* the race: a plain read and write */
 	pthread_mutex_lock(&checked); /* its next event comes after main's check */
@@ -39,7 +39,9 @@ int main(void)
 	}
 	pthread_mutex_lock(&checked);
 	pthread_create(&t, NULL, worker, NULL);
-	usleep(150 * 1000);
+	/* long enough for the worker natively; replay returns at once, and main
+	 * reads first unless it loses the CPU for the worker's whole loop */
+	usleep(400 * 1000);
 	pthread_mutex_t *m = total ? &a : &b;
 	pthread_mutex_lock(m);
 	long seen = total;
