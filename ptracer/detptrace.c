@@ -17,8 +17,13 @@
  *    the program's code at a time; at each traced call it gives the turn up,
  *    and the next holder is chosen among the threads that are ready (at
  *    random from SEED when recording; the recorded order when replaying).
- *    A call that may block (read, futex, ...) runs in the kernel meanwhile:
- *    its thread becomes ready at its syscall-exit stop. The order in which
+ *    At most one thread is ever outside a stop: a traced call that runs in
+ *    the kernel keeps the turn until it is over (its syscall-exit stop) or
+ *    blocks (its thread sleeps in the kernel: a futex wait, a read of an
+ *    empty pipe; then it runs in the kernel meanwhile and its thread becomes
+ *    ready at its exit stop), and an exit keeps it until the thread is a
+ *    zombie (its tid word cleared, its joiners woken): what the kernel does
+ *    for one thread cannot race with another's code. The order in which
  *    threads take the turn is the schedule, one event each.
  *  - Inputs (clock_gettime, gettimeofday, time, getpid, getppid, gettid,
  *    getrandom) are made by the supervisor at the seccomp stop and written
@@ -595,13 +600,13 @@ static void seccomp_stop(struct thread *t)
 	t->sysno = (long)t->regs.orig_rax;
 	if (t != holder)
 		finish("error thread %d stopped at a system call without the turn", t->tid);
-	holder = NULL;
 	if (t->sysno == SYS_exit || t->sysno == SYS_exit_group) {
-		if (t->sysno == SYS_exit)
+		if (t->sysno == SYS_exit) /* (the turn stays until the exit is over: holder_in_kernel) */
 			event(t, DET_EV_THREAD_EXIT, 0, 0, NULL, 0, (uint32_t)t->tid);
 		else {
 			event(t, DET_EV_SYSCALL, SYS_exit_group, (int64_t)t->regs.rdi, NULL, 0, (uint32_t)t->tid);
 			group_exiting = 1;
+			holder = NULL;
 		}
 		t->state = ST_EXITING;
 		resume(t, PTRACE_CONT, 0);
@@ -610,12 +615,46 @@ static void seccomp_stop(struct thread *t)
 	t->regular = is_read(t->sysno) && fd_is_regular(t->tid, (long)t->regs.rdi);
 	int injected = supervisor_input(t->sysno, &t->regs) || (replaying && kind_of(t) == DET_EV_READ);
 	if (injected) {
+		holder = NULL;
 		t->state = ST_READY;
 		t->action = ACT_INPUT;
-	} else {
+	} else { /* (the turn stays until the call is over or blocks: holder_in_kernel) */
 		t->state = ST_KERNEL;
 		resume(t, PTRACE_SYSCALL, 0);
 	}
+}
+
+/* The state letter of /proc/TID/stat (R, S, D, t, Z, ...), 0 if it is gone. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')'); /* (the name in parentheses may hold anything) */
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* The holder is in the kernel, in a traced call or its exit, and no stop
+ * came: the turn is free once the call blocks (the thread sleeps
+ * interruptibly: it waits for another thread or the world) or the exit is
+ * over (a zombie: mm_release cleared its tid word and woke its joiners).
+ * Else the supervisor looks again a little later. */
+static void holder_in_kernel(void)
+{
+	char st = thread_state(holder->tid);
+	if (holder->state == ST_KERNEL ? st == 'S' : st == 'Z' || st == 'X' || st == 0) {
+		holder = NULL;
+		return;
+	}
+	struct timespec pause = {0, 20000};
+	nanosleep(&pause, NULL);
 }
 
 /* At an exec (t is the holder): the vDSO's auxv entry becomes AT_IGNORE
@@ -717,6 +756,8 @@ static void stopped(pid_t tid, int status)
 		get_regs(t);
 		t->state = ST_READY;
 		t->action = ACT_FINISH;
+		if (t == holder) /* (the call did not block: the turn was its until now) */
+			holder = NULL;
 	} else if (ev == PTRACE_EVENT_CLONE) {
 		unsigned long child;
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) != 0)
@@ -861,7 +902,12 @@ int main(int argc, char **argv)
 	while (live_threads() > 0) {
 		if (holder == NULL)
 			next_holder();
-		pid_t tid = waitpid(-1, &status, __WALL);
+		int in_kernel = holder && (holder->state == ST_KERNEL || holder->state == ST_EXITING);
+		pid_t tid = waitpid(-1, &status, __WALL | (in_kernel ? WNOHANG : 0));
+		if (tid == 0) {
+			holder_in_kernel();
+			continue;
+		}
 		if (tid < 0) {
 			if (errno == EINTR)
 				continue;
