@@ -17,14 +17,15 @@
  *    the program's code at a time; at each traced call it gives the turn up,
  *    and the next holder is chosen among the threads that are ready (at
  *    random from SEED when recording; the recorded order when replaying).
- *    At most one thread is ever outside a stop: a traced call that runs in
- *    the kernel keeps the turn until it is over (its syscall-exit stop) or
- *    blocks (its thread sleeps in the kernel: a futex wait, a read of an
- *    empty pipe; then it runs in the kernel meanwhile and its thread becomes
- *    ready at its exit stop), and an exit keeps it until the thread is a
+ *    A call that waits (a futex wait, a sleep, poll, a read, wait4, ...) gives the turn up and runs in the kernel
+ *    meanwhile: its thread becomes ready at its syscall-exit stop. Any other
+ *    traced call (a write, a futex wake) keeps the turn until it is over
+ *    (its exit stop) or blocks after all (its thread sleeps in the kernel,
+ *    as a write to a full pipe), and an exit keeps it until the thread is a
  *    zombie (its tid word cleared, its joiners woken): what the kernel does
- *    for one thread cannot race with another's code. The order in which
- *    threads take the turn is the schedule, one event each.
+ *    for one thread at another's request cannot race with a third's code.
+ *    The order in which threads take the turn is the schedule, one event
+ *    each.
  *  - Inputs (clock_gettime, gettimeofday, time, getpid, getppid, gettid,
  *    getrandom) are made by the supervisor at the seccomp stop and written
  *    into the program (the call is skipped: orig_rax = -1); read/pread64/
@@ -57,6 +58,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -594,6 +596,28 @@ static void next_holder(void)
 
 /* ---- stops ---- */
 
+/* A call that waits for another thread or the world, as its purpose: its
+ * thread gives the turn up at once (when it ends is the kernel's business,
+ * the order of its exit stop is the schedule's). */
+static int waits(const struct thread *t)
+{
+	switch (t->sysno) {
+	case SYS_futex:
+		switch ((int)t->regs.rsi & FUTEX_CMD_MASK) {
+		case FUTEX_WAIT: case FUTEX_WAIT_BITSET: case FUTEX_LOCK_PI: case FUTEX_LOCK_PI2:
+		case FUTEX_WAIT_REQUEUE_PI:
+			return 1;
+		default:
+			return 0;
+		}
+	case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_sendto: case SYS_sendmsg:
+	case SYS_sched_yield:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 static void seccomp_stop(struct thread *t)
 {
 	get_regs(t);
@@ -618,7 +642,9 @@ static void seccomp_stop(struct thread *t)
 		holder = NULL;
 		t->state = ST_READY;
 		t->action = ACT_INPUT;
-	} else { /* (the turn stays until the call is over or blocks: holder_in_kernel) */
+	} else { /* (else the turn stays until the call is over or blocks: holder_in_kernel) */
+		if (waits(t))
+			holder = NULL;
 		t->state = ST_KERNEL;
 		resume(t, PTRACE_SYSCALL, 0);
 	}
