@@ -164,7 +164,7 @@ tests/bin/%: tests/programs/%.cpp
 tests/bin/omp_%: tests/programs/omp_%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -fopenmp -o $@ $<
-tests/bin/ptrace_static: tests/programs/ptrace_static.c
+tests/bin/ptrace_%: tests/programs/ptrace_%.c
 	@mkdir -p tests/bin
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -static -pthread -o $@ $<
 tests/bin/hello_static: tests/programs/hello.c

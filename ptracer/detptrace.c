@@ -17,9 +17,15 @@
  *    the program's code at a time; at each traced call it gives the turn up,
  *    and the next holder is chosen among the threads that are ready (at
  *    random from SEED when recording; the recorded order when replaying).
- *    A call that may block (read, futex, ...) runs in the kernel meanwhile:
- *    its thread becomes ready at its syscall-exit stop. The order in which
- *    threads take the turn is the schedule, one event each.
+ *    A call that waits (a futex wait, a sleep, poll, a read, wait4, ...) gives the turn up and runs in the kernel
+ *    meanwhile: its thread becomes ready at its syscall-exit stop. Any other
+ *    traced call (a write, a futex wake) keeps the turn until it is over
+ *    (its exit stop) or blocks after all (its thread sleeps in the kernel,
+ *    as a write to a full pipe), and an exit keeps it until the thread is a
+ *    zombie (its tid word cleared, its joiners woken): what the kernel does
+ *    for one thread at another's request cannot race with a third's code.
+ *    The order in which threads take the turn is the schedule, one event
+ *    each.
  *  - Inputs (clock_gettime, gettimeofday, time, getpid, getppid, gettid,
  *    getrandom) are made by the supervisor at the seccomp stop and written
  *    into the program (the call is skipped: orig_rax = -1); read/pread64/
@@ -52,6 +58,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -589,19 +596,41 @@ static void next_holder(void)
 
 /* ---- stops ---- */
 
+/* A call that waits for another thread or the world, as its purpose: its
+ * thread gives the turn up at once (when it ends is the kernel's business,
+ * the order of its exit stop is the schedule's). */
+static int waits(const struct thread *t)
+{
+	switch (t->sysno) {
+	case SYS_futex:
+		switch ((int)t->regs.rsi & FUTEX_CMD_MASK) {
+		case FUTEX_WAIT: case FUTEX_WAIT_BITSET: case FUTEX_LOCK_PI: case FUTEX_LOCK_PI2:
+		case FUTEX_WAIT_REQUEUE_PI:
+			return 1;
+		default:
+			return 0;
+		}
+	case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_sendto: case SYS_sendmsg:
+	case SYS_sched_yield:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 static void seccomp_stop(struct thread *t)
 {
 	get_regs(t);
 	t->sysno = (long)t->regs.orig_rax;
 	if (t != holder)
 		finish("error thread %d stopped at a system call without the turn", t->tid);
-	holder = NULL;
 	if (t->sysno == SYS_exit || t->sysno == SYS_exit_group) {
-		if (t->sysno == SYS_exit)
+		if (t->sysno == SYS_exit) /* (the turn stays until the exit is over: holder_in_kernel) */
 			event(t, DET_EV_THREAD_EXIT, 0, 0, NULL, 0, (uint32_t)t->tid);
 		else {
 			event(t, DET_EV_SYSCALL, SYS_exit_group, (int64_t)t->regs.rdi, NULL, 0, (uint32_t)t->tid);
 			group_exiting = 1;
+			holder = NULL;
 		}
 		t->state = ST_EXITING;
 		resume(t, PTRACE_CONT, 0);
@@ -610,12 +639,48 @@ static void seccomp_stop(struct thread *t)
 	t->regular = is_read(t->sysno) && fd_is_regular(t->tid, (long)t->regs.rdi);
 	int injected = supervisor_input(t->sysno, &t->regs) || (replaying && kind_of(t) == DET_EV_READ);
 	if (injected) {
+		holder = NULL;
 		t->state = ST_READY;
 		t->action = ACT_INPUT;
-	} else {
+	} else { /* (else the turn stays until the call is over or blocks: holder_in_kernel) */
+		if (waits(t))
+			holder = NULL;
 		t->state = ST_KERNEL;
 		resume(t, PTRACE_SYSCALL, 0);
 	}
+}
+
+/* The state letter of /proc/TID/stat (R, S, D, t, Z, ...), 0 if it is gone. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')'); /* (the name in parentheses may hold anything) */
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* The holder is in the kernel, in a traced call or its exit, and no stop
+ * came: the turn is free once the call blocks (the thread sleeps
+ * interruptibly: it waits for another thread or the world) or the exit is
+ * over (a zombie: mm_release cleared its tid word and woke its joiners).
+ * Else the supervisor looks again a little later. */
+static void holder_in_kernel(void)
+{
+	char st = thread_state(holder->tid);
+	if (holder->state == ST_KERNEL ? st == 'S' : st == 'Z' || st == 'X' || st == 0) {
+		holder = NULL;
+		return;
+	}
+	struct timespec pause = {0, 20000};
+	nanosleep(&pause, NULL);
 }
 
 /* At an exec (t is the holder): the vDSO's auxv entry becomes AT_IGNORE
@@ -717,6 +782,8 @@ static void stopped(pid_t tid, int status)
 		get_regs(t);
 		t->state = ST_READY;
 		t->action = ACT_FINISH;
+		if (t == holder) /* (the call did not block: the turn was its until now) */
+			holder = NULL;
 	} else if (ev == PTRACE_EVENT_CLONE) {
 		unsigned long child;
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) != 0)
@@ -861,7 +928,12 @@ int main(int argc, char **argv)
 	while (live_threads() > 0) {
 		if (holder == NULL)
 			next_holder();
-		pid_t tid = waitpid(-1, &status, __WALL);
+		int in_kernel = holder && (holder->state == ST_KERNEL || holder->state == ST_EXITING);
+		pid_t tid = waitpid(-1, &status, __WALL | (in_kernel ? WNOHANG : 0));
+		if (tid == 0) {
+			holder_in_kernel();
+			continue;
+		}
 		if (tid < 0) {
 			if (errno == EINTR)
 				continue;

@@ -60,6 +60,22 @@ def test_static_program_replays_its_inputs_and_thread_order(tmp_path: Path) -> N
             assert "outcome matches the recording" in one_line(rr, "detreplay")
 
 
+def test_kernel_interplay_replays_whatever_the_timing(tmp_path: Path) -> None:
+    """Joins of threads that exit at once (the kernel clears the tid word at
+    the end of an exit) and raw writes of two threads to one pipe: what the
+    kernel does for one thread must be over before another thread runs."""
+    trace = tmp_path / "races.db"
+    r = detrec("-o", trace, program("ptrace_races"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    lines = r.stdout.decode().splitlines()
+    assert lines[0].startswith("joined shared ") and len(lines) == 41, r.stdout.decode()
+    assert sorted(ln.split()[0] for ln in lines[1:]) == ["A"] * 20 + ["B"] * 20
+    for i in range(2 * REPLAYS):
+        rr = detreplay(trace, timeout=60)
+        assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
+        assert rr.stdout == r.stdout, f"replay {i + 1}: output differs\n{rr.stdout!r}\n{r.stdout!r}"
+
+
 def test_raw_syscall_instruction_only_ptrace_sees(tmp_path: Path) -> None:
     prog = program("raw_getrandom")
     default = tmp_path / "default.db"
