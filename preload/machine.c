@@ -1,6 +1,6 @@
 /*
  * preload/machine.c - identity and machine: process ids, the CPU count
- * and memory, resource use, sched_yield.
+ * and memory, resource use, pending signals, sched_yield.
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
@@ -205,6 +205,13 @@ DET_IMPL int det_impl_getrusage(int who, struct rusage *usage)
 DET_IMPL clock_t det_impl_times(struct tms *buf)
 {
 	STRUCT_INPUT(DET_EV_TIMES, 0, buf, real.times(buf), res >= 0 && buf);
+}
+
+/* A blocked signal waits in the kernel while recording; replay delivers
+ * the recorded ones itself and has none there, so the set is an input. */
+DET_IMPL int det_impl_sigpending(sigset_t *set)
+{
+	STRUCT_INPUT(DET_EV_SIGPENDING, 0, set, real.sigpending(set), res == 0);
 }
 
 DET_IMPL int det_impl_sched_yield(void)
