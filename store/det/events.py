@@ -115,7 +115,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
     EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
-    EventKind('SELECT', 113, 'NONE', 'INPUT', 'select or pselect; result = ready fds, or -errno; data = the three fd sets'),
+    EventKind('SELECT', 113, 'NONE', 'INPUT', 'select or pselect; result = ready fds, or -errno; data = the three fd sets, then for select with a timeout the struct timeval it left (the time not slept, which Linux writes back)'),
     EventKind('EPOLL_WAIT', 114, 'NONE', 'INPUT', 'epoll_wait or epoll_pwait; aux = epoll fd; result = events, or -errno; data = the events'),
     EventKind('GETPID', 115, 'NONE', 'INPUT', 'getpid; result = the recorded pid'),
     EventKind('GETPPID', 116, 'NONE', 'INPUT', 'getppid; result = the recorded parent pid'),

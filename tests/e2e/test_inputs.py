@@ -199,3 +199,19 @@ def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
     assert p.returncode == 0, err.decode()
     assert out.startswith(f"waiter ({mode}): 5 SIGUSR1".encode()), out
     replays_identical(trace, 3)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_select_leaves_the_time_not_slept(tmp_path: Path, mode: list[str]) -> None:
+    """select_left: Linux's select writes back the time it did not sleep
+    (TLPI's t_select prints it). det made select a pselect, which leaves it
+    alone (0.2 s left after a 0.2 s timeout), and replay zeroed it (0.0 s
+    left of a 2 s wait on a ready pipe); now it is part of the input."""
+    want = "select: 0 ready, fd clear, 0.0 s left\nselect: 1 ready, fd set, 2.0 s left\n"
+    trace = tmp_path / "select.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("select_left"), timeout=60)
+    assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
+    for i in range(5):
+        rep = detreplay(trace)
+        assert rep.returncode == 0 and "outcome matches" in rep.stderr.decode(), f"replay {i + 1}: {rep.stderr.decode()}"
+        assert rep.stdout.decode() == want
