@@ -136,6 +136,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('RUSAGE', 83, 'NONE', 'INPUT', 'getrusage; aux = who (RUSAGE_SELF 0, RUSAGE_CHILDREN -1, RUSAGE_THREAD 1); result = 0 or -errno; data = the struct rusage'),
     EventKind('TIMES', 84, 'NONE', 'INPUT', "times: the process's CPU times; result = what it returned (clock ticks), or -errno; data = the struct tms"),
     EventKind('SIGPENDING', 95, 'NONE', 'INPUT', 'sigpending: the signals blocked and waiting (replay has none of its own: it delivers the recorded ones itself); result = 0 or -errno; data = the sigset_t'),
+    EventKind('SCHED_QUERY', 63, 'NONE', 'INPUT', "sched_getscheduler, sched_getparam, sched_getaffinity or sched_rr_get_interval: what the scheduler says about a process (this machine's CPUs, or a process outside the program, gone by replay); aux = 0 getscheduler, 1 getparam, 2 getaffinity, 3 rr_get_interval; result = the policy, 0, or -errno; data = the struct or CPU mask filled"),
     EventKind('CC_YIELD', 75, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
     EventKind('STAT', 96, 'NONE', 'INPUT', 'stat, lstat, fstat, fstatat, statx (and their 64 and __xstat forms): file metadata steers programs like make; aux = the fd, or a hash of the path; result = 0 or -errno; data = the struct the call filled'),
     EventKind('ACCESS', 97, 'NONE', 'INPUT', 'access, faccessat, eaccess or euidaccess; aux = a hash of the path and mode; result = 0 or -errno'),
@@ -251,6 +252,7 @@ GETCPU = 82
 RUSAGE = 83
 TIMES = 84
 SIGPENDING = 95
+SCHED_QUERY = 63
 CC_YIELD = 75
 STAT = 96
 ACCESS = 97
