@@ -213,5 +213,6 @@ def test_select_leaves_the_time_not_slept(tmp_path: Path, mode: list[str]) -> No
     assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
     for i in range(5):
         rep = detreplay(trace)
-        assert rep.returncode == 0 and "outcome matches" in rep.stderr.decode(), f"replay {i + 1}: {rep.stderr.decode()}"
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
         assert rep.stdout.decode() == want
