@@ -112,6 +112,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('RECV', 108, 'NONE', 'INPUT', "recv, recvfrom, recvmsg or recvmmsg (one event a message) of a socket from the outside world; aux = fd; result = bytes (a datagram's full length with MSG_TRUNC), or -errno; data = name length, name bytes kept, control length, msg_flags, bytes copied (5 x 32 bits), the name, the ancillary data, the bytes; descriptors passed in it are stand-ins in replay, read from the recording"),
     EventKind('SOCK_RECV', 93, 'NONE', 'INPUT', 'recv, recvfrom, recvmsg or recvmmsg of a socket pair both ends of which the program made: received again in replay and checked (descriptors passed in it are real, moved to their recorded numbers); aux = fd; result and data as RECV'),
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
+    EventKind('MSG_RECV', 16, 'NONE', 'INPUT', "mq_receive, mq_timedreceive or msgrcv: a message queue other processes share, drained by the recording before replay; aux = 0 POSIX, 1 System V; result = the message's length, or -errno; data = the priority (POSIX, 4 bytes) or the type (System V, a long), then the message"),
+    EventKind('MSG_SEND', 17, 'NONE', 'OUTPUT', 'mq_send, mq_timedsend or msgsnd, checked and not sent in replay (the queue may be full or gone); aux = 0 POSIX, 1 System V; result = 0 or -errno; data = a 64-bit hash of the message (System V: with its type)'),
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
     EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
@@ -228,6 +230,8 @@ PIPE_READ = 107
 RECV = 108
 SOCK_RECV = 93
 SEND = 109
+MSG_RECV = 16
+MSG_SEND = 17
 ACCEPT = 110
 CONNECT = 111
 POLL = 112
