@@ -19,6 +19,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <omp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -35,6 +36,7 @@
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
 #include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>

@@ -1,6 +1,6 @@
 /*
  * preload/machine.c - identity and machine: process ids, the CPU count
- * and memory, resource use, sched_yield.
+ * and memory, resource use, pending signals, sched_yield.
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
@@ -163,8 +163,8 @@ DET_IMPL long det_impl_get_avphys_pages(void)
 	return passed ? real.get_avphys_pages() : (long)r;
 }
 
-/* A call that fills one struct: its result and the struct are the input. */
-#define STRUCT_INPUT(kind, aux, ptr, call, ok)                                       \
+/* A call that fills len bytes at ptr: its result and those bytes are the input. */
+#define BYTES_INPUT(kind, aux, ptr, len, call, ok)                                \
 	do {                                                                      \
 		DET_ENTER(t);                                                     \
 		if (!t)                                                           \
@@ -173,17 +173,20 @@ DET_IMPL long det_impl_get_avphys_pages(void)
 		int64_t res;                                                      \
 		if (det_input_begin(&op, t, kind, aux, DET_RA())) {               \
 			res = op.rec->result;                                     \
-			if (ok && op.rec->data_len == sizeof(*ptr))               \
-				memcpy(ptr, det_replay_data(op.rec), sizeof(*ptr)); \
+			if (ok && op.rec->data_len == (len))                      \
+				memcpy(ptr, det_replay_data(op.rec), (len));      \
 			det_input_end(&op, res, NULL, 0);                         \
 		} else {                                                          \
 			res = call;                                               \
 			res = res == -1 ? -(int64_t)errno : res;                  \
-			det_input_end(&op, res, ptr, ok ? sizeof(*ptr) : 0);      \
+			det_input_end(&op, res, ptr, ok ? (uint32_t)(len) : 0);   \
 		}                                                                 \
 		det_leave(t);                                                     \
 		return ret_of(res);                                               \
 	} while (0)
+
+/* A call that fills one struct. */
+#define STRUCT_INPUT(kind, aux, ptr, call, ok) BYTES_INPUT(kind, aux, ptr, sizeof(*(ptr)), call, ok)
 
 DET_IMPL int det_impl_sysinfo(struct sysinfo *info)
 {
@@ -205,6 +208,41 @@ DET_IMPL int det_impl_getrusage(int who, struct rusage *usage)
 DET_IMPL clock_t det_impl_times(struct tms *buf)
 {
 	STRUCT_INPUT(DET_EV_TIMES, 0, buf, real.times(buf), res >= 0 && buf);
+}
+
+/* A blocked signal waits in the kernel while recording; replay delivers
+ * the recorded ones itself and has none there, so the set is an input. */
+DET_IMPL int det_impl_sigpending(sigset_t *set)
+{
+	STRUCT_INPUT(DET_EV_SIGPENDING, 0, set, real.sigpending(set), res == 0);
+}
+
+/* What the scheduler says about a process: the machine's CPUs and policy,
+ * or a process outside the program that is gone by replay; ids made live
+ * as in pids.c. */
+enum { SQ_SCHEDULER, SQ_PARAM, SQ_AFFINITY, SQ_RR_INTERVAL };
+
+DET_IMPL int det_impl_sched_getscheduler(pid_t pid)
+{
+	char none;
+	BYTES_INPUT(DET_EV_SCHED_QUERY, SQ_SCHEDULER, &none, 0, real.sched_getscheduler(det_pid_to_real(pid)), 0);
+}
+
+DET_IMPL int det_impl_sched_getparam(pid_t pid, struct sched_param *param)
+{
+	STRUCT_INPUT(DET_EV_SCHED_QUERY, SQ_PARAM, param, real.sched_getparam(det_pid_to_real(pid), param), res == 0);
+}
+
+DET_IMPL int det_impl_sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set)
+{
+	BYTES_INPUT(DET_EV_SCHED_QUERY, SQ_AFFINITY, set, n, real.sched_getaffinity(det_pid_to_real(pid), n, set),
+		    res == 0);
+}
+
+DET_IMPL int det_impl_sched_rr_get_interval(pid_t pid, struct timespec *interval)
+{
+	STRUCT_INPUT(DET_EV_SCHED_QUERY, SQ_RR_INTERVAL, interval,
+		     real.sched_rr_get_interval(det_pid_to_real(pid), interval), res == 0);
 }
 
 DET_IMPL int det_impl_sched_yield(void)

@@ -336,22 +336,10 @@ DET_IMPL int det_impl_pidfd_open(pid_t pid, unsigned int flags)
 	return real.pidfd_open(det_pid_to_real(pid), flags);
 }
 
-DET_IMPL int det_impl_sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set)
-{
-	det_init();
-	return real.sched_getaffinity(det_pid_to_real(pid), n, set);
-}
-
 DET_IMPL int det_impl_sched_setaffinity(pid_t pid, size_t n, const cpu_set_t *set)
 {
 	det_init();
 	return real.sched_setaffinity(det_pid_to_real(pid), n, set);
-}
-
-DET_IMPL int det_impl_sched_getparam(pid_t pid, struct sched_param *param)
-{
-	det_init();
-	return real.sched_getparam(det_pid_to_real(pid), param);
 }
 
 DET_IMPL int det_impl_sched_setparam(pid_t pid, const struct sched_param *param)
@@ -360,22 +348,10 @@ DET_IMPL int det_impl_sched_setparam(pid_t pid, const struct sched_param *param)
 	return real.sched_setparam(det_pid_to_real(pid), param);
 }
 
-DET_IMPL int det_impl_sched_getscheduler(pid_t pid)
-{
-	det_init();
-	return real.sched_getscheduler(det_pid_to_real(pid));
-}
-
 DET_IMPL int det_impl_sched_setscheduler(pid_t pid, int policy, const struct sched_param *param)
 {
 	det_init();
 	return real.sched_setscheduler(det_pid_to_real(pid), policy, param);
-}
-
-DET_IMPL int det_impl_sched_rr_get_interval(pid_t pid, struct timespec *t)
-{
-	det_init();
-	return real.sched_rr_get_interval(det_pid_to_real(pid), t);
 }
 
 /* getpriority/setpriority: `who` is a pid or a group for PRIO_PROCESS and

@@ -79,32 +79,46 @@ DET_IMPL int det_impl___poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, s
 	return det_ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, NULL, DET_RA());
 }
 
-DET_IMPL int det_impl_pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
+/* select and pselect: which fds are ready, and for select the time it did
+ * not sleep, which Linux writes back into tv (programs print it, or loop on
+ * it): the data is the three sets, then that timeval when tv is given. */
+static int select_input(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv, const struct timespec *ts,
+			const sigset_t *mask, int is_select)
 {
 	DET_ENTER(t);
 	if (!t)
-		return real.pselect(nfds, r, w, x, timeout, mask);
+		return is_select ? real.select(nfds, r, w, x, tv) : real.pselect(nfds, r, w, x, ts, mask);
 	struct det_op op = {0};
 	int64_t res;
 	fd_set *sets[3] = {r, w, x};
+	struct {
+		fd_set sets[3];
+		struct timeval left;
+	} out;
 	if (det_input_begin(&op, t, DET_EV_SELECT, (uint32_t)nfds, DET_RA())) {
 		res = op.rec->result;
-		if (res >= 0 && op.rec->data_len == 3 * sizeof(fd_set))
+		const char *data = det_replay_data(op.rec);
+		if (res >= 0 && op.rec->data_len >= sizeof(out.sets))
 			for (int i = 0; i < 3; i++)
 				if (sets[i])
-					memcpy(sets[i], (const char *)det_replay_data(op.rec) + i * sizeof(fd_set),
-					       sizeof(fd_set));
+					memcpy(sets[i], data + i * sizeof(fd_set), sizeof(fd_set));
+		if (tv && op.rec->data_len == sizeof(out))
+			memcpy(tv, data + offsetof(__typeof__(out), left), sizeof(*tv));
+		else if (tv && res >= 0) /* a trace from before the time left was recorded */
+			tv->tv_sec = tv->tv_usec = 0;
 		det_input_end(&op, res, NULL, 0);
 	} else {
-		res = res_of(BLOCKING(&op, real.pselect(nfds, r, w, x, timeout, mask)));
-		fd_set out[3];
+		res = res_of(BLOCKING(&op, is_select ? real.select(nfds, r, w, x, tv)
+						     : real.pselect(nfds, r, w, x, ts, mask)));
 		for (int i = 0; i < 3; i++) {
-			if (sets[i])
-				out[i] = *sets[i];
+			if (sets[i] && res >= 0)
+				out.sets[i] = *sets[i];
 			else
-				FD_ZERO(&out[i]);
+				FD_ZERO(&out.sets[i]);
 		}
-		det_input_end(&op, res, out, res >= 0 ? sizeof(out) : 0);
+		if (tv)
+			out.left = *tv;
+		det_input_end(&op, res, &out, tv ? sizeof(out) : res >= 0 ? sizeof(out.sets) : 0);
 	}
 	int e = errno;
 	det_leave(t);
@@ -112,18 +126,14 @@ DET_IMPL int det_impl_pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const s
 	return (int)ret_of(res);
 }
 
+DET_IMPL int det_impl_pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *timeout, const sigset_t *mask)
+{
+	return select_input(nfds, r, w, x, NULL, timeout, mask, 0);
+}
+
 DET_IMPL int det_impl_select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
-	struct timespec ts, *tsp = NULL;
-	if (tv) {
-		ts.tv_sec = tv->tv_sec;
-		ts.tv_nsec = tv->tv_usec * 1000;
-		tsp = &ts;
-	}
-	int res = pselect(nfds, r, w, x, tsp, NULL);
-	if (tv && res >= 0 && det_replaying()) /* Linux leaves the time not slept */
-		tv->tv_sec = tv->tv_usec = 0;
-	return res;
+	return select_input(nfds, r, w, x, tv, NULL, NULL, 1);
 }
 
 DET_IMPL int det_impl_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)

@@ -112,10 +112,12 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('RECV', 108, 'NONE', 'INPUT', "recv, recvfrom, recvmsg or recvmmsg (one event a message) of a socket from the outside world; aux = fd; result = bytes (a datagram's full length with MSG_TRUNC), or -errno; data = name length, name bytes kept, control length, msg_flags, bytes copied (5 x 32 bits), the name, the ancillary data, the bytes; descriptors passed in it are stand-ins in replay, read from the recording"),
     EventKind('SOCK_RECV', 93, 'NONE', 'INPUT', 'recv, recvfrom, recvmsg or recvmmsg of a socket pair both ends of which the program made: received again in replay and checked (descriptors passed in it are real, moved to their recorded numbers); aux = fd; result and data as RECV'),
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
+    EventKind('MSG_RECV', 16, 'NONE', 'INPUT', "mq_receive, mq_timedreceive or msgrcv: a message queue other processes share, drained by the recording before replay; aux = 0 POSIX, 1 System V; result = the message's length, or -errno; data = the priority (POSIX, 4 bytes) or the type (System V, a long), then the message"),
+    EventKind('MSG_SEND', 17, 'NONE', 'OUTPUT', 'mq_send, mq_timedsend or msgsnd, checked and not sent in replay (the queue may be full or gone); aux = 0 POSIX, 1 System V; result = 0 or -errno; data = a 64-bit hash of the message (System V: with its type)'),
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
     EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
-    EventKind('SELECT', 113, 'NONE', 'INPUT', 'select or pselect; result = ready fds, or -errno; data = the three fd sets'),
+    EventKind('SELECT', 113, 'NONE', 'INPUT', 'select or pselect; result = ready fds, or -errno; data = the three fd sets, then for select with a timeout the struct timeval it left (the time not slept, which Linux writes back)'),
     EventKind('EPOLL_WAIT', 114, 'NONE', 'INPUT', 'epoll_wait or epoll_pwait; aux = epoll fd; result = events, or -errno; data = the events'),
     EventKind('GETPID', 115, 'NONE', 'INPUT', 'getpid; result = the recorded pid'),
     EventKind('GETPPID', 116, 'NONE', 'INPUT', 'getppid; result = the recorded parent pid'),
@@ -135,6 +137,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('GETCPU', 82, 'NONE', 'INPUT', 'sched_getcpu: the CPU the thread ran on (per-CPU shards steer programs); result = it, or -errno'),
     EventKind('RUSAGE', 83, 'NONE', 'INPUT', 'getrusage; aux = who (RUSAGE_SELF 0, RUSAGE_CHILDREN -1, RUSAGE_THREAD 1); result = 0 or -errno; data = the struct rusage'),
     EventKind('TIMES', 84, 'NONE', 'INPUT', "times: the process's CPU times; result = what it returned (clock ticks), or -errno; data = the struct tms"),
+    EventKind('SIGPENDING', 95, 'NONE', 'INPUT', 'sigpending: the signals blocked and waiting (replay has none of its own: it delivers the recorded ones itself); result = 0 or -errno; data = the sigset_t'),
+    EventKind('SCHED_QUERY', 63, 'NONE', 'INPUT', "sched_getscheduler, sched_getparam, sched_getaffinity or sched_rr_get_interval: what the scheduler says about a process (this machine's CPUs, or a process outside the program, gone by replay); aux = 0 getscheduler, 1 getparam, 2 getaffinity, 3 rr_get_interval; result = the policy, 0, or -errno; data = the struct or CPU mask filled"),
     EventKind('CC_YIELD', 75, 'NONE', 'OTHER', "strict mode: a thread built with det-cc handed its turn on at a logical-clock tick or memory point (no call there); aux = 0 tick, 1 memory point; result = that counter's value in the thread, where replay hands over again"),
     EventKind('STAT', 96, 'NONE', 'INPUT', 'stat, lstat, fstat, fstatat, statx (and their 64 and __xstat forms): file metadata steers programs like make; aux = the fd, or a hash of the path; result = 0 or -errno; data = the struct the call filled'),
     EventKind('ACCESS', 97, 'NONE', 'INPUT', 'access, faccessat, eaccess or euidaccess; aux = a hash of the path and mode; result = 0 or -errno'),
@@ -227,6 +231,8 @@ PIPE_READ = 107
 RECV = 108
 SOCK_RECV = 93
 SEND = 109
+MSG_RECV = 16
+MSG_SEND = 17
 ACCEPT = 110
 CONNECT = 111
 POLL = 112
@@ -250,6 +256,8 @@ SYSINFO = 124
 GETCPU = 82
 RUSAGE = 83
 TIMES = 84
+SIGPENDING = 95
+SCHED_QUERY = 63
 CC_YIELD = 75
 STAT = 96
 ACCESS = 97

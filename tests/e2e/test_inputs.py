@@ -199,3 +199,56 @@ def test_signals_taken_by_a_waiting_thread(mode: str, tmp_path: Path) -> None:
     assert p.returncode == 0, err.decode()
     assert out.startswith(f"waiter ({mode}): 5 SIGUSR1".encode()), out
     replays_identical(trace, 3)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_select_leaves_the_time_not_slept(tmp_path: Path, mode: list[str]) -> None:
+    """select_left: Linux's select writes back the time it did not sleep
+    (TLPI's t_select prints it). det made select a pselect, which leaves it
+    alone (0.2 s left after a 0.2 s timeout), and replay zeroed it (0.0 s
+    left of a 2 s wait on a ready pipe); now it is part of the input."""
+    want = "select: 0 ready, fd clear, 0.0 s left\nselect: 1 ready, fd set, 2.0 s left\n"
+    trace = tmp_path / "select.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("select_left"), timeout=60)
+    assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
+    for i in range(5):
+        rep = detreplay(trace)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout.decode() == want
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+@pytest.mark.parametrize("kind", ["posix", "sysv"])
+def test_message_queues_shared_with_other_processes_replay(tmp_path: Path, mode: list[str], kind: str) -> None:
+    """msg_queue: receive a message another process queued, and queue one
+    (TLPI's pmsg_receive, svmsg_receive). The recording drained the queue,
+    so replay's receive found it empty (EAGAIN), and replay's send queued
+    the message a second time; now a receive is an input and a send is
+    checked, not sent."""
+    prog = str(program("msg_queue"))
+
+    def run(*args: str) -> str:
+        r = subprocess.run([prog, *args], capture_output=True, timeout=10)
+        assert r.returncode == 0, r.stderr.decode()
+        return r.stdout.decode()
+
+    queue = f"/det_test_{os.getpid()}_{len(mode)}" if kind == "posix" else run("sysv-create").strip()
+    try:
+        run(f"{kind}-send", queue, *(["hello", "3"] if kind == "posix" else ["3", "hello"]))
+        got = "received 'hello' priority 3\n" if kind == "posix" else "received 'hello' type 3\n"
+        recv, send = tmp_path / "recv.db", tmp_path / "send.db"
+        r = detrec("-q", *mode, "-o", recv, "--", prog, f"{kind}-recv", queue, timeout=60)
+        assert (r.returncode, r.stdout.decode()) == (0, got), r.stderr.decode()
+        r = detrec("-q", *mode, "-o", send, "--", prog, f"{kind}-send", queue,
+                   *(["again", "1"] if kind == "posix" else ["1", "again"]), timeout=60)
+        assert (r.returncode, r.stdout.decode()) == (0, ""), r.stderr.decode()
+        for i in range(3):
+            for trace, want in ((recv, got), (send, "")):
+                rep = detreplay(trace)
+                err = rep.stderr.decode()
+                assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1} of {trace.name}: {err}"
+                assert rep.stdout.decode() == want
+        assert run(f"{kind}-count", queue) == "1 messages\n"
+    finally:
+        run("posix-unlink" if kind == "posix" else "sysv-remove", queue)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,29 @@ def test_raw_clone_that_is_a_fork(how: str, tmp_path: Path) -> None:
     assert procs == [(0, -1, None), (1, 0, 7 << 8)], procs  # (nobody waits for the first)
     assert query(trace, "SELECT count(DISTINCT tid) FROM events")[0][0] == 2
     replays_identically(trace, out, 3)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_scheduler_queries_about_a_pid_replay_when_it_is_gone(tmp_path: Path, mode: list[str]) -> None:
+    """sched_of_pid PID: policy, priority, CPU mask and rr interval of a
+    process outside the program (TLPI's sched_view and t_sched_getaffinity).
+    Replay asked the kernel again, about a pid that no longer exists, and
+    the program failed with ESRCH; the answers are inputs now."""
+    def batch_on_cpu0() -> None:
+        os.sched_setaffinity(0, {0})
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+
+    other = subprocess.Popen(["sleep", "60"], preexec_fn=batch_on_cpu0)
+    try:
+        trace = tmp_path / "sched.db"
+        r = detrec("-q", *mode, "-o", trace, "--", program("sched_of_pid"), str(other.pid), timeout=60)
+    finally:
+        other.kill()
+        other.wait()
+    want = f"policy {os.SCHED_BATCH}, priority 0, 1 CPUs, interval 0.000000000\n"
+    assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
+    for i in range(5):
+        rep = detreplay(trace)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout.decode() == want

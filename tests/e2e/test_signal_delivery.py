@@ -196,3 +196,21 @@ def test_a_handler_nested_in_a_handler_that_waits_for_it_runs(tmp_path: Path, wa
     assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
     replay_matches(trace, [], REPLAYS)
     assert signal_kinds(trace)[ev.SIGNAL] == 2
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_pending_signals_read_the_same_in_replay(tmp_path: Path, mode: list[str]) -> None:
+    """pending_shown: with SIGUSR1 and SIGUSR2 blocked, sigpending() after a
+    kill to itself and one from a child, then sigsuspend (TLPI's
+    t_sigsuspend prints its pending set the same way). Replay has no
+    kernel-pending signal of its own: it printed 'not pending', and the
+    child's signal still pending after sigsuspend."""
+    want = ("at first: SIGUSR1 not pending, SIGUSR2 not pending\n"
+            "after kill: SIGUSR1 pending, SIGUSR2 not pending\n"
+            "after the child: SIGUSR1 pending, SIGUSR2 pending\n"
+            "after sigsuspend: SIGUSR1 not pending, SIGUSR2 not pending\n"
+            "handled both\n")
+    trace = tmp_path / "pending.db"
+    r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("pending_shown"), timeout=60)
+    assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
+    replay_matches(trace, [], 5)
