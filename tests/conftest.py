@@ -66,6 +66,13 @@ def program(name: str) -> Path:
     return _require(PROGRAMS / name)
 
 
+def source_line(path: Path, text: str) -> int:
+    """The number of the one line of a source file that contains text."""
+    found = [i + 1 for i, ln in enumerate(path.read_text().splitlines()) if text in ln]
+    assert len(found) == 1, (path.name, text, found)
+    return found[0]
+
+
 def replays_identically(trace: Path, recorded: bytes, n: int = 10, mode: tuple[str, ...] = ()) -> None:
     """Replay `trace` n times (-q): each exits 0 and prints exactly `recorded`."""
     for i in range(n):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query
+from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query, replays_identically
 from det import events as ev
 
 REPLAYS = 10
@@ -211,11 +211,7 @@ def test_select_leaves_the_time_not_slept(tmp_path: Path, mode: list[str]) -> No
     trace = tmp_path / "select.db"
     r = detrec("-q", *mode, "-o", trace, "--", program("select_left"), timeout=60)
     assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
-    for i in range(5):
-        rep = detreplay(trace)
-        err = rep.stderr.decode()
-        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
-        assert rep.stdout.decode() == want
+    replays_identically(trace, want.encode(), 5)
 
 
 @pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])

@@ -20,15 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREPLAY, ROOT, detrec, gdb_batch, marks, need, program
+from conftest import DETREPLAY, ROOT, detrec, gdb_batch, marks, need, program, source_line
 
 SOURCE = ROOT / "tests" / "programs" / "gdb_reverse.c"
 
 
 def line_of(text: str, path: Path = SOURCE) -> int:
-    found = [i + 1 for i, ln in enumerate(path.read_text().splitlines()) if text in ln]
-    assert len(found) == 1, (text, found)
-    return found[0]
+    return source_line(path, text)
 
 
 @pytest.fixture(scope="module")

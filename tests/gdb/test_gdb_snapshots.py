@@ -20,16 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, detrec, detreplay, gdb_batch, marks, program
+from conftest import ROOT, detrec, detreplay, gdb_batch, marks, program, source_line
 
 SOURCE = ROOT / "tests" / "programs" / "snapshot_threads.c"
 EVERY = 20   # events between snapshots: several at most positions of a 600-event trace
 
 
 def line_of(text: str) -> int:
-    found = [i + 1 for i, ln in enumerate(SOURCE.read_text().splitlines()) if text in ln]
-    assert len(found) == 1, (text, found)
-    return found[0]
+    return source_line(SOURCE, text)
 
 
 @pytest.fixture(scope="module")
