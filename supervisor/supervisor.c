@@ -95,7 +95,12 @@ int sup_map(struct det_sup *s, const struct sup_layout *l)
 	s->data_off = off;
 	off = page_up(off + l->data_bytes);
 
-	s->fd = memfd_create("det-shm", MFD_CLOEXEC);
+	/* named by the supervisor's pid, as DET_SHM_ENV is: det's watchdog finds
+	 * a program process by the region it maps once the process wrote over
+	 * its environment (a process title) */
+	char name[32];
+	snprintf(name, sizeof(name), "det-shm-%07d", (int)getpid());
+	s->fd = memfd_create(name, MFD_CLOEXEC);
 	if (s->fd < 0)
 		return sup_fail(s, "memfd_create: %s", strerror(errno));
 	if (ftruncate(s->fd, (off_t)off) != 0)

@@ -8,7 +8,9 @@ Rules: the watchdog is a process forked from detrec before it starts any
 thread; it waits for detrec's end on a pipe. If detrec ends without saying
 done (kill -9, a crash), it kills every process of the program, found by
 the variable det puts in each one's environment (_DET_SHM names detrec's
-pid: it survives exec, setsid and double forks, and needs no cgroup), and
+pid: it survives exec, setsid and double forks, and needs no cgroup) or, for
+a process that wrote over its environment (a process title), by det's region
+it maps (the memfd is named by detrec's pid too), and
 removes the --until-fail work directory and the private directories of
 the traces it was writing (det.tracefile). Standard library only; it never
 raises into detrec.
@@ -28,8 +30,17 @@ from .launch import SHM_ENV
 from .tracefile import remove_stale_work
 
 
-def _program_pids(marker: bytes) -> list[int]:
-    """Live processes whose environment holds det's variable for this detrec."""
+def _maps_region(pid: str, region: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return any(region in line for line in f)
+    except OSError:
+        return False
+
+
+def _program_pids(marker: bytes, region: bytes) -> list[int]:
+    """Live processes whose environment holds det's variable for this detrec, or that map its region
+    (a process that set its title wrote over its environment)."""
     me = os.getpid()
     out = []
     for entry in os.scandir("/proc"):
@@ -40,15 +51,16 @@ def _program_pids(marker: bytes) -> list[int]:
                 env = f.read()
         except OSError:
             continue
-        if marker in env or env.startswith(marker[1:]):
+        if marker in env or env.startswith(marker[1:]) or _maps_region(entry.name, region):
             out.append(int(entry.name))
     return out
 
 
 def _cleanup(detrec_pid: int, work: str | None, outputs: list[Path]) -> None:
     marker = f"\0{SHM_ENV}={detrec_pid:07d}:".encode()  # as det.launch.program_env writes it
+    region = f"/memfd:det-shm-{detrec_pid:07d} ".encode()  # as supervisor/supervisor.c names it
     for _ in range(20):  # until none is left (one may fork while the others die)
-        pids = _program_pids(marker)
+        pids = _program_pids(marker, region)
         if not pids:
             break
         for pid in pids:

@@ -4,6 +4,7 @@ killed detrec."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -186,6 +187,38 @@ def test_nothing_outlives_a_killed_detrec(tmp_path: Path) -> None:
     for pid in left:
         os.kill(int(pid), signal.SIGKILL)
     assert not left, "grandchildren outlived the killed detrec"
+
+
+def test_a_daemon_with_a_title_does_not_outlive_a_killed_detrec(tmp_path: Path) -> None:
+    """title_daemon's worker writes its title over its whole environment block, so det's variable cannot be
+    read there: the watchdog finds it by det's region it maps."""
+    p = subprocess.Popen([str(DETREC), "-q", "-o", str(tmp_path / "t.db"), "--", str(program("title_daemon")),
+                          "whole"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+    def workers() -> list[int]:  # this detrec's session's title_daemon workers
+        out = []
+        for pid in pids_of("^title_daemon: worker process"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[3]) == p.pid:  # field 6: session id
+                    out.append(int(pid))
+        return out
+
+    try:
+        assert p.stdout.readline() == b"worker: 0\n"
+        assert len(workers()) == 1
+        with open(f"/proc/{workers()[0]}/environ", "rb") as f:
+            assert b"_DET_SHM" not in f.read()  # the title is over it
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + 10
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = workers()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the titled worker outlived the killed detrec"
 
 
 def test_killed_until_fail_leaves_no_runs(tmp_path: Path) -> None:

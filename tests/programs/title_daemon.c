@@ -8,9 +8,16 @@
  * every 20 ms until it is stopped (detrec --outlive stops it, and replay
  * once it has done its recorded events).
  *
- * Usage: title_daemon
+ * With "whole", the title is written over everything up to the end of the
+ * environment block the kernel gave the process (/proc/self/stat's env_end),
+ * strings no longer in environ included, and the worker outlives the reader
+ * of its output (SIGPIPE ignored), as a daemon that logs elsewhere.
+ *
+ * Usage: title_daemon [whole]
  */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,9 +35,24 @@ static void set_title(char **argv, const char *title)
 	strncpy(start, title, (size_t)(end - start) - 1);
 }
 
+/* The end of the environment block (field 51 of /proc/self/stat), or NULL. */
+static char *env_end(void)
+{
+	char buf[2048];
+	FILE *f = fopen("/proc/self/stat", "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 51; field++)
+		p = strchr(p + 1, ' ');
+	return p ? (char *)strtoull(p + 1, NULL, 10) : NULL;
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
+	char *whole = argc > 1 && strcmp(argv[1], "whole") == 0 ? env_end() : NULL;
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("fork");
@@ -39,6 +61,10 @@ int main(int argc, char **argv)
 	if (pid > 0)
 		return 0; /* (prints nothing: its line and the worker's are in no order det keeps) */
 	set_title(argv, "title_daemon: worker process");
+	if (whole)
+		signal(SIGPIPE, SIG_IGN);
+	if (whole)
+		memset(argv[0] + strlen(argv[0]) + 1, 0, (size_t)(whole - argv[0] - (long)strlen(argv[0]) - 1));
 	for (int i = 0;; i++) {
 		printf("worker: %d\n", i);
 		fflush(stdout);
