@@ -405,13 +405,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
     if ns.gdb or ns.goto is not None or gdb_args:
-        with Trace(ns.trace) as tr:
-            if tr.meta.get("mode") == "ptrace":
-                say("a detrec --ptrace trace replays without gdb for now (--gdb, --goto)")
-                return 2
         from .gdb import run_gdb
 
         try:
+            with Trace(ns.trace) as tr:
+                if tr.meta.get("mode") == "ptrace":
+                    say("a detrec --ptrace trace replays without gdb for now (--gdb, --goto)")
+                    return 2
             return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
                            trust=ns.trust, host_files=ns.host_files)
         except DetError as e:
