@@ -106,10 +106,11 @@ build/libdetsup.so: $(SUP_SRC) $(SUP_HDR)
 	@mkdir -p build
 	$(CC) $(SUP_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(SUP_SRC) -lsqlite3
 
-# detrec --ptrace's supervisor (ptracer/): a program, not a library
+# detrec --ptrace's supervisor (ptracer/): a program, not a library; installed, so
+# nothing in it names the checkout (its debug info's paths are relative)
 build/detptrace: ptracer/detptrace.c include/det/events.def include/det/events.h
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(EXTRA_LDFLAGS) -o $@ ptracer/detptrace.c
+	$(CC) $(CFLAGS) -ffile-prefix-map=$(CURDIR)=. $(EXTRA_LDFLAGS) -o $@ ptracer/detptrace.c
 
 # The checkout's modules compiled ahead: with PYTHONDONTWRITEBYTECODE set,
 # every det command would compile them again at each start (~0.1 s).
