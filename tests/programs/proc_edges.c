@@ -5,6 +5,8 @@
  *              and while one is busy making events; waitpid each
  *   fifo       parent and child open one FIFO from both ends (each open
  *              blocks until the other end opens) and pass lines through it
+ *   fifobulk   the child reads a FIFO's 100000 bytes (what one write of the
+ *              parent's put in) and closes it before the parent does
  *   badexec    execve with bad pointers: must fail with EFAULT, not crash
  *   dropexec   (run as root) setgid/setuid to nobody, then exec PROGRAM ARGS
  *   stdout     several processes write lines to one stdout at once
@@ -106,6 +108,41 @@ static void do_fifo(void)
 	waitpid(p, &st, 0);
 	unlink(path);
 	printf("parent read %zu bytes: %s", got, buf);
+	report("child", st);
+}
+
+#define BULK 100000
+
+static void do_fifo_bulk(void)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/proc_edges.%d.bulk", (int)getpid());
+	unlink(path);
+	if (mkfifo(path, 0600) != 0) {
+		perror("mkfifo");
+		exit(1);
+	}
+	pid_t p = fork();
+	if (p == 0) {
+		int fd = open(path, O_RDONLY);
+		static char in[BULK];
+		size_t got = 0;
+		ssize_t n;
+		while (got < BULK && (n = read(fd, in + got, BULK - got)) > 0)
+			got += (size_t)n;
+		close(fd);
+		_exit(got == BULK ? 7 : 1);
+	}
+	int fd = open(path, O_WRONLY);
+	static char out[BULK];
+	memset(out, 'x', sizeof out);
+	/* more than the pipe holds: it returns once the child has read most of it */
+	ssize_t n = write(fd, out, sizeof out);
+	int st;
+	waitpid(p, &st, 0);
+	close(fd);
+	unlink(path);
+	printf("parent wrote %zd bytes\n", n);
 	report("child", st);
 }
 
@@ -211,6 +248,8 @@ int main(int argc, char **argv)
 		do_kill();
 	else if (strcmp(mode, "fifo") == 0)
 		do_fifo();
+	else if (strcmp(mode, "fifobulk") == 0)
+		do_fifo_bulk();
 	else if (strcmp(mode, "badexec") == 0)
 		do_badexec();
 	else if (strcmp(mode, "dropexec") == 0 && argc > 2)
@@ -220,7 +259,7 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "daemon") == 0)
 		do_daemon(argc > 2 ? atol(argv[2]) : 300);
 	else {
-		fprintf(stderr, "usage: proc_edges kill|fifo|badexec|dropexec PROGRAM [ARG...]|stdout|daemon\n");
+		fprintf(stderr, "usage: proc_edges kill|fifo|fifobulk|badexec|dropexec PROGRAM [ARG...]|stdout|daemon\n");
 		return 2;
 	}
 	return 0;
