@@ -89,7 +89,7 @@ __attribute__((constructor)) static void trace_start(void)
 	if (!replay && strncmp(v, "record:", 7) != 0)
 		return;
 	iso_tracing = replay ? ISO_REPLAY : ISO_RECORD;
-	iso_who = replay ? "detreplay" : "detrec --isolated";
+	iso_who = "detrec --isolated"; /* (replay too: what the run says is the recording's) */
 	const char *dir = v + 7;
 	log_fd = open_in(dir, "log", O_WRONLY | O_CREAT | O_APPEND);
 	if (log_fd < 0)
@@ -157,6 +157,8 @@ static const char *kind_text(int kind)
 	}
 }
 
+#define DIVERGED(...) (iso_who = "detreplay", iso_die("replay diverged: " __VA_ARGS__))
+
 /* Replay: this thread's next recorded input, which must be a `kind` call
  * (aux: its fd or clock). Its result; its bytes (at most cap) into buf. */
 static int64_t take_input(int kind, int64_t aux, void *buf, size_t cap)
@@ -169,17 +171,17 @@ static int64_t take_input(int kind, int64_t aux, void *buf, size_t cap)
 		if ((int)r.thread != iso_tnum)
 			continue;
 		if ((int)r.kind != kind || r.aux != aux)
-			iso_die("replay diverged: T%d calls %s(%lld) where the recording has %s(%lld)", iso_tnum,
+			DIVERGED("T%d calls %s(%lld) where the recording has %s(%lld)", iso_tnum,
 				kind_text(kind), (long long)aux, kind_text((int)r.kind), (long long)r.aux);
 		if (r.len > cap)
-			iso_die("replay diverged: T%d's %s asks for %zu bytes, the recording has %u", iso_tnum,
+			DIVERGED("T%d's %s asks for %zu bytes, the recording has %u", iso_tnum,
 				kind_text(kind), cap, r.len);
 		if (r.len)
 			memcpy(buf, inputs + at, r.len);
 		put(iso_tnum, kind, 0, aux, r.result, inputs + at, r.len);
 		return r.result;
 	}
-	iso_die("replay diverged: T%d calls %s(%lld) after its last recorded input", iso_tnum, kind_text(kind),
+	DIVERGED("T%d calls %s(%lld) after its last recorded input", iso_tnum, kind_text(kind),
 		(long long)aux);
 }
 

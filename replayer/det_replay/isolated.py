@@ -85,8 +85,8 @@ def replay_isolated(trace_path: str, force: bool = False, trust: bool = False, f
             return EXIT_DIVERGED, [f"replay diverged at event {i} of {total}: recorded {_event_text(a)}, "
                                    f"replay {_event_text(b)}"], True
     said = run.stderr["tail"].decode(errors="replace").splitlines()
-    if said and said[-1].startswith("detreplay: replay diverged"):
-        return EXIT_DIVERGED, [said[-1].removeprefix("detreplay: ")], True
+    if said and said[-1].startswith("detreplay: replay diverged"):  # (its line, on stderr already when forwarded)
+        return EXIT_DIVERGED, [] if forward else [said[-1].removeprefix("detreplay: ")], True
     if len(replayed) != total:
         i = min(len(replayed), total)
         return EXIT_DIVERGED, [f"replay diverged at event {i} of {total}: recorded "

@@ -10,8 +10,11 @@
  * same ones back: the replay prints exactly what the recording printed,
  * whatever the clock, the random source and stdin say then.
  *
+ * With a FILE argument, main also read()s the file's first bytes (a regular
+ * file: read again in replay, where a changed file is a divergence).
+ *
  * Output: one line per thread (its inputs mixed into a number), then
- * "counter = N, stdin = S".
+ * "counter = N, stdin = S" (and ", file = F").
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,12 +52,24 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void first_line(int fd, char *line, size_t size)
 {
-	char line[64] = "";
-	ssize_t n = read(0, line, sizeof line - 1);
+	ssize_t n = read(fd, line, size - 1);
 	line[n > 0 ? n : 0] = 0;
 	line[strcspn(line, "\n")] = 0;
+}
+
+int main(int argc, char **argv)
+{
+	char line[64] = "", file[64] = "";
+	first_line(0, line, sizeof line);
+	if (argc > 1) {
+		int fd = open(argv[1], O_RDONLY);
+		if (fd < 0)
+			return 2;
+		first_line(fd, file, sizeof file);
+		close(fd);
+	}
 	pthread_t t[2];
 	for (long i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(i + 1));
@@ -62,6 +77,6 @@ int main(void)
 		pthread_join(t[i], NULL);
 	for (int i = 1; i <= 2; i++)
 		printf("T%d mixed %lu\n", i, mixed[i]);
-	printf("counter = %ld, stdin = %s\n", counter, line);
+	printf("counter = %ld, stdin = %s%s%s\n", counter, line, argc > 1 ? ", file = " : "", file);
 	return 0;
 }
