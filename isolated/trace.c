@@ -8,7 +8,8 @@
  *    the environment, and with it every stack address, has one size in
  *    both). DIR/log is written in both modes: a sequence of struct
  *    iso_rec, each followed by len data bytes (det.isolog spells it for
- *    Python). Without the variable nothing here does anything (detrun).
+ *    Python); DIR/modules the loaded objects and their load biases. Without
+ *    the variable nothing here does anything (detrun).
  *  - Synchronization events are written by the thread in its turn (or by
  *    the only thread before isolation): their order in the log is the token
  *    order. Inputs are written when they happen, in a parallel phase, one
@@ -30,6 +31,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,35 @@ static int open_in(const char *dir, const char *name, int flags)
 	return high;
 }
 
+/* DIR/modules: "BASE PATH" per loaded object, the program first (det's
+ * modules table: the trace's addresses get names) */
+static int module_line(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	FILE *f = arg;
+	const char *path = info->dlpi_name;
+	char exe[4096];
+	if (!path[0]) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = 0;
+		path = exe;
+	}
+	if (path[0] == '/')
+		fprintf(f, "%lu %s\n", (unsigned long)info->dlpi_addr, path);
+	return 0;
+}
+
+static void write_modules(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/modules", dir);
+	FILE *f = fopen(path, "we");
+	if (!f)
+		iso_die("cannot write %s: %s", path, strerror(errno));
+	dl_iterate_phdr(module_line, f);
+	fclose(f);
+}
+
 __attribute__((constructor)) static void trace_start(void)
 {
 	const char *v = getenv("DET_ISO_TRACE");
@@ -94,6 +125,7 @@ __attribute__((constructor)) static void trace_start(void)
 	log_fd = open_in(dir, "log", O_WRONLY | O_CREAT | O_APPEND);
 	if (log_fd < 0)
 		iso_die("cannot open the log in %s: %s", dir, strerror(errno));
+	write_modules(dir);
 	if (replay) {
 		int fd = open_in(dir, "inputs", O_RDONLY);
 		struct stat st;

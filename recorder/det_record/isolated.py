@@ -49,7 +49,8 @@ def record_isolated(exe: str, argv: list[str], out: Path, opts: Options) -> RunR
             if refused(run):
                 writer.discard()
                 return None
-            return finish(writer, meta, run, exe, isolog.read(run.log, run.how == "timeout"), spool)
+            return finish(writer, meta, run, exe, isolog.read(run.log, run.how == "timeout"), spool,
+                          isolog.modules(Path(d)))
     except BaseException:
         writer.discard()
         raise

@@ -7,7 +7,7 @@ number is the log's, T0 the first; a thread's own object is its number + 1
 (THREAD_CREATE's aux names the new thread, a join's the joined one); any
 other object is named by its address in the log (det.isolog's records) and
 numbered after the threads' in the order it first appears; site 0 (no
-return addresses are logged).
+return addresses are logged); modules only when the log came with them.
 """
 
 from __future__ import annotations
@@ -61,12 +61,12 @@ def run_meta(mode: str, exe: str, argv: list[str], env: dict[str, str], cwd: str
 
 
 def finish(writer: TraceWriter, meta: dict[str, Any], run: Any, exe: str, log: Iterable[LogEvent],
-           stdin: IO[bytes] | None = None) -> RunResult:
+           stdin: IO[bytes] | None = None, modules: list[tuple[str, int]] = ()) -> RunResult:
     """The run's trace, written and published: `run` says how it ended
     (det.ptracelog.Supervised, det.isolog.IsolatedRun: how, what, outputs,
     duration), `log` is its events in the trace's order."""
     t0 = time.monotonic()
-    events, threads = write_events(writer.path, log, exe)
+    events, threads = write_events(writer.path, log, exe, modules)
     if run.how == "exited":
         status, returncode, message = "exited", int(run.what), ""
     elif run.how == "signaled":
@@ -94,8 +94,10 @@ def finish(writer: TraceWriter, meta: dict[str, Any], run: Any, exe: str, log: I
     return res
 
 
-def write_events(db_path: Path, log: Iterable[LogEvent], exe: str) -> tuple[int, list[int]]:
-    """The log's events into the trace's tables; (events, thread numbers)."""
+def write_events(db_path: Path, log: Iterable[LogEvent], exe: str,
+                 modules: list[tuple[str, int]] = ()) -> tuple[int, list[int]]:
+    """The log's events (and the modules: (path, load bias)) into the
+    trace's tables; (events, thread numbers)."""
     log = list(log)
     threads = {0: {"parent": -1, "ktid": 0, "create_seq": -1, "first": 0}}
     for seq, e in enumerate(log):
@@ -146,6 +148,7 @@ def write_events(db_path: Path, log: Iterable[LogEvent], exe: str) -> tuple[int,
                            "VALUES (?,?,?,?,?,?,0)",
                            [(n, t["parent"], t["ktid"], t["create_seq"], n + 1, counts.get(n, 0))
                             for n, t in threads.items()])
+            db.executemany("INSERT INTO modules(path, base) VALUES (?,?)", modules)
             db.execute("INSERT INTO processes(process, parent, pid, create_seq, thread, exe, execs, status) "
                        "VALUES (0, -1, ?, -1, 0, ?, 0, NULL)", (threads[0]["ktid"], exe))
             db.executescript(schema.REBUILD_MARKS)

@@ -58,6 +58,15 @@ def read(path: Path, cut_ok: bool = False) -> list[LogEvent]:
     return canonical(read_log(path, cut_ok, REC))
 
 
+def modules(work: Path) -> list[tuple[str, int]]:
+    """(path, load bias) of the objects the run loaded at its start (the program first)."""
+    try:
+        text = (work / "modules").read_text()
+    except OSError:
+        return []
+    return [(path, int(base)) for base, _, path in (ln.partition(" ") for ln in text.splitlines())]
+
+
 def write_inputs(path: Path, events: Iterable[tuple[int, int, int, int, bytes]]) -> None:
     """events: (thread, kind, aux, result, data) in the trace's order; the
     served inputs among them go to replay (isolated/trace.c take_input)."""

@@ -11,12 +11,13 @@ Rules: expectations come from the recording's own output and the trace
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import BIN, detrec, detreplay, outcome, program, query, run, sample_bin
+from conftest import BIN, ROOT, detrec, detreplay, outcome, program, query, run, sample_bin
 from det.tui.app import DetTui
 
 REPLAYS = 10
@@ -24,6 +25,10 @@ REPLAYS = 10
 
 def kinds(trace: Path) -> set[str]:
     return {k for (k,) in query(trace, "SELECT DISTINCT k.name FROM events e JOIN event_kinds k USING (kind)")}
+
+
+def first_obj(trace: Path) -> int:
+    return query(trace, "SELECT min(obj) FROM objects WHERE kind = 2")[0][0]
 
 
 def one_line(r: subprocess.CompletedProcess, tool: str) -> str:
@@ -92,6 +97,9 @@ def test_every_tool_reads_the_trace(tmp_path: Path) -> None:
     assert f"events:     {events}".encode() in info.stdout
     dump = detrec("dump", a, "--thread", "T1", timeout=60)
     assert dump.returncode == 0 and b"thread_start" in dump.stdout and b"mutex_lock" in dump.stdout, dump.stderr
+    # the mutex, an object at its address, named by the program's symbols (the modules are in the trace)
+    (lock,) = re.findall(r"static pthread_mutex_t (\w+)", (ROOT / "samples" / "racy_counter.c").read_text())
+    assert f"mutex_lock             mutex {first_obj(a)} ({lock})" in dump.stdout.decode(), dump.stdout.decode()
     diff = run([BIN / "detdiff", a, b], timeout=60)  # one order, every time
     assert diff.returncode == 0 and b"Identical: the same schedule" in diff.stdout, diff.stdout.decode()
 
