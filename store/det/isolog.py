@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import events as ev
 from .errors import DetError
-from .launch import Capture, Outputs, StdinFeed, _no_aslr, output_pair
+from .launch import Capture, Outputs, StdinFeed, no_aslr, output_pair
 from .native import libdir
 from .ptracelog import LogEvent, read_log
 
@@ -117,7 +117,7 @@ def run(mode: str, work: Path, exe: str, argv: list[str], env: dict[str, str], c
     err_r, err_w, _ = output_pair(outputs[1])
     start = time.monotonic_ns()
     try:
-        with _no_aslr():
+        with no_aslr():
             proc = subprocess.Popen([exe] + argv[1:], executable=exe, env=env, cwd=cwd, process_group=0,
                                     stdin=stdin.r if isinstance(stdin, StdinFeed) else stdin,
                                     stdout=out_w, stderr=err_w)
