@@ -16,6 +16,7 @@
 #define DET_ISO_H
 
 #include <stdatomic.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,6 +94,16 @@ struct iso_region {
 	uint32_t *dirty;   /* page indices written since the last update */
 	uint8_t *is_dirty; /* per page */
 	size_t ndirty;
+	/* a file mapping adopted without copying (memory.c, iso_adopt_mapping):
+	 * the private view reads the file until a commit materializes a page
+	 * in the memfd; then each thread maps that page of the memfd instead */
+	int file_fd; /* -1: none (the memfd holds every page) */
+	off_t file_off;
+	size_t readable;       /* bytes of the file behind the view */
+	uint8_t *materialized; /* per page (shared): the memfd holds it */
+	struct iso_mat { size_t n; uint32_t pages[]; } *mat; /* (shared) materialized, in order */
+	uint8_t *on_memfd;     /* per page: this process's view maps the memfd */
+	size_t mat_seen;       /* of mat->pages, those this process has mapped */
 };
 
 ISO_HIDDEN extern struct iso_ctl *iso_ctl;
@@ -113,7 +124,7 @@ ISO_HIDDEN void iso_update(int keep_written);
 ISO_HIDDEN int iso_region_fault(uintptr_t addr, uintptr_t pc);
 ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd, int remap);
 ISO_HIDDEN void *iso_stack_top(int slot);
-ISO_HIDDEN void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable);
+ISO_HIDDEN void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable, int file_fd, off_t file_off);
 ISO_HIDDEN int iso_forget_mapping(uintptr_t start, size_t len);
 ISO_HIDDEN void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end);
 ISO_HIDDEN void iso_code_name(uintptr_t pc, char *buf, size_t len);

@@ -40,6 +40,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -1178,6 +1179,8 @@ API sighandler_t signal(int sig, sighandler_t handler)
 static struct {
 	uintptr_t start, end;
 	size_t readable; /* a file mapping: the bytes up to the end of the file */
+	int fd;          /* a file mapping: its file (det's own descriptor), else -1 */
+	off_t off;
 } private_maps[MAX_PRIVATE_MAPS];
 
 API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -1198,6 +1201,8 @@ API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		private_maps[i].start = (uintptr_t)p;
 		private_maps[i].end = (uintptr_t)p + len;
 		private_maps[i].readable = readable;
+		private_maps[i].fd = flags & MAP_ANONYMOUS ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+		private_maps[i].off = off;
 	}
 	return p;
 }
@@ -1208,8 +1213,11 @@ API int munmap(void *addr, size_t len)
 	if (iso_ctl && iso_ctl->active && iso_forget_mapping(a, len) < 0)
 		iso_die("munmap of part of a mapping made before the first thread is not supported");
 	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
-		if (private_maps[i].end && a <= private_maps[i].start && e >= private_maps[i].end)
+		if (private_maps[i].end && a <= private_maps[i].start && e >= private_maps[i].end) {
+			if (private_maps[i].fd >= 0)
+				close(private_maps[i].fd);
 			private_maps[i].start = private_maps[i].end = 0;
+		}
 	return (int)syscall(SYS_munmap, addr, len);
 }
 
@@ -1218,7 +1226,7 @@ static void adopt_private_maps(void)
 	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
 		if (private_maps[i].end)
 			iso_adopt_mapping(private_maps[i].start, private_maps[i].end - private_maps[i].start,
-					  private_maps[i].readable);
+					  private_maps[i].readable, private_maps[i].fd, private_maps[i].off);
 }
 
 /* --- memory the kernel writes -------------------------------------------------
