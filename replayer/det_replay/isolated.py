@@ -70,8 +70,9 @@ def replay_isolated(trace_path: str, force: bool = False, trust: bool = False, f
             raise DetError(f"{trace_path}: the recording did not finish; an --isolated replay needs its outcome",
                            status=EXIT_STOPPED)
         recorded = recorded_events(tr)
+        stopped = rec["status"] == "timeout"  # (detrec's --timeout: so is the replay, at the same limit)
         if timeout is None:  # a replay that never ends: it does not follow the recording
-            timeout = max(30.0, 20 * rec["duration_ns"] / 1e9)
+            timeout = m.get("timeout") or 30.0 if stopped else max(30.0, 20 * rec["duration_ns"] / 1e9)
         stdin = _stdin(tr)
         with isolog.work_dir() as d:
             isolog.write_inputs(Path(d) / "inputs", ((t, k, a, r, data) for t, k, _, a, r, data in recorded))
@@ -87,15 +88,15 @@ def replay_isolated(trace_path: str, force: bool = False, trust: bool = False, f
     said = run.stderr["tail"].decode(errors="replace").splitlines()
     if said and said[-1].startswith("detreplay: replay diverged"):  # (its line, on stderr already when forwarded)
         return EXIT_DIVERGED, [] if forward else [said[-1].removeprefix("detreplay: ")], True
-    if len(replayed) != total:
+    if len(replayed) != total and not (stopped and run.how == "timeout"):
         i = min(len(replayed), total)
         return EXIT_DIVERGED, [f"replay diverged at event {i} of {total}: recorded "
                                f"{_event_text(want[i] if i < total else None)}, replay "
                                f"{_event_text(replayed[i] if i < len(replayed) else None)}"], True
     if run.how == "timeout":
-        if rec["status"] == "timeout":
-            return EXIT_TIMEOUT, [f"replayed all {total} events (isolated); the recording was stopped there "
-                                  "(timeout), and so was the replay"], False
+        if stopped:  # (killed at a time, not at an event: the events both runs have agree)
+            return EXIT_TIMEOUT, [f"replayed {min(total, len(replayed))} of {total} events (isolated) the same; "
+                                  "the recording was stopped by its timeout, and so was the replay"], False
         return EXIT_DIVERGED, [f"replay stalled: {run.what}"], True
     rc = int(run.what) if run.how == "exited" else -int(run.what)
     recorded_rc = rec["exit_code"] if rec["status"] == "exited" else -(rec["signal"] or 0)
