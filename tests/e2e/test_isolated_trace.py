@@ -139,3 +139,12 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
     for flags, words in ((["--relaxed"], "one recorded order"), (["--gdb"], "without gdb")):
         r = detreplay(*flags, trace, timeout=60)
         assert r.returncode == 2 and words in one_line(r, "detreplay"), (flags, r.stderr.decode())
+
+
+def test_a_timeout_recording_replays_to_the_same_limit(tmp_path: Path) -> None:
+    trace = tmp_path / "forever.db"
+    r = detrec("--isolated", "--timeout", "2", "-o", trace, program("iso_forever"), timeout=120)
+    assert r.returncode == 124 and trace.exists(), r.stderr.decode()
+    assert outcome(trace)["status"] == "timeout"
+    rr = detreplay(trace, timeout=120)
+    assert rr.returncode == 124 and "events (isolated) the same" in one_line(rr, "detreplay"), rr.stderr.decode()
