@@ -9,7 +9,10 @@
  *    memfd mapped MAP_PRIVATE at the program's addresses, read-only between
  *    commits: the first write to a page faults (SIGSEGV), the handler copies
  *    the page (its twin, the page as of the last update), and makes it
- *    writable. The page is now the process's own (copy-on-write).
+ *    writable. The page is now the process's own (copy-on-write). (A file
+ *    mapped so before the first thread is read from the file until a commit
+ *    materializes a page in the memfd, from which every view maps it then:
+ *    iso_adopt_mapping.)
  *  - Commit (in the thread's turn, every other thread stopped at a
  *    synchronization point): the bytes of each dirty page that differ from
  *    its twin go to the memfd, through a MAP_SHARED view. A byte whose memfd
