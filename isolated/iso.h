@@ -6,6 +6,7 @@
  *
  * Rules of this file:
  *  - Shared between the files of isolated/ only; nothing outside includes it.
+ *    isolated/ uses include/det only (trace.c: the event kinds).
  *  - iso_ctl lives in a MAP_SHARED mapping every thread-process inherits:
  *    it is the only memory the processes really share, besides the memfds
  *    behind the isolated regions (globals, heap), which they write only
@@ -15,6 +16,7 @@
 #define DET_ISO_H
 
 #include <stdatomic.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +38,10 @@ enum iso_kind { O_NONE, O_MUTEX, O_COND, O_BARRIER, O_SEM, O_ONCE };
 struct iso_thread {
 	int state;
 	int pid;
+	int tnum;             /* det's thread number (creation order), in traces */
+	int ev_kind;          /* traced: the event its call's return is (0: none) */
+	uintptr_t ev_obj;
+	int64_t ev_aux;
 	int wait_kind;
 	uintptr_t wait_obj;
 	uintptr_t cond_mutex; /* a condition waiter's mutex, retaken on wake */
@@ -62,6 +68,8 @@ struct iso_ctl {
 	uint64_t round;
 	uint64_t wait_counter;
 	int main_pid;
+	int created; /* threads created: the last one's number */
+	int nwoken, woken[ISO_MAX_THREADS]; /* traced: slots the turn's call woke, in order */
 	int exit_code;
 	int fatal_signal;
 	_Atomic int hinted; /* the spin hint was said */
@@ -86,6 +94,16 @@ struct iso_region {
 	uint32_t *dirty;   /* page indices written since the last update */
 	uint8_t *is_dirty; /* per page */
 	size_t ndirty;
+	/* a file mapping adopted without copying (memory.c, iso_adopt_mapping):
+	 * the private view reads the file until a commit materializes a page
+	 * in the memfd; then each thread maps that page of the memfd instead */
+	int file_fd; /* -1: none (the memfd holds every page) */
+	off_t file_off;
+	size_t readable;       /* bytes of the file behind the view */
+	uint8_t *materialized; /* per page (shared): the memfd holds it */
+	struct iso_mat { size_t n; uint32_t pages[]; } *mat; /* (shared) materialized, in order */
+	uint8_t *on_memfd;     /* per page: this process's view maps the memfd */
+	size_t mat_seen;       /* of mat->pages, those this process has mapped */
 };
 
 ISO_HIDDEN extern struct iso_ctl *iso_ctl;
@@ -106,9 +124,17 @@ ISO_HIDDEN void iso_update(int keep_written);
 ISO_HIDDEN int iso_region_fault(uintptr_t addr, uintptr_t pc);
 ISO_HIDDEN void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int fd, int remap);
 ISO_HIDDEN void *iso_stack_top(int slot);
-ISO_HIDDEN void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable);
+ISO_HIDDEN void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable, int file_fd, off_t file_off);
 ISO_HIDDEN int iso_forget_mapping(uintptr_t start, size_t len);
 ISO_HIDDEN void iso_name(uintptr_t addr, char *buf, size_t len, uintptr_t *start, uintptr_t *end);
 ISO_HIDDEN void iso_code_name(uintptr_t pc, char *buf, size_t len);
+/* trace.c (detrec --isolated, detreplay) */
+enum { ISO_RECORD = 1, ISO_REPLAY };
+ISO_HIDDEN extern int iso_tracing;
+ISO_HIDDEN extern const char *iso_who; /* the command in messages */
+ISO_HIDDEN void iso_trace_thread(int tnum);
+ISO_HIDDEN void iso_log_event(int slot, int kind, uintptr_t obj, int64_t aux, int64_t result);
+/* read-like input calls: call(ctx) performs it (not in replay, but for a regular file) */
+ISO_HIDDEN long iso_traced_read(int kind, int fd, void *buf, size_t len, long (*call)(void *ctx), void *ctx);
 
 #endif /* DET_ISO_H */

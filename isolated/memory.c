@@ -9,7 +9,10 @@
  *    memfd mapped MAP_PRIVATE at the program's addresses, read-only between
  *    commits: the first write to a page faults (SIGSEGV), the handler copies
  *    the page (its twin, the page as of the last update), and makes it
- *    writable. The page is now the process's own (copy-on-write).
+ *    writable. The page is now the process's own (copy-on-write). (A file
+ *    mapped so before the first thread is read from the file until a commit
+ *    materializes a page in the memfd, from which every view maps it then:
+ *    iso_adopt_mapping.)
  *  - Commit (in the thread's turn, every other thread stopped at a
  *    synchronization point): the bytes of each dirty page that differ from
  *    its twin go to the memfd, through a MAP_SHARED view. A byte whose memfd
@@ -79,6 +82,7 @@ void iso_make_region(struct iso_region *r, uintptr_t base, uintptr_t size, int f
 	r->dirty = map_anon(pages * sizeof(uint32_t), 0);
 	r->is_dirty = map_anon(pages, 0);
 	r->ndirty = 0;
+	r->file_fd = -1;
 	if (remap && iso_mmap((void *)base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0) == MAP_FAILED)
 		iso_die("cannot map the private view: %s", strerror(errno));
 }
@@ -249,13 +253,52 @@ static struct iso_region *region_of(uintptr_t a)
 	return NULL;
 }
 
+/* This process's view of page pg.. of a file mapping's region maps the
+ * memfd from now on (a commit materialized them there). */
+static void view_on_memfd(struct iso_region *r, size_t pg, size_t n)
+{
+	if (iso_mmap((void *)(r->base + pg * ISO_PAGE), n * ISO_PAGE, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
+		     r->fd, (off_t)(pg * ISO_PAGE)) == MAP_FAILED)
+		iso_die("cannot map a committed page of a mapping: %s", strerror(errno));
+	memset(r->on_memfd + pg, 1, n);
+}
+
+static void materialize(struct iso_region *r, size_t pg)
+{
+	size_t off = pg * ISO_PAGE;
+	if (off < r->readable) {
+		size_t n = r->readable - off < ISO_PAGE ? r->readable - off : ISO_PAGE;
+		if (pread(r->file_fd, r->shared + off, n, r->file_off + (off_t)off) != (ssize_t)n)
+			iso_die("cannot read a mapped file's page: %s", strerror(errno));
+	}
+	r->materialized[pg] = 1;
+	r->mat->pages[r->mat->n++] = (uint32_t)pg;
+}
+
+/* The pages others materialized since this process last looked: its view
+ * maps them from the memfd (a page it has private now: when it drops it). */
+static void take_materialized(struct iso_region *r)
+{
+	if (r->file_fd < 0)
+		return;
+	for (size_t n = r->mat->n; r->mat_seen < n; r->mat_seen++) {
+		uint32_t pg = r->mat->pages[r->mat_seen];
+		if (!r->on_memfd[pg] && !r->is_dirty[pg])
+			view_on_memfd(r, pg, 1);
+	}
+}
+
 /* A private writable mapping the program made before its first thread
- * becomes isolated memory: its bytes (the first `readable` ones: a file
- * mapping's pages past the end of the file cannot be read) go to a memfd,
- * all-zero pages left as holes, and the region's private view replaces it
- * at the same address. (Past the end of the file the bytes read as zeros
- * now, where a read raised SIGBUS.) */
-void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable)
+ * becomes isolated memory. A file's mapping is not copied: the private view
+ * stays the program's own mapping of the file, made read-only, and a page
+ * goes to the region's memfd when a thread first commits it (it reads the
+ * file's page there first: materialize), after which every thread's view
+ * maps that page of the memfd (take_materialized, at its update). The pages
+ * the program wrote before its first thread are its own copies: they go
+ * to the memfd now. Anonymous memory (or a mapping of a file det cannot
+ * read again) is copied to the memfd (the first `readable` bytes, all-zero
+ * pages left as holes) and the view replaces it at the same address. */
+void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable, int file_fd, off_t file_off)
 {
 	struct iso_region *r = NULL;
 	for (int i = 0; i < MAX_MAPPINGS && !r; i++)
@@ -268,6 +311,38 @@ void iso_adopt_mapping(uintptr_t start, size_t len, size_t readable)
 	int fd = memfd_create("det-isolated-mapping", MFD_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, (off_t)size) != 0)
 		iso_die("cannot make a mapping's memfd: %s", strerror(errno));
+	int pagemap = file_fd >= 0 ? open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) : -1;
+	if (pagemap >= 0) {
+		size_t pages = size / ISO_PAGE;
+		iso_make_region(r, start, size, fd, 0);
+		r->file_fd = file_fd;
+		r->file_off = file_off;
+		r->readable = readable;
+		r->materialized = map_anon(pages, 1);
+		r->mat = map_anon(sizeof *r->mat + pages * sizeof(uint32_t), 1);
+		r->on_memfd = map_anon(pages, 0);
+		r->mat_seen = 0;
+		/* pagemap: bit 63 present, 62 swapped, 61 a file's page */
+		uint64_t e[512];
+		for (size_t pg = 0; pg < pages; pg += 512) {
+			size_t n = pages - pg < 512 ? pages - pg : 512;
+			if (pread(pagemap, e, n * 8, (off_t)((start / ISO_PAGE + pg) * 8)) != (ssize_t)(n * 8))
+				iso_die("cannot read /proc/self/pagemap: %s", strerror(errno));
+			for (size_t k = 0; k < n; k++)
+				if (((e[k] >> 63 & 1) && !(e[k] >> 61 & 1)) || (e[k] >> 62 & 1)) {
+					memcpy(r->shared + (pg + k) * ISO_PAGE, (void *)(start + (pg + k) * ISO_PAGE), ISO_PAGE);
+					r->materialized[pg + k] = 1;
+					r->mat->pages[r->mat->n++] = (uint32_t)(pg + k);
+				}
+		}
+		close(pagemap);
+		if (mprotect((void *)start, size, PROT_READ) != 0)
+			iso_die("cannot write-protect a mapping: %s", strerror(errno));
+		take_materialized(r);
+		return;
+	}
+	if (file_fd >= 0)
+		close(file_fd);
 	static const uint64_t zero[ISO_PAGE / 8];
 	size_t run = 0; /* start of the run of non-zero pages being gathered */
 	for (size_t off = 0;; off += ISO_PAGE) {
@@ -309,6 +384,12 @@ int iso_forget_mapping(uintptr_t a, size_t len)
 		syscall(SYS_munmap, r->first_pc, pages * sizeof(uintptr_t));
 		syscall(SYS_munmap, r->dirty, pages * sizeof(uint32_t));
 		syscall(SYS_munmap, r->is_dirty, pages);
+		if (r->file_fd >= 0) {
+			syscall(SYS_munmap, r->materialized, pages);
+			syscall(SYS_munmap, r->mat, sizeof *r->mat + pages * sizeof(uint32_t));
+			syscall(SYS_munmap, r->on_memfd, pages);
+			close(r->file_fd);
+		}
 		close(r->fd);
 		memset(r, 0, sizeof *r);
 	}
@@ -341,7 +422,10 @@ int iso_region_fault(uintptr_t addr, uintptr_t pc)
 		/* the twin is the memfd's page: the same bytes as the read-only
 		 * private view, except where the main thread wrote its stack
 		 * before it was write-protected (those bytes are its own changes) */
-		memcpy(r->twin + k * ISO_PAGE, r->shared + k * ISO_PAGE, ISO_PAGE);
+		/* (a file mapping's page no commit materialized: the file's, in the view) */
+		const unsigned char *was = r->file_fd >= 0 && !r->materialized[k] ? (const unsigned char *)r->base
+											: r->shared;
+		memcpy(r->twin + k * ISO_PAGE, was + k * ISO_PAGE, ISO_PAGE);
 		r->is_dirty[k] = PAGE_TWINNED;
 		r->first_pc[k] = pc;
 		r->dirty[r->ndirty++] = (uint32_t)k;
@@ -473,6 +557,8 @@ static void commit_region(struct iso_region *r)
 	uint64_t stamp = iso_ctl->round << 8 | (uint64_t)iso_me;
 	for (size_t i = 0; i < r->ndirty; i++) {
 		size_t pg = r->dirty[i], off = pg * ISO_PAGE;
+		if (r->file_fd >= 0 && !r->materialized[pg])
+			materialize(r, pg);
 		const uint64_t *mine = (const uint64_t *)(r->base + off);
 		uint64_t *twin = (uint64_t *)(r->twin + off);
 		uint64_t *shared = (uint64_t *)(r->shared + off);
@@ -547,8 +633,13 @@ static void update_region(struct iso_region *r, int keep_written)
 	for (size_t i = 0; i < r->ndirty;) {
 		size_t pg = r->dirty[i];
 		if (own_stack(r, pg) || (keep_written && kept_when_written(r, pg))) {
-			/* take the others' bytes; the page stays private */
+			/* take the others' bytes; the page stays private (a file's
+			 * page no commit materialized: none to take) */
 			size_t off = pg * ISO_PAGE;
+			if (r->file_fd >= 0 && !r->materialized[pg]) {
+				r->dirty[kept++] = r->dirty[i++];
+				continue;
+			}
 			uint64_t *mine = (uint64_t *)(r->base + off), *twin = (uint64_t *)(r->twin + off);
 			const uint64_t *shared = (const uint64_t *)(r->shared + off);
 			for (size_t w = 0; w < ISO_PAGE / 8; w++)
@@ -567,15 +658,28 @@ static void update_region(struct iso_region *r, int keep_written)
 		while (j < r->ndirty && r->dirty[j] == r->dirty[j - 1] + 1 && !own_stack(r, r->dirty[j]) &&
 		       !(keep_written && kept_when_written(r, r->dirty[j])))
 			j++;
+		for (size_t k = i; k < j; k++)
+			r->is_dirty[r->dirty[k]] = 0;
+		if (r->file_fd >= 0) { /* a committed page: the memfd's from now on */
+			for (size_t k = i; k < j; k++) {
+				size_t pg = r->dirty[k];
+				if (r->materialized[pg] && !r->on_memfd[pg])
+					view_on_memfd(r, pg, 1);
+				else if (madvise((void *)(r->base + pg * ISO_PAGE), ISO_PAGE, MADV_DONTNEED) != 0 ||
+					 mprotect((void *)(r->base + pg * ISO_PAGE), ISO_PAGE, PROT_READ) != 0)
+					iso_die("cannot drop a private page: %s", strerror(errno));
+			}
+			i = j;
+			continue;
+		}
 		void *p = (void *)(r->base + (uintptr_t)r->dirty[i] * ISO_PAGE);
 		size_t len = (j - i) * ISO_PAGE;
 		if (madvise(p, len, MADV_DONTNEED) != 0 || mprotect(p, len, PROT_READ) != 0)
 			iso_die("cannot drop a private page: %s", strerror(errno));
-		for (size_t k = i; k < j; k++)
-			r->is_dirty[r->dirty[k]] = 0;
 		i = j;
 	}
 	r->ndirty = kept;
+	take_materialized(r);
 }
 
 void iso_update(int keep_written)

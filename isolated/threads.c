@@ -36,8 +36,11 @@
  */
 #include "iso.h"
 
+#include "det/events.h"
+
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -79,7 +82,7 @@ void iso_die(const char *fmt, ...)
 	char buf[512];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = snprintf(buf, sizeof buf, "detrun --isolated: ");
+	int n = snprintf(buf, sizeof buf, "%s: ", iso_who);
 	n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
 	va_end(ap);
 	if (n > (int)sizeof buf - 2)
@@ -159,6 +162,8 @@ static int next_arrived(int after)
 static void make_ready(int s, int result)
 {
 	struct iso_thread *t = &iso_ctl->th[s];
+	if (t->state == T_BLOCKED && t->ev_kind) /* woken in another's turn: its call returns */
+		iso_ctl->woken[iso_ctl->nwoken++] = s;
 	t->state = T_READY;
 	t->wait_kind = W_NONE;
 	t->result = result;
@@ -229,6 +234,19 @@ static void release_mutex(uintptr_t m)
 	}
 }
 
+/* The returns of the calls the turn's call woke (traced), after its own
+ * event, in the order they were woken (lock held). */
+static void log_woken(void)
+{
+	struct iso_ctl *c = iso_ctl;
+	for (int i = 0; i < c->nwoken; i++) {
+		struct iso_thread *t = &c->th[c->woken[i]];
+		iso_log_event(c->woken[i], t->ev_kind, t->ev_obj, t->ev_aux, t->result);
+		t->ev_kind = 0;
+	}
+	c->nwoken = 0;
+}
+
 /* The serial phase is over (lock held): the next round begins. When no
  * thread could run, a timed wait times out, the first one; else deadlock. */
 static void end_round(void)
@@ -253,8 +271,9 @@ static void end_round(void)
 		if (running || !blocked)
 			return;
 		if (timed < 0) {
-			char msg[] = "detrun --isolated: deadlock: every thread is blocked\n";
-			if (write(2, msg, sizeof msg - 1) < 0)
+			char msg[200];
+			int n = snprintf(msg, sizeof msg, "%s: deadlock: every thread is blocked\n", iso_who);
+			if (write(2, msg, (size_t)n) < 0)
 				msg[0] = 0;
 			c->exit_code = 125;
 			kill(c->main_pid, ISO_EXIT_SIG); /* (the others die with it) */
@@ -265,6 +284,7 @@ static void end_round(void)
 			make_ready(timed, ETIMEDOUT);
 		else
 			want_mutex(timed, c->th[timed].cond_mutex, ETIMEDOUT);
+		log_woken(); /* (before any thread runs again) */
 	}
 }
 
@@ -291,11 +311,11 @@ static void maybe_serial(void)
 static void hint_spinner(const struct timespec *t0)
 {
 	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &now); /* (clock_gettime is an input: trace.c) */
 	if (now.tv_sec - t0->tv_sec < SPIN_HINT_S || atomic_exchange(&iso_ctl->hinted, 1))
 		return;
 	char msg[300];
-	int n = snprintf(msg, sizeof msg, "detrun --isolated: the threads wait %d s for", SPIN_HINT_S);
+	int n = snprintf(msg, sizeof msg, "%s: the threads wait %d s for", iso_who, SPIN_HINT_S);
 	for (int i = 0; i < ISO_MAX_THREADS; i++)
 		if (iso_ctl->th[i].state == T_RUNNING)
 			n += snprintf(msg + n, sizeof msg - (size_t)n, " T%d", i);
@@ -306,6 +326,17 @@ static void hint_spinner(const struct timespec *t0)
 		return;
 }
 
+/* The event this thread's call is when it returns (traced), in its turn
+ * (lock held): sync_end logs it then, or make_ready when another thread's
+ * turn wakes it. */
+static void expect(int kind, uintptr_t o, int64_t aux)
+{
+	struct iso_thread *t = &iso_ctl->th[iso_me];
+	t->ev_kind = kind;
+	t->ev_obj = o;
+	t->ev_aux = aux;
+}
+
 /* A synchronization call begins: wait for the turn, flush, commit. */
 static void sync_begin(void)
 {
@@ -314,7 +345,7 @@ static void sync_begin(void)
 	maybe_serial();
 	unlock_ctl();
 	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		uint32_t seen = atomic_load(&iso_ctl->seq);
 		if (iso_ctl->token == iso_me)
@@ -329,6 +360,7 @@ static void sync_begin(void)
 /* Pass the turn (lock held). */
 static void pass_turn(void)
 {
+	log_woken();
 	struct iso_thread *t = &iso_ctl->th[iso_me];
 	if (t->state == T_ARRIVED)
 		t->state = T_READY;
@@ -351,6 +383,11 @@ static void reap(void)
 static int sync_end(void)
 {
 	lock_ctl();
+	struct iso_thread *t = &iso_ctl->th[iso_me];
+	if (t->ev_kind && t->state != T_BLOCKED) { /* it returns in its own turn */
+		iso_log_event(iso_me, t->ev_kind, t->ev_obj, t->ev_aux, t->result);
+		t->ev_kind = 0;
+	}
 	pass_turn();
 	unlock_ctl();
 	wait_running(iso_me);
@@ -481,6 +518,7 @@ static void thread_exit(void *ret)
 	sync_begin();
 	lock_ctl();
 	struct iso_thread *t = &iso_ctl->th[iso_me];
+	iso_log_event(iso_me, DET_EV_THREAD_EXIT, 0, 0, 0);
 	t->retval = ret;
 	t->state = T_EXITED;
 	int w;
@@ -508,6 +546,7 @@ static void child_start(int slot, void *(*fn)(void *), void *arg) __attribute__(
 static void child_start(int slot, void *(*fn)(void *), void *arg)
 {
 	iso_me = slot;
+	iso_trace_thread(iso_ctl->th[slot].tnum);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != iso_ctl->main_pid)
 		_exit(0); /* the main process is gone already */
@@ -548,6 +587,7 @@ API int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(v
 	struct iso_thread *t = &iso_ctl->th[slot];
 	memset(t, 0, sizeof *t);
 	t->state = T_READY;
+	t->tnum = ++iso_ctl->created;
 	t->detached = detached == PTHREAD_CREATE_DETACHED;
 	unlock_ctl();
 	/* (no lock held across the clone: the lock word is shared) */
@@ -563,6 +603,8 @@ API int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(v
 	} else {
 		t->pid = (int)pid;
 		iso_ctl->th[iso_me].result = 0;
+		iso_log_event(iso_me, DET_EV_THREAD_CREATE, 0, t->tnum, 0);
+		iso_log_event(slot, DET_EV_THREAD_START, 0, 0, 0);
 	}
 	unlock_ctl();
 	int rc = sync_end();
@@ -597,6 +639,7 @@ API int pthread_join(pthread_t th, void **ret)
 	sync_begin();
 	lock_ctl();
 	struct iso_thread *t = &iso_ctl->th[s];
+	expect(DET_EV_THREAD_JOIN, 0, t->tnum);
 	if (t->detached || t->joined) {
 		iso_ctl->th[iso_me].result = EINVAL;
 	} else if (t->state == T_EXITED) {
@@ -673,80 +716,85 @@ static int unlock_op(uintptr_t m, int kind)
 
 /* what: 0 lock, 1 trylock, 2 unlock; kind: glibc's mutex kind (rwlocks
  * and spinlocks are exclusive locks here) */
-static int lock_call(uintptr_t m, int kind, int what)
+static int lock_call(uintptr_t m, int kind, int what, int event)
 {
 	ctl_init();
 	int active = iso_ctl->active;
 	if (active)
 		sync_begin();
 	lock_ctl();
+	expect(event, m, 0);
 	if (what == 2)
 		iso_ctl->th[iso_me].result = unlock_op(m, kind);
 	else
 		lock_op(m, kind, what == 1);
+	if (!active) { /* (the only thread: no turns) */
+		iso_log_event(iso_me, event, m, 0, iso_ctl->th[iso_me].result);
+		iso_ctl->th[iso_me].ev_kind = 0;
+	}
 	unlock_ctl();
 	return active ? sync_end() : iso_ctl->th[iso_me].result;
 }
 
 API int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	return lock_call((uintptr_t)m, mutex_kind(m), 0);
+	return lock_call((uintptr_t)m, mutex_kind(m), 0, DET_EV_MUTEX_LOCK);
 }
 
 API int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	return lock_call((uintptr_t)m, mutex_kind(m), 1);
+	return lock_call((uintptr_t)m, mutex_kind(m), 1, DET_EV_MUTEX_TRYLOCK);
 }
 
 API int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	return lock_call((uintptr_t)m, mutex_kind(m), 2);
+	return lock_call((uintptr_t)m, mutex_kind(m), 2, DET_EV_MUTEX_UNLOCK);
 }
 
 API int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
 {
 	(void)ts; /* (no time in isolated mode: a timed lock waits) */
-	return lock_call((uintptr_t)m, mutex_kind(m), 0);
+	return lock_call((uintptr_t)m, mutex_kind(m), 0, DET_EV_MUTEX_TIMEDLOCK);
 }
 
 /* Read-write locks: exclusive here (a reader may take it again); correct,
  * with less parallelism than readers sharing it. */
-#define RW(name, what)                                                                             \
+#define RW(name, what, event)                                                                      \
 	API int name(pthread_rwlock_t *l)                                                          \
 	{                                                                                          \
-		return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, what);                     \
+		return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, what, DET_EV_##event);     \
 	}
-RW(pthread_rwlock_rdlock, 0)
-RW(pthread_rwlock_wrlock, 0)
-RW(pthread_rwlock_tryrdlock, 1)
-RW(pthread_rwlock_trywrlock, 1)
-RW(pthread_rwlock_unlock, 2)
+RW(pthread_rwlock_rdlock, 0, RWLOCK_RDLOCK)
+RW(pthread_rwlock_wrlock, 0, RWLOCK_WRLOCK)
+RW(pthread_rwlock_tryrdlock, 1, RWLOCK_TRYRDLOCK)
+RW(pthread_rwlock_trywrlock, 1, RWLOCK_TRYWRLOCK)
+RW(pthread_rwlock_unlock, 2, RWLOCK_UNLOCK)
 
 API int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *ts)
 {
 	(void)ts;
-	return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, 0);
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, 0, DET_EV_RWLOCK_TIMEDRDLOCK);
 }
 
 API int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *ts)
 {
 	(void)ts;
-	return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, 0);
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_RECURSIVE, 0, DET_EV_RWLOCK_TIMEDWRLOCK);
 }
 
 API int pthread_spin_lock(pthread_spinlock_t *l)
 {
-	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 0);
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 0, DET_EV_SPIN_LOCK);
 }
 
 API int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 1);
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 1, DET_EV_SPIN_TRYLOCK);
 }
 
 API int pthread_spin_unlock(pthread_spinlock_t *l)
 {
-	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 2);
+	return lock_call((uintptr_t)l, PTHREAD_MUTEX_NORMAL, 2, DET_EV_SPIN_UNLOCK);
 }
 
 /* pthread_once: the first caller runs the routine after its turn, the
@@ -769,6 +817,7 @@ API int pthread_once(pthread_once_t *once, void (*init)(void))
 	lock_ctl();
 	struct iso_obj *o = obj((uintptr_t)once, O_ONCE);
 	int run = o->need == 0;
+	expect(run ? DET_EV_ONCE_INIT : DET_EV_ONCE, (uintptr_t)once, 0);
 	if (run)
 		o->need = 1; /* running */
 	else if (o->need == 1)
@@ -782,6 +831,8 @@ API int pthread_once(pthread_once_t *once, void (*init)(void))
 	sync_begin();
 	lock_ctl();
 	o->need = 2;
+	expect(DET_EV_ONCE, (uintptr_t)once, 0);
+	iso_ctl->th[iso_me].result = 1;
 	int w;
 	while ((w = first_waiter(W_ONCE, (uintptr_t)once)) >= 0)
 		make_ready(w, 0);
@@ -801,6 +852,8 @@ static int cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int timed)
 	sync_begin();
 	lock_ctl();
 	struct iso_obj *o = obj((uintptr_t)m, O_MUTEX);
+	iso_log_event(iso_me, timed ? DET_EV_COND_TIMEDWAIT : DET_EV_COND_WAIT, (uintptr_t)c, (int64_t)(uintptr_t)m, 0);
+	expect(DET_EV_COND_WAKE, (uintptr_t)c, (int64_t)(uintptr_t)m);
 	if (o->owner != iso_me + 1) {
 		iso_ctl->th[iso_me].result = EPERM;
 	} else {
@@ -839,6 +892,7 @@ static int cond_wake(pthread_cond_t *c, int all)
 		return 0;
 	sync_begin();
 	lock_ctl();
+	expect(all ? DET_EV_COND_BROADCAST : DET_EV_COND_SIGNAL, (uintptr_t)c, 0);
 	int w;
 	while ((w = first_waiter(W_COND, (uintptr_t)c)) >= 0) {
 		iso_ctl->th[w].timed = 0;
@@ -893,6 +947,8 @@ API int pthread_barrier_wait(pthread_barrier_t *b)
 	sync_begin();
 	lock_ctl();
 	struct iso_obj *o = obj((uintptr_t)b, O_BARRIER);
+	iso_log_event(iso_me, DET_EV_BARRIER_ARRIVE, (uintptr_t)b, 0, 0);
+	expect(DET_EV_BARRIER_DEPART, (uintptr_t)b, 0);
 	if (++o->got >= o->need) {
 		o->got = 0;
 		int w;
@@ -945,6 +1001,7 @@ static int sem_take(sem_t *sem, int try)
 	struct iso_obj *o = obj((uintptr_t)sem, O_SEM);
 	int *result = &iso_ctl->th[iso_me].result;
 	*result = 0;
+	expect(try == 0 ? DET_EV_SEM_WAIT : try == 1 ? DET_EV_SEM_TRYWAIT : DET_EV_SEM_TIMEDWAIT, (uintptr_t)sem, 0);
 	if (o->need > 0)
 		o->need--;
 	else if (try == 1)
@@ -954,6 +1011,10 @@ static int sem_take(sem_t *sem, int try)
 	else {
 		block(iso_me, W_SEM, (uintptr_t)sem);
 		iso_ctl->th[iso_me].timed = try == 2;
+	}
+	if (!active) {
+		iso_log_event(iso_me, iso_ctl->th[iso_me].ev_kind, (uintptr_t)sem, 0, *result);
+		iso_ctl->th[iso_me].ev_kind = 0;
 	}
 	unlock_ctl();
 	int rc = active ? sync_end() : *result;
@@ -996,6 +1057,7 @@ API int sem_post(sem_t *sem)
 	if (active)
 		sync_begin();
 	lock_ctl();
+	expect(DET_EV_SEM_POST, (uintptr_t)sem, 0);
 	int w = first_waiter(W_SEM, (uintptr_t)sem);
 	if (w >= 0) {
 		iso_ctl->th[w].timed = 0;
@@ -1004,6 +1066,10 @@ API int sem_post(sem_t *sem)
 		obj((uintptr_t)sem, O_SEM)->need++;
 	}
 	iso_ctl->th[iso_me].result = 0;
+	if (!active) {
+		iso_log_event(iso_me, DET_EV_SEM_POST, (uintptr_t)sem, 0, 0);
+		iso_ctl->th[iso_me].ev_kind = 0;
+	}
 	unlock_ctl();
 	if (active)
 		sync_end();
@@ -1012,26 +1078,29 @@ API int sem_post(sem_t *sem)
 
 /* A call with no partner: a commit point all the same (a thread polling a
  * flag with sched_yield or a sleep sees the others' writes). */
-static void plain_sync(void)
+static void plain_sync(int event)
 {
 	ctl_init();
 	if (!iso_ctl->active)
 		return;
 	sync_begin();
 	iso_ctl->th[iso_me].result = 0;
+	lock_ctl();
+	expect(event, 0, 0);
+	unlock_ctl();
 	sync_end();
 }
 
 API int sched_yield(void)
 {
-	plain_sync();
+	plain_sync(DET_EV_SCHED_YIELD);
 	return 0;
 }
 
 API int usleep(useconds_t us)
 {
 	(void)us; /* (time does not pass in isolated mode: a sleep is a commit point) */
-	plain_sync();
+	plain_sync(DET_EV_SLEEP);
 	return 0;
 }
 
@@ -1040,7 +1109,7 @@ API int nanosleep(const struct timespec *req, struct timespec *rem)
 	(void)req;
 	if (rem)
 		rem->tv_sec = rem->tv_nsec = 0;
-	plain_sync();
+	plain_sync(DET_EV_SLEEP);
 	return 0;
 }
 
@@ -1063,6 +1132,8 @@ API void exit(int code)
 
 API pid_t fork(void)
 {
+	if (iso_tracing)
+		iso_die("fork() is not recorded in isolated mode (a child's inputs and events would not be in the trace)");
 	if (iso_ctl && iso_ctl->active)
 		iso_die("fork() after the first thread is not supported (a thread is a process here)");
 	return ((pid_t(*)(void))dlsym(RTLD_NEXT, "fork"))();
@@ -1108,6 +1179,8 @@ API sighandler_t signal(int sig, sighandler_t handler)
 static struct {
 	uintptr_t start, end;
 	size_t readable; /* a file mapping: the bytes up to the end of the file */
+	int fd;          /* a file mapping: its file (det's own descriptor), else -1 */
+	off_t off;
 } private_maps[MAX_PRIVATE_MAPS];
 
 API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -1128,6 +1201,8 @@ API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		private_maps[i].start = (uintptr_t)p;
 		private_maps[i].end = (uintptr_t)p + len;
 		private_maps[i].readable = readable;
+		private_maps[i].fd = flags & MAP_ANONYMOUS ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+		private_maps[i].off = off;
 	}
 	return p;
 }
@@ -1138,8 +1213,11 @@ API int munmap(void *addr, size_t len)
 	if (iso_ctl && iso_ctl->active && iso_forget_mapping(a, len) < 0)
 		iso_die("munmap of part of a mapping made before the first thread is not supported");
 	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
-		if (private_maps[i].end && a <= private_maps[i].start && e >= private_maps[i].end)
+		if (private_maps[i].end && a <= private_maps[i].start && e >= private_maps[i].end) {
+			if (private_maps[i].fd >= 0)
+				close(private_maps[i].fd);
 			private_maps[i].start = private_maps[i].end = 0;
+		}
 	return (int)syscall(SYS_munmap, addr, len);
 }
 
@@ -1148,7 +1226,7 @@ static void adopt_private_maps(void)
 	for (int i = 0; i < MAX_PRIVATE_MAPS; i++)
 		if (private_maps[i].end)
 			iso_adopt_mapping(private_maps[i].start, private_maps[i].end - private_maps[i].start,
-					  private_maps[i].readable);
+					  private_maps[i].readable, private_maps[i].fd, private_maps[i].off);
 }
 
 /* --- memory the kernel writes -------------------------------------------------
@@ -1168,16 +1246,35 @@ static void touch(void *buf, size_t len)
 	}
 }
 
+/* the calls themselves, for trace.c's iso_traced_read (which records or
+ * replays them under detrec --isolated / detreplay) */
+struct io_call {
+	long nr;
+	int fd;
+	void *buf;
+	size_t len;
+	long a4;
+	void *a5, *a6;
+};
+
+static long do_io(void *ctx)
+{
+	struct io_call *c = ctx;
+	return syscall(c->nr, c->fd, c->buf, c->len, c->a4, c->a5, c->a6);
+}
+
 API ssize_t read(int fd, void *buf, size_t len)
 {
 	touch(buf, len);
-	return syscall(SYS_read, fd, buf, len);
+	struct io_call c = {SYS_read, fd, buf, len, 0, NULL, NULL};
+	return iso_traced_read(DET_EV_READ, fd, buf, len, do_io, &c);
 }
 
 API ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {
 	touch(buf, len);
-	return syscall(SYS_pread64, fd, buf, len, off);
+	struct io_call c = {SYS_pread64, fd, buf, len, (long)off, NULL, NULL};
+	return iso_traced_read(DET_EV_READ, fd, buf, len, do_io, &c);
 }
 
 API ssize_t pread64(int fd, void *buf, size_t len, off_t off)
@@ -1188,7 +1285,8 @@ API ssize_t pread64(int fd, void *buf, size_t len, off_t off)
 API ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	touch(buf, len);
-	return syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+	struct io_call c = {SYS_recvfrom, fd, buf, len, flags, NULL, NULL};
+	return iso_traced_read(DET_EV_RECV, fd, buf, len, do_io, &c);
 }
 
 API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
@@ -1196,7 +1294,10 @@ API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *
 	touch(buf, len);
 	if (fromlen)
 		touch(from, *fromlen);
-	return syscall(SYS_recvfrom, fd, buf, len, flags, from, fromlen);
+	if (iso_tracing == ISO_REPLAY && fromlen)
+		*fromlen = 0; /* (the sender's address is not recorded) */
+	struct io_call c = {SYS_recvfrom, fd, buf, len, flags, from, fromlen};
+	return iso_traced_read(DET_EV_RECV, fd, buf, len, do_io, &c);
 }
 
 /* DET_ISOLATED_STATS=1: rounds, commits' page faults and conflicting bytes

@@ -720,7 +720,7 @@ def compare_traces(ta: Trace, tb: Trace, *, force: bool = False, context: int = 
     held = {name: held_at_end(side.tr, ObjectNames(side.tr, side.sym, symbolize),
                               lambda o, side=side: _with_name(c, side, o))
             for name, side in (("a", a), ("b", b))}
-    if outcome and b.meta.get("mode") not in ("strict", "ptrace"):  # (one thread at a time: they fix them)
+    if outcome and b.meta.get("mode") not in ("strict", "ptrace", "isolated"):  # (they fix what threads do)
         c.notes.append(f"{b.tr.path} was recorded in the default mode, which does not fix what threads do "
                        "between events: if its replay diverges (a data race), record the failure with "
                        "detrec --strict --until-fail")

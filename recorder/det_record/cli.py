@@ -299,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="see the program's system calls at the kernel boundary (seccomp + ptrace) instead of "
                         "preloading libdet.so: for statically linked programs (chosen for them by itself) and raw "
                         "system calls; threads run one at a time, switching at system calls")
+    p.add_argument("--isolated", action="store_true",
+                   help="threads as processes with private memory, committed in a fixed order at each pthreads "
+                        "call (DTHREADS, like detrun --isolated): the trace holds that order and the inputs, and "
+                        "replays by running isolated again")
     p.add_argument("--patch-atomics", action="store_true",
                    help="make the atomic instructions of a program not built with det-cc (lock-prefixed, xchg) "
                         "events, by trapping them at load time: their order is recorded and replayed, strict mode "
@@ -420,13 +424,20 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
         prog_argv = [ns.program] + ns.args
         out = Path(ns.output) if ns.output else tracedir.new_trace_path(ns.program)
         check_outputs(out, exe, bool(ns.until_fail or ns.runs))
-        if not ns.ptrace and is_static(exe, ns.program):
+        if ns.isolated and is_static(exe, ns.program):
+            raise DetError(f"{ns.program}: statically linked, so libdetiso.so cannot enter it: --isolated needs a "
+                           "dynamically linked program", status=2)
+        if not ns.ptrace and not ns.isolated and is_static(exe, ns.program):
             ns.ptrace = True
             if not ns.quiet:
                 say(f"{ns.program}: statically linked, so libdet.so cannot enter it: recording with --ptrace "
                     "(its system calls, seen at the kernel boundary)")
+        if ns.ptrace and ns.isolated:
+            raise DetError("--ptrace and --isolated are two different runtimes: pick one", status=2)
         if ns.ptrace:
             return _record_ptrace(ns, exe, prog_argv, out)
+        if ns.isolated:
+            return _record_isolated(ns, exe, prog_argv, out)
         # What this mode will not see in the program's own code, said once:
         # before the run when known (cached), else after it (found meanwhile).
         quick = None if ns.quiet or ns.patch_atomics else QuickCheck(exe)
@@ -486,6 +497,25 @@ def _record_ptrace(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: 
     INTERRUPT.install()
     with TraceLock(out), watched(None, [out]):
         res = record_ptrace(exe, prog_argv, out, opts)
+    print_result(res, ns.quiet)
+    kept(res.path, ns, res.exit_status)
+    return res.exit_status
+
+
+def _record_isolated(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path) -> int:
+    """detrec --isolated (det.record.isolated): one recording, nothing else."""
+    from .isolated import REFUSED, record_isolated
+
+    taken = [f"--{name.replace('_', '-')}" for name in PTRACE_ALONE if getattr(ns, name, None)]
+    if taken:
+        raise DetError(f"--isolated records one run in its own fixed order: not with {', '.join(taken)}", status=2)
+    opts = Options(timeout=ns.timeout, forward=True, stdin=stdin_source(),
+                   outputs=(output_source(1), output_source(2)))
+    INTERRUPT.install()
+    with TraceLock(out), watched(None, [out]):
+        res = record_isolated(exe, prog_argv, out, opts)
+    if res is None:  # (libdetiso.so said why, in one line)
+        return REFUSED
     print_result(res, ns.quiet)
     kept(res.path, ns, res.exit_status)
     return res.exit_status

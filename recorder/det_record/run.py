@@ -15,6 +15,7 @@ program's globals and heap, committed at every pthreads call in a fixed
 turn order (DTHREADS; isolated/, build/libdetiso.so preloaded instead of
 libdet.so): racy programs too print the same on every run, and two threads
 writing one byte between the same two commits is reported ("race: ...").
+To keep a trace of such a run (replay, dump, diff, dettui): detrec --isolated.
 
 Rules: the program's output goes where it would natively; detrun prints
 only its own errors. Exit status: the program's, as a shell reports it; 124

@@ -64,7 +64,18 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
     detreplay looks for its cause in the trace (those lines are also the
     first ReplayResult.said of its lines)."""
     with Trace(trace_path) as tr:
-        ptrace = tr.meta.get("mode") == "ptrace"
+        mode = tr.meta.get("mode")
+    ptrace = mode == "ptrace"
+    if mode == "isolated":  # recorded by detrec --isolated: run isolated again (det.replay.isolated)
+        from .isolated import replay_isolated
+
+        if relaxed:
+            raise DetError("--relaxed: an --isolated trace replays in its one recorded order", status=2)
+        status, lines, div = replay_isolated(trace_path, force, trust, forward)
+        if div and say_now is not None:
+            for line in lines:
+                say_now(line)
+        return ReplayResult(status, 0, not div, lines, diverged=div, said=len(lines) if div and say_now else 0)
     if ptrace:  # recorded by detrec --ptrace: replayed under its supervisor (det.replay.ptrace)
         from .ptrace import replay_ptrace
 
@@ -409,8 +420,8 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
 
         try:
             with Trace(ns.trace) as tr:
-                if tr.meta.get("mode") == "ptrace":
-                    say("a detrec --ptrace trace replays without gdb for now (--gdb, --goto)")
+                if tr.meta.get("mode") in ("ptrace", "isolated"):
+                    say(f"a detrec --{tr.meta['mode']} trace replays without gdb for now (--gdb, --goto)")
                     return 2
             return run_gdb(ns.trace, relaxed=ns.relaxed, force=ns.force, goto=ns.goto, gdb_args=gdb_args,
                            trust=ns.trust, host_files=ns.host_files)

@@ -178,7 +178,7 @@ def _libc() -> ctypes.CDLL:
 
 
 @contextlib.contextmanager
-def _no_aslr() -> Iterator[None]:
+def no_aslr() -> Iterator[None]:
     """What this thread starts runs without ASLR: a thread's personality is
     its own, passed on by fork and kept by exec, so it is set around the
     spawn rather than in the child, which then needs no Python code and
@@ -454,7 +454,7 @@ class Program:
         self.det_var = f"{SHM_ENV}={env[SHM_ENV]}".encode()
         self.region_file = file_identity(f"/proc/{shm_pid or os.getpid()}/fd/{shm_fd}")
         try:
-            with _no_aslr():
+            with no_aslr():
                 self.proc = subprocess.Popen(
                     argv,
                     executable=exe,

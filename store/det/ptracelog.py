@@ -37,22 +37,24 @@ class LogEvent:
     ns: int
     ktid: int
     data: bytes
+    obj: int = 0  # the object's address (det.isolog's records; detptrace's have none)
 
 
-def read_log(path: Path, cut_ok: bool = False) -> Iterator[LogEvent]:
+def read_log(path: Path, cut_ok: bool = False, layout: struct.Struct = REC) -> Iterator[LogEvent]:
     """cut_ok: the supervisor was killed (a timeout): a last record cut
-    short ends the log."""
+    short ends the log. layout: REC's fields, then optionally the object's
+    address (det.isolog.REC)."""
     with open(path, "rb") as f:
-        while head := f.read(REC.size):
+        while head := f.read(layout.size):
             data = b""
-            if len(head) == REC.size:
-                thread, kind, aux, result, ns, n, ktid = REC.unpack(head)
+            if len(head) == layout.size:
+                thread, kind, aux, result, ns, n, ktid, *obj = layout.unpack(head)
                 data = f.read(n)
-            if len(head) < REC.size or len(data) < n:
+            if len(head) < layout.size or len(data) < n:
                 if cut_ok:
                     return
                 raise DetError(f"{path}: the supervisor's log is cut short")
-            yield LogEvent(thread, kind, aux, result, ns, ktid, data)
+            yield LogEvent(thread, kind, aux, result, ns, ktid, data, obj[0] if obj else 0)
 
 
 def write_log(path: Path, events: Iterator[tuple[int, int, int, int, bytes]]) -> None:

@@ -84,7 +84,7 @@ OWNED = {"MUTEX", "SPIN", "RWLOCK", "FILE", "OMP_LOCK"}  # objects one thread ho
 
 META_TYPES: dict[str, Callable[[Any], bool]] = {
     "format_version": lambda v: v == schema.FORMAT_VERSION,
-    "mode": lambda v: v in ("record", "strict", "logical", "ptrace"),
+    "mode": lambda v: v in ("record", "strict", "logical", "ptrace", "isolated"),
     "argv": lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(a, str) for a in v),
     "env": lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
     "cwd": lambda v: isinstance(v, str) and v.startswith("/"),

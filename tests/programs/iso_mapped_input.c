@@ -5,7 +5,8 @@
  * link with a 0 in place); an anonymous private writable mapping made
  * before the threads is their shared scratch. Under detrun --isolated both
  * must be memory the threads share (each thread's writes seen by the
- * others after a join), and munmap after the threads must work.
+ * others after a join), and munmap after the threads must work. main
+ * writes a byte of the file's mapping before the threads too.
  *
  * Usage: iso_mapped_input FILE (its bytes: any; 8192 or more to span pages).
  * Output: "sums A B, upper U, scratch S1 S2, second round R", the same as
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
 	if (data == MAP_FAILED || scratch == MAP_FAILED)
 		return 3;
 	scratch[3 * 512] = 7; /* written before the threads: must survive */
+	if (len > 4096)
+		data[4097] = 'q'; /* so must this, in the file's mapping (the worker upper-cases it) */
 	struct part parts[2] = {{0, len / 2, 0, 0}, {len / 2, len, 0, 1}};
 	pthread_t t[2];
 	for (int i = 0; i < 2; i++)
