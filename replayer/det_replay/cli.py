@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from det import __version__, tracedir
 from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, race_hint
+from det.command_end import end_command
 from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import (
@@ -430,6 +432,12 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
         for line in res.lines[res.said:]:
             say(line)
     return res.exit_status
+
+
+def detreplay() -> NoReturn:
+    """The detreplay command (setup.cfg): main(), then the process ends
+    without the interpreter's teardown (det.command_end; start-up, issue 25)."""
+    end_command(main())
 
 
 if __name__ == "__main__":
