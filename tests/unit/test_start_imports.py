@@ -17,11 +17,12 @@ from conftest import ROOT
 PY = ROOT / ".venv" / "bin" / "python"
 BIN = ROOT / ".venv" / "bin"
 
-# modules of other commands and options, never needed by `detrec -q -- PROG` or `detreplay TRACE`
+# modules of other commands and options, never needed by `detrec -q -- PROG` or by `detreplay TRACE`
+# when the replay matches
 NOT_FOR_RECORDING = ("det.check", "det.hunt", "det.verdict", "det.replay.cli", "det.analysis", "det.record.pack",
                      "det.record.huntcli", "det.compare", "det.tui", "det.validate")
 NOT_FOR_REPLAYING = ("det.check", "det.hunt", "det.verdict", "det.record.cli", "det.record.engine",
-                     "det.record.huntcli", "det.compare", "det.tui")
+                     "det.record.huntcli", "det.compare", "det.tui", "det.analysis", "det.names")
 
 
 def imported(cmd: list[str]) -> set[str]:
