@@ -66,6 +66,16 @@ def test_end_command_exits_as_an_exit_does(tmp_path: Path) -> None:
     assert not d.resolve().exists()  # tempfile's finalizer ran (atexit)
 
 
+def test_end_command_waits_for_threads_as_an_exit_does() -> None:
+    """A thread that is not a daemon, and a thread pool's pending work, finish first."""
+    r = end("import threading, time, concurrent.futures\n"
+            "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+            "pool = concurrent.futures.ThreadPoolExecutor(1)\n"
+            "pool.submit(lambda: (time.sleep(0.3), print('work done')))\n"
+            "end_command(0)")
+    assert r.returncode == 0 and sorted(r.stdout.decode().split("\n")) == ["", "thread done", "work done"], r
+
+
 def test_end_command_with_a_closed_stdout_ends_as_python_does() -> None:
     """A stream it cannot flush (its reader gone) is left to the interpreter's
     own end: the same status and the same report as a plain sys.exit."""
