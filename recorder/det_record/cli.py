@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from det import __version__, tracedir
-from det.check.patch import SITES_ENV, atomic_sites, sites_value
-from det.check.quick import QuickCheck, unseen_line
 from det.errors import DetError
 from det.launch import describe_status, is_static, output_source, read_own_stdin, resolve_program, stdin_source
 from det.outpath import check_output_dir, check_trace_output
@@ -37,6 +35,9 @@ from .keep import keep_ran
 
 if TYPE_CHECKING:  # (annotations only: det.verdict is imported when a trace is verified)
     from det.verdict import Verifier
+
+# Imported when used (each costs every recording's start-up, issue 25): det.check.patch
+# (--patch-atomics only), det.check.quick (not with -q).
 
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
@@ -399,6 +400,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def patched_env(exe: str) -> tuple[dict[str, str], int]:
     """detrec's environment with the sites libdet.so traps (--patch-atomics),
     and how many."""
+    from det.check.patch import SITES_ENV, atomic_sites, sites_value
+
     try:
         sites = atomic_sites(exe)
     except ImportError as e:
@@ -440,10 +443,14 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
             return _record_isolated(ns, exe, prog_argv, out)
         # What this mode will not see in the program's own code, said once:
         # before the run when known (cached), else after it (found meanwhile).
-        quick = None if ns.quiet or ns.patch_atomics else QuickCheck(exe)
+        quick = None
         mode = "logical" if ns.logical else "strict" if ns.strict else "default"
-        if quick is not None and quick.ready() and (line := unseen_line(quick.found, ns.program, mode)):
-            say(line)
+        if not ns.quiet and not ns.patch_atomics:
+            from det.check.quick import QuickCheck, unseen_line
+
+            quick = QuickCheck(exe)
+            if quick.ready() and (line := unseen_line(quick.found, ns.program, mode)):
+                say(line)
         opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads, objects=ns.max_objects,
                        rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
@@ -471,9 +478,11 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
             # Before any thread: whatever ends detrec, no process of the program outlives it.
             with watched(runs_dir(out) if ns.until_fail else None, outputs):
                 status = _record(ns, exe, prog_argv, out, opts, verify)
-        if quick is not None and not quick.ready() and (line := unseen_line(quick.wait(QUICK_WAIT_S), ns.program,
-                                                                             mode)):
-            say(line)
+        if quick is not None and not quick.ready():
+            from det.check.quick import unseen_line
+
+            if line := unseen_line(quick.wait(QUICK_WAIT_S), ns.program, mode):
+                say(line)
         return status
     except DetError as e:
         say(str(e))

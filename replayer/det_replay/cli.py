@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from det import __version__, tracedir
-from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, race_hint
+from det.command_end import end_command
 from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import (
@@ -30,7 +32,6 @@ from det.launch import (
     process_alive,
     shell_status,
 )
-from det.names import ObjectNames
 from det.native import turns_backends
 from det.record.salvage import ensure_trace
 from det.symbols import Symbolizer
@@ -41,6 +42,9 @@ from det.watchdog import watched
 from .checks import check_binary, replay_order, say
 from .native import Replayer
 from .view import PackedView, open_view
+
+if TYPE_CHECKING:
+    from det.names import ObjectNames
 
 EXIT_DIVERGED = EXIT_STOPPED
 EXIT_INCOMPLETE = EXIT_STOPPED  # the recording has no outcome to compare with
@@ -206,8 +210,17 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             for line in lines:
                 say_now(line)
             said = len(lines)
-        hint = race_hint(tr, names, reason, what, seq, HINT_SECONDS)
+        from det.analysis import HINT_SECONDS, race_hint
+
+        hint = race_hint(tr, names(), reason, what, seq, HINT_SECONDS)
         return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True, said=said)
+
+    # (det.analysis and det.names are imported only for a replay that did not match: start-up, issue 25)
+    @functools.cache
+    def names() -> ObjectNames:
+        from det.names import ObjectNames
+
+        return ObjectNames(tr, sym)
 
     out_info, err_info = prog.outputs()
     done = rep.events_done()
@@ -216,9 +229,10 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
     failure = rep.failed()
     # A default-mode recording that does not replay like a data race would:
     # race_hint says so, what to do, and who held which lock at the end.
-    names = ObjectNames(tr, sym)
     if div is not None:
-        lines.append(describe_divergence(names, div[0], div[1]))
+        from det.analysis import DIVERGENCE_REASONS, describe_divergence
+
+        lines.append(describe_divergence(names(), div[0], div[1]))
         at = div[0]["seq"] if div[0]["seq"] != 2**64 - 1 else None
         return diverged(lines, DIVERGENCE_REASONS.get(div[0]["reason"], "?"), div[1], at)
     if failure:
@@ -258,6 +272,8 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
                             f"({UNFINISHED}); the replay then ended: {describe_status(rc)}")
         return result(EXIT_INCOMPLETE, done, False, lines)
     if ended_early == "end":
+        from det.analysis import Waiter, block_report
+
         waiters = [Waiter(int(t.num), int(t.blocked_kind), int(t.blocked_obj), int(t.blocked_ra))
                    for t in rep.threads() if t.blocked_kind and THREAD_STATES.get(t.state) == "parked"]
         if waiters:
@@ -443,5 +459,11 @@ def _replay_main(ns: argparse.Namespace, gdb_args: list[str]) -> int:
     return res.exit_status
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def detreplay() -> NoReturn:
+    """The detreplay command (setup.cfg): main(), then the process ends
+    without the interpreter's teardown (det.command_end; start-up, issue 25)."""
+    end_command(main())
+
+
+if __name__ == "__main__":  # (detdiff's bisection runs replays as `python -m det.replay.cli`)
+    detreplay()

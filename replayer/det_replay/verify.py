@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
+from det.command_end import end_command
 from det.errors import DetError
 
 if TYPE_CHECKING:
@@ -53,18 +54,18 @@ def verify(path: str | os.PathLike[str]) -> Verdict:
     return Verdict(False, why)
 
 
-def detrec() -> int:
+def detrec() -> NoReturn:
     """The detrec command: det.record.cli with verify()."""
     from det.record import cli as record_cli
 
-    return record_cli.main(sys.argv[1:], verify=verify)
+    end_command(record_cli.main(sys.argv[1:], verify=verify))
 
 
-def dethunt() -> int:
+def dethunt() -> NoReturn:
     """The dethunt command: det.record.huntcli with verify()."""
     from det.record import huntcli
 
-    return huntcli.main(sys.argv[1:], verify=verify)
+    end_command(huntcli.main(sys.argv[1:], verify=verify))
 
 
 # where their parsers are, by module name (tools/gen_cli_docs.py: man pages, completion)

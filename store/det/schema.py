@@ -16,6 +16,9 @@ from .constants import CONVERT_SQL_ORDER, DET_MARK_WINDOW, SCHED_SQL_ORDER
 FORMAT_VERSION = 6
 APPLICATION_ID = 0x64657431  # "det1"
 PAGE_SIZE = 4096  # (larger pages make small traces large and large ones no smaller)
+# the meta keys whose values are stored as JSON text (det.trace writes and reads them, det.validate checks them)
+JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified",
+             "crash"}
 
 SCHEMA = """
 CREATE TABLE meta (

@@ -27,7 +27,6 @@ from .outpath import check_trace_output
 from .paths import user_cache
 from .seal import seal
 from .tracefile import INCOMPLETE, SQLITE_SIDE, WorkDir, check_not_being_written, check_side_files, read_only
-from .validate import JSON_META, validate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -93,6 +92,8 @@ class Trace:
         self.db = _open_validated(self.path)
         self._meta: dict[str, Any] | None = None
         self._late = False  # Trace.deadline's time ran out
+        from .validate import validate  # (here: a recording writes traces, never reads one; start-up, issue 25)
+
         try:
             validate(self)
         except DetError as e:
@@ -142,7 +143,7 @@ class Trace:
         if self._meta is None:
             m = {}
             for k, v in self.q("SELECT key, value FROM meta"):
-                m[k] = json.loads(v) if k in JSON_META else v
+                m[k] = json.loads(v) if k in schema.JSON_META else v
             self._meta = m
         return self._meta
 
@@ -576,7 +577,7 @@ class TraceWriter:
             with db:
                 db.executemany(
                     "INSERT OR REPLACE INTO meta VALUES (?,?)",
-                    [(k, json.dumps(v) if k in JSON_META else v) for k, v in items.items()],
+                    [(k, json.dumps(v) if k in schema.JSON_META else v) for k, v in items.items()],
                 )
         finally:
             db.close()

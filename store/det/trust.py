@@ -56,7 +56,7 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-_HASHED: dict[tuple[str, int, int, int, int, int], str] | None = None
+_HASHED: _HashCache | None = None
 _HASH_CACHE = "file-hashes"
 _HASH_CACHE_MAX = 256 << 10
 # A file changed within the timestamp granularity of its last change keeps
@@ -69,20 +69,39 @@ def _hash_key(path: str, st: os.stat_result) -> tuple[str, int, int, int, int, i
     return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _load_hashes() -> dict[tuple[str, int, int, int, int, int], str]:
-    """The user's file-hash cache: lines `SHA256 DEV INO SIZE MTIME CTIME PATH`."""
-    out: dict[tuple[str, int, int, int, int, int], str] = {}
+class _HashCache:
+    """The user's file-hash cache, lines `SHA256 DEV INO SIZE MTIME CTIME PATH`
+    (the last line of a key counts), read once and searched per key: a
+    recording asks for a few files, and parsing the whole file (up to
+    _HASH_CACHE_MAX, ~1500 lines) cost every start-up ~4-7 ms."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text if text.endswith("\n") or not text else text + "\n"
+        self.added: dict[tuple[str, int, int, int, int, int], str] = {}
+
+    def get(self, key: tuple[str, int, int, int, int, int]) -> str | None:
+        if key in self.added:
+            return self.added[key]
+        tail = " " + " ".join(str(v) for v in key[1:]) + " " + key[0] + "\n"
+        end = len(self.text)
+        while (i := self.text.rfind(tail, 0, end)) >= 0:
+            start = self.text.rfind("\n", 0, i) + 1
+            if i - start == 64 and " " not in self.text[start:i]:
+                return self.text[start:i]
+            end = i + len(tail) - 1  # (a longer line ending the same way: look before it)
+        return None
+
+    def __setitem__(self, key: tuple[str, int, int, int, int, int], digest: str) -> None:
+        self.added[key] = digest
+
+
+def _load_hashes() -> _HashCache:
+    """The user's file-hash cache (empty when it cannot be read)."""
     f = user_cache(_HASH_CACHE)
     try:
-        text = f.read_text() if f is not None else ""
+        return _HashCache(f.read_text() if f is not None else "")
     except (OSError, UnicodeDecodeError):
-        return out
-    for line in text.splitlines():
-        parts = line.split(" ", 6)
-        if len(parts) == 7 and len(parts[0]) == 64 and all(p.isdigit() for p in parts[1:6]):
-            dev, ino, size, mtime, ctime = (int(p) for p in parts[1:6])
-            out[(parts[6], dev, ino, size, mtime, ctime)] = parts[0]
-    return out
+        return _HashCache("")
 
 
 def _save_hash(key: tuple[str, int, int, int, int, int], digest: str) -> None:

@@ -133,9 +133,7 @@ META_OPTIONAL: dict[str, Callable[[Any], bool]] = {
         _int(v[k]) for k in CRASH_FIELDS if k in v),
 }
 CRASH_FIELDS = ("thread", "signal", "code", "pc", "addr", "call_ra", "caller", "entry")
-# (det.trace's too)
-JSON_META = {"argv", "env", "stdin", "stdout", "stderr", "libraries", "pct_change_points", "schedule_rows", "verified",
-             "crash"}
+JSON_META = schema.JSON_META
 OUTCOME_STATUS = ("exited", "signaled", "timeout", "stopped", "interrupted")
 END_STATES = (None, "running", "blocked", "waiting", "exited")
 

@@ -65,19 +65,20 @@ def test_race_hint_gives_up_at_its_deadline(tmp_path: Path) -> None:
 
 
 def test_divergence_is_said_before_the_trace_is_scanned(tmp_path: Path, monkeypatch) -> None:
+    from det import analysis
     from det.replay import cli
 
     trace = _record(tmp_path, "racy", str(sample_bin("racy_counter")), "200")
     _spoil_stdout(trace)
     said: list[str] = []
     seen_at_hint: list[list[str]] = []
-    real_hint = cli.race_hint
+    real_hint = analysis.race_hint  # (det.replay.cli imports it when a replay did not match)
 
     def hint_after_saying(*args, **kw):
         seen_at_hint.append(list(said))
         return real_hint(*args, **kw)
 
-    monkeypatch.setattr(cli, "race_hint", hint_after_saying)
+    monkeypatch.setattr(analysis, "race_hint", hint_after_saying)
     res = cli.replay(str(trace), say_now=said.append)
     assert res.diverged and not res.matched
     assert seen_at_hint and any("outcome differs" in line for line in seen_at_hint[0]), seen_at_hint

@@ -69,6 +69,28 @@ def test_the_hash_cache_serves_another_process_and_ignores_garbage(cache: Path) 
     assert f"{sha(Path(exe))} " in (cache / "file-hashes").read_text()
 
 
+def test_the_hash_cache_is_read_as_its_lines_say(cache: Path) -> None:
+    """Looked up per key in the file's text (not parsed whole: start-up): the
+    last line of a key counts, a path that only ends like the one asked for,
+    a damaged line and a cut last line are read as a line-by-line parse reads them."""
+    a, b, c, d = ("a" * 64, "b" * 64, "c" * 64, "d" * 64)
+    cache.mkdir(parents=True)
+    (cache / "file-hashes").write_text(
+        f"{a} 1 2 3 4 5 /p q\n"          # the key, then again below: the later line counts
+        f"{c} 1 2 3 4 5 /x/p q\n"        # another path ending the same way
+        f"{b} 1 2 3 4 5 /p q\n"
+        f"{b[:60]} 1 2 3 4 5 /r\n"       # a damaged digest: not an answer
+        f"{c} 6 2 3 4 5 /s\n"
+        f"{d} 1 2 3 4 5 /s")              # cut before its newline: still read
+    hashes = trust._load_hashes()
+    assert hashes.get(("/p q", 1, 2, 3, 4, 5)) == b
+    assert hashes.get(("/x/p q", 1, 2, 3, 4, 5)) == c
+    assert hashes.get(("p q", 1, 2, 3, 4, 5)) is None
+    assert hashes.get(("/r", 1, 2, 3, 4, 5)) is None
+    assert hashes.get(("/s", 1, 2, 3, 4, 5)) == d and hashes.get(("/s", 6, 2, 3, 4, 5)) == c
+    assert hashes.get(("/p q", 1, 2, 3, 4, 6)) is None
+
+
 def test_the_empty_trace_is_remembered_and_a_damaged_copy_made_again(cache: Path) -> None:
     made = trace._make_empty_trace()
     assert trace._empty_trace() == made
