@@ -18,6 +18,7 @@ from pathlib import Path
 
 from det import __version__, tracedir
 from det.analysis import DIVERGENCE_REASONS, HINT_SECONDS, Waiter, block_report, describe_divergence, race_hint
+from det.check.quick import atomics_unseen
 from det.constants import DET_F_STDIN_FED, THREAD_STATES
 from det.errors import DetError
 from det.launch import (
@@ -195,7 +196,7 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
             for line in lines:
                 say_now(line)
             said = len(lines)
-        hint = race_hint(tr, names, reason, what, seq, HINT_SECONDS)
+        hint = race_hint(tr, names, reason, what, seq, HINT_SECONDS, atomics_unseen(exe, m.get("env") or {}))
         return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True, said=said)
 
     out_info, err_info = prog.outputs()
