@@ -158,8 +158,7 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		 * cached clock: replay skips the sleep) after it. Out of it,
 		 * memcached's LRU thread ran ahead of the main thread's
 		 * current_time and saw the previous second. */
-		timed = (kept_in_place(e->kind) || o->timed[t]) &&
-			o->sig_thread != t + 1; /* (its events may have sleepers as successors) */
+		timed = kept_in_place(e->kind) || o->timed[t];
 		o->timed[t] = (uint8_t)kept_in_place(e->kind);
 		if (kept_in_place(e->kind))
 			goto chained;
