@@ -10,9 +10,9 @@ default, relaxed, strict and under gdb) and fails on until they replay:
 memcached relaxed (its LRU maintainer thread reads the main thread's
 cached clock, current_time, without a lock; a relaxed replay keeps clock
 reads, sleeps and the events after them in their recorded order among
-themselves, which replays cached_clock below, but memcached's LRU thread
-also reads items' times and flags racily in long runs without a sleep:
-about 6 of 10), nginx's thread pool default and relaxed recorded without
+themselves, which replays cached_clock below and memcached 23 of 24 times,
+but the LRU thread also reads that clock in long runs without a sleep),
+nginx's thread pool default and relaxed recorded without
 --patch-atomics (its pool threads append finished tasks to a list under an
 atomic spinlock det does not see, so the main thread's batch holds other
 tasks in replay; with the option the spinlock's compare-exchange is an
