@@ -618,6 +618,25 @@ void det_replay_end(struct det_op *op, int64_t result)
 	}
 }
 
+/* A live replica's thread (sched_count open) learns the threads' event
+ * counts when the recording's capture ended (replayer/follow.c writes them
+ * then): 1 once they are known, 0 if the replay stopped first. */
+static int final_counts(struct det_thread *t)
+{
+	for (unsigned round = 0;; round++) {
+		uint64_t n = atomic_load(&t->slot->sched_count);
+		if (n != DET_SCHED_OPEN) {
+			t->sched_count = n;
+			return 1;
+		}
+		if (atomic_load(&det_hdr->diverged) || atomic_load(&det_hdr->failed) ||
+		    atomic_load(&det_hdr->feed_failed))
+			return 0;
+		struct timespec ts = {0, round < 100 ? 20000 : 1000000};
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
+}
+
 /*
  * The process is about to end (exit's last steps, or _exit). In the
  * recording every event logged by any of its threads happened before the
@@ -628,8 +647,11 @@ void det_replay_end(struct det_op *op, int64_t result)
 void det_replay_before_exit(void)
 {
 	struct det_thread *t = &det_tls;
-	if (!det_replaying() || !det_hdr || !t->active || atomic_load(&det_hdr->diverged) ||
-	    atomic_load(&det_hdr->failed) || t->idx < t->sched_count)
+	if (!det_replaying() || !det_hdr || !t->active)
+		return;
+	if (t->sched_count == DET_SCHED_OPEN && !final_counts(t))
+		return;
+	if (atomic_load(&det_hdr->diverged) || atomic_load(&det_hdr->failed) || t->idx < t->sched_count)
 		return; /* (the exiting thread has more to do: others may wait for it) */
 	for (unsigned round = 0;; round++) {
 		int waiting = 0;

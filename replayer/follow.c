@@ -27,6 +27,9 @@
  *    A fork waits for its child's identity and pid in the log.
  *  - Input data goes into a ring in the region: bytes are written again only
  *    once the replica has done the event that read them.
+ *  - A thread's number of events (its slot's sched_count) stays
+ *    DET_SCHED_OPEN until the END chunk came: then each is set to the
+ *    events in the log, and no more come.
  *  - The follower stops (with a message, the program goes on) on what it
  *    cannot follow: a thread or object number beyond the region's, the
  *    replica more than max_lag events behind the log.
@@ -49,7 +52,6 @@
 
 #define FOLLOW_MAP (1ull << 38)      /* address space the log may grow into */
 #define FOLLOW_WINDOW 4096u          /* entries of a thread's window */
-#define FOLLOW_OPEN (1ull << 62)     /* a thread's event count while the recording goes on */
 #define FOLLOW_MAX_OBJ (1u << 18)    /* object ids the region has room for */
 #define FOLLOW_SAMPLES 8192u         /* (events captured, when) pairs kept for the lag */
 #define SETTLE_NS (10 * 1000 * 1000) /* a release event's result is taken as 0 once this old */
@@ -63,6 +65,7 @@ struct fpiece {
 struct fthread {
 	struct fpiece *pieces;
 	uint32_t npieces, cap, pi, pos;
+	uint64_t events;             /* in its pieces */
 	int known;                   /* its identity came */
 	/* its next event, and what came with it */
 	int has_head;
@@ -152,6 +155,7 @@ static int add_piece(struct det_sup *s, uint32_t t, uint64_t off, uint32_t n)
 	const struct det_rec *e = (const struct det_rec *)(f->map + off);
 	for (uint32_t i = 0; i < n; i++)
 		events += e[i].kind < DET_KIND_LIMIT;
+	th->events += events;
 	atomic_fetch_add(&f->captured, events);
 	return 0;
 }
@@ -230,6 +234,11 @@ static int read_log(struct det_sup *s)
 		}
 		case DET_LOG_END:
 			f->ended = 1;
+			/* every thread's events are in the log now: its count is
+			 * final (an exiting replica waits for the others' to be
+			 * done, replayer/enforce.c det_replay_before_exit) */
+			for (uint32_t t = 0; t < f->nth; t++)
+				atomic_store(&sup_slot(s, t)->sched_count, f->th[t].events);
 			break;
 		default:
 			break;
@@ -638,12 +647,12 @@ SUP_EXPORT struct det_sup *det_sup_follow_new(const char *log_path, uint32_t max
 	struct det_shm_header *h = s->hdr;
 	h->flags = flags;
 	h->threads_recorded = max_threads;
-	h->events_recorded = FOLLOW_OPEN;
+	h->events_recorded = DET_SCHED_OPEN;
 	for (uint32_t i = 0; i < max_threads; i++) {
 		struct det_slot *sl = det_shm_slot(h, i);
 		sl->num = i;
 		sl->sched_off = h->sched_off + (uint64_t)i * FOLLOW_WINDOW * sizeof(struct det_sched);
-		sl->sched_count = FOLLOW_OPEN;
+		sl->sched_count = DET_SCHED_OPEN;
 		sl->sched_window = FOLLOW_WINDOW;
 	}
 	f->d_lo = f->d_at = s->data_off;

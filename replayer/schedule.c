@@ -14,7 +14,9 @@
  *               the mutex of a condition wait), which also carries the
  *               create -> start and exit -> join edges (a thread's events
  *               all name the thread's own object); a sleep, the last event
- *               before it of the thread last signalled;
+ *               before it of the thread last signalled; a clock read, a
+ *               sleep and a thread's next event after one, the one before
+ *               it among those (the time chain: one successor each);
  *      both: a hand-off through a descriptor (det_kind_handoff), its
  *               predecessor among the hand-offs only; a stdio write to a
  *               stream several processes write (det_event_also_handoff)
@@ -93,6 +95,9 @@ struct order {
 	struct last_event *last_obj; /* relaxed, per object */
 	struct last_event handoff;   /* the last hand-off through a descriptor */
 	struct last_event signalled; /* relaxed: the last event of the thread last signalled */
+	struct last_event time;      /* relaxed: the last event of the time chain (order_next) */
+	uint8_t *timed;              /* relaxed, per thread: its last event was a clock read or sleep */
+	uint32_t nthreads;
 	uint32_t sig_thread;         /* relaxed: that thread + 1 (0: none yet) */
 	int64_t max_obj;
 };
@@ -110,8 +115,9 @@ struct order {
  * usleep(1000), the flag set by another thread or a signal's handler)
  * made as many sleeps as it took the write to come; replay skips sleeps,
  * so out of the order the loop runs through them before the write and
- * sleeps once more than recorded. Relaxed replay keeps no such order (it
- * orders objects), but for a flag a signal's handler writes (order_next). */
+ * sleeps once more than recorded. Relaxed replay keeps them, and each
+ * thread's next event after one, in one chain of their own (order_next),
+ * and puts a sleep after a signal's handler (a flag it writes). */
 static int kept_in_place(unsigned kind)
 {
 	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME ||
@@ -125,6 +131,7 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
+	int timed = 0; /* relaxed: it joins the time chain */
 	if ((flags & DET_F_RELAXED) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED))) {
 		/* A signal handler's writes are the sanctioned way to tell
 		 * another thread something without a lock (a volatile
@@ -140,14 +147,25 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 			o->sig_thread = t + 1;
 		if (o->sig_thread == t + 1)
 			o->signalled = me;
-		else if (e->kind == DET_EV_SLEEP) {
+		else if (e->kind == DET_EV_SLEEP)
 			dep[0] = o->signalled;
-			return;
-		}
+		/* The time chain: a cached clock (kept_in_place) in a relaxed
+		 * replay. Clock reads, sleeps, and each thread's next event
+		 * after one of them keep their recorded order among themselves:
+		 * the event after a clock read (its store of what it read came
+		 * before) comes before the sleeps that returned after it, and
+		 * a thread's next event after a sleep (where it reads the
+		 * cached clock: replay skips the sleep) after it. Out of it,
+		 * memcached's LRU thread ran ahead of the main thread's
+		 * current_time and saw the previous second. */
+		timed = kept_in_place(e->kind) || o->timed[t];
+		o->timed[t] = (uint8_t)kept_in_place(e->kind);
+		if (kept_in_place(e->kind))
+			goto chained;
 	}
 	if (det_kind_unordered(e->kind) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED)) &&
 	    !(kept_in_place(e->kind) && !(flags & DET_F_RELAXED)))
-		return;
+		goto chained;
 	struct last_event me = {t + 1, 0, idx};
 	if (flags & DET_F_ALL_ORDERED) {
 		dep[0] = o->prev; /* one order, the recorded one (it is a relaxed order too) */
@@ -177,6 +195,7 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		if (aux_is_object(e->kind) && e->aux > 0 && e->aux <= o->max_obj && e->aux != e->obj) {
 			dep[1] = o->last_obj[e->aux];
 			o->last_obj[e->aux] = me;
+			timed = 0; /* (two successors already: an event wakes two threads at most) */
 		}
 	} else {
 		dep[0] = o->prev;
@@ -187,6 +206,12 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		 * the hand-off before it, whatever else orders it */
 		dep[1] = o->handoff;
 		o->handoff = me;
+		timed = 0; /* (as above) */
+	}
+chained:
+	if (timed) {
+		dep[1] = o->time; /* (free: a chained event has one other order at most) */
+		o->time = (struct last_event){t + 1, 0, idx};
 	}
 	for (int i = 0; i < 2; i++)
 		if (dep[i].thread == t + 1) /* program order needs no edge */
@@ -198,6 +223,8 @@ static void order_reset(struct order *o)
 	memset(&o->prev, 0, sizeof(o->prev));
 	memset(&o->handoff, 0, sizeof(o->handoff));
 	memset(&o->signalled, 0, sizeof(o->signalled));
+	memset(&o->time, 0, sizeof(o->time));
+	memset(o->timed, 0, o->nthreads);
 	o->sig_thread = 0;
 	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));
 }
@@ -561,6 +588,7 @@ static void feed_free(struct det_sup *s)
 	free(f->done_seen);
 	free(f->win);
 	free(f->order.last_obj);
+	free(f->order.timed);
 	free(f);
 	s->feed = NULL;
 }
@@ -720,7 +748,9 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	f->win = calloc(nthreads, sizeof(*f->win));
 	f->order.max_obj = f->max_obj;
 	f->order.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->order.last_obj));
-	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj) {
+	f->order.timed = calloc(nthreads, 1);
+	f->order.nthreads = nthreads;
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj || !f->order.timed) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
@@ -782,13 +812,14 @@ int sup_schedule_deps(struct det_sup *s, void (*dep)(void *arg, uint32_t thread,
 	struct det_shm_header *h = s->hdr;
 	if (!f)
 		return sup_fail(s, "no schedule to read");
-	struct order o = {.max_obj = f->max_obj};
+	struct order o = {.max_obj = f->max_obj, .nthreads = f->nthreads};
 	uint64_t *count = calloc(f->nthreads, sizeof(*count));
 	o.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*o.last_obj));
+	o.timed = calloc(f->nthreads, 1);
 	struct source src;
 	memset(&src, 0, sizeof(src));
 	int rc = -1;
-	if (!count || !o.last_obj) {
+	if (!count || !o.last_obj || !o.timed) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
@@ -824,6 +855,7 @@ out:
 	source_close(&src);
 	free(count);
 	free(o.last_obj);
+	free(o.timed);
 	return rc;
 }
 
@@ -855,7 +887,9 @@ int sup_feed_open(struct det_sup *s, uint32_t nthreads, int64_t max_obj)
 	f->win = calloc(nthreads, sizeof(*f->win));
 	f->order.max_obj = max_obj;
 	f->order.last_obj = calloc((size_t)max_obj + 1, sizeof(*f->order.last_obj));
-	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj)
+	f->order.timed = calloc(nthreads, 1);
+	f->order.nthreads = nthreads;
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj || !f->order.timed)
 		return sup_fail(s, "out of memory");
 	for (uint32_t i = 0; i < nthreads; i++) {
 		struct det_slot *sl = det_shm_slot(s->hdr, i);

@@ -135,6 +135,27 @@ class QuickCheck:
         return self.found
 
 
+def atomics_unseen(path: str, env: dict[str, str]) -> int:
+    """How many atomic instructions outside det-cc the program at path has
+    that a recording in env did not trap (detrec --patch-atomics puts them
+    in env): 0 when it trapped them, or when that is not known (the cache,
+    else the check; never an error: detreplay says it after a divergence)."""
+    from .patch import SITES_ENV
+
+    if SITES_ENV in env:
+        return 0
+    key = _key(path)
+    found = _load(_cache_file()).get(key) if key else None
+    if not isinstance(found, dict):
+        try:
+            found = check_and_remember(path)
+        except Exception:  # noqa: BLE001 (capstone missing, an odd file: nothing to say)
+            return 0
+    if not isinstance(found, dict) or found.get("unreadable") or found.get("det_cc"):
+        return 0
+    return int(found.get("atomics") or 0)
+
+
 def check_and_remember(path: str) -> dict | None:
     """compute(path), kept in the cache."""
     from .elf import BadInput

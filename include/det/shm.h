@@ -26,7 +26,7 @@
 #endif
 
 #define DET_SHM_MAGIC   0x31306d6873746564ULL /* "detshm01" */
-#define DET_SHM_VERSION 15
+#define DET_SHM_VERSION 16
 #define DET_SHM_ADDR    0x200000000000UL
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
@@ -206,7 +206,9 @@ struct det_slot {
 	DET_ATOMIC(uint32_t) sleeping;  /* futex word: 1 while asleep in a turnstile */
 	DET_ATOMIC(uint32_t) at_turnstile; /* waiting for its turn, or parked */
 	uint64_t sched_off;             /* this thread's window of struct det_sched entries... */
-	uint64_t sched_count;           /* ... of its recorded events: event i is entry i % sched_window */
+	/* ... of its recorded events: event i is entry i % sched_window; a live
+	 * replica's (replayer/follow.c) is DET_SCHED_OPEN until the capture ended */
+	DET_ATOMIC(uint64_t) sched_count;
 	uint64_t resume_idx;            /* events done when it called exec: the new image goes on from there */
 	uint32_t sched_window;
 	uint32_t pad4a;
@@ -474,6 +476,9 @@ struct det_shm_header {
 
 #define DET_FILLED_BITS 40
 #define DET_FILLED_MASK ((1ULL << DET_FILLED_BITS) - 1)
+/* A live replica's slot sched_count while the recording goes on: its
+ * thread's number of events is not known before the capture's end */
+#define DET_SCHED_OPEN (1ULL << 62)
 
 #define DET_EXIT_STOPPED 125 /* exit status when the runtime stops the program */
 

@@ -211,8 +211,9 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
                 say_now(line)
             said = len(lines)
         from det.analysis import HINT_SECONDS, race_hint
+        from det.check.quick import atomics_unseen
 
-        hint = race_hint(tr, names(), reason, what, seq, HINT_SECONDS)
+        hint = race_hint(tr, names(), reason, what, seq, HINT_SECONDS, atomics_unseen(exe, m.get("env") or {}))
         return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True, said=said)
 
     # (det.analysis and det.names are imported only for a replay that did not match: start-up, issue 25)

@@ -219,7 +219,7 @@ def cancel_hint(trace: Trace) -> list[str]:
 
 
 def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "", seq: int | None = None,
-              seconds: float | None = None) -> list[str]:
+              seconds: float | None = None, atomics: int = 0) -> list[str]:
     """What detreplay says when a default-mode recording does not replay in
     a way that has the shape of a data race: same program, same inputs, same
     schedule of events, another path taken (another call, object or result,
@@ -231,12 +231,14 @@ def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "", seq
     its replay is not exact; so does a thread canceled where det does not
     see it. The data-race line needs two threads of one process by the
     divergence (seq; None: the end): one thread alone has no race. seconds
-    bounds the scan: past it, one line says the hint was not looked for."""
+    bounds the scan: past it, one line says the hint was not looked for.
+    atomics: the program's own atomic instructions the recording did not
+    see (det.check.quick.atomics_unseen): the race line names them."""
     if seconds is None:
-        return _race_hint(trace, names, reason, what, seq)
+        return _race_hint(trace, names, reason, what, seq, atomics)
     try:
         with trace.deadline(seconds):
-            return _race_hint(trace, names, reason, what, seq)
+            return _race_hint(trace, names, reason, what, seq, atomics)
     except OutOfTime:
         return [f"(det stopped looking for the cause in the trace after {seconds:g} s; "
                 "`detrec --strict` replays data races exactly)"]
@@ -249,7 +251,8 @@ def threads_together(trace: Trace, seq: int | None = None) -> bool:
                          "HAVING count(*) > 1)"))
 
 
-def _race_hint(trace: Trace, names: ObjectNames, reason: str, what: str, seq: int | None) -> list[str]:
+def _race_hint(trace: Trace, names: ObjectNames, reason: str, what: str, seq: int | None,
+               atomics: int = 0) -> list[str]:
     if reason not in RACE_REASONS or "changed since recording" in what:
         return []
     if canceled := cancel_hint(trace):
@@ -272,6 +275,13 @@ def _race_hint(trace: Trace, names: ObjectNames, reason: str, what: str, seq: in
              "threads do between them: this is most likely a data race (memory written under two different locks, "
              "or none) that took the replay another way with the same schedule and inputs. To replay the failure "
              f"exactly, record it in strict mode: detrec --strict --until-fail 500 -o {trace.path.name} -- {argv}"]
+    if atomics:
+        # (nginx's thread pool: tasks handed over on a list under an atomic
+        # spinlock; with its compare-exchange an event, default replay holds)
+        lines[0] += (f"; its code has {atomics} atomic instruction{'s' if atomics > 1 else ''} det did not see "
+                     "(a spinlock or a lock-free hand-off between threads races the same way): recorded with "
+                     f"--patch-atomics they are events that default and relaxed replay order: detrec "
+                     f"--patch-atomics -o {trace.path.name} -- {argv}")
     try:
         held = held_at_end(trace, names)
     except OutOfTime:  # the longest scan: the hint stands without it

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import detrec, detreplay, program, reseal, sample_bin
 from det.analysis import race_hint
+from det.check.patch import SITES_ENV
+from det.check.quick import atomics_unseen
 from det.names import ObjectNames
 from det.trace import OutOfTime, Trace
 
@@ -90,3 +92,26 @@ def test_divergence_is_said_before_the_trace_is_scanned(tmp_path: Path, monkeypa
     first = next(i for i, line in enumerate(lines) if "outcome differs" in line)
     hint = next(i for i, line in enumerate(lines) if RACE_WORDS in line)
     assert first < hint and sum("outcome differs" in line for line in lines) == 1, lines
+
+
+def test_race_hint_names_atomics_det_did_not_see(tmp_path: Path) -> None:
+    """cas_pool hands tasks over on a list under an atomic spinlock, as
+    nginx's thread pool does: recorded without --patch-atomics, its default
+    replay diverges, and the hint says how to record what det did not see
+    (main named strict mode only). A recording that trapped the atomics, or
+    a program without any, gets no such line."""
+    trace = tmp_path / "pool.det"
+    r = detrec("-o", trace, "--", program("cas_pool"), "300")
+    assert r.returncode == 0, r.stderr.decode()
+    for _ in range(3):
+        rr = detreplay(trace, timeout=120)
+        if rr.returncode != 0:
+            break
+    err = rr.stderr.decode()
+    assert rr.returncode == 125 and "divergence at event" in err, err
+    assert RACE_WORDS in err and "1 atomic instruction det did not see" in err, err
+    assert f"detrec --patch-atomics -o {trace.name} -- " in err, err
+    exe = str(program("cas_pool"))
+    assert atomics_unseen(exe, {}) == 1
+    assert atomics_unseen(exe, {SITES_ENV: "0:00"}) == 0  # recorded with --patch-atomics
+    assert atomics_unseen(str(program("hello")), {}) == 0
