@@ -191,6 +191,8 @@ DET_HIDDEN void det_cc_turn_over(void);
 /* --- lifecycle (runtime.c) --- */
 DET_HIDDEN void det_init(void);
 DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_fatal(const char *fmt, ...);
+/* Is s a named semaphore this process opened (preload/named.c)? */
+DET_HIDDEN int det_sem_named(const sem_t *s);
 DET_HIDDEN __attribute__((format(printf, 1, 2))) void det_msg(const char *fmt, ...);
 
 /* What `detrec pack` needs (recording only): a file the program opened,

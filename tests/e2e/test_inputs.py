@@ -248,3 +248,42 @@ def test_message_queues_shared_with_other_processes_replay(tmp_path: Path, mode:
         assert run(f"{kind}-count", queue) == "1 messages\n"
     finally:
         run("posix-unlink" if kind == "posix" else "sysv-remove", queue)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_named_semaphores_and_unlinks_shared_with_other_processes_replay(tmp_path: Path, mode: list[str]) -> None:
+    """named_sem: take a named semaphore another process made, then unlink
+    it, a message queue and a shared memory object (TLPI's psem_wait,
+    psem_unlink, pmsg_unlink, pshm_unlink). The recording took the
+    semaphore and removed the names, so replay's sem_trywait failed
+    (EAGAIN), its sem_open found no name, and its unlinks failed (ENOENT);
+    now what a named semaphore's calls and the unlinks returned are inputs,
+    and replay leaves the objects alone."""
+    prog = str(program("named_sem"))
+    name = f"/det_test_sem_{os.getpid()}_{len(mode)}"
+    made = subprocess.run([prog, "create", name, "1"], capture_output=True, timeout=10)
+    assert made.returncode == 0, made.stderr.decode()
+    try:
+        use, unlink = tmp_path / "use.db", tmp_path / "unlink.db"
+        r = detrec("-q", *mode, "-o", use, "--", prog, "use", name, timeout=60)
+        used = ("sem_trywait: ok\nsem_trywait: Resource temporarily unavailable\nsem_post: ok\nsem_wait: ok\n"
+                "sem_getvalue: ok\nvalue 0\nsem_close: ok\n")
+        assert (r.returncode, r.stdout.decode()) == (0, used), r.stderr.decode()
+        # another process posts it between the recording and its replays
+        again = subprocess.run([prog, "create", name, "0"], capture_output=True, timeout=10)
+        assert again.returncode == 0 or b"exists" in again.stderr
+        r = detrec("-q", *mode, "-o", unlink, "--", prog, "unlink", name, timeout=60)
+        gone = "sem_unlink: ok\nmq_unlink: ok\nshm_unlink: ok\n"
+        assert (r.returncode, r.stdout.decode()) == (0, gone), r.stderr.decode()
+        for i in range(3):
+            for trace, want in ((use, used), (unlink, gone)):
+                rep = detreplay(trace)
+                err = rep.stderr.decode()
+                assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1} of {trace.name}: {err}"
+                assert rep.stdout.decode() == want
+        # replay made and removed nothing: the names are still gone
+        assert subprocess.run([prog, "unlink", name], capture_output=True, timeout=10).stdout.decode() == (
+            "sem_unlink: No such file or directory\nmq_unlink: No such file or directory\n"
+            "shm_unlink: No such file or directory\n")
+    finally:
+        subprocess.run([prog, "unlink", name], capture_output=True, timeout=10)
