@@ -285,6 +285,10 @@ DET_HIDDEN int det_process_attach(void);
  * and for ids that are not the program's. */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
 DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+/* Is pid (live, or the recorded id replay maps to a live one) one of the
+ * program's processes or threads, now or ever? The same answer recording
+ * and replay, from the map's recorded ids. */
+DET_HIDDEN int det_pid_of_program(pid_t pid);
 /* ... of a pid argument that may be a negated process group (kill) */
 DET_HIDDEN pid_t det_pid_arg_to_live(pid_t pid);
 /* replay: getppid returned the recorded pid `rec` (machine.c) */
