@@ -27,7 +27,10 @@
 #include <semaphore.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>

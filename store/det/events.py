@@ -117,6 +117,9 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
     EventKind('MSG_RECV', 16, 'NONE', 'INPUT', "mq_receive, mq_timedreceive or msgrcv: a message queue other processes share, drained by the recording before replay; aux = 0 POSIX, 1 System V; result = the message's length, or -errno; data = the priority (POSIX, 4 bytes) or the type (System V, a long), then the message"),
     EventKind('MSG_SEND', 17, 'NONE', 'OUTPUT', 'mq_send, mq_timedsend or msgsnd, checked and not sent in replay (the queue may be full or gone); aux = 0 POSIX, 1 System V; result = 0 or -errno; data = a 64-bit hash of the message (System V: with its type)'),
+    EventKind('SYSV_GET', 43, 'NONE', 'INPUT', "semget, shmget or msgget: the id the kernel picked (objects other processes share, or made anew each run); the program sees the recorded id in replay, which makes no semaphore set or queue (their calls are inputs: SYSV_OP, SYSV_CTL, MSG_RECV, MSG_SEND) and, for a segment, a private one of the same size, marked removed at once, that shmat attaches instead; aux = 0 semaphores, 1 shared memory, 2 message queue; result = the id, or -errno; data = a segment's size (8 bytes)"),
+    EventKind('SYSV_OP', 29, 'NONE', 'INPUT', 'semop or semtimedop, not performed in replay; result = 0 or -errno'),
+    EventKind('SYSV_CTL', 28, 'NONE', 'INPUT', "semctl, shmctl or msgctl, not performed in replay; aux = kind (as SYSV_GET) << 16 | cmd; result = what it returned, or -errno; data = what it wrote (a *_ds or *info struct, or GETALL's values)"),
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
     EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
@@ -240,6 +243,9 @@ SOCK_RECV = 93
 SEND = 109
 MSG_RECV = 16
 MSG_SEND = 17
+SYSV_GET = 43
+SYSV_OP = 29
+SYSV_CTL = 28
 ACCEPT = 110
 CONNECT = 111
 POLL = 112

@@ -6,6 +6,7 @@ recording with a message naming it."""
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -287,3 +288,36 @@ def test_named_semaphores_and_unlinks_shared_with_other_processes_replay(tmp_pat
             "shm_unlink: No such file or directory\n")
     finally:
         subprocess.run([prog, "unlink", name], capture_output=True, timeout=10)
+
+
+def system_v_objects() -> set[str]:
+    """The ids of this user's System V objects on the machine (ipcs)."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    have = set()
+    for kind in ("-q", "-m", "-s"):
+        r = subprocess.run(["ipcs", kind], capture_output=True, timeout=10, check=True)
+        have |= {f"{kind} {line.split()[1]}" for line in r.stdout.decode().splitlines()
+                 if line[:2] == "0x" and line.split()[2] == me}
+    return have
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_system_v_ids_the_kernel_picks_replay(tmp_path: Path, mode: list[str]) -> None:
+    """sysv_ids: a semaphore set, a shared memory segment (written by a
+    child) and a message queue made with IPC_PRIVATE (TLPI's svsem_create
+    -p, svshm_create -p, svmsg_create -p). Replay made new ones with other
+    ids, so the program printed other ids; now the program sees the
+    recorded ids, and replay leaves no System V object behind."""
+    before = system_v_objects()
+    trace = tmp_path / "ids.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("sysv_ids"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert out.splitlines()[1:] == ["sem 2 2 0 nsems 2", "shm 'written by the child' size 4096",
+                                    "msg 5 'queued' left 0"], out
+    for i in range(3):
+        rep = detreplay(trace)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout.decode() == out
+    assert system_v_objects() - before == set()
