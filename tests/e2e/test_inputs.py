@@ -347,3 +347,22 @@ def test_system_v_ids_the_kernel_picks_replay(tmp_path: Path, mode: list[str]) -
         assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
         assert rep.stdout.decode() == out
     assert system_v_objects() - before == set()
+
+
+def test_fifo_written_from_outside_replays_without_its_writer(tmp_path: Path) -> None:
+    """fifo_reader: open a FIFO for reading, which waits for its writer, a
+    process outside the program (TLPI's epoll_input on a FIFO). Replay
+    opened it for real and waited for a writer that is not there (a stall);
+    what is read from it is recorded, so replay's open no longer waits."""
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"sleep 0.3; echo hello > {fifo}"])
+    trace = tmp_path / "fifo.db"
+    r = detrec("-q", "-o", trace, "--", program("fifo_reader"), fifo, timeout=60)
+    writer.wait(timeout=10)
+    assert (r.returncode, r.stdout) == (0, b"flags blocking\nread 6: hello\n\nend 0\n"), r.stderr.decode()
+    for i in range(3):
+        rep = detreplay(trace, timeout=60)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout == r.stdout
