@@ -153,21 +153,48 @@ struct walk {
 	int (*fn)(const char *, const struct stat *, int, struct FTW *);
 	int (*old_fn)(const char *, const struct stat *, int); /* ftw */
 	int flags;
+	int here; /* FTW_CHDIR: the directory the walk started in */
 	dev_t dev;
 	char *path; /* the current path, grown as needed */
 	size_t cap;
+	/* directories walked, when links are followed: one reached again (by
+	 * a link) is skipped, as glibc does */
+	struct seen_dir {
+		dev_t dev;
+		ino_t ino;
+	} *seen;
+	size_t nseen, seen_cap;
 };
+
+/* 1: walked already; 0: noted now; -1: no memory */
+static int seen_before(struct walk *w, const struct stat *st)
+{
+	for (size_t i = 0; i < w->nseen; i++)
+		if (w->seen[i].dev == st->st_dev && w->seen[i].ino == st->st_ino)
+			return 1;
+	if (w->nseen == w->seen_cap) {
+		size_t cap = w->seen_cap ? w->seen_cap * 2 : 32;
+		struct seen_dir *more = realloc(w->seen, cap * sizeof(*more));
+		if (!more)
+			return -1;
+		w->seen = more;
+		w->seen_cap = cap;
+	}
+	w->seen[w->nseen++] = (struct seen_dir){st->st_dev, st->st_ino};
+	return 0;
+}
 
 static int walk_report(struct walk *w, const struct stat *st, int type, int base, int level)
 {
 	if (w->old_fn)
 		return w->old_fn(w->path, st, type == FTW_SLN ? FTW_NS : type);
 	struct FTW where = {base, level};
-	if (w->flags & FTW_CHDIR) {
-		char keep = w->path[base];
-		w->path[base] = 0;
-		int r = chdir(base ? w->path : ".");
-		w->path[base] = keep;
+	if (w->flags & FTW_CHDIR) { /* into the entry's directory; a directory's FTW_DP, into itself */
+		size_t upto = type == FTW_DP ? strlen(w->path) : (size_t)base;
+		char keep = w->path[upto];
+		w->path[upto] = 0;
+		int r = fchdir(w->here) == 0 && upto ? chdir(w->path) : w->here < 0 ? -1 : 0;
+		w->path[upto] = keep;
 		if (r != 0)
 			return -1;
 	}
@@ -181,6 +208,8 @@ static int walk_node(struct walk *w, size_t len, int base, int level)
 	struct stat st;
 	int type;
 	int follow = !(w->flags & FTW_PHYS);
+	if (w->here >= 0 && fchdir(w->here) != 0) /* FTW_CHDIR: names are from where the walk began */
+		return -1;
 	if ((follow ? stat(w->path, &st) : lstat(w->path, &st)) != 0) {
 		type = follow && lstat(w->path, &st) == 0 && S_ISLNK(st.st_mode) ? FTW_SLN : FTW_NS;
 		if (level == 0 && type == FTW_NS)
@@ -196,6 +225,13 @@ static int walk_node(struct walk *w, size_t len, int base, int level)
 		return 0;
 	if (type != FTW_D)
 		return walk_report(w, &st, type, base, level);
+	if (follow) {
+		int again = seen_before(w, &st);
+		if (again)
+			return again < 0 ? (errno = ENOMEM, -1) : 0;
+	}
+	if (w->here >= 0 && fchdir(w->here) != 0)
+		return -1;
 	DIR *dir = opendir(w->path);
 	if (!dir)
 		return walk_report(w, &st, FTW_DNR, base, level);
@@ -274,7 +310,10 @@ static int walk(const char *path, struct walk *w)
 		return -1;
 	}
 	memcpy(w->path, path, len + 1);
+	while (len > 1 && w->path[len - 1] == '/') /* glibc names the start without trailing slashes */
+		w->path[--len] = 0;
 	int here = (w->flags & FTW_CHDIR) ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	w->here = here;
 	/* the base: after the last slash that is not a trailing one */
 	size_t end = len;
 	while (end > 1 && path[end - 1] == '/')
@@ -292,6 +331,7 @@ static int walk(const char *path, struct walk *w)
 		errno = e;
 	}
 	free(w->path);
+	free(w->seen);
 	if ((w->flags & FTW_ACTIONRETVAL) && r == FTW_SKIP_SIBLINGS)
 		r = 0;
 	return r;

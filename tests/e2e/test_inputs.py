@@ -158,6 +158,29 @@ def test_directories_glibc_reads_itself_are_the_recorded_ones(tmp_path: Path) ->
         assert rep.stdout.decode() == out
 
 
+def test_det_walks_directories_as_glibc_does(tmp_path: Path) -> None:
+    """walk_flags: det's nftw and ftw (which replace glibc's, above) call
+    back with glibc's paths, types, bases, levels and working directories,
+    for every flag (links followed or not, depth first, chdir, skips), a
+    start with a trailing slash, links to files, to directories and to
+    nothing: the same output under detrec as natively."""
+    top = tmp_path / "t"
+    (top / "sub" / "deep").mkdir(parents=True)
+    (top / "f").write_text("f")
+    (top / "sub" / "g").write_text("g")
+    (top / "link").symlink_to("f")
+    (top / "dangle").symlink_to("nowhere")
+    (top / "sublink").symlink_to("sub")
+    prog = str(program("walk_flags"))
+    for start in ("t", "t/"):
+        for flags in (0, 1, 4, 5, 8, 12, 13, 16, 17, 20, 24):  # FTW_PHYS 1, MOUNT 2, CHDIR 4, DEPTH 8, ACTIONRETVAL 16
+            native = subprocess.run([prog, start, str(flags)], cwd=tmp_path, capture_output=True, timeout=10)
+            r = detrec("-q", "-o", tmp_path / "walk.db", "--", prog, start, str(flags), cwd=tmp_path)
+            assert r.returncode == 0, r.stderr.decode()
+            assert r.stdout.decode() == native.stdout.decode(), f"{start} flags {flags}"
+            (tmp_path / "walk.db").unlink()
+
+
 @pytest.mark.parametrize("flags", [[], ["--strict"]])
 def test_resolved_names_are_the_recorded_ones(flags: list[str], tmp_path: Path) -> None:
     """realpath, canonicalize_file_name and readlink (glibc's realpath reads
