@@ -84,6 +84,8 @@ static sem_t *note_open(sem_t *s, uint64_t name_hash)
 	if (!s) { /* replay: a page of its own, as glibc maps one per name */
 		long p = det_sys(SYS_mmap, 0, sizeof(sem_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		s = p < 0 && p > -4096 ? NULL : (sem_t *)p;
+		if (s) /* process-shared, as a named one is: one object across the processes (det_pshared) */
+			real.sem_init(s, 1, 0);
 	}
 	if (s && free_slot) {
 		free_slot->name_hash = name_hash;
