@@ -321,7 +321,19 @@ static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint6
 {
 	struct fd_args a = {dirfd, 0, 0, NULL, path, flags, mode, NULL};
 	int waits = (det_replaying() || det_strict) && open_waits(dirfd, path, flags);
+	/* Replay: a FIFO's reader need not wait for its writer, which may have
+	 * been outside the program: what it read is recorded (a named FIFO is
+	 * no pipe of the program's own: fd_class). Opened without waiting, then
+	 * made blocking again, as the program asked. */
+	int no_wait = waits && det_replaying() && (flags & O_ACCMODE) == O_RDONLY;
+	if (no_wait)
+		a.flags |= O_NONBLOCK;
 	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN, waits ? undo_open : NULL));
+	if (fd >= 0 && no_wait) {
+		int e = errno;
+		det_sys(SYS_fcntl, fd, F_SETFL, flags & ~O_ACCMODE & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC), 0, 0, 0);
+		errno = e;
+	}
 	if (fd >= 0 && (flags & O_ACCMODE) != O_WRONLY) {
 		int e = errno;
 		det_note_file(dirfd, path, fd, DET_FILE_OPENED);

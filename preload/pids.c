@@ -74,6 +74,26 @@ pid_t det_pid_to_real(pid_t pid)
 	return pid;
 }
 
+int det_pid_of_program(pid_t pid)
+{
+	if (!det_hdr || pid <= 0)
+		return 0;
+	for (uint32_t i = 0; i < nprocs(); i++) {
+		struct det_proc *p = proc_at(i);
+		if (p->rec_pid == pid || atomic_load(&p->pid) == pid)
+			return 1;
+	}
+	/* recording: every thread so far (the clock counts them); replay: the trace's */
+	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
+	n = translating() ? nslots() : n < det_hdr->max_threads ? n : det_hdr->max_threads;
+	for (uint32_t i = 0; i < n; i++) {
+		struct det_slot *s = det_shm_slot(det_hdr, i);
+		if (s->rec_ktid == pid || s->ktid == pid)
+			return 1;
+	}
+	return 0;
+}
+
 pid_t det_pid_to_rec(pid_t pid)
 {
 	if (!translating() || pid <= 0)

@@ -27,7 +27,10 @@
 #include <semaphore.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>
@@ -191,6 +194,8 @@ DET_HIDDEN void det_cc_turn_over(void);
 /* --- lifecycle (runtime.c) --- */
 DET_HIDDEN void det_init(void);
 DET_HIDDEN __attribute__((noreturn, format(printf, 1, 2))) void det_fatal(const char *fmt, ...);
+/* Is s a named semaphore this process opened (preload/named.c)? */
+DET_HIDDEN int det_sem_named(const sem_t *s);
 DET_HIDDEN __attribute__((format(printf, 1, 2))) void det_msg(const char *fmt, ...);
 
 /* What `detrec pack` needs (recording only): a file the program opened,
@@ -283,6 +288,10 @@ DET_HIDDEN int det_process_attach(void);
  * and for ids that are not the program's. */
 DET_HIDDEN pid_t det_pid_to_real(pid_t pid);
 DET_HIDDEN pid_t det_pid_to_rec(pid_t pid);
+/* Is pid (live, or the recorded id replay maps to a live one) one of the
+ * program's processes or threads, now or ever? The same answer recording
+ * and replay, from the map's recorded ids. */
+DET_HIDDEN int det_pid_of_program(pid_t pid);
 /* ... of a pid argument that may be a negated process group (kill) */
 DET_HIDDEN pid_t det_pid_arg_to_live(pid_t pid);
 /* replay: getppid returned the recorded pid `rec` (machine.c) */

@@ -40,6 +40,8 @@
  *    (SIGNAL events are ordered too). A sender that does not block it takes
  *    it itself, synchronously; one it blocks goes where the kernel puts it,
  *    and replay delivers it from the trace instead of sending it again.
+ *    One to a process outside the program (never one of its processes or
+ *    threads: det_pid_of_program) is a SIGNAL_OUT input, not sent in replay.
  *  - Recording notes how the program dies: while the program has no handler
  *    for a signal that ends it and that a thread brings on itself (a fault,
  *    abort), det keeps an entry of its own for it, which writes into the
@@ -922,12 +924,40 @@ static long send_live(pid_t pid, pid_t tid, int sig, int code, union sigval valu
 	return tid ? det_sys(SYS_tgkill, pid, tid, sig, 0, 0, 0) : det_sys(SYS_kill, pid, sig, 0, 0, 0, 0);
 }
 
+/* A process outside the program (its shell, a server it pokes): the
+ * result is an input, and replay sends nothing, as that process has had
+ * its signal, or is gone, or is another by then. */
+static int send_outside(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given,
+			uint64_t ra)
+{
+	struct det_thread *t = det_enter();
+	long r;
+	if (!t) {
+		r = send_live(pid, tid, sig, code, value, given);
+	} else {
+		struct det_op op = {0};
+		if (det_input_begin(&op, t, DET_EV_SIGNAL_OUT, (uint32_t)sig, ra))
+			r = op.rec->result;
+		else
+			r = send_live(pid, tid, sig, code, value, given);
+		det_input_end(&op, r, NULL, 0);
+		det_leave(t);
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
+
 static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given,
 		       uint64_t ra)
 {
 	det_init();
 	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	pid_t my_tid = (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
+	if (pid > 0 && pid != me && !det_pid_of_program(pid) && !(tid && det_pid_of_program(tid)))
+		return send_outside(pid, tid, sig, code, value, given, ra);
 	struct det_thread *t = pid == me && sig > 0 && sig < NSIG ? det_enter() : NULL;
 	long r = 0;
 	int to_me = 0; /* sent below, outside det: the handler's calls are events */

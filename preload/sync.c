@@ -417,7 +417,10 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 }
 
 /* ------------------------------------------------------------------ */
-/* semaphores: results are 0 or -errno */
+/* semaphores: results are 0 or -errno. A named one (preload/named.c) is
+ * shared with other processes: replay does not take or post it (the
+ * recorded result stands), and strict mode waits for it in the kernel, as
+ * a post may come from outside the program. */
 
 #define DET_SEM_WAIT(kind, s, try_call, block_call, may_block)                                    \
 	do {                                                                      \
@@ -426,11 +429,14 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 			return block_call;                                        \
 		struct det_op op = {0};                                           \
 		int r;                                                            \
+		int named = det_sem_named(s);                                     \
 		if (det_acquire_begin(&op, t, kind, s, DET_OBJ_SEM, DET_RA())) {  \
 			r = -1;                                                   \
 			errno = (int)-op.rec->result;                             \
+		} else if (named && det_replaying()) {                            \
+			r = 0;                                                    \
 		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying() && (may_block)) { \
-			if (det_strict) {                                         \
+			if (det_strict && !named) {                               \
 				while (r != 0 && errno == EAGAIN) {               \
 					det_ops.strict_wait_for_cancelable(&op, s);   \
 					r = try_call;                             \
@@ -486,8 +492,14 @@ DET_IMPL int det_impl_sem_post(sem_t *s)
 		return real.sem_post(s);
 	struct det_op op = {0};
 	det_release_begin(&op, t, DET_EV_SEM_POST, s, DET_OBJ_SEM, DET_RA());
-	int r = real.sem_post(s);
-	int saved = errno;
+	int r, saved;
+	if (det_replaying() && det_sem_named(s)) {
+		r = op.rec->result ? -1 : 0;
+		saved = (int)-op.rec->result;
+	} else {
+		r = real.sem_post(s);
+		saved = errno;
+	}
 	if (det_strict)
 		det_ops.strict_unlocked(t, s);
 	det_release_end(&op, r ? -saved : 0);

@@ -28,7 +28,7 @@ OBJKINDS: tuple[ObjKind, ...] = (
     ObjKind('COND', 3, 'pthread_cond_t (std::condition_variable)'),
     ObjKind('RWLOCK', 4, 'pthread_rwlock_t'),
     ObjKind('BARRIER', 5, 'pthread_barrier_t'),
-    ObjKind('SEM', 6, 'unnamed sem_t'),
+    ObjKind('SEM', 6, 'sem_t: unnamed (sem_init), or named (sem_open: see SEM_OPEN)'),
     ObjKind('SPIN', 7, 'pthread_spinlock_t'),
     ObjKind('ONCE', 8, 'pthread_once_t (std::call_once), or the guard of a C++ function-local static'),
     ObjKind('FILE', 9, 'a stdio FILE'),
@@ -78,6 +78,9 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SEM_CLOCKWAIT', 48, 'SEM', 'ACQUIRE', 'sem_clockwait returned'),
     EventKind('SEM_POST', 49, 'SEM', 'RELEASE', 'sem_post'),
     EventKind('SEM_DESTROY', 50, 'SEM', 'DESTROY', 'sem_destroy'),
+    EventKind('SEM_OPEN', 59, 'NONE', 'INPUT', "sem_open of a named semaphore, which other processes share and the recording has changed or removed by replay: that semaphore's waits and posts are ordered as ever but not performed in replay (their recorded results return), and replay's sem_open hands out a stand-in; result = 0 or -errno"),
+    EventKind('SEM_VALUE', 51, 'NONE', 'INPUT', 'sem_getvalue of a named semaphore (see SEM_OPEN); result = the value, or -errno'),
+    EventKind('NAME_UNLINK', 56, 'NONE', 'INPUT', 'sem_unlink, mq_unlink or shm_unlink: a name other processes share, which the recording removed; not removed again in replay; aux = 0 semaphore, 1 message queue, 2 shared memory; result = 0 or -errno'),
     EventKind('SPIN_LOCK', 52, 'SPIN', 'ACQUIRE', 'pthread_spin_lock returned'),
     EventKind('SPIN_TRYLOCK', 53, 'SPIN', 'ACQUIRE', 'pthread_spin_trylock returned'),
     EventKind('SPIN_UNLOCK', 54, 'SPIN', 'RELEASE', 'pthread_spin_unlock'),
@@ -114,6 +117,9 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SEND', 109, 'NONE', 'OUTPUT', 'send, sendto, sendmsg or write to a socket, checked and not sent in replay; aux = fd; data = a 64-bit hash'),
     EventKind('MSG_RECV', 16, 'NONE', 'INPUT', "mq_receive, mq_timedreceive or msgrcv: a message queue other processes share, drained by the recording before replay; aux = 0 POSIX, 1 System V; result = the message's length, or -errno; data = the priority (POSIX, 4 bytes) or the type (System V, a long), then the message"),
     EventKind('MSG_SEND', 17, 'NONE', 'OUTPUT', 'mq_send, mq_timedsend or msgsnd, checked and not sent in replay (the queue may be full or gone); aux = 0 POSIX, 1 System V; result = 0 or -errno; data = a 64-bit hash of the message (System V: with its type)'),
+    EventKind('SYSV_GET', 43, 'NONE', 'INPUT', "semget, shmget or msgget: the id the kernel picked (objects other processes share, or made anew each run); the program sees the recorded id in replay, which makes no semaphore set or queue (their calls are inputs: SYSV_OP, SYSV_CTL, MSG_RECV, MSG_SEND) and, for a segment, a private one of the same size, marked removed at once, that shmat attaches instead; aux = 0 semaphores, 1 shared memory, 2 message queue; result = the id, or -errno; data = a segment's size (8 bytes)"),
+    EventKind('SYSV_OP', 29, 'NONE', 'INPUT', 'semop or semtimedop, not performed in replay; result = 0 or -errno'),
+    EventKind('SYSV_CTL', 28, 'NONE', 'INPUT', "semctl, shmctl or msgctl, not performed in replay; aux = kind (as SYSV_GET) << 16 | cmd; result = what it returned, or -errno; data = what it wrote (a *_ds or *info struct, or GETALL's values)"),
     EventKind('ACCEPT', 110, 'NONE', 'OTHER', 'accept or accept4 (ordered: it takes a file descriptor number); aux = listening fd; result = new fd, or -errno; data = peer address'),
     EventKind('CONNECT', 111, 'NONE', 'INPUT', 'connect; aux = fd; result = 0 or -errno'),
     EventKind('POLL', 112, 'NONE', 'INPUT', 'poll or ppoll; result = ready fds, or -errno; data = the revents'),
@@ -126,6 +132,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SCHED_YIELD', 119, 'NONE', 'INPUT', 'sched_yield'),
     EventKind('SLEEP', 120, 'NONE', 'INPUT', 'nanosleep, clock_nanosleep, usleep or sleep, skipped in replay; result = 0 or -errno'),
     EventKind('SIGNAL_SEND', 89, 'NONE', 'OTHER', "kill, sigqueue or tgkill to the program's own process: ordered, so that the signal's delivery (a SIGNAL event, or a sigwait) comes after it; aux = signal number; result = 0 or -errno"),
+    EventKind('SIGNAL_OUT', 44, 'NONE', 'INPUT', 'kill, sigqueue or tgkill to a process outside the program (never one of its processes or threads): not sent again in replay, where it may be gone or another; aux = signal number; result = 0 or -errno'),
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
     EventKind('SIGNAL_RETURN', 90, 'NONE', 'OTHER', "the program's handler of the SIGNAL event before it returned (not in strict mode, where the handler runs in that event's turn): ordered, so that what the handler wrote without a lock reaches other threads before their next events, as it did; none when the handler did not return (siglongjmp, exit); aux = signal number"),
     EventKind('RDTSC', 122, 'NONE', 'INPUT', 'rdtsc or rdtscp, trapped; result = the counter'),
@@ -197,6 +204,9 @@ SEM_TIMEDWAIT = 47
 SEM_CLOCKWAIT = 48
 SEM_POST = 49
 SEM_DESTROY = 50
+SEM_OPEN = 59
+SEM_VALUE = 51
+NAME_UNLINK = 56
 SPIN_LOCK = 52
 SPIN_TRYLOCK = 53
 SPIN_UNLOCK = 54
@@ -233,6 +243,9 @@ SOCK_RECV = 93
 SEND = 109
 MSG_RECV = 16
 MSG_SEND = 17
+SYSV_GET = 43
+SYSV_OP = 29
+SYSV_CTL = 28
 ACCEPT = 110
 CONNECT = 111
 POLL = 112
@@ -245,6 +258,7 @@ SYSCONF = 118
 SCHED_YIELD = 119
 SLEEP = 120
 SIGNAL_SEND = 89
+SIGNAL_OUT = 44
 SIGNAL = 121
 SIGNAL_RETURN = 90
 RDTSC = 122

@@ -6,6 +6,7 @@ recording with a message naming it."""
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -131,6 +132,55 @@ def test_directory_listing_is_the_recorded_one(tmp_path: Path) -> None:
     assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.DIR_READ,))[0][0] == len(names) + 1
 
 
+def test_directories_glibc_reads_itself_are_the_recorded_ones(tmp_path: Path) -> None:
+    """dir_listing: readdir_r, scandir and nftw (TLPI's
+    list_files_readdir_r, nftw_dir_tree) read directories with glibc's
+    internal readdir, which det did not see: a directory changed between
+    the recording and the replay (a file added, another removed, a
+    subdirectory added) was listed as it is then. Now they are built on
+    det's readdir and stat, and replay lists what the recording saw."""
+    top = tmp_path / "top"
+    (top / "sub").mkdir(parents=True)
+    for name in ("a", "b", "sub/x"):
+        (top / name).write_text(name)
+    trace = tmp_path / "walk.db"
+    r = detrec("-q", "-o", trace, "--", program("dir_listing"), top)
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert "readdir_r: 3 names\nscandir: a\nscandir: b\nscandir: sub\n" in out and "nftw: x level 2 file" in out, out
+    (top / "a").unlink()
+    (top / "c").write_text("c")
+    (top / "sub" / "deeper").mkdir()
+    for i in range(3):
+        rep = detreplay(trace)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout.decode() == out
+
+
+def test_det_walks_directories_as_glibc_does(tmp_path: Path) -> None:
+    """walk_flags: det's nftw and ftw (which replace glibc's, above) call
+    back with glibc's paths, types, bases, levels and working directories,
+    for every flag (links followed or not, depth first, chdir, skips), a
+    start with a trailing slash, links to files, to directories and to
+    nothing: the same output under detrec as natively."""
+    top = tmp_path / "t"
+    (top / "sub" / "deep").mkdir(parents=True)
+    (top / "f").write_text("f")
+    (top / "sub" / "g").write_text("g")
+    (top / "link").symlink_to("f")
+    (top / "dangle").symlink_to("nowhere")
+    (top / "sublink").symlink_to("sub")
+    prog = str(program("walk_flags"))
+    for start in ("t", "t/"):
+        for flags in (0, 1, 4, 5, 8, 12, 13, 16, 17, 20, 24):  # FTW_PHYS 1, MOUNT 2, CHDIR 4, DEPTH 8, ACTIONRETVAL 16
+            native = subprocess.run([prog, start, str(flags)], cwd=tmp_path, capture_output=True, timeout=10)
+            r = detrec("-q", "-o", tmp_path / "walk.db", "--", prog, start, str(flags), cwd=tmp_path)
+            assert r.returncode == 0, r.stderr.decode()
+            assert r.stdout.decode() == native.stdout.decode(), f"{start} flags {flags}"
+            (tmp_path / "walk.db").unlink()
+
+
 @pytest.mark.parametrize("flags", [[], ["--strict"]])
 def test_resolved_names_are_the_recorded_ones(flags: list[str], tmp_path: Path) -> None:
     """realpath, canonicalize_file_name and readlink (glibc's realpath reads
@@ -248,3 +298,94 @@ def test_message_queues_shared_with_other_processes_replay(tmp_path: Path, mode:
         assert run(f"{kind}-count", queue) == "1 messages\n"
     finally:
         run("posix-unlink" if kind == "posix" else "sysv-remove", queue)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_named_semaphores_and_unlinks_shared_with_other_processes_replay(tmp_path: Path, mode: list[str]) -> None:
+    """named_sem: take a named semaphore another process made, then unlink
+    it, a message queue and a shared memory object (TLPI's psem_wait,
+    psem_unlink, pmsg_unlink, pshm_unlink). The recording took the
+    semaphore and removed the names, so replay's sem_trywait failed
+    (EAGAIN), its sem_open found no name, and its unlinks failed (ENOENT);
+    now what a named semaphore's calls and the unlinks returned are inputs,
+    and replay leaves the objects alone."""
+    prog = str(program("named_sem"))
+    name = f"/det_test_sem_{os.getpid()}_{len(mode)}"
+    made = subprocess.run([prog, "create", name, "1"], capture_output=True, timeout=10)
+    assert made.returncode == 0, made.stderr.decode()
+    try:
+        use, unlink = tmp_path / "use.db", tmp_path / "unlink.db"
+        r = detrec("-q", *mode, "-o", use, "--", prog, "use", name, timeout=60)
+        used = ("sem_trywait: ok\nsem_trywait: Resource temporarily unavailable\nsem_post: ok\nsem_wait: ok\n"
+                "sem_getvalue: ok\nvalue 0\nsem_close: ok\n")
+        assert (r.returncode, r.stdout.decode()) == (0, used), r.stderr.decode()
+        # another process posts it between the recording and its replays
+        again = subprocess.run([prog, "create", name, "0"], capture_output=True, timeout=10)
+        assert again.returncode == 0 or b"exists" in again.stderr
+        r = detrec("-q", *mode, "-o", unlink, "--", prog, "unlink", name, timeout=60)
+        gone = "sem_unlink: ok\nmq_unlink: ok\nshm_unlink: ok\n"
+        assert (r.returncode, r.stdout.decode()) == (0, gone), r.stderr.decode()
+        for i in range(3):
+            for trace, want in ((use, used), (unlink, gone)):
+                rep = detreplay(trace)
+                err = rep.stderr.decode()
+                assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1} of {trace.name}: {err}"
+                assert rep.stdout.decode() == want
+        # replay made and removed nothing: the names are still gone
+        assert subprocess.run([prog, "unlink", name], capture_output=True, timeout=10).stdout.decode() == (
+            "sem_unlink: No such file or directory\nmq_unlink: No such file or directory\n"
+            "shm_unlink: No such file or directory\n")
+    finally:
+        subprocess.run([prog, "unlink", name], capture_output=True, timeout=10)
+
+
+def system_v_objects() -> set[str]:
+    """The ids of this user's System V objects on the machine (ipcs)."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    have = set()
+    for kind in ("-q", "-m", "-s"):
+        r = subprocess.run(["ipcs", kind], capture_output=True, timeout=10, check=True)
+        have |= {f"{kind} {line.split()[1]}" for line in r.stdout.decode().splitlines()
+                 if line[:2] == "0x" and line.split()[2] == me}
+    return have
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_system_v_ids_the_kernel_picks_replay(tmp_path: Path, mode: list[str]) -> None:
+    """sysv_ids: a semaphore set, a shared memory segment (written by a
+    child) and a message queue made with IPC_PRIVATE (TLPI's svsem_create
+    -p, svshm_create -p, svmsg_create -p). Replay made new ones with other
+    ids, so the program printed other ids; now the program sees the
+    recorded ids, and replay leaves no System V object behind."""
+    before = system_v_objects()
+    trace = tmp_path / "ids.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("sysv_ids"), timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert out.splitlines()[1:] == ["sem 2 2 0 nsems 2", "shm 'written by the child' size 4096",
+                                    "msg 5 'queued' left 0"], out
+    for i in range(3):
+        rep = detreplay(trace)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout.decode() == out
+    assert system_v_objects() - before == set()
+
+
+def test_fifo_written_from_outside_replays_without_its_writer(tmp_path: Path) -> None:
+    """fifo_reader: open a FIFO for reading, which waits for its writer, a
+    process outside the program (TLPI's epoll_input on a FIFO). Replay
+    opened it for real and waited for a writer that is not there (a stall);
+    what is read from it is recorded, so replay's open no longer waits."""
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"sleep 0.3; echo hello > {fifo}"])
+    trace = tmp_path / "fifo.db"
+    r = detrec("-q", "-o", trace, "--", program("fifo_reader"), fifo, timeout=60)
+    writer.wait(timeout=10)
+    assert (r.returncode, r.stdout) == (0, b"flags blocking\nread 6: hello\n\nend 0\n"), r.stderr.decode()
+    for i in range(3):
+        rep = detreplay(trace, timeout=60)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout == r.stdout

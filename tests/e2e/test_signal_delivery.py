@@ -214,3 +214,40 @@ def test_pending_signals_read_the_same_in_replay(tmp_path: Path, mode: list[str]
     r = detrec("-q", *mode, "--timeout", "30", "-o", trace, "--", program("pending_shown"), timeout=60)
     assert (r.returncode, r.stdout.decode()) == (0, want), r.stderr.decode()
     replay_matches(trace, [], 5)
+
+
+def test_signals_to_processes_outside_the_program_are_not_sent_again(tmp_path: Path) -> None:
+    """signal_outside: sigqueue to a process outside the program that
+    counts its SIGUSR1s, and kill of another that dies of it (TLPI's
+    t_sigqueue to its shell). Replay sent both again: the counter got one
+    more each replay, and the kill of the process gone by then failed
+    (ESRCH), so the program said something else; now the result is
+    recorded and nothing is sent."""
+    count = tmp_path / "count"
+    counter = subprocess.Popen(
+        ["python3", "-c", "import signal, sys, time\n"
+         "signal.signal(signal.SIGUSR1, lambda *a: open(sys.argv[1], 'a').write('x'))\n"
+         "open(sys.argv[1], 'a')\ntime.sleep(60)", str(count)])
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        for _ in range(100):
+            if count.exists():
+                break
+            time.sleep(0.05)
+        trace = tmp_path / "out.db"
+        r = detrec("-q", "-o", trace, "--", program("signal_outside"), str(counter.pid), str(victim.pid))
+        assert (r.returncode, r.stdout) == (0, b"sigqueue: ok\nkill: ok\n"), r.stderr.decode()
+        assert victim.wait(timeout=10) == -signal.SIGTERM
+        for _ in range(100):
+            if count.read_text() == "x":
+                break
+            time.sleep(0.05)
+        assert count.read_text() == "x"
+        replay_matches(trace, [], 3)
+        time.sleep(0.3)
+        assert count.read_text() == "x", "a replay signalled the process outside the program again"
+    finally:
+        counter.kill()
+        victim.kill()
+        counter.wait()
+        victim.wait()
