@@ -4,7 +4,8 @@ and `det reverse-step` (det_gdb/commands/).
 gdb's own reverse execution needs `record full`, which does not work with
 threads (nor on CPUs with AMX state). A det replay is deterministic, so the
 past can be visited again: restart the replay (or resume the nearest
-snapshot before the window: det_gdb.snapshots, through Session.resume), run
+snapshot before the window: det_gdb.snapshots, through Session.resume; the
+first run takes one at the window's start for the second), run
 it without stopping to an event shortly before where the user is, and from there on to where the
 user is with silent logging breakpoints (a hardware watchpoint for
 last-write, copies of the user's breakpoints and watchpoints for
@@ -256,7 +257,12 @@ def replay(s: Session, start: int | None, mark: Mark, make_loggers: Callable[[Ru
     if start is None:
         s.resume(Goal("the start", ready=True, honor=False), restart=True, silent=True)
     else:
-        s.resume(Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
+        # a snapshot right at the window's start: the next run over this window resumes it
+        s.snapshots.also_at = start
+        try:
+            s.resume(Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
+        finally:
+            s.snapshots.also_at = None
     if not s.alive() or s.pos is None or (start is not None and not (s.pos.det_stop and s.pos.seq == start)):
         raise gdb.GdbError(f"det: the replay did not reach {m.label(start) if start is not None else 'its start'} "
                            "again")
@@ -290,6 +296,12 @@ def search(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[
     """Log from the nearest window on until a hit is picked; then stop at it.
     Returns (the hit, the window's start, figures)."""
     t0 = time.monotonic()
+    with s.snapshots.held():
+        return search_windows(s, cmd, mark, make_loggers, pick, t0)
+
+
+def search_windows(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
+                   pick: Callable[[list[Hit]], Hit | None], t0: float) -> tuple[Hit | None, int | None, dict]:
     runs = logged = 0
     for start in windows(s, mark):
         run = replay(s, start, mark, make_loggers)

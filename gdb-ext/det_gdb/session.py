@@ -563,17 +563,17 @@ class Session:
         """Kill the program and go on from a snapshot (det_gdb.snapshots);
         False: it is gone (the caller restarts the program instead)."""
         self.snapshots.take_out(snap)
-        self.quiet_exit = True
+        # (gdb's CLI prints where an attach stopped past any to_string)
+        quiet_cli = gdb.parameter("suppress-cli-notifications")
+        gdb.execute("set suppress-cli-notifications on", to_string=True)
         try:
-            if self.alive():
-                gdb.execute("kill", to_string=True)
-        finally:
-            self.quiet_exit = False
-        self.snapshots.attaching = True
-        try:
-            # (gdb's CLI prints where an attach stopped past any to_string)
-            quiet_cli = gdb.parameter("suppress-cli-notifications")
-            gdb.execute("set suppress-cli-notifications on", to_string=True)
+            self.quiet_exit = True
+            try:
+                if self.alive():
+                    gdb.execute("kill", to_string=True)
+            finally:
+                self.quiet_exit = False
+            self.snapshots.attaching = True
             gdb.execute(f"attach {snap.pid}", to_string=True)
             self.snapshots.attaching = False
             self.fresh_run(snap.output)
