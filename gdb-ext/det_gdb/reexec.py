@@ -10,7 +10,8 @@ it without stopping to an event shortly before where the user is, and from there
 user is with silent logging breakpoints (a hardware watchpoint for
 last-write, copies of the user's breakpoints and watchpoints for
 reverse-continue, the line starts of the current function for
-reverse-step). The last logged hit is the answer; one more run stops there.
+reverse-step). The last logged hit is the answer; one more run stops there
+(with only that hit's logger).
 
 Rules of this file:
   - As every det_gdb module: no inferior function calls, standard library only, every
@@ -42,8 +43,8 @@ import gdb
 from det_gdb.args import Args
 from det_gdb.frames import on_thread, user_frame, where
 from det_gdb.session import Goal, Session, running
+from det_gdb.snapshots import WINDOW
 
-WINDOW = 64
 GROWTH = 32
 REGS = ("rip", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
         "r14", "r15")
@@ -236,7 +237,7 @@ def mark_base_index(s: Session, mark: Mark) -> int:
 def windows(s: Session, mark: Mark) -> Iterator[int | None]:
     """Event seqs at which to start logging, nearest first; None: the program's start."""
     base = mark_base_index(s, mark)
-    w = WINDOW
+    w = WINDOW  # (det_gdb.snapshots took a snapshot there when det stopped at the mark's event)
     while True:
         i = base - w
         if i <= 0:
@@ -269,6 +270,13 @@ def replay(s: Session, start: int | None, mark: Mark, make_loggers: Callable[[Ru
     bps: list[gdb.Breakpoint] = []
     try:
         bps += make_loggers(run)
+        if target is not None:
+            # only the target's logger counts toward its name: the others
+            # would stop the program for nothing
+            for b in bps:
+                if b.number_in_run != target[0]:
+                    b.delete()
+            bps = [b for b in bps if b.is_valid()]
         if not mark.at_event and mark.signal is None:
             bps.append(MarkBreakpoint(run))
         if mark.at_event and mark.seq < m.end:

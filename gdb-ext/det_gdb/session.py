@@ -527,6 +527,10 @@ class Session:
             self.bps["exit"].enabled = True
         self.signalled = None
         self.deferred = []
+        snaps = self.snapshots
+        set_also = snaps.also_at is None and goal.seq is not None and not self.relaxed
+        if set_also:
+            snaps.also_at = snaps.window_start(self.model, goal.seq)
         try:
             with self.quiet(), self.user_breakpoints(goal.honor):
                 if restart or not self.alive() or self.must_restart(goal):
@@ -546,6 +550,8 @@ class Session:
                     self.snapshots.disarm()
                 except gdb.error:
                     pass
+            if set_also:
+                snaps.also_at = None
             out, self.deferred = self.deferred, None
             self.bps["exit"].enabled = False
             self.goal = None

@@ -46,6 +46,8 @@ from dataclasses import dataclass
 import gdb
 
 CAP = 8
+WINDOW = 64         # a reverse command's first window, in events (det_gdb.reexec): det takes a snapshot
+                    # that many events before each stop it makes at an event, where that window starts
 UINT64_MAX = 2**64 - 1
 EVERY_MIN = 1000
 PARTS = 32          # by default a snapshot every total/PARTS events (at least EVERY_MIN): a resume
@@ -97,6 +99,11 @@ class Snapshots:
             return self.disarm()
         gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every}")
         gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.next_point(after)}")
+
+    def window_start(self, model, seq: int) -> int | None:
+        """Where a reverse command's first window from event seq starts (None: at the program's start)."""
+        i = model.index_of(seq) - WINDOW
+        return model.seq_at(i) if i > 0 else None
 
     def next_point(self, after: int | None) -> int:
         """The first point past event `after` (None: from the first event)
