@@ -38,6 +38,19 @@
  *    every exec), so libc and Go make their clock calls as system calls,
  *    which the filter sees; the 16 bytes of AT_RANDOM are an input (Go's
  *    runtime seeds its randomness with them). rdtsc is not seen.
+ *  - Asynchronous signals (a timer's, a kill's, Go's preemption) are events:
+ *    recording takes one where the kernel stops the holder to deliver it
+ *    (thread, signal, si_code), at its place in the schedule; replay drops
+ *    the program's own signals and sends each recorded one (tgkill) to its
+ *    thread just before that thread goes on after the event before it, so
+ *    it is delivered before the thread runs any code, and a call it cut
+ *    short when recorded (-EINTR or a restart code) is cut short again.
+ *    Exact for a signal that came while its thread was stopped or in a
+ *    system call (the common case: a traced thread spends its time there);
+ *    one that came while the thread ran its own code is delivered at the
+ *    start of that run instead (no instruction counter here, as rr has).
+ *    Faults (SIGSEGV, SIGFPE, ... of the thread's own instruction) and
+ *    job-control stops are delivered as they come, not recorded.
  *  - Child processes (fork, vfork) are traced too, since the filter they
  *    inherit needs a tracer, but run untouched: every stop of theirs goes
  *    on at once; they are neither serialized nor recorded.
@@ -117,6 +130,9 @@ struct thread {
 	long sysno;       /* of the call it is in */
 	int regular;      /* that call reads a regular file */
 	int free;         /* a thread of a child process: runs untouched (not serialized, not recorded) */
+	int expect_sig;   /* replay: the recorded signal made pending for it, not delivered yet */
+	int restarting;   /* replay: its call, cut short by a signal replay drops, starts again */
+	int resend;       /* replay: expect_sig came before its call started again: send it at the entry */
 };
 
 #define MAX_THREADS 4096
@@ -523,6 +539,114 @@ static void finished_call(struct thread *t)
 		free(bytes);
 }
 
+/* ---- signals ---- */
+
+/* A fault of the thread's own instruction: it comes again by itself in
+ * replay, at the same instruction (not an event). */
+static int synchronous(int sig, const siginfo_t *si)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
+		return si->si_code > 0;
+	default:
+		return 0;
+	}
+}
+
+static int job_control(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* A kernel restart code, which the exit stop of a call cut short shows
+ * before the kernel starts the call again or makes it -EINTR. */
+static int is_restart(int64_t result)
+{
+	return result == -512 || result == -513 || result == -514 || result == -516;
+}
+
+/* Is t at a syscall-exit stop (not the entry stop of a call started again)? */
+static int at_exit(struct thread *t)
+{
+	struct __ptrace_syscall_info info;
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, sizeof info, &info) <= 0)
+		finish("error PTRACE_GET_SYSCALL_INFO of thread %d: %s", t->tid, strerror(errno));
+	return info.op == PTRACE_SYSCALL_INFO_EXIT;
+}
+
+/* A result of a call a signal cut short (-EINTR, or one of the kernel's
+ * restart codes, which the thread's exit stop shows before its handler). */
+static int interrupted(int64_t result)
+{
+	return result == -EINTR || is_restart(result);
+}
+
+/* Replay: t is at the exit stop of a call; did a signal cut that call
+ * short when recorded (its event's result says so, and the thread's
+ * signal comes next: a process's signal may wake one thread and be
+ * delivered to another, and the first one's call starts again)? */
+static int cut_when_recorded(const struct thread *t)
+{
+	for (uint64_t i = events_done; i < sched_len; i++)
+		if (sched[i].thread == (uint32_t)t->num)
+			return sched[i].kind == kind_of(t) && sched[i].aux == aux_of(t, sched[i].kind) &&
+			       interrupted(sched[i].result) && i + 1 < sched_len &&
+			       sched[i + 1].kind == DET_EV_SIGNAL && sched[i + 1].thread == (uint32_t)t->num;
+	return 0;
+}
+
+/* Replay: if the schedule's event `at` is a signal for t, make it pending
+ * (t is stopped, or in a call the signal is to cut short), so that the
+ * kernel stops t to deliver it before t runs any of its code. */
+static void send_due(struct thread *t, uint64_t at)
+{
+	if (!replaying || at >= sched_len || t->expect_sig)
+		return;
+	const struct ptr_rec *r = &sched[at];
+	if (r->kind != DET_EV_SIGNAL || r->thread != (uint32_t)t->num)
+		return;
+	if (syscall(SYS_tgkill, leader, t->tid, (int)r->aux) != 0)
+		finish("error sending signal %d to thread %d: %s", (int)r->aux, t->tid, strerror(errno));
+	t->expect_sig = (int)r->aux;
+}
+
+/* t stopped to be delivered sig. Recording: an asynchronous signal to the
+ * holder is an event, then delivered. Replay: the recorded ones come from
+ * send_due; the program's own (a timer's, another thread's kill) are
+ * dropped: they came at other times than when recorded. */
+static void signal_stop(struct thread *t, int sig)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	int req = t->state == ST_KERNEL ? PTRACE_SYSCALL : PTRACE_CONT;
+	if (sig == SIGTRAP || ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) != 0) { /* (a group stop has no siginfo) */
+		resume(t, req, sig == SIGTRAP ? 0 : sig);
+		return;
+	}
+	if (group_exiting || job_control(sig) || synchronous(sig, &si) ||
+	    (!replaying && (t != holder || t->state != ST_RUN))) {
+		resume(t, req, sig);
+		return;
+	}
+	if (!replaying) {
+		event(t, DET_EV_SIGNAL, sig, si.si_code, NULL, 0, (uint32_t)t->tid);
+	} else {
+		if (sig == t->expect_sig && t->restarting) {
+			t->resend = 1; /* (its call is to be cut short: it comes again at the call's entry) */
+			resume(t, req, 0);
+			return;
+		}
+		if (sig != t->expect_sig || t != holder || t->state != ST_RUN) {
+			resume(t, req, 0);
+			return;
+		}
+		t->expect_sig = 0;
+		event(t, DET_EV_SIGNAL, sig, 0, NULL, 0, 0);
+		send_due(t, events_done); /* (another one right after) */
+	}
+	resume(t, req, sig);
+}
+
 /* ---- the turn ---- */
 
 static void grant(struct thread *t)
@@ -541,6 +665,7 @@ static void grant(struct thread *t)
 	}
 	t->state = ST_RUN;
 	holder = t;
+	send_due(t, events_done);
 	resume(t, PTRACE_CONT, 0);
 }
 
@@ -583,6 +708,8 @@ static void next_holder(void)
 		return;
 	}
 	struct thread *want = by_num((int)sched[events_done].thread);
+	if (want && want->state == ST_KERNEL && interrupted(sched[events_done].result))
+		send_due(want, events_done + 1); /* (a signal cut its call short when recorded) */
 	if (want && want->state == ST_READY) {
 		grant(want);
 		return;
@@ -772,7 +899,9 @@ static void stopped(pid_t tid, int status)
 		resume(t, PTRACE_CONT, 0);
 		return;
 	}
-	if (ev == PTRACE_EVENT_SECCOMP) {
+	if (ev == PTRACE_EVENT_SECCOMP && t->restarting) {
+		resume(t, PTRACE_SYSCALL, 0); /* (the same call, started again: still in the kernel) */
+	} else if (ev == PTRACE_EVENT_SECCOMP) {
 		seccomp_stop(t);
 	} else if (sig == (SIGTRAP | 0x80)) {
 		if (t->state != ST_KERNEL) { /* (a call restarted: not ours) */
@@ -780,6 +909,33 @@ static void stopped(pid_t tid, int status)
 			return;
 		}
 		get_regs(t);
+		if (t->restarting && !at_exit(t)) { /* (the entry of its call again) */
+			if (t->resend && syscall(SYS_tgkill, leader, t->tid, t->expect_sig) != 0)
+				finish("error sending signal %d to thread %d: %s", t->expect_sig, t->tid, strerror(errno));
+			t->resend = 0;
+			resume(t, PTRACE_SYSCALL, 0);
+			return;
+		}
+		t->restarting = 0;
+		if (replaying && !t->expect_sig && is_restart((int64_t)t->regs.rax)) {
+			/* a signal of the program's own cut the call short, which
+			 * replay drops: the kernel starts the call again */
+			t->restarting = 1;
+			resume(t, PTRACE_SYSCALL, 0);
+			return;
+		}
+		if (replaying && !interrupted((int64_t)t->regs.rax) && cut_when_recorded(t)) {
+			/* it ended before its signal came (a sleep ran out before
+			 * its turn, or just as it was sent): it starts again, and
+			 * waits for it */
+			t->regs.rax = (unsigned long long)t->sysno; /* (not orig_rax: restart_syscall's, maybe) */
+			t->regs.rip -= 2; /* (syscall is 2 bytes) */
+			if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+				finish("error PTRACE_SETREGS of thread %d: %s", t->tid, strerror(errno));
+			t->restarting = 1;
+			resume(t, PTRACE_SYSCALL, 0);
+			return;
+		}
 		t->state = ST_READY;
 		t->action = ACT_FINISH;
 		if (t == holder) /* (the call did not block: the turn was its until now) */
@@ -796,6 +952,7 @@ static void stopped(pid_t tid, int status)
 		c->num = numbered++;
 		c->action = ACT_START;
 		event(t, DET_EV_THREAD_CREATE, c->num, 0, NULL, 0, (uint32_t)child);
+		send_due(t, events_done);
 		resume(t, PTRACE_CONT, 0);
 	} else if (ev == PTRACE_EVENT_EXEC) {
 		new_image(t);
@@ -804,8 +961,7 @@ static void stopped(pid_t tid, int status)
 		t->seen = 1;
 		t->state = ST_READY;
 	} else {
-		/* a signal for the program: delivered as it comes (not recorded) */
-		resume(t, t->state == ST_KERNEL ? PTRACE_SYSCALL : PTRACE_CONT, sig == SIGTRAP ? 0 : sig);
+		signal_stop(t, sig);
 	}
 }
 
