@@ -40,15 +40,20 @@
  *    runtime seeds its randomness with them). rdtsc is not seen.
  *  - Asynchronous signals (a timer's, a kill's, Go's preemption) are events:
  *    recording takes one where the kernel stops the holder to deliver it
- *    (thread, signal, si_code), at its place in the schedule; replay drops
+ *    (thread; signal | where, include/det/shm.h DET_SIG_*: plain before the
+ *    thread ran code since its grant, IN_WAIT cutting short the call it was
+ *    granted after, UNANCHORED in its code; si_code; sender pid, uid,
+ *    value), at its place in the schedule; replay drops
  *    the program's own signals and sends each recorded one (tgkill) to its
  *    thread just before that thread goes on after the event before it, so
  *    it is delivered before the thread runs any code, and a call it cut
- *    short when recorded (-EINTR or a restart code) is cut short again.
+ *    short when recorded (IN_WAIT) is cut short again.
  *    Exact for a signal that came while its thread was stopped or in a
  *    system call (the common case: a traced thread spends its time there);
- *    one that came while the thread ran its own code is delivered at the
- *    start of that run instead (no instruction counter here, as rr has).
+ *    one that came while the thread ran its own code (UNANCHORED) is
+ *    delivered as the thread next makes a traced call, before it (no
+ *    instruction counter here, as rr has: the handler may see the thread's
+ *    code further on than when recorded).
  *    Faults (SIGSEGV, SIGFPE, ... of the thread's own instruction) and
  *    job-control stops are delivered as they come, not recorded.
  *  - Child processes (fork, vfork) are traced too, since the filter they
@@ -93,6 +98,7 @@
 #include <unistd.h>
 
 #include "det/events.h"
+#include "det/shm.h" /* (DET_SIG_*: where a SIGNAL event came) */
 
 struct ptr_rec {
 	uint32_t thread; /* T number: 0 = the first thread, then creation order */
@@ -133,6 +139,7 @@ struct thread {
 	int expect_sig;   /* replay: the recorded signal made pending for it, not delivered yet */
 	int restarting;   /* replay: its call, cut short by a signal replay drops, starts again */
 	int resend;       /* replay: expect_sig came before its call started again: send it at the entry */
+	int fresh;        /* record: granted, and no stop of its since (regs: as granted) */
 };
 
 #define MAX_THREADS 4096
@@ -591,30 +598,39 @@ static int cut_when_recorded(const struct thread *t)
 		if (sched[i].thread == (uint32_t)t->num)
 			return sched[i].kind == kind_of(t) && sched[i].aux == aux_of(t, sched[i].kind) &&
 			       interrupted(sched[i].result) && i + 1 < sched_len &&
-			       sched[i + 1].kind == DET_EV_SIGNAL && sched[i + 1].thread == (uint32_t)t->num;
+			       sched[i + 1].kind == DET_EV_SIGNAL && sched[i + 1].thread == (uint32_t)t->num &&
+			       (sched[i + 1].aux & DET_SIG_IN_WAIT);
 	return 0;
 }
 
-/* Replay: if the schedule's event `at` is a signal for t, make it pending
- * (t is stopped, or in a call the signal is to cut short), so that the
- * kernel stops t to deliver it before t runs any of its code. */
-static void send_due(struct thread *t, uint64_t at)
+/* Which signals send_due sends: those due as t goes on after its previous
+ * event (not the ones that came in its code: they wait for its next call,
+ * signal_before_call), only one that cut t's call short, or any. */
+enum due { DUE_GOING_ON, DUE_IN_WAIT, DUE_ANY };
+
+/* Replay: if the schedule's event `at` is a signal for t of the kind
+ * `which`, make it pending (t is stopped, or in the call to cut short), so
+ * that the kernel stops t to deliver it before t runs any of its code. */
+static void send_due(struct thread *t, uint64_t at, enum due which)
 {
 	if (!replaying || at >= sched_len || t->expect_sig)
 		return;
 	const struct ptr_rec *r = &sched[at];
-	if (r->kind != DET_EV_SIGNAL || r->thread != (uint32_t)t->num)
+	if (r->kind != DET_EV_SIGNAL || r->thread != (uint32_t)t->num ||
+	    (which == DUE_IN_WAIT && !(r->aux & DET_SIG_IN_WAIT)) ||
+	    (which == DUE_GOING_ON && (r->aux & DET_SIG_UNANCHORED)))
 		return;
-	if (syscall(SYS_tgkill, leader, t->tid, (int)r->aux) != 0)
-		finish("error sending signal %d to thread %d: %s", (int)r->aux, t->tid, strerror(errno));
-	t->expect_sig = (int)r->aux;
+	int sig = (int)(r->aux & DET_SIG_NUMBER);
+	if (syscall(SYS_tgkill, leader, t->tid, sig) != 0)
+		finish("error sending signal %d to thread %d: %s", sig, t->tid, strerror(errno));
+	t->expect_sig = sig;
 }
 
 /* t stopped to be delivered sig. Recording: an asynchronous signal to the
  * holder is an event, then delivered. Replay: the recorded ones come from
  * send_due; the program's own (a timer's, another thread's kill) are
  * dropped: they came at other times than when recorded. */
-static void signal_stop(struct thread *t, int sig)
+static void signal_stop(struct thread *t, int sig, int fresh)
 {
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
@@ -629,7 +645,18 @@ static void signal_stop(struct thread *t, int sig)
 		return;
 	}
 	if (!replaying) {
-		event(t, DET_EV_SIGNAL, sig, si.si_code, NULL, 0, (uint32_t)t->tid);
+		/* where: before its code ran (plain), cutting short the call it
+		 * was granted after (IN_WAIT), or in its code (UNANCHORED) */
+		struct user_regs_struct was = t->regs;
+		get_regs(t);
+		uint32_t where = DET_SIG_UNANCHORED;
+		if (fresh && t->regs.rip == was.rip && t->regs.rax == was.rax)
+			where = is_restart((int64_t)was.rax) ? DET_SIG_IN_WAIT : 0;
+		struct {
+			int32_t pid, uid;
+			int64_t value;
+		} from = {si.si_pid, (int32_t)si.si_uid, (int64_t)(intptr_t)si.si_value.sival_ptr};
+		event(t, DET_EV_SIGNAL, (uint32_t)sig | where, si.si_code, &from, sizeof from, (uint32_t)t->tid);
 	} else {
 		if (sig == t->expect_sig && t->restarting) {
 			t->resend = 1; /* (its call is to be cut short: it comes again at the call's entry) */
@@ -641,8 +668,12 @@ static void signal_stop(struct thread *t, int sig)
 			return;
 		}
 		t->expect_sig = 0;
-		event(t, DET_EV_SIGNAL, sig, 0, NULL, 0, 0);
-		send_due(t, events_done); /* (another one right after) */
+		/* (where it came is the recording's word: the kernel stopped t
+		 * for it before its code ran, as send_due wanted) */
+		int64_t aux = events_done < sched_len && sched[events_done].kind == DET_EV_SIGNAL ?
+			sched[events_done].aux : sig;
+		event(t, DET_EV_SIGNAL, (aux & DET_SIG_NUMBER) == sig ? aux : sig, 0, NULL, 0, 0);
+		send_due(t, events_done, DUE_GOING_ON); /* (another one right after) */
 	}
 	resume(t, req, sig);
 }
@@ -665,7 +696,8 @@ static void grant(struct thread *t)
 	}
 	t->state = ST_RUN;
 	holder = t;
-	send_due(t, events_done);
+	t->fresh = 1;
+	send_due(t, events_done, DUE_GOING_ON);
 	resume(t, PTRACE_CONT, 0);
 }
 
@@ -709,7 +741,7 @@ static void next_holder(void)
 	}
 	struct thread *want = by_num((int)sched[events_done].thread);
 	if (want && want->state == ST_KERNEL && interrupted(sched[events_done].result))
-		send_due(want, events_done + 1); /* (a signal cut its call short when recorded) */
+		send_due(want, events_done + 1, DUE_IN_WAIT); /* (a signal cut its call short when recorded) */
 	if (want && want->state == ST_READY) {
 		grant(want);
 		return;
@@ -745,12 +777,35 @@ static int waits(const struct thread *t)
 	}
 }
 
+/* Replay, t at the seccomp stop of its next call: a signal that came in its
+ * code since its previous event (UNANCHORED) is delivered now, before the
+ * call: the call is skipped with t's instruction pointer back on it, so
+ * that t makes it again once its handler is done. 1: so done. */
+static int signal_before_call(struct thread *t)
+{
+	if (!replaying || t->expect_sig || events_done >= sched_len)
+		return 0;
+	const struct ptr_rec *r = &sched[events_done];
+	if (r->kind != DET_EV_SIGNAL || r->thread != (uint32_t)t->num || !(r->aux & DET_SIG_UNANCHORED))
+		return 0;
+	t->regs.orig_rax = (unsigned long long)-1;
+	t->regs.rax = (unsigned long long)t->sysno;
+	t->regs.rip -= 2; /* (syscall is 2 bytes) */
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+		finish("error PTRACE_SETREGS of thread %d: %s", t->tid, strerror(errno));
+	send_due(t, events_done, DUE_ANY);
+	resume(t, PTRACE_CONT, 0);
+	return 1;
+}
+
 static void seccomp_stop(struct thread *t)
 {
 	get_regs(t);
 	t->sysno = (long)t->regs.orig_rax;
 	if (t != holder)
 		finish("error thread %d stopped at a system call without the turn", t->tid);
+	if (signal_before_call(t))
+		return;
 	if (t->sysno == SYS_exit || t->sysno == SYS_exit_group) {
 		if (t->sysno == SYS_exit) /* (the turn stays until the exit is over: holder_in_kernel) */
 			event(t, DET_EV_THREAD_EXIT, 0, 0, NULL, 0, (uint32_t)t->tid);
@@ -871,6 +926,9 @@ static void stopped(pid_t tid, int status)
 {
 	struct thread *t = find(tid);
 	int sig = WSTOPSIG(status), ev = status >> 16;
+	int fresh = t && t->fresh;
+	if (t)
+		t->fresh = 0;
 	if (!t) { /* a new thread's first stop, before its creator's clone or fork stop */
 		t = add(tid);
 		t->seen = 1;
@@ -952,7 +1010,7 @@ static void stopped(pid_t tid, int status)
 		c->num = numbered++;
 		c->action = ACT_START;
 		event(t, DET_EV_THREAD_CREATE, c->num, 0, NULL, 0, (uint32_t)child);
-		send_due(t, events_done);
+		send_due(t, events_done, DUE_ANY);
 		resume(t, PTRACE_CONT, 0);
 	} else if (ev == PTRACE_EVENT_EXEC) {
 		new_image(t);
@@ -961,7 +1019,7 @@ static void stopped(pid_t tid, int status)
 		t->seen = 1;
 		t->state = ST_READY;
 	} else {
-		signal_stop(t, sig);
+		signal_stop(t, sig, fresh);
 	}
 }
 
