@@ -47,7 +47,9 @@
  *    the program's own signals and sends each recorded one (tgkill) to its
  *    thread just before that thread goes on after the event before it, so
  *    it is delivered before the thread runs any code, and a call it cut
- *    short when recorded (IN_WAIT) is cut short again.
+ *    short when recorded (IN_WAIT) is cut short again; a call the kernel
+ *    started again (a signal woke the thread and went to another) is two
+ *    events in both.
  *    Exact for a signal that came while its thread was stopped or in a
  *    system call (the common case: a traced thread spends its time there);
  *    one that came while the thread ran its own code (UNANCHORED) is
@@ -588,6 +590,27 @@ static int interrupted(int64_t result)
 	return result == -EINTR || is_restart(result);
 }
 
+/* Replay: the schedule's next event of t (sched_len: none). */
+static uint64_t next_of(const struct thread *t)
+{
+	uint64_t i = events_done;
+	while (i < sched_len && sched[i].thread != (uint32_t)t->num)
+		i++;
+	return i;
+}
+
+/* Replay: did t's call, now over, end with a restart code when recorded,
+ * the kernel starting it again without a handler (a signal of the process
+ * woke t and went to another thread)? Then the call made again was a
+ * second event (but restart_syscall's, which the filter does not see). */
+static int restarted_when_recorded(const struct thread *t)
+{
+	uint64_t i = next_of(t);
+	return i < sched_len && is_restart(sched[i].result) &&
+	       !(i + 1 < sched_len && sched[i + 1].kind == DET_EV_SIGNAL && sched[i + 1].thread == (uint32_t)t->num &&
+		 (sched[i + 1].aux & DET_SIG_IN_WAIT));
+}
+
 /* Replay: t is at the exit stop of a call; did a signal cut that call
  * short when recorded (its event's result says so, and the thread's
  * signal comes next: a process's signal may wake one thread and be
@@ -687,9 +710,30 @@ static void grant(struct thread *t)
 		event(t, DET_EV_THREAD_START, 0, 0, NULL, 0, (uint32_t)t->tid);
 		break;
 	}
-	case ACT_FINISH:
+	case ACT_FINISH: {
+		/* (a call the kernel started again when recorded, which ended at
+		 * once here: the second call's event is taken from the same stop,
+		 * in its turn) */
+		int again = replaying && restarted_when_recorded(t) && next_of(t) == events_done &&
+			    sched[events_done].result != -516 && !is_restart((int64_t)t->regs.rax);
 		finished_call(t);
+		if (again) {
+			uint64_t i = next_of(t);
+			if (!(i + 1 < sched_len && sched[i + 1].kind == DET_EV_SIGNAL &&
+			      sched[i + 1].thread == (uint32_t)t->num && (sched[i + 1].aux & DET_SIG_IN_WAIT))) {
+				t->state = ST_READY;
+				holder = NULL;
+				return;
+			}
+			/* the call made again was cut short by a signal: it is made
+			 * again here too (to be cut short in its turn) */
+			t->regs.rax = (unsigned long long)t->sysno;
+			t->regs.rip -= 2; /* (syscall is 2 bytes) */
+			if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+				finish("error PTRACE_SETREGS of thread %d: %s", t->tid, strerror(errno));
+		}
 		break;
+	}
 	case ACT_INPUT:
 		input(t);
 		break;
@@ -975,7 +1019,7 @@ static void stopped(pid_t tid, int status)
 			return;
 		}
 		t->restarting = 0;
-		if (replaying && !t->expect_sig && is_restart((int64_t)t->regs.rax)) {
+		if (replaying && !t->expect_sig && is_restart((int64_t)t->regs.rax) && !restarted_when_recorded(t)) {
 			/* a signal of the program's own cut the call short, which
 			 * replay drops: the kernel starts the call again */
 			t->restarting = 1;
@@ -1140,8 +1184,11 @@ int main(int argc, char **argv)
 	resume(t0, PTRACE_CONT, 0);
 	int exit_status = -1;
 	while (live_threads() > 0) {
-		if (holder == NULL)
+		/* (a grant may take an event and leave the turn free: again) */
+		for (uint64_t before = UINT64_MAX; holder == NULL && before != events_done;) {
+			before = events_done;
 			next_holder();
+		}
 		int in_kernel = holder && (holder->state == ST_KERNEL || holder->state == ST_EXITING);
 		pid_t tid = waitpid(-1, &status, __WALL | (in_kernel ? WNOHANG : 0));
 		if (tid == 0) {
