@@ -38,6 +38,26 @@
  *    every exec), so libc and Go make their clock calls as system calls,
  *    which the filter sees; the 16 bytes of AT_RANDOM are an input (Go's
  *    runtime seeds its randomness with them). rdtsc is not seen.
+ *  - Asynchronous signals (a timer's, a kill's, Go's preemption) are events:
+ *    recording takes one where the kernel stops the holder to deliver it
+ *    (thread; signal | where, include/det/shm.h DET_SIG_*: plain before the
+ *    thread ran code since its grant, IN_WAIT cutting short the call it was
+ *    granted after, UNANCHORED in its code; si_code; sender pid, uid,
+ *    value), at its place in the schedule; replay drops
+ *    the program's own signals and sends each recorded one (tgkill) to its
+ *    thread just before that thread goes on after the event before it, so
+ *    it is delivered before the thread runs any code, and a call it cut
+ *    short when recorded (IN_WAIT) is cut short again; a call the kernel
+ *    started again (a signal woke the thread and went to another) is two
+ *    events in both.
+ *    Exact for a signal that came while its thread was stopped or in a
+ *    system call (the common case: a traced thread spends its time there);
+ *    one that came while the thread ran its own code (UNANCHORED) is
+ *    delivered as the thread next makes a traced call, before it (no
+ *    instruction counter here, as rr has: the handler may see the thread's
+ *    code further on than when recorded).
+ *    Faults (SIGSEGV, SIGFPE, ... of the thread's own instruction) and
+ *    job-control stops are delivered as they come, not recorded.
  *  - Child processes (fork, vfork) are traced too, since the filter they
  *    inherit needs a tracer, but run untouched: every stop of theirs goes
  *    on at once; they are neither serialized nor recorded.
@@ -80,6 +100,7 @@
 #include <unistd.h>
 
 #include "det/events.h"
+#include "det/shm.h" /* (DET_SIG_*: where a SIGNAL event came) */
 
 struct ptr_rec {
 	uint32_t thread; /* T number: 0 = the first thread, then creation order */
@@ -117,6 +138,10 @@ struct thread {
 	long sysno;       /* of the call it is in */
 	int regular;      /* that call reads a regular file */
 	int free;         /* a thread of a child process: runs untouched (not serialized, not recorded) */
+	int expect_sig;   /* replay: the recorded signal made pending for it, not delivered yet */
+	int restarting;   /* replay: its call, cut short by a signal replay drops, starts again */
+	int resend;       /* replay: expect_sig came before its call started again: send it at the entry */
+	int fresh;        /* record: granted, and no stop of its since (regs: as granted) */
 };
 
 #define MAX_THREADS 4096
@@ -523,6 +548,159 @@ static void finished_call(struct thread *t)
 		free(bytes);
 }
 
+/* ---- signals ---- */
+
+/* A fault of the thread's own instruction: it comes again by itself in
+ * replay, at the same instruction (not an event). */
+static int synchronous(int sig, const siginfo_t *si)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
+		return si->si_code > 0;
+	default:
+		return 0;
+	}
+}
+
+static int job_control(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* A kernel restart code, which the exit stop of a call cut short shows
+ * before the kernel starts the call again or makes it -EINTR. */
+static int is_restart(int64_t result)
+{
+	return result == -512 || result == -513 || result == -514 || result == -516;
+}
+
+/* Is t at a syscall-exit stop (not the entry stop of a call started again)? */
+static int at_exit(struct thread *t)
+{
+	struct __ptrace_syscall_info info;
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, sizeof info, &info) <= 0)
+		finish("error PTRACE_GET_SYSCALL_INFO of thread %d: %s", t->tid, strerror(errno));
+	return info.op == PTRACE_SYSCALL_INFO_EXIT;
+}
+
+/* A result of a call a signal cut short (-EINTR, or one of the kernel's
+ * restart codes, which the thread's exit stop shows before its handler). */
+static int interrupted(int64_t result)
+{
+	return result == -EINTR || is_restart(result);
+}
+
+/* Replay: the schedule's next event of t (sched_len: none). */
+static uint64_t next_of(const struct thread *t)
+{
+	uint64_t i = events_done;
+	while (i < sched_len && sched[i].thread != (uint32_t)t->num)
+		i++;
+	return i;
+}
+
+/* Replay: did t's call, now over, end with a restart code when recorded,
+ * the kernel starting it again without a handler (a signal of the process
+ * woke t and went to another thread)? Then the call made again was a
+ * second event (but restart_syscall's, which the filter does not see). */
+static int restarted_when_recorded(const struct thread *t)
+{
+	uint64_t i = next_of(t);
+	return i < sched_len && is_restart(sched[i].result) &&
+	       !(i + 1 < sched_len && sched[i + 1].kind == DET_EV_SIGNAL && sched[i + 1].thread == (uint32_t)t->num &&
+		 (sched[i + 1].aux & DET_SIG_IN_WAIT));
+}
+
+/* Replay: t is at the exit stop of a call; did a signal cut that call
+ * short when recorded (its event's result says so, and the thread's
+ * signal comes next: a process's signal may wake one thread and be
+ * delivered to another, and the first one's call starts again)? */
+static int cut_when_recorded(const struct thread *t)
+{
+	for (uint64_t i = events_done; i < sched_len; i++)
+		if (sched[i].thread == (uint32_t)t->num)
+			return sched[i].kind == kind_of(t) && sched[i].aux == aux_of(t, sched[i].kind) &&
+			       interrupted(sched[i].result) && i + 1 < sched_len &&
+			       sched[i + 1].kind == DET_EV_SIGNAL && sched[i + 1].thread == (uint32_t)t->num &&
+			       (sched[i + 1].aux & DET_SIG_IN_WAIT);
+	return 0;
+}
+
+/* Which signals send_due sends: those due as t goes on after its previous
+ * event (not the ones that came in its code: they wait for its next call,
+ * signal_before_call), only one that cut t's call short, or any. */
+enum due { DUE_GOING_ON, DUE_IN_WAIT, DUE_ANY };
+
+/* Replay: if the schedule's event `at` is a signal for t of the kind
+ * `which`, make it pending (t is stopped, or in the call to cut short), so
+ * that the kernel stops t to deliver it before t runs any of its code. */
+static void send_due(struct thread *t, uint64_t at, enum due which)
+{
+	if (!replaying || at >= sched_len || t->expect_sig)
+		return;
+	const struct ptr_rec *r = &sched[at];
+	if (r->kind != DET_EV_SIGNAL || r->thread != (uint32_t)t->num ||
+	    (which == DUE_IN_WAIT && !(r->aux & DET_SIG_IN_WAIT)) ||
+	    (which == DUE_GOING_ON && (r->aux & DET_SIG_UNANCHORED)))
+		return;
+	int sig = (int)(r->aux & DET_SIG_NUMBER);
+	if (syscall(SYS_tgkill, leader, t->tid, sig) != 0)
+		finish("error sending signal %d to thread %d: %s", sig, t->tid, strerror(errno));
+	t->expect_sig = sig;
+}
+
+/* t stopped to be delivered sig. Recording: an asynchronous signal to the
+ * holder is an event, then delivered. Replay: the recorded ones come from
+ * send_due; the program's own (a timer's, another thread's kill) are
+ * dropped: they came at other times than when recorded. */
+static void signal_stop(struct thread *t, int sig, int fresh)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	int req = t->state == ST_KERNEL ? PTRACE_SYSCALL : PTRACE_CONT;
+	if (sig == SIGTRAP || ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) != 0) { /* (a group stop has no siginfo) */
+		resume(t, req, sig == SIGTRAP ? 0 : sig);
+		return;
+	}
+	if (group_exiting || job_control(sig) || synchronous(sig, &si) ||
+	    (!replaying && (t != holder || t->state != ST_RUN))) {
+		resume(t, req, sig);
+		return;
+	}
+	if (!replaying) {
+		/* where: before its code ran (plain), cutting short the call it
+		 * was granted after (IN_WAIT), or in its code (UNANCHORED) */
+		struct user_regs_struct was = t->regs;
+		get_regs(t);
+		uint32_t where = DET_SIG_UNANCHORED;
+		if (fresh && t->regs.rip == was.rip && t->regs.rax == was.rax)
+			where = is_restart((int64_t)was.rax) ? DET_SIG_IN_WAIT : 0;
+		struct {
+			int32_t pid, uid;
+			int64_t value;
+		} from = {si.si_pid, (int32_t)si.si_uid, (int64_t)(intptr_t)si.si_value.sival_ptr};
+		event(t, DET_EV_SIGNAL, (uint32_t)sig | where, si.si_code, &from, sizeof from, (uint32_t)t->tid);
+	} else {
+		if (sig == t->expect_sig && t->restarting) {
+			t->resend = 1; /* (its call is to be cut short: it comes again at the call's entry) */
+			resume(t, req, 0);
+			return;
+		}
+		if (sig != t->expect_sig || t != holder || t->state != ST_RUN) {
+			resume(t, req, 0);
+			return;
+		}
+		t->expect_sig = 0;
+		/* (where it came is the recording's word: the kernel stopped t
+		 * for it before its code ran, as send_due wanted) */
+		int64_t aux = events_done < sched_len && sched[events_done].kind == DET_EV_SIGNAL ?
+			sched[events_done].aux : sig;
+		event(t, DET_EV_SIGNAL, (aux & DET_SIG_NUMBER) == sig ? aux : sig, 0, NULL, 0, 0);
+		send_due(t, events_done, DUE_GOING_ON); /* (another one right after) */
+	}
+	resume(t, req, sig);
+}
+
 /* ---- the turn ---- */
 
 static void grant(struct thread *t)
@@ -532,15 +710,38 @@ static void grant(struct thread *t)
 		event(t, DET_EV_THREAD_START, 0, 0, NULL, 0, (uint32_t)t->tid);
 		break;
 	}
-	case ACT_FINISH:
+	case ACT_FINISH: {
+		/* (a call the kernel started again when recorded, which ended at
+		 * once here: the second call's event is taken from the same stop,
+		 * in its turn) */
+		int again = replaying && restarted_when_recorded(t) && next_of(t) == events_done &&
+			    sched[events_done].result != -516 && !is_restart((int64_t)t->regs.rax);
 		finished_call(t);
+		if (again) {
+			uint64_t i = next_of(t);
+			if (!(i + 1 < sched_len && sched[i + 1].kind == DET_EV_SIGNAL &&
+			      sched[i + 1].thread == (uint32_t)t->num && (sched[i + 1].aux & DET_SIG_IN_WAIT))) {
+				t->state = ST_READY;
+				holder = NULL;
+				return;
+			}
+			/* the call made again was cut short by a signal: it is made
+			 * again here too (to be cut short in its turn) */
+			t->regs.rax = (unsigned long long)t->sysno;
+			t->regs.rip -= 2; /* (syscall is 2 bytes) */
+			if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+				finish("error PTRACE_SETREGS of thread %d: %s", t->tid, strerror(errno));
+		}
 		break;
+	}
 	case ACT_INPUT:
 		input(t);
 		break;
 	}
 	t->state = ST_RUN;
 	holder = t;
+	t->fresh = 1;
+	send_due(t, events_done, DUE_GOING_ON);
 	resume(t, PTRACE_CONT, 0);
 }
 
@@ -583,6 +784,8 @@ static void next_holder(void)
 		return;
 	}
 	struct thread *want = by_num((int)sched[events_done].thread);
+	if (want && want->state == ST_KERNEL && interrupted(sched[events_done].result))
+		send_due(want, events_done + 1, DUE_IN_WAIT); /* (a signal cut its call short when recorded) */
 	if (want && want->state == ST_READY) {
 		grant(want);
 		return;
@@ -618,12 +821,35 @@ static int waits(const struct thread *t)
 	}
 }
 
+/* Replay, t at the seccomp stop of its next call: a signal that came in its
+ * code since its previous event (UNANCHORED) is delivered now, before the
+ * call: the call is skipped with t's instruction pointer back on it, so
+ * that t makes it again once its handler is done. 1: so done. */
+static int signal_before_call(struct thread *t)
+{
+	if (!replaying || t->expect_sig || events_done >= sched_len)
+		return 0;
+	const struct ptr_rec *r = &sched[events_done];
+	if (r->kind != DET_EV_SIGNAL || r->thread != (uint32_t)t->num || !(r->aux & DET_SIG_UNANCHORED))
+		return 0;
+	t->regs.orig_rax = (unsigned long long)-1;
+	t->regs.rax = (unsigned long long)t->sysno;
+	t->regs.rip -= 2; /* (syscall is 2 bytes) */
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+		finish("error PTRACE_SETREGS of thread %d: %s", t->tid, strerror(errno));
+	send_due(t, events_done, DUE_ANY);
+	resume(t, PTRACE_CONT, 0);
+	return 1;
+}
+
 static void seccomp_stop(struct thread *t)
 {
 	get_regs(t);
 	t->sysno = (long)t->regs.orig_rax;
 	if (t != holder)
 		finish("error thread %d stopped at a system call without the turn", t->tid);
+	if (signal_before_call(t))
+		return;
 	if (t->sysno == SYS_exit || t->sysno == SYS_exit_group) {
 		if (t->sysno == SYS_exit) /* (the turn stays until the exit is over: holder_in_kernel) */
 			event(t, DET_EV_THREAD_EXIT, 0, 0, NULL, 0, (uint32_t)t->tid);
@@ -744,6 +970,9 @@ static void stopped(pid_t tid, int status)
 {
 	struct thread *t = find(tid);
 	int sig = WSTOPSIG(status), ev = status >> 16;
+	int fresh = t && t->fresh;
+	if (t)
+		t->fresh = 0;
 	if (!t) { /* a new thread's first stop, before its creator's clone or fork stop */
 		t = add(tid);
 		t->seen = 1;
@@ -772,7 +1001,9 @@ static void stopped(pid_t tid, int status)
 		resume(t, PTRACE_CONT, 0);
 		return;
 	}
-	if (ev == PTRACE_EVENT_SECCOMP) {
+	if (ev == PTRACE_EVENT_SECCOMP && t->restarting) {
+		resume(t, PTRACE_SYSCALL, 0); /* (the same call, started again: still in the kernel) */
+	} else if (ev == PTRACE_EVENT_SECCOMP) {
 		seccomp_stop(t);
 	} else if (sig == (SIGTRAP | 0x80)) {
 		if (t->state != ST_KERNEL) { /* (a call restarted: not ours) */
@@ -780,6 +1011,33 @@ static void stopped(pid_t tid, int status)
 			return;
 		}
 		get_regs(t);
+		if (t->restarting && !at_exit(t)) { /* (the entry of its call again) */
+			if (t->resend && syscall(SYS_tgkill, leader, t->tid, t->expect_sig) != 0)
+				finish("error sending signal %d to thread %d: %s", t->expect_sig, t->tid, strerror(errno));
+			t->resend = 0;
+			resume(t, PTRACE_SYSCALL, 0);
+			return;
+		}
+		t->restarting = 0;
+		if (replaying && !t->expect_sig && is_restart((int64_t)t->regs.rax) && !restarted_when_recorded(t)) {
+			/* a signal of the program's own cut the call short, which
+			 * replay drops: the kernel starts the call again */
+			t->restarting = 1;
+			resume(t, PTRACE_SYSCALL, 0);
+			return;
+		}
+		if (replaying && !interrupted((int64_t)t->regs.rax) && cut_when_recorded(t)) {
+			/* it ended before its signal came (a sleep ran out before
+			 * its turn, or just as it was sent): it starts again, and
+			 * waits for it */
+			t->regs.rax = (unsigned long long)t->sysno; /* (not orig_rax: restart_syscall's, maybe) */
+			t->regs.rip -= 2; /* (syscall is 2 bytes) */
+			if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+				finish("error PTRACE_SETREGS of thread %d: %s", t->tid, strerror(errno));
+			t->restarting = 1;
+			resume(t, PTRACE_SYSCALL, 0);
+			return;
+		}
 		t->state = ST_READY;
 		t->action = ACT_FINISH;
 		if (t == holder) /* (the call did not block: the turn was its until now) */
@@ -796,6 +1054,7 @@ static void stopped(pid_t tid, int status)
 		c->num = numbered++;
 		c->action = ACT_START;
 		event(t, DET_EV_THREAD_CREATE, c->num, 0, NULL, 0, (uint32_t)child);
+		send_due(t, events_done, DUE_ANY);
 		resume(t, PTRACE_CONT, 0);
 	} else if (ev == PTRACE_EVENT_EXEC) {
 		new_image(t);
@@ -804,8 +1063,7 @@ static void stopped(pid_t tid, int status)
 		t->seen = 1;
 		t->state = ST_READY;
 	} else {
-		/* a signal for the program: delivered as it comes (not recorded) */
-		resume(t, t->state == ST_KERNEL ? PTRACE_SYSCALL : PTRACE_CONT, sig == SIGTRAP ? 0 : sig);
+		signal_stop(t, sig, fresh);
 	}
 }
 
@@ -926,8 +1184,11 @@ int main(int argc, char **argv)
 	resume(t0, PTRACE_CONT, 0);
 	int exit_status = -1;
 	while (live_threads() > 0) {
-		if (holder == NULL)
+		/* (a grant may take an event and leave the turn free: again) */
+		for (uint64_t before = UINT64_MAX; holder == NULL && before != events_done;) {
+			before = events_done;
 			next_holder();
+		}
 		int in_kernel = holder && (holder->state == ST_KERNEL || holder->state == ST_EXITING);
 		pid_t tid = waitpid(-1, &status, __WALL | (in_kernel ? WNOHANG : 0));
 		if (tid == 0) {

@@ -388,7 +388,12 @@ static void feed_rewind(struct det_sup *s, uint32_t gen)
 	f->drc = sqlite3_step(f->data);
 	memset(f->fed, 0, f->nthreads * sizeof(*f->fed));
 	memset(f->published, 0, f->nthreads * sizeof(*f->published));
-	memset(f->done_seen, 0, f->nthreads * sizeof(*f->done_seen));
+	/* a run that starts again from a snapshot (replayer/snapshot.c) has
+	 * its progress restored before the new generation: the entries its
+	 * threads are past are only counted and ordered, not written (a
+	 * restart's progress reads 0 here) */
+	for (uint32_t t = 0; t < f->nthreads; t++)
+		f->done_seen[t] = atomic_load(&det_shm_slot(s->hdr, t)->done);
 	order_reset(&f->order);
 	f->seen = 0;
 	f->data_at = s->data_off;
@@ -448,6 +453,17 @@ static void put_entry(struct det_sup *s, uint32_t t, uint64_t seq, int64_t resul
 	f->fed[t]++;
 }
 
+/* Entry fed[t] of thread t, which t is past: only its place in the order
+ * (what later entries wait for) and the count. */
+static void count_entry(struct det_sup *s, uint32_t t, uint16_t kind, uint32_t obj, uint32_t aux)
+{
+	struct feeder *f = s->feed;
+	struct det_sched e = {.kind = kind, .obj = obj, .aux = aux};
+	struct last_event dep[2];
+	order_next(&f->order, s->hdr->flags, &e, t, f->fed[t], dep);
+	f->fed[t]++;
+}
+
 /*
  * Write events into the windows until a window is full or the trace ends.
  * Returns 1 if it moved, 0 if it waits for a thread (or is done), < 0 on a
@@ -502,6 +518,9 @@ static int feed_some(struct det_sup *s)
 		struct call *k = &f->calls[call];
 		uint64_t data_off = 0;
 		uint32_t data_len = 0;
+		/* an entry its thread finished, and not the last one (a resumed
+		 * snapshot's): nobody reads it again */
+		int past = idx + 1 < f->done_seen[t];
 		/* this event's data: the data rows come in the same seq order */
 		while (f->drc == SQLITE_ROW && sqlite3_column_int64(f->data, 0) < seq)
 			f->drc = sqlite3_step(f->data);
@@ -509,13 +528,18 @@ static int feed_some(struct det_sup *s)
 			int n = sqlite3_column_bytes(f->data, 1);
 			if (f->data_at + (uint64_t)n > f->data_end)
 				return feed_fail(s, "the trace's data table is damaged");
-			memcpy((char *)h + f->data_at, sqlite3_column_blob(f->data, 1), (size_t)n);
+			if (!past)
+				memcpy((char *)h + f->data_at, sqlite3_column_blob(f->data, 1), (size_t)n);
 			data_off = f->data_at;
 			data_len = (uint32_t)n;
 			f->data_at += (uint64_t)n;
 			f->drc = sqlite3_step(f->data);
 		}
-		put_entry(s, t, (uint64_t)seq, f->cur[3], (uint16_t)k->kind, k->obj, k->aux, data_off, data_len);
+		if (past)
+			count_entry(s, t, (uint16_t)k->kind, k->obj, k->aux);
+		else
+			put_entry(s, t, (uint64_t)seq, f->cur[3], (uint16_t)k->kind, k->obj, k->aux, data_off,
+				  data_len);
 		f->seen++;
 		f->row = 0;
 		moved = 1;

@@ -4,12 +4,14 @@ and `det reverse-step` (det_gdb/commands/).
 gdb's own reverse execution needs `record full`, which does not work with
 threads (nor on CPUs with AMX state). A det replay is deterministic, so the
 past can be visited again: restart the replay (or resume the nearest
-snapshot before the window: det_gdb.snapshots, through Session.resume), run
+snapshot before the window: det_gdb.snapshots, through Session.resume; the
+first run takes one at the window's start for the second), run
 it without stopping to an event shortly before where the user is, and from there on to where the
 user is with silent logging breakpoints (a hardware watchpoint for
 last-write, copies of the user's breakpoints and watchpoints for
 reverse-continue, the line starts of the current function for
-reverse-step). The last logged hit is the answer; one more run stops there.
+reverse-step). The last logged hit is the answer; one more run stops there
+(with only that hit's logger).
 
 Rules of this file:
   - As every det_gdb module: no inferior function calls, standard library only, every
@@ -41,8 +43,8 @@ import gdb
 from det_gdb.args import Args
 from det_gdb.frames import on_thread, user_frame, where
 from det_gdb.session import Goal, Session, running
+from det_gdb.snapshots import WINDOW
 
-WINDOW = 64
 GROWTH = 32
 REGS = ("rip", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
         "r14", "r15")
@@ -235,7 +237,7 @@ def mark_base_index(s: Session, mark: Mark) -> int:
 def windows(s: Session, mark: Mark) -> Iterator[int | None]:
     """Event seqs at which to start logging, nearest first; None: the program's start."""
     base = mark_base_index(s, mark)
-    w = WINDOW
+    w = WINDOW  # (det_gdb.snapshots took a snapshot there when det stopped at the mark's event)
     while True:
         i = base - w
         if i <= 0:
@@ -256,13 +258,25 @@ def replay(s: Session, start: int | None, mark: Mark, make_loggers: Callable[[Ru
     if start is None:
         s.resume(Goal("the start", ready=True, honor=False), restart=True, silent=True)
     else:
-        s.resume(Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
+        # a snapshot right at the window's start: the next run over this window resumes it
+        s.snapshots.also_at = start
+        try:
+            s.resume(Goal(f"event {start}", seq=start, honor=False), restart=True, silent=True)
+        finally:
+            s.snapshots.also_at = None
     if not s.alive() or s.pos is None or (start is not None and not (s.pos.det_stop and s.pos.seq == start)):
         raise gdb.GdbError(f"det: the replay did not reach {m.label(start) if start is not None else 'its start'} "
                            "again")
     bps: list[gdb.Breakpoint] = []
     try:
         bps += make_loggers(run)
+        if target is not None:
+            # only the target's logger counts toward its name: the others
+            # would stop the program for nothing
+            for b in bps:
+                if b.number_in_run != target[0]:
+                    b.delete()
+            bps = [b for b in bps if b.is_valid()]
         if not mark.at_event and mark.signal is None:
             bps.append(MarkBreakpoint(run))
         if mark.at_event and mark.seq < m.end:
@@ -290,6 +304,12 @@ def search(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[
     """Log from the nearest window on until a hit is picked; then stop at it.
     Returns (the hit, the window's start, figures)."""
     t0 = time.monotonic()
+    with s.snapshots.held():
+        return search_windows(s, cmd, mark, make_loggers, pick, t0)
+
+
+def search_windows(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
+                   pick: Callable[[list[Hit]], Hit | None], t0: float) -> tuple[Hit | None, int | None, dict]:
     runs = logged = 0
     for start in windows(s, mark):
         run = replay(s, start, mark, make_loggers)

@@ -527,6 +527,10 @@ class Session:
             self.bps["exit"].enabled = True
         self.signalled = None
         self.deferred = []
+        snaps = self.snapshots
+        set_also = snaps.also_at is None and goal.seq is not None and not self.relaxed
+        if set_also:
+            snaps.also_at = snaps.window_start(self.model, goal.seq)
         try:
             with self.quiet(), self.user_breakpoints(goal.honor):
                 if restart or not self.alive() or self.must_restart(goal):
@@ -546,6 +550,8 @@ class Session:
                     self.snapshots.disarm()
                 except gdb.error:
                     pass
+            if set_also:
+                snaps.also_at = None
             out, self.deferred = self.deferred, None
             self.bps["exit"].enabled = False
             self.goal = None
@@ -563,17 +569,17 @@ class Session:
         """Kill the program and go on from a snapshot (det_gdb.snapshots);
         False: it is gone (the caller restarts the program instead)."""
         self.snapshots.take_out(snap)
-        self.quiet_exit = True
+        # (gdb's CLI prints where an attach stopped past any to_string)
+        quiet_cli = gdb.parameter("suppress-cli-notifications")
+        gdb.execute("set suppress-cli-notifications on", to_string=True)
         try:
-            if self.alive():
-                gdb.execute("kill", to_string=True)
-        finally:
-            self.quiet_exit = False
-        self.snapshots.attaching = True
-        try:
-            # (gdb's CLI prints where an attach stopped past any to_string)
-            quiet_cli = gdb.parameter("suppress-cli-notifications")
-            gdb.execute("set suppress-cli-notifications on", to_string=True)
+            self.quiet_exit = True
+            try:
+                if self.alive():
+                    gdb.execute("kill", to_string=True)
+            finally:
+                self.quiet_exit = False
+            self.snapshots.attaching = True
             gdb.execute(f"attach {snap.pid}", to_string=True)
             self.snapshots.attaching = False
             self.fresh_run(snap.output)

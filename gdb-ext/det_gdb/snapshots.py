@@ -10,6 +10,14 @@ back to event N kills the program, attaches gdb to the nearest snapshot at
 or before N and lets it go on (det_gdb_control.snap_go); it forks a
 replacement of itself first, so the same snapshot serves again.
 
+What a resume costs, and what keeps it small: the attach re-reads the
+symbols of every library (~0.15-0.45 s) unless gdb still has them open, so
+across a reverse command's runs a second, processless inferior holds the
+same files (gdb shares a file's symbol tables between program spaces;
+held(): ~0.05 s an attach instead, ~0.1 s once to hold them); a reverse command's second run resumes the snapshot its
+first run took where its window starts (also_at), not one up to
+`every` events before it.
+
 Rules of this file:
   - As every det_gdb module: no inferior function calls (memory writes
     only), standard library only, every user error one gdb.GdbError line.
@@ -20,6 +28,9 @@ Rules of this file:
   - Ordered replays only: a relaxed one has no single position to resume.
   - A snapshot that cannot be resumed (gone, attach refused) is dropped and
     the caller restarts the program, as without snapshots.
+  - The holding inferior lives only while a reverse command runs: the
+    user never sees a second inferior (thread ids stay unqualified, their
+    breakpoints get no second locations).
 """
 
 from __future__ import annotations
@@ -28,11 +39,15 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import gdb
 
 CAP = 8
+WINDOW = 64         # a reverse command's first window, in events (det_gdb.reexec): det takes a snapshot
+                    # that many events before each stop it makes at an event, where that window starts
 UINT64_MAX = 2**64 - 1
 EVERY_MIN = 1000
 PARTS = 32          # by default a snapshot every total/PARTS events (at least EVERY_MIN): a resume
@@ -62,6 +77,8 @@ class Snapshots:
         self.count = 0
         self.resumes = 0
         self.attaching = False
+        self.also_at: int | None = None  # one point off the grid to take (a reverse command's window)
+        self.holding = False
         gdb.events.gdb_exiting.connect(self.on_gdb_exiting)
         # attaching reads every library's symbols again: gdb's index cache
         # makes that a quarter of a second less (a directory of the session's)
@@ -80,18 +97,27 @@ class Snapshots:
         would have gdb say it detached a child)."""
         if not self.enabled:
             return self.disarm()
+        gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every}")
+        gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.next_point(after)}")
+
+    def window_start(self, model, seq: int) -> int | None:
+        """Where a reverse command's first window from event seq starts (None: at the program's start)."""
+        i = model.index_of(seq) - WINDOW
+        return model.seq_at(i) if i > 0 else None
+
+    def next_point(self, after: int | None) -> int:
+        """The first point past event `after` (None: from the first event)
+        to take a snapshot at that no snapshot holds (one there would be
+        killed as a duplicate: its fork is wasted): on the grid, or also_at."""
         at = self.first
         if after is not None:
             at += -(-(after + 1 - self.first) // self.every) * self.every
-        gdb.parse_and_eval(f"det_gdb_control.snap_every = {self.every}")
-        gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.unheld(at)}")
-
-    def unheld(self, at: int) -> int:
-        """The first grid point from `at` on that no snapshot holds (one
-        there would be killed as a duplicate: its fork is wasted)."""
         held = {s.seq for s in self.taken}
         while at in held:
             at += self.every
+        also = self.also_at
+        if also is not None and also not in held and (after is None or also > after):
+            at = min(at, also)
         return at
 
     def disarm(self) -> None:
@@ -107,8 +133,8 @@ class Snapshots:
         self.count += 1
         self.taken.append(Snapshot(seq, pid, output, self.count))
         at = int(gdb.parse_and_eval("det_gdb_control.snap_at"))
-        if at != UINT64_MAX:
-            gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.unheld(at)}")
+        if at != UINT64_MAX:  # (libdet counted on from this one: back onto the grid)
+            gdb.parse_and_eval(f"det_gdb_control.snap_at = {self.next_point(seq)}")
         while len(self.taken) > CAP:
             start = min(self.taken, key=lambda s: s.seq)
             old = min((s for s in self.taken if s is not start), key=lambda s: s.order)
@@ -127,6 +153,41 @@ class Snapshots:
     def nearest(self, seq: int) -> Snapshot | None:
         ok = [s for s in self.taken if s.seq <= seq]
         return max(ok, key=lambda s: s.seq) if ok else None
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep the program's symbol files open in a second, processless
+        inferior while the body resumes snapshots (each kills the program
+        and attaches to a snapshot). Worth it for two resumes or more (it
+        costs about what one attach saves); nested: the outer one holds."""
+        if self.holding or not self.enabled or not self.taken:
+            yield
+            return
+        cur = gdb.selected_inferior()
+        files = [o.filename for o in gdb.objfiles()
+                 if o.is_valid() and o.owner is None and o.filename and os.path.isfile(o.filename)]
+        holder = None
+        quiet_cli = gdb.parameter("suppress-cli-notifications")  # (inferior switches print past to_string)
+        gdb.execute("set suppress-cli-notifications on", to_string=True)
+        try:
+            gdb.execute("add-inferior -no-connection", to_string=True)
+            holder = max(gdb.inferiors(), key=lambda i: i.num)
+            gdb.execute(f"inferior {holder.num}", to_string=True)
+            for f in files:
+                gdb.execute(f"add-symbol-file {f}", to_string=True)
+        except gdb.error:
+            pass  # (without it each attach reads the symbols again: slower, not wrong)
+        finally:
+            if gdb.selected_inferior() != cur and cur.is_valid():
+                gdb.execute(f"inferior {cur.num}", to_string=True)
+            gdb.execute(f"set suppress-cli-notifications {'on' if quiet_cli else 'off'}", to_string=True)
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+            if holder is not None and holder.is_valid():
+                gdb.execute(f"remove-inferiors {holder.num}", to_string=True)
 
     def take_out(self, snap: Snapshot) -> None:
         self.taken.remove(snap)
