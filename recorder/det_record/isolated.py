@@ -22,6 +22,7 @@ from pathlib import Path
 
 from det import isolog
 from det.launch import FED_KINDS, StdinFeed, read_own_stdin, read_own_terminal
+from det.ptracelog import Supervised
 from det.trace import TraceWriter
 
 from .engine import Options, RunResult
@@ -59,7 +60,7 @@ def record_isolated(exe: str, argv: list[str], out: Path, opts: Options) -> RunR
             spool.close()
 
 
-def refused(run: isolog.IsolatedRun) -> bool:
+def refused(run: Supervised) -> bool:
     """Did libdetiso.so stop the program for something it does not do?"""
     if run.how != "exited" or int(run.what) != REFUSED:
         return False

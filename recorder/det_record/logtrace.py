@@ -63,8 +63,8 @@ def run_meta(mode: str, exe: str, argv: list[str], env: dict[str, str], cwd: str
 def finish(writer: TraceWriter, meta: dict[str, Any], run: Any, exe: str, log: Iterable[LogEvent],
            stdin: IO[bytes] | None = None, modules: list[tuple[str, int]] = ()) -> RunResult:
     """The run's trace, written and published: `run` says how it ended
-    (det.ptracelog.Supervised, det.isolog.IsolatedRun: how, what, outputs,
-    duration), `log` is its events in the trace's order."""
+    (det.ptracelog.Supervised, for --ptrace and --isolated runs: how,
+    what, outputs, duration), `log` is its events in the trace's order."""
     t0 = time.monotonic()
     events, threads = write_events(writer.path, log, exe, modules)
     if run.how == "exited":

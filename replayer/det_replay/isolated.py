@@ -18,10 +18,11 @@ from pathlib import Path
 
 from det import isolog
 from det.errors import DetError
-from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, StdinFeed, describe_status, shell_status
+from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, FED_KINDS, StdinFeed
 from det.trace import Trace, kind_name
 from det.trust import sha256_file
 
+from . import outcome
 from .checks import check_binary
 
 EXIT_DIVERGED = EXIT_STOPPED
@@ -98,15 +99,4 @@ def replay_isolated(trace_path: str, force: bool = False, trust: bool = False, f
             return EXIT_TIMEOUT, [f"replayed {min(total, len(replayed))} of {total} events (isolated) the same; "
                                   "the recording was stopped by its timeout, and so was the replay"], False
         return EXIT_DIVERGED, [f"replay stalled: {run.what}"], True
-    rc = int(run.what) if run.how == "exited" else -int(run.what)
-    recorded_rc = rec["exit_code"] if rec["status"] == "exited" else -(rec["signal"] or 0)
-    problems = []
-    if rec["status"] in ("exited", "signaled") and rc != recorded_rc:
-        problems.append(f"recorded {describe_status(recorded_rc)}, replay {describe_status(rc)}")
-    for name, info in (("stdout", run.stdout), ("stderr", run.stderr)):
-        if info["sha256"] != rec[f"{name}_sha256"]:
-            problems.append(f"{name} differs ({info['bytes']} bytes, recorded {rec[f'{name}_bytes']})")
-    if problems:
-        return EXIT_DIVERGED, [f"replayed {total} events, but the outcome differs: " + "; ".join(problems)], True
-    return shell_status(rc), [f"replayed {total} events (isolated); outcome matches the recording: "
-                              f"{describe_status(rc)}"], False
+    return outcome.compare(rec, run, total, "isolated")

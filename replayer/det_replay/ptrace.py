@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from det.errors import DetError
-from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, describe_status, shell_status
+from det.launch import EXIT_STOPPED, EXIT_TIMEOUT
 from det.ptracelog import supervise, work_dir, write_log
 from det.trace import Trace
 
+from . import outcome
 from .checks import check_binary
 
 EXIT_DIVERGED = EXIT_STOPPED
@@ -51,15 +52,4 @@ def replay_ptrace(trace_path: str, force: bool = False, trust: bool = False, for
     if run.how == "stopped":
         return EXIT_TIMEOUT, [f"replayed all {total} events (ptrace); the recording was stopped there "
                               f"({rec['status']}), and so was the replay"], False
-    rc = int(run.what) if run.how == "exited" else -int(run.what)
-    recorded = rec["exit_code"] if rec["status"] == "exited" else -(rec["signal"] or 0)
-    problems = []
-    if rec["status"] in ("exited", "signaled") and rc != recorded:
-        problems.append(f"recorded {describe_status(recorded)}, replay {describe_status(rc)}")
-    for name, info in (("stdout", run.stdout), ("stderr", run.stderr)):
-        if info["sha256"] != rec[f"{name}_sha256"]:
-            problems.append(f"{name} differs ({info['bytes']} bytes, recorded {rec[f'{name}_bytes']})")
-    if problems:
-        return EXIT_DIVERGED, [f"replayed {total} events, but the outcome differs: " + "; ".join(problems)], True
-    return shell_status(rc), [f"replayed {total} events (ptrace); outcome matches the recording: "
-                              f"{describe_status(rc)}"], False
+    return outcome.compare(rec, run, total, "ptrace")

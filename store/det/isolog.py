@@ -22,14 +22,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import events as ev
 from .errors import DetError
 from .launch import Capture, Outputs, StdinFeed, no_aslr, output_pair
 from .native import libdir
-from .ptracelog import LogEvent, read_log
+from .ptracelog import LogEvent, Supervised, read_log
 
 # struct iso_rec: thread, kind, aux, result, ns, len, pid, obj; then len bytes
 REC = struct.Struct("<IIqqQIIQ")
@@ -84,21 +83,9 @@ def iso_library() -> Path:
     return lib
 
 
-@dataclass
-class IsolatedRun:
-    """How the run ended: exited|signaled|timeout, the status or signal
-    number (or the timeout's text), its outputs, its time, its log."""
-    how: str
-    what: str
-    stdout: dict
-    stderr: dict
-    duration_ns: int
-    log: Path
-
-
 def run(mode: str, work: Path, exe: str, argv: list[str], env: dict[str, str], cwd: str,
         outputs: tuple[dict | None, dict | None], forward: bool, timeout: float | None,
-        stdin: StdinFeed | int | None = None) -> IsolatedRun:
+        stdin: StdinFeed | int | None = None) -> Supervised:
     """Run the program isolated with its log in `work` (mode record, or
     replay: work/inputs holds the recorded inputs), without ASLR (the trace
     names objects by address)."""
@@ -156,7 +143,7 @@ def run(mode: str, work: Path, exe: str, argv: list[str], env: dict[str, str], c
         how, what = "signaled", str(-rc)
     else:
         how, what = "exited", str(rc)
-    return IsolatedRun(how, what, out, err, duration, work / "log")
+    return Supervised(how, what, out, err, duration, work / "log")
 
 
 def work_dir() -> tempfile.TemporaryDirectory:

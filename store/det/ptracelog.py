@@ -74,9 +74,9 @@ def detptrace_path() -> Path:
 
 @dataclass
 class Supervised:
-    """How a run under detptrace ended: RESULT's line split in two
-    (exited|signaled|stopped|diverged|error, or timeout; the rest), the
-    outputs, the time."""
+    """How a run under detptrace (or isolated, det.isolog) ended: its
+    RESULT line split in two (exited|signaled|stopped|diverged|error, or
+    timeout; the rest), the outputs, the time, the log."""
     how: str
     what: str
     stdout: dict

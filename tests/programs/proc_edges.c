@@ -71,15 +71,21 @@ static void do_kill(void)
 	report("busy KILL", st);
 }
 
-static void do_fifo(void)
+/* A new FIFO at /tmp/proc_edges.PID.SUFFIX */
+static void make_fifo(char *path, size_t size, const char *suffix)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/tmp/proc_edges.%d.fifo", (int)getpid());
+	snprintf(path, size, "/tmp/proc_edges.%d.%s", (int)getpid(), suffix);
 	unlink(path);
 	if (mkfifo(path, 0600) != 0) {
 		perror("mkfifo");
 		exit(1);
 	}
+}
+
+static void do_fifo(void)
+{
+	char path[64];
+	make_fifo(path, sizeof path, "fifo");
 	pid_t p = fork();
 	if (p == 0) {
 		int fd = open(path, O_WRONLY);
@@ -116,12 +122,7 @@ static void do_fifo(void)
 static void do_fifo_bulk(void)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/tmp/proc_edges.%d.bulk", (int)getpid());
-	unlink(path);
-	if (mkfifo(path, 0600) != 0) {
-		perror("mkfifo");
-		exit(1);
-	}
+	make_fifo(path, sizeof path, "bulk");
 	pid_t p = fork();
 	if (p == 0) {
 		int fd = open(path, O_RDONLY);
