@@ -113,7 +113,8 @@ def test_race_hint_names_atomics_det_did_not_see(tmp_path: Path) -> None:
         if rr.returncode != 0:
             break
     err = rr.stderr.decode()
-    assert rr.returncode == 125 and "divergence at event" in err, err
+    # (the race shows at an event, or only in what the program printed)
+    assert rr.returncode == 125 and ("divergence at event" in err or "outcome differs" in err), err
     assert RACE_WORDS in err and "1 atomic instruction det did not see" in err, err
     assert f"detrec --patch-atomics -o {trace.name} -- " in err, err
     exe = str(program("cas_pool"))
