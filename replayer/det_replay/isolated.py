@@ -66,10 +66,7 @@ def replay_isolated(trace_path: str, force: bool = False, trust: bool = False, f
     with Trace(trace_path) as tr:
         exe = check_binary(tr, force, trust, None, quiet=True)
         m = tr.meta
-        rec = tr.outcome()
-        if rec is None:
-            raise DetError(f"{trace_path}: the recording did not finish; an --isolated replay needs its outcome",
-                           status=EXIT_STOPPED)
+        rec = outcome.recorded(tr, trace_path, "an --isolated")
         recorded = recorded_events(tr)
         stopped = rec["status"] == "timeout"  # (detrec's --timeout: so is the replay, at the same limit)
         if timeout is None:  # a replay that never ends: it does not follow the recording

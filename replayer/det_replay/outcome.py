@@ -9,10 +9,23 @@ Rules of this file:
 
 from __future__ import annotations
 
+from det.errors import DetError
 from det.launch import EXIT_STOPPED, describe_status, shell_status
 from det.ptracelog import Supervised
+from det.trace import Trace
 
 EXIT_DIVERGED = EXIT_STOPPED
+
+
+def recorded(tr: Trace, trace_path: str, mode: str) -> dict:
+    """The recording's outcome, which such a replay is checked against: a
+    recording that did not finish is refused in one line (`mode`: "a
+    --ptrace", "an --isolated")."""
+    rec = tr.outcome()
+    if rec is None:
+        raise DetError(f"{trace_path}: the recording did not finish; {mode} replay needs its outcome",
+                       status=EXIT_STOPPED)
+    return rec
 
 
 def compare(rec: dict, run: Supervised, total: int, label: str) -> tuple[int, list[str], bool]:

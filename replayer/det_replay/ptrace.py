@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT
 from det.ptracelog import supervise, work_dir, write_log
 from det.trace import Trace
@@ -30,10 +29,7 @@ def replay_ptrace(trace_path: str, force: bool = False, trust: bool = False, for
     with Trace(trace_path) as tr:
         exe = check_binary(tr, force, trust, None, quiet=True)
         m = tr.meta
-        rec = tr.outcome()
-        if rec is None:
-            raise DetError(f"{trace_path}: the recording did not finish; a --ptrace replay needs its outcome",
-                           status=EXIT_STOPPED)
+        rec = outcome.recorded(tr, trace_path, "a --ptrace")
         rows = tr.q("SELECT e.seq, e.tid, c.kind, c.aux, e.result, coalesce(d.bytes, x'') FROM event_rows e "
                     "JOIN calls c ON c.call = e.call LEFT JOIN data d ON d.seq = e.seq ORDER BY e.seq")
         total = len(rows)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import events as ev
 from .errors import DetError
-from .launch import Capture, Outputs, StdinFeed, no_aslr, output_pair
+from .launch import Capture, Outputs, StdinFeed, output_pair, spawn
 from .native import libdir
 from .ptracelog import LogEvent, Supervised, read_log
 
@@ -103,22 +103,8 @@ def run(mode: str, work: Path, exe: str, argv: list[str], env: dict[str, str], c
     out_r, out_w, _ = output_pair(outputs[0])
     err_r, err_w, _ = output_pair(outputs[1])
     start = time.monotonic_ns()
-    try:
-        with no_aslr():
-            proc = subprocess.Popen([exe] + argv[1:], executable=exe, env=env, cwd=cwd, process_group=0,
-                                    stdin=stdin.r if isinstance(stdin, StdinFeed) else stdin,
-                                    stdout=out_w, stderr=err_w)
-    except FileNotFoundError:
-        raise DetError(f"{cwd}: working directory is gone", status=2) from None
-    except OSError as e:
-        raise DetError(f"{argv[0]}: cannot start ({e.strerror})", status=126) from None
-    finally:
-        os.close(out_w)
-        os.close(err_w)
-        if isinstance(stdin, int):
-            os.close(stdin)
-    if isinstance(stdin, StdinFeed):
-        stdin.start()
+    proc = spawn([exe] + argv[1:], argv[0], cwd, stdin, out_w, err_w, executable=exe, env=env, cwd=cwd,
+                 process_group=0)
     pump = Outputs(Capture(out_r, sys.stdout.buffer if forward else None),
                    Capture(err_r, sys.stderr.buffer if forward else None))
     timed_out = False

@@ -178,7 +178,7 @@ def _libc() -> ctypes.CDLL:
 
 
 @contextlib.contextmanager
-def no_aslr() -> Iterator[None]:
+def _no_aslr() -> Iterator[None]:
     """What this thread starts runs without ASLR: a thread's personality is
     its own, passed on by fork and kept by exec, so it is set around the
     spawn rather than in the child, which then needs no Python code and
@@ -429,6 +429,29 @@ def read_own_stdin():
         yield chunk
 
 
+def spawn(argv: list[str], name: str, workdir: str, stdin: StdinFeed | int | None, out_w: int, err_w: int,
+          **popen: Any) -> subprocess.Popen:
+    """Start the program without ASLR on its stdin (a feed, started here, or
+    a descriptor, closed here) and outputs' write ends (closed here); `name`
+    and `workdir` word the one-line errors (no working directory, no exec)."""
+    try:
+        with _no_aslr():
+            proc = subprocess.Popen(argv, stdin=stdin.r if isinstance(stdin, StdinFeed) else stdin,
+                                    stdout=out_w, stderr=err_w, **popen)
+    except FileNotFoundError:
+        raise DetError(f"{workdir}: working directory is gone", status=2) from None
+    except OSError as e:
+        raise DetError(f"{name}: cannot start ({e.strerror})", status=126) from None
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+        if isinstance(stdin, int):
+            os.close(stdin)
+    if isinstance(stdin, StdinFeed):
+        stdin.start()
+    return proc
+
+
 class Program:
     """A running program under det. `stdin` is None (inherit), an fd to
     give it (closed here), or a StdinFeed; `outputs` are output_source()
@@ -448,34 +471,13 @@ class Program:
     ) -> None:
         out_r, out_w, _ = output_pair(outputs[0])
         err_r, err_w, _ = output_pair(outputs[1])
-        stdin_fd = stdin.r if isinstance(stdin, StdinFeed) else stdin
         env = program_env(env, shm_fd, shm_pid)
         # (every image det starts for the program has it: exec keeps it, preload/process.c)
         self.det_var = f"{SHM_ENV}={env[SHM_ENV]}".encode()
         self.region_file = file_identity(f"/proc/{shm_pid or os.getpid()}/fd/{shm_fd}")
-        try:
-            with no_aslr():
-                self.proc = subprocess.Popen(
-                    argv,
-                    executable=exe,
-                    env=env,
-                    cwd=cwd if root is None else None,
-                    stdin=stdin_fd,
-                    stdout=out_w,
-                    stderr=err_w,
-                    preexec_fn=preexec if root is None else lambda: _preexec(root, cwd),
-                )
-        except FileNotFoundError:
-            raise DetError(f"{cwd}: working directory is gone", status=2) from None
-        except OSError as e:
-            raise DetError(f"{argv[0]}: cannot start ({e.strerror})", status=126) from None
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-            if isinstance(stdin, int):
-                os.close(stdin)
-        if isinstance(stdin, StdinFeed):
-            stdin.start()
+        self.proc = spawn(argv, argv[0], cwd, stdin, out_w, err_w, executable=exe, env=env,
+                          cwd=cwd if root is None else None,
+                          preexec_fn=preexec if root is None else lambda: _preexec(root, cwd))
         self.stdin = stdin if isinstance(stdin, StdinFeed) else None
         self.started = time.monotonic()
         self.ended: float | None = None  # when wait() first saw it end
