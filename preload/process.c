@@ -29,6 +29,7 @@
  *  - Nothing here runs on a hot path; it may allocate.
  */
 #include "process.h"
+#include "threads.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -117,6 +118,7 @@ void start_process(struct det_thread *t, uint32_t idx, uint32_t num, uint64_t ra
 	t->kick_armed = 0; /* POSIX timers are not inherited */
 	t->self_signal = 0;
 	t->once_ran = 0;
+	det_threads_forked();
 	det_thread_attach(t, num);
 	first_event(t, ra);
 }

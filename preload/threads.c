@@ -49,6 +49,54 @@ static void det_exit_event(struct det_thread *t, uint64_t ra)
 	det_thread_exit(t);
 }
 
+/* glibc's malloc gives a thread its heap (an arena: one mapped for it, or
+ * one an exited thread left) at the thread's first allocation, which runs
+ * freely between events: two threads' first allocations in another order
+ * map their arenas at each other's addresses, and every pointer the program
+ * allocates, prints, hashes or compares differs between runs. Done inside
+ * the thread's start event, the choice follows the recorded order of starts.
+ * (Not yet: the arena of a thread that exited goes back to glibc after its
+ * exit event, as the kernel thread ends, so a thread that starts meanwhile
+ * may or may not be given it.) glibc's own entry points: a malloc the
+ * program interposes is its business (and may take locks det orders, which
+ * must not happen inside a turn). */
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *p);
+
+static void det_attach_heap(void)
+{
+	__libc_free(__libc_malloc(1));
+}
+
+/* Where the kernel puts a mapping depends on the mappings made before it:
+ * replay maps thread stacks (in creates) and heaps (in starts) inside their
+ * events' turns, in the recorded order. A parallel recording takes events
+ * without turns, so two of these could map in another order than their
+ * places in the trace: they take this lock around their place and their
+ * mappings. (Strict and logical-time recordings hold a turn there already;
+ * a lock taken before a turn could wait for a thread that waits for it.) */
+static DET_ATOMIC(uint32_t) mapping_in_order;
+
+static int map_in_order(void)
+{
+	if (det_mode != DET_MODE_RECORD || det_strict || det_logical)
+		return 0;
+	while (atomic_exchange_explicit(&mapping_in_order, 1, memory_order_acquire))
+		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	return 1;
+}
+
+static void mapped_in_order(int taken)
+{
+	if (taken)
+		atomic_store_explicit(&mapping_in_order, 0, memory_order_release);
+}
+
+void det_threads_forked(void)
+{
+	atomic_store(&mapping_in_order, 0); /* (the thread that held it is not in this process) */
+}
+
 /* A created thread's first and last det work, on its det stack (stack.c). */
 struct det_start {
 	void *(*fn)(void *);
@@ -76,8 +124,11 @@ DET_IMPL struct det_start det_impl_det_thread_begin(uint32_t num)
 	det_thread_attach(t, num);
 	t->depth = 1;
 	struct det_op op = {.id = s->obj};
+	int in_order = map_in_order();
 	det_acquire_begin(&op, t, DET_EV_THREAD_START, NULL, DET_OBJ_THREAD, (uint64_t)(uintptr_t)st.fn);
+	det_attach_heap();
 	det_acquire_end(&op, 0);
+	mapped_in_order(in_order);
 	det_leave(t);
 	return st;
 }
@@ -123,6 +174,7 @@ DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, 
 		return real.pthread_create(th, attr, fn, arg);
 	struct det_op op = {.t = t, .kind = DET_EV_THREAD_CREATE, .ra = DET_RA()};
 	uint32_t child;
+	int in_order = map_in_order();
 	if (det_replaying()) {
 		op.id = UINT32_MAX; /* the event makes its object */
 		op.rec = det_ops.replay_begin(&op, NULL, DET_OBJ_THREAD);
@@ -155,6 +207,7 @@ DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, 
 	if (r == 0 && atomic_load(&cs->state) == DET_TS_STARTING)
 		det_obj_bind((void *)*th, op.obj, DET_OBJ_THREAD); /* (a started child bound it itself) */
 	det_release_end(&op, r);
+	mapped_in_order(in_order);
 	det_leave(t);
 	return r;
 }

@@ -14,5 +14,7 @@ DET_HIDDEN int from_unwinder(uint64_t ra, uint64_t own_ra);
 /* Record: unlock a FILE det locked for the program; strict mode's waiters
  * for it try again. */
 DET_HIDDEN void file_unlocked(struct det_thread *t, FILE *f);
+/* A forked child's first steps: no thread of this process holds det's locks. */
+DET_HIDDEN void det_threads_forked(void);
 
 #endif /* DET_THREADS_H */

@@ -16,7 +16,9 @@
  *               all name the thread's own object); a sleep, the last event
  *               before it of the thread last signalled; a clock read, a
  *               sleep and a thread's next event after one, the one before
- *               it among those (the time chain: one successor each);
+ *               it among those (the time chain: one successor each); a
+ *               thread create or start, the one before it among those
+ *               (maps_memory: they map memory);
  *      both: a hand-off through a descriptor (det_kind_handoff), its
  *               predecessor among the hand-offs only; a stdio write to a
  *               stream several processes write (det_event_also_handoff)
@@ -96,6 +98,7 @@ struct order {
 	struct last_event handoff;   /* the last hand-off through a descriptor */
 	struct last_event signalled; /* relaxed: the last event of the thread last signalled */
 	struct last_event time;      /* relaxed: the last event of the time chain (order_next) */
+	struct last_event maps;      /* relaxed: the last thread create or start (maps_memory) */
 	uint8_t *timed;              /* relaxed, per thread: its last event was a clock read or sleep */
 	uint32_t nthreads;
 	uint32_t sig_thread;         /* relaxed: that thread + 1 (0: none yet) */
@@ -122,6 +125,16 @@ static int kept_in_place(unsigned kind)
 {
 	return kind == DET_EV_CLOCK_GETTIME || kind == DET_EV_GETTIMEOFDAY || kind == DET_EV_TIME ||
 	       kind == DET_EV_SLEEP;
+}
+
+/* A thread create maps the thread's stack and a start its heap
+ * (preload/threads.c); where the kernel puts a mapping depends on those
+ * before it, so a relaxed replay keeps these in their recorded order among
+ * themselves (out of it, two threads' heaps traded addresses and so did
+ * every pointer they allocated). */
+static int maps_memory(unsigned kind)
+{
+	return kind == DET_EV_THREAD_CREATE || kind == DET_EV_THREAD_START;
 }
 
 /* Event idx of thread t (kind, obj, aux of entry e) in the order: its
@@ -196,6 +209,11 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 			dep[1] = o->last_obj[e->aux];
 			o->last_obj[e->aux] = me;
 			timed = 0; /* (two successors already: an event wakes two threads at most) */
+		} else if (maps_memory(e->kind)) {
+			if (o->maps.thread != dep[0].thread || o->maps.idx != dep[0].idx)
+				dep[1] = o->maps;
+			o->maps = me;
+			timed = 0; /* (as above) */
 		}
 	} else {
 		dep[0] = o->prev;
@@ -224,6 +242,7 @@ static void order_reset(struct order *o)
 	memset(&o->handoff, 0, sizeof(o->handoff));
 	memset(&o->signalled, 0, sizeof(o->signalled));
 	memset(&o->time, 0, sizeof(o->time));
+	memset(&o->maps, 0, sizeof(o->maps));
 	memset(o->timed, 0, o->nthreads);
 	o->sig_thread = 0;
 	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));

@@ -20,7 +20,11 @@ Rules of this file:
     the program at an event or at the end. A stop in the program's code is
     found again as the first time its thread, with as many events done, is
     at the same pc with the same registers and top of stack; a signal stop
-    as the same signal in the same thread.
+    as the same signal in the same thread. When no such stop comes (a
+    register or stack word differs: a heap pointer glibc placed elsewhere,
+    a value another thread wrote between events), the mark is the stop of
+    that thread at that pc, with as many events done, that differs in the
+    fewest words (the first of those), found by one more run.
   - Logging starts at an event WINDOW events before the mark, then WINDOW
     times GROWTH more, ..., until a hit is logged or the window reaches the
     program's start: a run costs a restart and a replay without stops to
@@ -65,17 +69,16 @@ class Mark:
     signal: str | None = None      # a signal stop: its signal
     what: str = ""
 
-    def matches(self, num: int | None, done: int) -> bool:
-        """Is the selected thread, stopped here, at the mark?"""
-        if self.at_event or num != self.thread or done != self.done:
-            return False
-        f = gdb.newest_frame()
-        if f.pc() != self.pc:
-            return False
-        regs = tuple(int(f.read_register(r)) for r in REGS)
-        if regs != self.regs:
-            return False
-        return bytes(gdb.selected_inferior().read_memory(regs[1], TOP)) == self.top
+    def near(self, num: int | None, done: int) -> bool:
+        """Is the selected thread, stopped here, the mark's thread at its pc
+        with as many events done?"""
+        return (not self.at_event and num == self.thread and done == self.done
+                and gdb.newest_frame().pc() == self.pc)
+
+    def differs(self, regs: tuple[int, ...], top: bytes) -> int:
+        """In how many register and stack words a near stop differs (0: it is the mark)."""
+        return (sum(a != b for a, b in zip(regs, self.regs, strict=True))
+                + sum(top[i:i + 8] != self.top[i:i + 8] for i in range(0, TOP, 8)))
 
 
 @dataclass
@@ -94,14 +97,19 @@ class Hit:
 class Run:
     """The state shared by the logging breakpoints of one re-execution."""
 
-    def __init__(self, s: Session, mark: Mark, target: tuple[int, int, int, int] | None) -> None:
+    def __init__(self, s: Session, mark: Mark, target: tuple[int, int, int, int] | None,
+                 mark_k: int | None = None) -> None:
         self.s = s
         self.mark = mark
         self.target = target          # (logger, thread, done, k) to stop at, or None: log only
+        self.mark_k = mark_k          # the mark is its k-th near stop (None: the exact one)
         self.hits: list[Hit] = []
         self.counts: dict[tuple[int, int, int], int] = {}
         self.reached_target: Hit | None = None
         self.reached_mark = False
+        self.near: list[int] = []     # the words each stop at the mark's thread, done and pc differed in
+        self.last_stop: tuple | None = None
+        self.last_at_mark = False
         self.stops = 0
 
     def here(self) -> tuple[int | None, int]:
@@ -109,6 +117,24 @@ class Run:
         if num is None:
             return None, 0
         return num, int(self.s._slots()[num]["done"])
+
+    def at_mark(self, num: int | None, done: int) -> bool:
+        """Is this stop the mark? Counted once per stop: a logger and the
+        mark's breakpoint at one pc both ask."""
+        if not self.mark.near(num, done):
+            return False
+        regs = tuple(int(gdb.newest_frame().read_register(r)) for r in REGS)
+        stop = (regs, bytes(gdb.selected_inferior().read_memory(regs[1], TOP)))
+        if stop == self.last_stop:
+            return self.last_at_mark
+        self.near.append(self.mark.differs(*stop))
+        at = self.near[-1] == 0 if self.mark_k is None else len(self.near) - 1 == self.mark_k
+        self.last_stop, self.last_at_mark = stop, at
+        return at
+
+    def closest(self) -> int | None:
+        """Which near stop to take for the mark (the first of the fewest words)."""
+        return min(range(len(self.near)), key=lambda k: (self.near[k], k)) if self.near else None
 
     def log(self, logger: int, num: int, done: int, detail: dict) -> bool:
         """Record a hit; True: stop here (the target)."""
@@ -141,7 +167,7 @@ class Logger(gdb.Breakpoint):
             num, done = self.run.here()
             if num is None:
                 return False
-            if self.run.mark.matches(num, done):
+            if self.run.at_mark(num, done):
                 return False  # the mark's own hit is not before the mark
             detail = self.accept(num, done)
             if detail is None:
@@ -163,7 +189,7 @@ class MarkBreakpoint(gdb.Breakpoint):
     def stop(self) -> bool:
         try:
             num, done = self.run.here()
-            if self.run.mark.matches(num, done):
+            if self.run.at_mark(num, done):
                 self.run.reached_mark = True
                 return True
             return False
@@ -249,11 +275,11 @@ def windows(s: Session, mark: Mark) -> Iterator[int | None]:
 
 # --- one re-execution ---------------------------------------------------------------------
 def replay(s: Session, start: int | None, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
-           target: tuple[int, int, int, int] | None = None) -> Run:
+           target: tuple[int, int, int, int] | None = None, mark_k: int | None = None) -> Run:
     """Restart, run without stops to event `start` (None: the program's start),
     then to the mark (or the target hit) with the loggers; the loggers are
     deleted again."""
-    run = Run(s, mark, target)
+    run = Run(s, mark, target, mark_k)
     m = s.model
     if start is None:
         s.resume(Goal("the start", ready=True, honor=False), restart=True, silent=True)
@@ -311,25 +337,33 @@ def search(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[
 def search_windows(s: Session, cmd: str, mark: Mark, make_loggers: Callable[[Run], list[gdb.Breakpoint]],
                    pick: Callable[[list[Hit]], Hit | None], t0: float) -> tuple[Hit | None, int | None, dict]:
     runs = logged = 0
+    mark_k = words = None
     for start in windows(s, mark):
-        run = replay(s, start, mark, make_loggers)
+        run = replay(s, start, mark, make_loggers, mark_k=mark_k)
         runs += 1
         logged += run.stops
+        if not run.reached_mark and mark_k is None and run.closest() is not None:
+            mark_k = run.closest()   # (the same in every later window: the mark's thread is past `start`)
+            words = run.near[mark_k]
+            run = replay(s, start, mark, make_loggers, mark_k=mark_k)
+            runs += 1
+            logged += run.stops
         if not run.reached_mark:
             now = s.model.label(s.pos.seq) if s.pos else "its end"
             raise gdb.GdbError(f"det: {cmd}: the re-execution did not come back to where you were "
                                f"({mark.what}); the program is now at {now}")
         hit = pick(run.hits)
         if hit is not None:
-            run2 = replay(s, start, mark, make_loggers, target=(hit.logger, hit.thread, hit.done, hit.k))
+            run2 = replay(s, start, mark, make_loggers, target=(hit.logger, hit.thread, hit.done, hit.k),
+                          mark_k=mark_k)
             runs += 1
             if run2.reached_target is None:
                 raise gdb.GdbError(f"det: {cmd}: the re-execution did not come back to the hit it found "
                                    f"(T{hit.thread} after {hit.done} events); the program's code between events "
                                    "is not deterministic here (a data race in an ordered replay?)")
             hit = run2.reached_target
-            return hit, start, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0}
-    return None, None, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0}
+            return hit, start, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0, "near": words}
+    return None, None, {"runs": runs, "logged": logged, "seconds": time.monotonic() - t0, "near": words}
 
 
 def between(s: Session, num: int, done: int) -> str:
@@ -363,8 +397,11 @@ def arrive(s: Session, hit: Hit) -> list[str]:
 
 def figures(fig: dict, start: int | None, s: Session) -> str:
     frm = "the program's start" if start is None else f"event {start}"
+    n = fig.get("near")
+    near = "" if n is None else \
+        f"; where you were: the closest stop there, {n} register or stack word{'s' if n != 1 else ''} apart"
     return (f"({fig['runs']} re-executions from {frm}, {fig['logged']} hits logged, "
-            f"{fig['seconds']:.1f} s)")
+            f"{fig['seconds']:.1f} s{near})")
 
 
 # --- watching memory ---------------------------------------------------------------------

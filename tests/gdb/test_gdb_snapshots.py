@@ -71,9 +71,11 @@ def test_goto_backward_lands_where_reexecution_does(trace: Path) -> None:
 
 def test_reverse_continue_lands_where_reexecution_does(trace: Path) -> None:
     where = line_of("progress[id] = mine;")
+    # (the thread's own values: `counter` there is the other workers' too,
+    # and they run on between their events while T2 goes to the breakpoint)
     cmds = [f"break snapshot_threads.c:{where} if id == 1", "det goto 450", "reverse-continue",
-            'printf "@rc %d %d %d %d\\n", $det_thread, i, counter, mine', "reverse-continue",
-            'printf "@rc %d %d %d %d\\n", $det_thread, i, counter, mine']
+            'printf "@rc %d %d %d %d\\n", $det_thread, i, now, mine', "reverse-continue",
+            'printf "@rc %d %d %d %d\\n", $det_thread, i, now, mine']
     snap, plain = both(trace, *cmds)
     got = marks(snap, "rc")
     assert len(got) == 2 and got[0][1] == got[1][1] + 1, snap  # T2 (id 1): two rounds back in a row
