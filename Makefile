@@ -94,11 +94,17 @@ $(DETPASS): llvm/DetPass.cpp include/det/cc.h include/det/events.def include/det
 	$(LLVM_BIN)/clang++ $(shell $(LLVM_CONFIG) --cxxflags | sed 's|-I\([^ ]*\)|-isystem \1|') -Iinclude \
 		-O2 $(WARN) -fPIC -shared -o $@ $<
 
-build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR)
+# A library whose sources are found by wildcard is built again when one is
+# removed too: its list goes to a file rewritten only when the list changes.
+source_list = $(shell mkdir -p build; echo '$(2)' | cmp -s - $(1) || echo '$(2)' > $(1))
+$(call source_list,build/libdet.sources,$(RUNTIME_SRC) $(RUNTIME_HDR))
+$(call source_list,build/libdetiso.sources,$(ISO_SRC) $(ISO_HDR))
+
+build/libdet.so: $(RUNTIME_SRC) $(RUNTIME_HDR) build/libdet.sources
 	@mkdir -p build
 	$(CC) $(RUNTIME_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(RUNTIME_SRC) -ldl
 
-build/libdetiso.so: $(ISO_SRC) $(ISO_HDR)
+build/libdetiso.so: $(ISO_SRC) $(ISO_HDR) build/libdetiso.sources
 	@mkdir -p build
 	$(CC) $(ISO_CFLAGS) -shared -Wl,-z,defs $(EXTRA_LDFLAGS) -o $@ $(ISO_SRC) -ldl
 

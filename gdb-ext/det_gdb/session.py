@@ -558,12 +558,18 @@ class Session:
             for ln in [] if silent else out:
                 print(ln)
 
-    def restart(self) -> None:
+    @contextmanager
+    def ending_quietly(self) -> Iterator[None]:
+        """The program's end in here is det's doing (a restart, a resume): say nothing."""
         self.quiet_exit = True
         try:
-            gdb.execute("run", to_string=True)
+            yield
         finally:
             self.quiet_exit = False
+
+    def restart(self) -> None:
+        with self.ending_quietly():
+            gdb.execute("run", to_string=True)
 
     def resume_snapshot(self, snap: Snapshot) -> bool:
         """Kill the program and go on from a snapshot (det_gdb.snapshots);
@@ -573,12 +579,9 @@ class Session:
         quiet_cli = gdb.parameter("suppress-cli-notifications")
         gdb.execute("set suppress-cli-notifications on", to_string=True)
         try:
-            self.quiet_exit = True
-            try:
+            with self.ending_quietly():
                 if self.alive():
                     gdb.execute("kill", to_string=True)
-            finally:
-                self.quiet_exit = False
             self.snapshots.attaching = True
             gdb.execute(f"attach {snap.pid}", to_string=True)
             self.snapshots.attaching = False
