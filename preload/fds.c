@@ -255,6 +255,19 @@ static int64_t do_openat(void *p)
 	return res_of(real.openat(a->a, det_live_path(a->path, live, sizeof(live)), a->flags, a->mode));
 }
 
+/* Replay's open of a FIFO for writing, without waiting (O_NONBLOCK): with
+ * no reader there now (ENXIO), /dev/null stands in. The reader was outside
+ * the program, or is the program's own and reads from the trace: nothing
+ * needs the bytes, and the writes' recorded counts stand. */
+static int64_t do_openat_fifo_writer(void *p)
+{
+	struct fd_args *a = p;
+	int64_t fd = do_openat(p);
+	if (fd == -ENXIO)
+		fd = res_of(real.openat(AT_FDCWD, "/dev/null", a->flags & (O_ACCMODE | O_CLOEXEC | O_NONBLOCK), 0));
+	return fd;
+}
+
 static void split_pair(int64_t res, int fds[2])
 {
 	fds[0] = (int)(res & 0xffffffff);
@@ -323,12 +336,14 @@ static int det_openat(int dirfd, const char *path, int flags, mode_t mode, uint6
 	int waits = (det_replaying() || det_strict) && open_waits(dirfd, path, flags);
 	/* Replay: a FIFO's reader need not wait for its writer, which may have
 	 * been outside the program: what it read is recorded (a named FIFO is
-	 * no pipe of the program's own: fd_class). Opened without waiting, then
-	 * made blocking again, as the program asked. */
-	int no_wait = waits && det_replaying() && (flags & O_ACCMODE) == O_RDONLY;
+	 * no pipe of the program's own: fd_class); nor its writer for its
+	 * reader (do_openat_fifo_writer). Opened without waiting, then made
+	 * blocking again, as the program asked. */
+	int no_wait = waits && det_replaying();
 	if (no_wait)
 		a.flags |= O_NONBLOCK;
-	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, do_openat, &a, 0, FDC_UNKNOWN, waits ? undo_open : NULL));
+	int64_t (*perform)(void *) = no_wait && (flags & O_ACCMODE) == O_WRONLY ? do_openat_fifo_writer : do_openat;
+	int fd = (int)ret_of(fd_event((uint32_t)dirfd, ra, perform, &a, 0, FDC_UNKNOWN, waits ? undo_open : NULL));
 	if (fd >= 0 && no_wait) {
 		int e = errno;
 		det_sys(SYS_fcntl, fd, F_SETFL, flags & ~O_ACCMODE & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC), 0, 0, 0);

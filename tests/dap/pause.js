@@ -26,14 +26,14 @@ async function main() {
   await initialized;
   let stopped = dc.waitForEvent('stopped', 120000);
   const running = dc.configurationDoneRequest();      // answered when the program stops
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await new Promise((resolve) => setTimeout(resolve, 700));
   await dc.pauseRequest({ threadId: 1 });
   await running;
   let ev = await stopped;
   assert.strictEqual(ev.body.reason, 'pause', JSON.stringify(ev.body));
   out.paused_at = ev.body.detEvent;
-  const threads = (await dc.threadsRequest()).body.threads.map((t) => t.name).sort();
-  assert.deepStrictEqual(threads, ['T0', 'T1', 'T2']);
+  // (which threads exist depends on where the pause landed: test_dap.py checks them against the trace)
+  out.threads = (await dc.threadsRequest()).body.threads.map((t) => t.name).sort();
   assert.strictEqual(output, '', 'paused before the program printed');
   stopped = dc.waitForEvent('stopped', 120000);
   const exited = dc.waitForEvent('exited', 120000);

@@ -372,6 +372,29 @@ def test_system_v_ids_the_kernel_picks_replay(tmp_path: Path, mode: list[str]) -
     assert system_v_objects() - before == set()
 
 
+def test_fifo_read_from_outside_replays_without_its_reader(tmp_path: Path) -> None:
+    """fifo_writer: open a FIFO for writing, which waits for its reader, a
+    process outside the program (TLPI's fifo_seqnum_client). Replay opened
+    it for real and waited for a reader that is not there (a stall on
+    main); with none there now, replay's writes go to /dev/null (their
+    recorded counts stand)."""
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    got = tmp_path / "got"
+    reader = subprocess.Popen(["sh", "-c", f"sleep 0.3; cat {fifo} > {got}"])
+    trace = tmp_path / "fifo.db"
+    r = detrec("-q", "-o", trace, "--", program("fifo_writer"), fifo, "3", timeout=60)
+    reader.wait(timeout=10)
+    want = b"flags blocking\nwrote 7\nwrote 7\nwrote 7\nclose 0\n"
+    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+    assert got.read_bytes() == b"line 0\nline 1\nline 2\n"
+    for i in range(3):
+        rep = detreplay(trace, timeout=30)
+        err = rep.stderr.decode()
+        assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+        assert rep.stdout == r.stdout
+
+
 def test_fifo_written_from_outside_replays_without_its_writer(tmp_path: Path) -> None:
     """fifo_reader: open a FIFO for reading, which waits for its writer, a
     process outside the program (TLPI's epoll_input on a FIFO). Replay
