@@ -63,6 +63,7 @@ extern ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 extern ssize_t __recvfrom_chk(int fd, void *restrict buf, size_t n, size_t buflen, int flags,
 			      struct sockaddr *restrict addr, socklen_t *restrict addr_len);
 extern int __open_2(const char *path, int oflag);
+extern mqd_t __mq_open_2(const char *name, int oflag);
 extern int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
 extern int __vprintf_chk(int flag, const char *restrict format, va_list ap);
 extern int __vfprintf_chk(FILE *restrict stream, int flag, const char *restrict format, va_list ap);

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <linux/magic.h>
+#include <mqueue.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -386,6 +387,65 @@ DET_IMPL int det_impl___open_2(const char *path, int flags)
 {
 	det_init();
 	return det_openat(AT_FDCWD, path, flags, 0, DET_RA());
+}
+
+/* POSIX message queues: a queue's descriptor is a number the threads race
+ * for like any other (an FD_OPEN), but its name is the machine's. Its
+ * receives replay from the trace and its sends are not sent again
+ * (msgqueues.c), so replay needs no queue of that name, and must not make
+ * one (the recording's unlink is not done again: named.c): it opens a
+ * stand-in, a queue of its own unlinked at once, with the attributes asked
+ * for. The queue the recording made may still be there, or have gone. */
+struct mq_args {
+	const char *name;
+	int oflag;
+	mode_t mode;
+	struct mq_attr *attr;
+};
+
+static int64_t do_mq_open(void *p)
+{
+	struct mq_args *a = p;
+	if (!det_replaying())
+		return res_of(real.mq_open(a->name, a->oflag, a->mode, a->attr));
+	char standin[64];
+	for (unsigned n = 0;; n++) {
+		snprintf(standin, sizeof(standin), "/det-standin-%ld-%u", det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0), n);
+		int flags = (a->oflag & (O_ACCMODE | O_NONBLOCK | O_CLOEXEC)) | O_CREAT | O_EXCL;
+		int64_t fd = res_of(real.mq_open(standin, flags, 0600, a->oflag & O_CREAT ? a->attr : NULL));
+		if (fd == -EEXIST)
+			continue; /* (left by a replay that was killed here) */
+		if (fd >= 0)
+			real.mq_unlink(standin);
+		return fd;
+	}
+}
+
+static mqd_t det_mq_open(const char *name, int oflag, mode_t mode, struct mq_attr *attr, uint64_t ra)
+{
+	struct mq_args a = {name, oflag, mode, attr};
+	return (mqd_t)ret_of(fd_event(0, ra, do_mq_open, &a, 0, FDC_UNKNOWN, NULL));
+}
+
+DET_IMPL mqd_t det_impl_mq_open(const char *name, int oflag, ...)
+{
+	det_init();
+	mode_t mode = 0;
+	struct mq_attr *attr = NULL;
+	if (oflag & O_CREAT) {
+		va_list ap;
+		va_start(ap, oflag);
+		mode = va_arg(ap, mode_t);
+		attr = va_arg(ap, struct mq_attr *);
+		va_end(ap);
+	}
+	return det_mq_open(name, oflag, mode, attr, DET_RA());
+}
+
+DET_IMPL mqd_t det_impl___mq_open_2(const char *name, int oflag)
+{
+	det_init();
+	return det_mq_open(name, oflag, 0, NULL, DET_RA());
 }
 
 

@@ -372,6 +372,33 @@ def test_system_v_ids_the_kernel_picks_replay(tmp_path: Path, mode: list[str]) -
     assert system_v_objects() - before == set()
 
 
+@pytest.mark.parametrize("end", ["keep", "unlink"])
+def test_message_queue_the_program_makes_replays_and_is_not_made_again(tmp_path: Path, end: str) -> None:
+    """msg_queue posix-own: a queue made with O_CREAT|O_EXCL. Replay opened
+    it for real: over the queue the recording left (keep, as TLPI's
+    pmsg_create), O_EXCL failed (a divergence on main); after a recording
+    that removed it (unlink), replay made the queue again and left it (its
+    unlink is the recording's, not done again). Replay opens a stand-in of
+    its own now, with the attributes asked for."""
+    prog = str(program("msg_queue"))
+    queue = f"/det_test_own_{os.getpid()}_{end}"
+    trace = tmp_path / "own.db"
+    want = b"received 'mine' priority 2; 4 messages of 64 bytes at most\n"
+    try:
+        r = detrec("-q", "-o", trace, "--", prog, "posix-own", queue, end, timeout=60)
+        assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+        left = b"exists\n" if end == "keep" else b"No such file or directory\n"
+        assert subprocess.run([prog, "posix-exists", queue], capture_output=True).stdout == left
+        for i in range(3):
+            rep = detreplay(trace)
+            err = rep.stderr.decode()
+            assert rep.returncode == 0 and "outcome matches" in err, f"replay {i + 1}: {err}"
+            assert rep.stdout == want
+        assert subprocess.run([prog, "posix-exists", queue], capture_output=True).stdout == left
+    finally:
+        subprocess.run([prog, "posix-unlink", queue], capture_output=True)
+
+
 def test_fifo_read_from_outside_replays_without_its_reader(tmp_path: Path) -> None:
     """fifo_writer: open a FIFO for writing, which waits for its reader, a
     process outside the program (TLPI's fifo_seqnum_client). Replay opened

@@ -2,9 +2,12 @@
  * tests/programs/msg_queue.c - one step on a message queue another process
  * shares (TLPI's pmsg_send/pmsg_receive, svmsg_send/svmsg_receive):
  *   msg_queue posix-send NAME TEXT PRIO | posix-recv NAME | posix-count NAME | posix-unlink NAME
+ *   msg_queue posix-own NAME keep|unlink | posix-exists NAME
  *   msg_queue sysv-send ID TYPE TEXT | sysv-recv ID | sysv-count ID | sysv-create | sysv-remove ID
  * Receives do not wait (an empty queue prints the error). The recording
- * drains or fills the queue, so a replay finds it another way.
+ * drains or fills the queue, so a replay finds it another way. posix-own
+ * makes a queue of its own (O_EXCL), passes a message through it, and
+ * leaves it (keep: as TLPI's pmsg_create does) or removes it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +37,31 @@ int main(int argc, char **argv)
 	if (strncmp(mode, "posix-", 6) == 0) {
 		if (strcmp(mode, "posix-unlink") == 0)
 			return mq_unlink(argv[2]) == 0 ? 0 : 1;
+		if (strcmp(mode, "posix-exists") == 0) {
+			mqd_t q = mq_open(argv[2], O_RDONLY);
+			printf("%s\n", q == (mqd_t)-1 ? strerror(errno) : "exists");
+			return 0;
+		}
+		if (strcmp(mode, "posix-own") == 0 && argc == 4) {
+			struct mq_attr want = {.mq_maxmsg = 4, .mq_msgsize = 64}, got = {0};
+			mqd_t q = mq_open(argv[2], O_RDWR | O_CREAT | O_EXCL, 0600, &want);
+			if (q == (mqd_t)-1) {
+				perror("mq_open");
+				return 1;
+			}
+			char buf[64];
+			unsigned prio = 0;
+			mq_send(q, "mine", 4, 2);
+			ssize_t n = mq_receive(q, buf, sizeof buf, &prio);
+			mq_getattr(q, &got);
+			printf("received '%.*s' priority %u; %ld messages of %ld bytes at most\n", (int)n, buf, prio,
+			       got.mq_maxmsg, got.mq_msgsize);
+			if (strcmp(argv[3], "unlink") == 0 && mq_unlink(argv[2]) != 0) {
+				perror("mq_unlink");
+				return 1;
+			}
+			return mq_close(q);
+		}
 		struct mq_attr attr = {.mq_maxmsg = 4, .mq_msgsize = 64};
 		mqd_t q = mq_open(argv[2], O_RDWR | O_CREAT | O_NONBLOCK, 0600, &attr);
 		if (q == (mqd_t)-1) {
