@@ -10,8 +10,7 @@
  * `other` instead of `lock` in its 6th iteration: a replay of a run
  * recorded without it diverges there.
  *
- * Usage: gdb_counter [ITERS [WORK]]   (default 100 iterations, each with
- * 3000 steps of work outside the lock)
+ * Usage: gdb_counter [ITERS]   (default 100)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,7 +21,6 @@ static pthread_mutex_t other = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t go; /* both workers start together: their locks interleave */
 static long counter;
 static long iters = 100;
-static long work = 3000;
 
 static void *worker(void *arg)
 {
@@ -34,7 +32,7 @@ static void *worker(void *arg)
 		pthread_mutex_lock(m);
 		counter += id;
 		pthread_mutex_unlock(m);
-		for (volatile long k = 0; k < work; k++)
+		for (volatile int k = 0; k < 3000; k++)
 			; /* work outside the lock: lets the other thread in */
 	}
 	return NULL;
@@ -44,8 +42,6 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		iters = atol(argv[1]);
-	if (argc > 2)
-		work = atol(argv[2]);
 	pthread_t t[2];
 	pthread_barrier_init(&go, NULL, 2);
 	for (long i = 0; i < 2; i++)
