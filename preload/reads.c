@@ -230,10 +230,23 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 	return got;
 }
 
+/* A regular file is read back in replay and checked against a hash of what
+ * the recording read, unless the program has it open for writing too: then
+ * the program itself may change it (a database, a file it rewrites), and
+ * by replay the bytes it read are gone. Those reads keep their bytes (READ),
+ * and replay moves the file offset as they did. (A file changed through
+ * another descriptor, or by another process, is still read back.) */
+static int file_written_too(int fd)
+{
+	return (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDWR;
+}
+
 ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 {
 	enum fd_class c = fd_class(rc->fd);
-	uint16_t kind = c == FDC_FILE ? DET_EV_FILE_READ : c == FDC_INTERNAL ? DET_EV_PIPE_READ : DET_EV_READ;
+	uint16_t kind = c == FDC_FILE && !file_written_too(rc->fd) ? DET_EV_FILE_READ
+			: c == FDC_INTERNAL			     ? DET_EV_PIPE_READ
+								     : DET_EV_READ;
 	struct det_op op = {0};
 	int64_t res;
 	size_t early = kind == DET_EV_PIPE_READ && det_replaying() ? read_ahead(t, rc) : 0;
@@ -256,6 +269,8 @@ ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 	if (kind == DET_EV_READ) {
 		if (res > 0)
 			scatter(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res < rc->want ? (size_t)res : rc->want);
+		if (res > 0 && c == FDC_FILE && rc->perform == perform_read)
+			det_sys(SYS_lseek, rc->fd, res, SEEK_CUR, 0, 0, 0);
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */
 		if (kind == DET_EV_PIPE_READ && early < (size_t)res)

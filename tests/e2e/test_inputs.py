@@ -372,6 +372,24 @@ def test_system_v_ids_the_kernel_picks_replay(tmp_path: Path, mode: list[str]) -
     assert system_v_objects() - before == set()
 
 
+def test_file_the_program_rewrites_replays(tmp_path: Path) -> None:
+    """file_rewrite: read a file through a read-write descriptor, then
+    rewrite it. Replay read the file back and found the rewritten bytes
+    ("changed since recording" on main); reads through a descriptor open
+    for writing too keep their bytes now, and replay moves the offset as
+    they did."""
+    f = tmp_path / "state"
+    f.write_bytes(b"first version of the state\n")
+    trace = tmp_path / "rewrite.db"
+    r = detrec("-q", "-o", trace, "--", program("file_rewrite"), f, timeout=60)
+    want = (b"read 8: first ve\nread 8: rsion of\nread 8:  the sta\nread 3: te\n\n"
+            b"read 0 at the end, offset 27\npread 5: versi, offset 27\n")
+    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+    assert f.read_bytes() == b"rewritten by the program\n"
+    replays_identically(trace, want, 3)
+    assert f.read_bytes() == b"rewritten by the program\n"
+
+
 @pytest.mark.parametrize("end", ["keep", "unlink"])
 def test_message_queue_the_program_makes_replays_and_is_not_made_again(tmp_path: Path, end: str) -> None:
     """msg_queue posix-own: a queue made with O_CREAT|O_EXCL. Replay opened
