@@ -87,9 +87,13 @@ def test_asynchronous_signals_come_where_they_came(tmp_path: Path) -> None:
     during its ppoll calls, so every signal comes in a call, which replay
     reproduces exactly (main delivered the program's own signals as they
     came in replay: 0/6 replays matched)."""
-    natives = {subprocess.run([program("ptrace_signals")], capture_output=True, check=True).stdout
-               for _ in range(2)}
-    assert len(natives) == 2  # where the signals come changes run to run
+    # where the signals come changes run to run (two runs at load can agree)
+    natives: set[bytes] = set()
+    for _ in range(8):
+        natives.add(subprocess.run([program("ptrace_signals")], capture_output=True, check=True).stdout)
+        if len(natives) > 1:
+            break
+    assert len(natives) > 1, natives
     matched, missed = 0, []
     for name in ("one", "two"):
         trace = tmp_path / f"{name}.db"
