@@ -1,9 +1,9 @@
 /*
  * preload/fds.c - file descriptors: what each one is (its class, decided
- * once), the calls that make new ones (sockets, pipes, opens, accepts;
- * each an ordered event whose number replay restores), and the calls that
- * keep the class table right when numbers are reused (close, dup, kernel
- * objects, fopen/fclose).
+ * once), the calls that make new ones (sockets, pipes, opens, message
+ * queues, accepts; each an ordered event whose number replay restores),
+ * and the calls that keep the class table right when numbers are reused
+ * (close, dup, kernel objects, fopen/fclose).
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
