@@ -230,28 +230,35 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 	return got;
 }
 
-/* A regular file is read back in replay and checked against a hash of what
- * the recording read, unless the program has it open for writing too: then
- * the program itself may change it (a database, a file it rewrites), and
- * by replay the bytes it read are gone. Those reads keep their bytes (READ),
- * and replay moves the file offset as they did. (A file changed through
- * another descriptor, or by another process, is still read back.) */
-static int file_written_too(int fd)
+/* A regular file's read keeps its bytes (FILE_READ_KEPT, whose replay moves
+ * the file offset as the read did) when the file is small (a configuration, a
+ * state file: saved anew by rename, edited by the user after the
+ * recording) or open for writing too (the program itself may change it: a
+ * database); by replay those bytes may be gone. Other reads are read back
+ * in replay and checked against a hash (FILE_READ), so a big input costs
+ * the trace 8 bytes a read. The recording decides; replay does what the
+ * trace says. */
+#define KEEP_FILE_BYTES (1 << 20)
+
+static int keep_file_bytes(int fd)
 {
-	return (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDWR;
+	struct stat st;
+	return (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDWR ||
+	       (det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_size <= KEEP_FILE_BYTES);
 }
 
 ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 {
 	enum fd_class c = fd_class(rc->fd);
-	uint16_t kind = c == FDC_FILE && !file_written_too(rc->fd) ? DET_EV_FILE_READ
-			: c == FDC_INTERNAL			     ? DET_EV_PIPE_READ
-								     : DET_EV_READ;
+	uint16_t kind = c == FDC_FILE ? (!det_replaying() && keep_file_bytes(rc->fd) ? DET_EV_FILE_READ_KEPT
+										      : DET_EV_FILE_READ)
+			: c == FDC_INTERNAL ? DET_EV_PIPE_READ
+					    : DET_EV_READ;
 	struct det_op op = {0};
 	int64_t res;
 	size_t early = kind == DET_EV_PIPE_READ && det_replaying() ? read_ahead(t, rc) : 0;
 	if (!det_input_begin(&op, t, kind, (uint32_t)rc->fd, ra)) {
-		res = res_of(kind == DET_EV_FILE_READ ? rc->perform(rc) : BLOCKING(&op, rc->perform(rc)));
+		res = res_of(c == FDC_FILE ? rc->perform(rc) : BLOCKING(&op, rc->perform(rc)));
 		if (res > 0 && kind == DET_EV_FILE_READ) {
 			uint64_t h = hash_iov(rc->iov, rc->iovcnt, (size_t)res);
 			det_input_end(&op, res, &h, sizeof(h));
@@ -266,10 +273,10 @@ ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 	/* replay */
 	const struct det_sched *e = op.rec;
 	res = e->result;
-	if (kind == DET_EV_READ) {
+	if (e->kind == DET_EV_READ || e->kind == DET_EV_FILE_READ_KEPT) {
 		if (res > 0)
 			scatter(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res < rc->want ? (size_t)res : rc->want);
-		if (res > 0 && c == FDC_FILE && rc->perform == perform_read)
+		if (res > 0 && e->kind == DET_EV_FILE_READ_KEPT && rc->perform == perform_read)
 			det_sys(SYS_lseek, rc->fd, res, SEEK_CUR, 0, 0, 0);
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */

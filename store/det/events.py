@@ -109,8 +109,9 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TIME', 102, 'NONE', 'INPUT', 'time; result = seconds since the epoch'),
     EventKind('CLOCK', 103, 'NONE', 'INPUT', 'clock; result = processor time in CLOCKS_PER_SEC units'),
     EventKind('GETRANDOM', 104, 'NONE', 'INPUT', 'getrandom or getentropy; result = bytes, or -errno; data = the bytes'),
-    EventKind('READ', 105, 'NONE', 'INPUT', 'read, readv, pread or preadv of a pipe, socket, terminal or device, or of a regular file the program has open for writing too (replay moves its offset as the read did); aux = fd; result = bytes, or -errno; data = the bytes'),
+    EventKind('READ', 105, 'NONE', 'INPUT', 'read, readv, pread or preadv of a pipe, socket, terminal or device; aux = fd; result = bytes, or -errno; data = the bytes'),
     EventKind('FILE_READ', 106, 'NONE', 'INPUT', 'read of a regular file, re-read in replay; aux = fd; result = bytes, or -errno; data = a 64-bit hash of the bytes'),
+    EventKind('FILE_READ_KEPT', 27, 'NONE', 'INPUT', 'read of a regular file whose bytes the recording kept: a small one (1 MiB at most then), or one the program has open for writing too; by replay they may be gone (the program or the user changed the file), so replay returns them and moves the file offset as the read did; aux = fd; result = bytes, or -errno; data = the bytes'),
     EventKind('PIPE_READ', 107, 'NONE', 'INPUT', 'read of a pipe both ends of which the program made; re-read in replay; aux = fd; data = the bytes'),
     EventKind('RECV', 108, 'NONE', 'INPUT', "recv, recvfrom, recvmsg or recvmmsg (one event a message) of a socket from the outside world; aux = fd; result = bytes (a datagram's full length with MSG_TRUNC), or -errno; data = name length, name bytes kept, control length, msg_flags, bytes copied (5 x 32 bits), the name, the ancillary data, the bytes; descriptors passed in it are stand-ins in replay, read from the recording"),
     EventKind('SOCK_RECV', 93, 'NONE', 'INPUT', 'recv, recvfrom, recvmsg or recvmmsg of a socket pair both ends of which the program made: received again in replay and checked (descriptors passed in it are real, moved to their recorded numbers); aux = fd; result and data as RECV'),
@@ -237,6 +238,7 @@ CLOCK = 103
 GETRANDOM = 104
 READ = 105
 FILE_READ = 106
+FILE_READ_KEPT = 27
 PIPE_READ = 107
 RECV = 108
 SOCK_RECV = 93

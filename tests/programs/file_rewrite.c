@@ -1,9 +1,12 @@
 /*
- * tests/programs/file_rewrite.c - read a file through a descriptor open for
- * reading and writing, then rewrite it (a database, a file that keeps a
- * program's state): by replay, the bytes the recording read are gone.
- * Prints what read, pread and the offset saw.
- *   file_rewrite PATH
+ * tests/programs/file_rewrite.c - read a file, then save it anew, as
+ * programs keep their state: by replay, the bytes the recording read are
+ * gone. Prints what read, pread and the offset saw.
+ *   file_rewrite PATH rdwr     read through a descriptor open for reading
+ *                              and writing, then rewrite it in place (a
+ *                              database, a state file)
+ *   file_rewrite PATH rename   read through a read-only descriptor, then
+ *                              write PATH.new and rename it over PATH
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,11 +15,12 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: file_rewrite PATH\n");
+	if (argc != 3 || (strcmp(argv[2], "rdwr") && strcmp(argv[2], "rename"))) {
+		fprintf(stderr, "usage: file_rewrite PATH rdwr|rename\n");
 		return 2;
 	}
-	int fd = open(argv[1], O_RDWR);
+	int in_place = strcmp(argv[2], "rdwr") == 0;
+	int fd = open(argv[1], in_place ? O_RDWR : O_RDONLY);
 	if (fd < 0) {
 		perror("open");
 		return 1;
@@ -29,9 +33,21 @@ int main(int argc, char **argv)
 	n = pread(fd, buf, 5, 6);
 	printf("pread %zd: %.*s, offset %ld\n", n, (int)(n > 0 ? n : 0), buf, (long)lseek(fd, 0, SEEK_CUR));
 	const char *next = "rewritten by the program\n";
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, next, strlen(next), 0) != (ssize_t)strlen(next)) {
-		perror("rewrite");
+	size_t len = strlen(next);
+	if (in_place) {
+		if (ftruncate(fd, 0) != 0 || pwrite(fd, next, len, 0) != (ssize_t)len) {
+			perror("rewrite");
+			return 1;
+		}
+		return close(fd);
+	}
+	close(fd);
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.new", argv[1]);
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (out < 0 || write(out, next, len) != (ssize_t)len || close(out) != 0 || rename(tmp, argv[1]) != 0) {
+		perror("save");
 		return 1;
 	}
-	return close(fd);
+	return 0;
 }
