@@ -223,6 +223,12 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
 
         return ObjectNames(tr, sym)
 
+    # (a process that still holds the program's output, det's process table
+    # not listing it, would keep this waiting for the output's end forever)
+    stragglers = prog.end_stragglers(1.0)
+    if stragglers:
+        say(f"warning: killed {len(stragglers)} process(es) of the program that det's process table does not list, "
+            f"still running after the others ended (pid {', '.join(map(str, stragglers))})")
     out_info, err_info = prog.outputs()
     done = rep.events_done()
     lines: list[str] = []

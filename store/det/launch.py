@@ -313,6 +313,18 @@ class Outputs:
                 self.poller.unregister(fd)
                 del self.open[fd]
 
+    def ended(self, wait: float) -> bool:
+        """Have all the streams ended, or do they within `wait` seconds?"""
+        if not self.inline:
+            if self.done.acquire(timeout=wait):
+                self.done.release()
+                return True
+            return False
+        deadline = time.monotonic() + wait
+        while self.open and (left := deadline - time.monotonic()) > 0:
+            self.take(self.poller.poll(int(left * 1000) + 1))
+        return not self.open
+
     def finish(self) -> list[dict[str, object]]:
         if self.inline:
             self._pump()
@@ -567,6 +579,22 @@ class Program:
             else:
                 time.sleep(0.02)
         return False
+
+    def end_stragglers(self, grace: float) -> list[int]:
+        """After the program's processes ended as far as det knows: when its
+        output streams are still open `grace` seconds on, a process of this
+        run that det's region does not list holds them (a damaged trace's
+        child, parked past the events it has); kill every process that
+        carries this run's variable or maps its region. Returns their pids."""
+        if self.output.ended(grace):
+            return []
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in (self.proc.pid, os.getpid())]
+        ours = [pid for pid in pids if process_alive(pid) and
+                (has_env_entry(pid, self.det_var) or maps_file(pid, self.region_file))]
+        for pid in ours:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return ours
 
     def others(self) -> list[int]:
         """The program's processes other than its first that still run. The
