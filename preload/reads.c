@@ -236,13 +236,20 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
  * recording) or open for writing too (the program itself may change it: a
  * database); by replay those bytes may be gone. Other reads are read back
  * in replay and checked against a hash (FILE_READ), so a big input costs
- * the trace 8 bytes a read. The recording decides; replay does what the
- * trace says. */
+ * the trace 8 bytes a read; so do all of a process's reads once it kept
+ * KEEP_BUDGET bytes (a program that reads one small file again and again
+ * would otherwise grow its trace without end). The recording decides;
+ * replay does what the trace says. */
 #define KEEP_FILE_BYTES (1 << 20)
+#define KEEP_BUDGET (256ull << 20)
+
+static _Atomic uint64_t kept_bytes; /* (a forked child starts with its parent's count: the trace is one) */
 
 static int keep_file_bytes(int fd)
 {
 	struct stat st;
+	if (atomic_load_explicit(&kept_bytes, memory_order_relaxed) >= KEEP_BUDGET)
+		return 0;
 	return (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDWR ||
 	       (det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_size <= KEEP_FILE_BYTES);
 }
@@ -263,6 +270,8 @@ ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 			uint64_t h = hash_iov(rc->iov, rc->iovcnt, (size_t)res);
 			det_input_end(&op, res, &h, sizeof(h));
 		} else if (res > 0) {
+			if (kind == DET_EV_FILE_READ_KEPT)
+				atomic_fetch_add_explicit(&kept_bytes, (uint64_t)res, memory_order_relaxed);
 			record_iov(t, rc->iov, rc->iovcnt, (size_t)res);
 			det_ops.rec_input(&op, res, (uint32_t)res);
 		} else {
