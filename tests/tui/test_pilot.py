@@ -336,14 +336,17 @@ def test_diff_view_bisects_on_request(tmp_path: Path) -> None:
         s = app.screen
         assert s.result is not None
         await pilot.press("b")
-        await pilot.pause(0.3)
-        assert s.query_one("#bisect-bar").has_class("running"), "a progress bar while it replays"
+        # (looked at from the key on: a short bisection may end within 0.3 s)
+        bar_while_running = False
         steps = 0
-        for _ in range(3000):
-            await pilot.pause(0.1)
+        for _ in range(6000):
+            if s.bisecting:
+                bar_while_running |= s.query_one("#bisect-bar").has_class("running")
             steps = max(steps, int(s.query_one("#bisect-progress").progress))
             if not s.bisecting:
                 break
+            await pilot.pause(0.05)
+        assert bar_while_running, "a progress bar while it replays"
         r = s.bisect
         assert r is not None and r.found and r.confirmed, r and r.message
         assert steps >= 1 and len(r.steps) >= steps
@@ -357,11 +360,21 @@ def test_diff_view_bisects_on_request(tmp_path: Path) -> None:
 
     # Quitting in the middle of a bisection stops the replay under way.
     async def quit_early(app: DetTui, pilot: Pilot) -> None:
-        await pilot.press("b")
-        for _ in range(100):
-            await pilot.pause(0.1)
+        # (a bisection may end within a few tenths of a second: another
+        # one, until one is caught replaying)
+        s = app.screen
+        for _ in range(5):
+            await pilot.press("b")
+            for _ in range(2000):
+                if detreplay_children() or not s.bisecting:
+                    break
+                await pilot.pause(0.005)
             if detreplay_children():
                 break
+            for _ in range(600):
+                if not s.bisecting:
+                    break
+                await pilot.pause(0.05)
         assert detreplay_children(), "the bisection runs detreplay"
         await pilot.press("q")
 
