@@ -672,13 +672,12 @@ static _Atomic int popen_lock;
 
 static void popen_take(void)
 {
-	while (atomic_exchange(&popen_lock, 1))
-		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	det_spin_lock(&popen_lock);
 }
 
 static void popen_give(void)
 {
-	atomic_store(&popen_lock, 0);
+	det_spin_unlock(&popen_lock);
 }
 
 DET_IMPL FILE *det_impl_popen(const char *cmd, const char *mode)

@@ -37,13 +37,12 @@ static _Atomic int named_lock;
 
 static void lock_named(void)
 {
-	while (atomic_exchange_explicit(&named_lock, 1, memory_order_acquire))
-		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	det_spin_lock(&named_lock);
 }
 
 static void unlock_named(void)
 {
-	atomic_store_explicit(&named_lock, 0, memory_order_release);
+	det_spin_unlock(&named_lock);
 }
 
 static struct named_sem *named_of(const sem_t *s)

@@ -40,6 +40,7 @@
 #include <sys/resource.h>
 #include <sys/times.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -616,6 +617,19 @@ static inline long det_sys(long n, long a, long b, long c, long d, long e, long 
 			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
+}
+
+/* A lock of det's own for rare, short sections (tables a few calls share):
+ * a waiter gives its CPU up rather than spin (the holder may need it). */
+static inline void det_spin_lock(_Atomic int *l)
+{
+	while (atomic_exchange_explicit(l, 1, memory_order_acquire))
+		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+}
+
+static inline void det_spin_unlock(_Atomic int *l)
+{
+	atomic_store_explicit(l, 0, memory_order_release);
 }
 
 #endif /* DET_RUNTIME_H */

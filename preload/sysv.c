@@ -36,12 +36,11 @@ static _Atomic int shm_lock;
 static int shm_live(int rec)
 {
 	int live = rec;
-	while (atomic_exchange_explicit(&shm_lock, 1, memory_order_acquire))
-		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	det_spin_lock(&shm_lock);
 	for (int i = 0; i < shm_mapped; i++)
 		if (shm_map[i].rec == rec)
 			live = shm_map[i].live;
-	atomic_store_explicit(&shm_lock, 0, memory_order_release);
+	det_spin_unlock(&shm_lock);
 	return live;
 }
 
@@ -53,13 +52,12 @@ static void shm_stand_in(int rec, uint64_t size)
 			  (unsigned long long)size, rec, strerror(errno));
 	if (real.shmat(live, NULL, SHM_RDONLY) == (void *)-1 || real.shmctl(live, IPC_RMID, NULL) != 0)
 		det_fatal("replay cannot hold its stand-in for shared memory segment %d: %s", rec, strerror(errno));
-	while (atomic_exchange_explicit(&shm_lock, 1, memory_order_acquire))
-		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	det_spin_lock(&shm_lock);
 	if (shm_mapped == SHM_MAX)
 		det_fatal("more than %d System V shared memory segments", SHM_MAX);
 	shm_map[shm_mapped].rec = rec;
 	shm_map[shm_mapped++].live = live;
-	atomic_store_explicit(&shm_lock, 0, memory_order_release);
+	det_spin_unlock(&shm_lock);
 }
 
 /* A call whose result, and the len bytes it wrote at buf when ok, are the

@@ -75,21 +75,20 @@ static void det_attach_heap(void)
  * places in the trace: they take this lock around their place and their
  * mappings. (Strict and logical-time recordings hold a turn there already;
  * a lock taken before a turn could wait for a thread that waits for it.) */
-static DET_ATOMIC(uint32_t) mapping_in_order;
+static _Atomic int mapping_in_order;
 
 static int map_in_order(void)
 {
 	if (det_mode != DET_MODE_RECORD || det_strict || det_logical)
 		return 0;
-	while (atomic_exchange_explicit(&mapping_in_order, 1, memory_order_acquire))
-		det_sys(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+	det_spin_lock(&mapping_in_order);
 	return 1;
 }
 
 static void mapped_in_order(int taken)
 {
 	if (taken)
-		atomic_store_explicit(&mapping_in_order, 0, memory_order_release);
+		det_spin_unlock(&mapping_in_order);
 }
 
 void det_threads_forked(void)

@@ -55,6 +55,12 @@ REGS = ("rip", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9
 TOP = 64          # bytes of stack compared at a code mark
 
 
+def stop_state() -> tuple[tuple[int, ...], bytes]:
+    """The selected thread's registers (REGS) and the TOP bytes at its stack pointer."""
+    regs = tuple(int(gdb.newest_frame().read_register(r)) for r in REGS)
+    return regs, bytes(gdb.selected_inferior().read_memory(regs[1], TOP))
+
+
 @dataclass
 class Mark:
     """Where the user is, so that a re-execution can stop there again."""
@@ -123,8 +129,7 @@ class Run:
         mark's breakpoint at one pc both ask."""
         if not self.mark.near(num, done):
             return False
-        regs = tuple(int(gdb.newest_frame().read_register(r)) for r in REGS)
-        stop = (regs, bytes(gdb.selected_inferior().read_memory(regs[1], TOP)))
+        stop = stop_state()
         if stop == self.last_stop:
             return self.last_at_mark
         self.near.append(self.mark.differs(*stop))
@@ -213,8 +218,7 @@ def mark_here(s: Session, cmd: str) -> Mark:
         raise gdb.GdbError(f"det: {cmd}: T{num} is not running")
     with on_thread(th):
         f = gdb.newest_frame()
-        regs = tuple(int(f.read_register(r)) for r in REGS)
-        top = bytes(gdb.selected_inferior().read_memory(regs[1], TOP))
+        regs, top = stop_state()
         uf = user_frame()
         here = where(uf) if uf is not None else f"{f.pc():#x}"
     done = int(s._slots()[num]["done"])

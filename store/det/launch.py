@@ -589,8 +589,7 @@ class Program:
         if self.output.ended(grace):
             return []
         pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in (self.proc.pid, os.getpid())]
-        ours = [pid for pid in pids if process_alive(pid) and
-                (has_env_entry(pid, self.det_var) or maps_file(pid, self.region_file))]
+        ours = [pid for pid in pids if self._of_this_run(pid)]
         for pid in ours:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -609,9 +608,12 @@ class Program:
         return [
             int(p.pid) for p in self.region.processes()
             if p.pid > 0 and p.pid != self.proc.pid and PROC_STATES.get(p.state) != "gone"
-            and process_alive(int(p.pid))
-            and (has_env_entry(int(p.pid), self.det_var) or maps_file(int(p.pid), self.region_file))
+            and self._of_this_run(int(p.pid))
         ]
+
+    def _of_this_run(self, pid: int) -> bool:
+        """Does pid still run, carrying this run's det_var or mapping its region?"""
+        return process_alive(pid) and (has_env_entry(pid, self.det_var) or maps_file(pid, self.region_file))
 
     def outputs(self) -> tuple[dict[str, object], dict[str, object]]:
         out, err = self.output.finish()
