@@ -87,8 +87,18 @@ void det_fatal(const char *fmt, ...)
 	va_start(ap, fmt);
 	if (det_hdr) {
 		uint32_t expected = 0;
-		if (atomic_compare_exchange_strong(&det_hdr->failed, &expected, 1))
+		if (atomic_compare_exchange_strong(&det_hdr->failed, &expected, DET_FAILED_WRITING)) {
 			vsnprintf(det_hdr->error, sizeof(det_hdr->error), fmt, ap);
+			atomic_store(&det_hdr->failed, DET_FAILED_WRITTEN);
+		} else {
+			/* Another thread is writing its reason: exiting now would end
+			 * it mid-sentence (threads of a program often reach the same
+			 * limit together). Bounded: it may itself be stopped. */
+			for (int i = 0; i < 2000 && atomic_load(&det_hdr->failed) == DET_FAILED_WRITING; i++) {
+				struct timespec ms = {0, 1000000};
+				det_sys(SYS_nanosleep, (long)&ms, 0, 0, 0, 0, 0);
+			}
+		}
 	} else {
 		det_vmsg(fmt, ap);
 	}

@@ -578,8 +578,10 @@ static void stop_program(struct det_sup *s)
 {
 	struct det_shm_header *h = s->hdr;
 	uint32_t expected = 0;
-	if (atomic_compare_exchange_strong(&h->failed, &expected, 1))
+	if (atomic_compare_exchange_strong(&h->failed, &expected, DET_FAILED_WRITING)) {
 		snprintf(h->error, sizeof(h->error), "%s", s->feed->err);
+		atomic_store(&h->failed, DET_FAILED_WRITTEN);
+	}
 	atomic_store(&h->feed_failed, 1);
 }
 

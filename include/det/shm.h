@@ -296,6 +296,14 @@ struct det_divergence {
 	char what[192];
 };
 
+/* det_shm_header.failed: the first to stop the program claims it, writes
+ * error, then marks it written; others wait for that before they exit. */
+enum det_failed_state {
+	DET_FAILED_NO = 0,
+	DET_FAILED_WRITING = 1,
+	DET_FAILED_WRITTEN = 2,
+};
+
 enum det_divergence_reason {
 	DET_DIV_NONE = 0,
 	DET_DIV_KIND = 1,      /* another kind of event */
@@ -405,7 +413,7 @@ struct det_shm_header {
 	 * event is done (replayer/enforce.c run_last) */
 	DET_ATOMIC(uint32_t) ran_last;
 	uint64_t tsc0, mono0;            /* TSC and CLOCK_MONOTONIC (ns) at attach */
-	DET_ATOMIC(uint32_t) failed;     /* nonzero: the runtime stopped the program */
+	DET_ATOMIC(uint32_t) failed;     /* nonzero: the runtime stopped the program (enum below) */
 	DET_ATOMIC(uint32_t) diverged;
 	struct det_divergence div;
 	char error[256];                 /* why the runtime stopped the program */
