@@ -74,7 +74,7 @@ struct det_mode_ops {
 	int (*replay_yield)(struct det_thread *t);
 	uint16_t (*replay_next_kind)(struct det_thread *t, uint16_t kind);
 	const struct det_sched *(*replay_pending)(struct det_thread *t, uint16_t kind, uint32_t aux);
-	int (*replay_due)(const struct det_sched *e);
+	int (*replay_wait_due)(struct det_thread *t, const struct det_sched *e, long ns);
 	/* Events thread `num` has done so far in this run (any process's thread). */
 	uint64_t (*replay_done_count)(uint32_t num);
 	__attribute__((noreturn)) void (*diverge)(struct det_thread *t, uint32_t reason, uint16_t got_kind,

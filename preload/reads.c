@@ -207,7 +207,7 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 	uint64_t id = pipe_id(rc->fd);
 	size_t want = (size_t)e->result, got = take_stash(rc, 0, want);
 	long nap = NAP_FIRST;
-	while (!det_ops.replay_due(e)) {
+	while (!det_ops.replay_wait_due(t, e, 0)) {
 		int avail = 0;
 		/* Full by its bytes, or by its slots: odd-sized writes fill a
 		 * pipe's page slots long before its bytes reach the capacity,
@@ -225,7 +225,12 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 				continue;
 			}
 		}
-		nap_longer(&nap);
+		/* On the turnstile: the turn wakes it at once (a one-byte
+		 * ping-pong through a pipe waited out a nap every read) */
+		if (det_ops.replay_wait_due(t, e, nap))
+			break;
+		if (nap < 1000000)
+			nap *= 2;
 	}
 	return got;
 }

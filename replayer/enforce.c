@@ -487,8 +487,20 @@ const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, 
 	return e->kind == kind && e->aux == aux && !turn_due(e) ? e : NULL;
 }
 
-int det_replay_due(const struct det_sched *e)
+int det_replay_wait_due(struct det_thread *t, const struct det_sched *e, long ns)
 {
+	if (turn_due(e))
+		return 1;
+	if (!ns)
+		return 0;
+	if (turns->wait_for) {
+		atomic_store_explicit(&t->slot->at_turnstile, 1, memory_order_relaxed);
+		turns->wait_for(t, e, ns);
+		atomic_store_explicit(&t->slot->at_turnstile, 0, memory_order_relaxed);
+	} else {
+		struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+		det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
 	return turn_due(e);
 }
 
@@ -678,7 +690,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_yield = det_replay_yield,
 	.replay_next_kind = det_replay_next_kind,
 	.replay_pending = det_replay_pending,
-	.replay_due = det_replay_due,
+	.replay_wait_due = det_replay_wait_due,
 	.replay_done_count = det_replay_done_count,
 	.replay_attach = det_replay_attach,
 	.replay_resume = det_replay_resume,

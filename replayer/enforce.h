@@ -29,9 +29,10 @@ DET_HIDDEN int det_replay_yield(struct det_thread *t);
 DET_HIDDEN uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind);
 /* An input that may act before its turn: t's next event when it is this
  * input and still waits for its turn in a free-running ordered replay (no
- * gdb, not strict); NULL otherwise. det_replay_due says when the wait ends. */
+ * gdb, not strict); NULL otherwise. det_replay_wait_due waits for that turn,
+ * at most about `ns`, and says whether it came. */
 DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux);
-DET_HIDDEN int det_replay_due(const struct det_sched *e);
+DET_HIDDEN int det_replay_wait_due(struct det_thread *t, const struct det_sched *e, long ns);
 /* How many events thread `num` (of any of the program's processes) has done. */
 DET_HIDDEN uint64_t det_replay_done_count(uint32_t num);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,

@@ -29,6 +29,9 @@ struct det_turns {
 	uint64_t (*done_count)(uint32_t num);
 	/* Block until every prerequisite of e (t's next event, t->idx) is done. */
 	void (*wait)(struct det_thread *t, const struct det_sched *e);
+	/* The same for at most about `ns` (a pipe read that drains its pipe
+	 * while it waits looks at the pipe again then); NULL: the caller naps. */
+	void (*wait_for)(struct det_thread *t, const struct det_sched *e, long ns);
 	/* t has done e (t->idx is past it): record that and wake the threads
 	 * e names in wake[] whose turn it now is. */
 	void (*done)(struct det_thread *t, const struct det_sched *e);

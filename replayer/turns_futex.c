@@ -111,6 +111,25 @@ static void futex_wait_turn(struct det_thread *t, const struct det_sched *e)
 	}
 }
 
+static void futex_wait_turn_for(struct det_thread *t, const struct det_sched *e, long ns)
+{
+	struct det_slot *me = t->slot;
+	for (int i = 0; i < 2; i++) {
+		if (!e->dep_thread[i])
+			continue;
+		struct det_slot *d = det_shm_slot(det_hdr, e->dep_thread[i] - 1);
+		if (atomic_load(&d->done) > e->dep_idx[i] || spin(me, d, e->dep_idx[i]))
+			continue;
+		atomic_store(&me->sleeping, 1); /* (Dekker with futex_done, as above) */
+		if (atomic_load(&d->done) <= e->dep_idx[i]) {
+			struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+			det_sys(SYS_futex, (long)&me->sleeping, FUTEX_WAIT, 1, (long)&ts, 0, 0);
+		}
+		atomic_store(&me->sleeping, 0);
+		return; /* once: the caller looks again */
+	}
+}
+
 static void futex_done(struct det_thread *t, const struct det_sched *e)
 {
 	(void)t;
@@ -136,6 +155,7 @@ const struct det_turns det_turns_futex = {
 	.thread_attach = futex_thread_attach,
 	.done_count = futex_done_count,
 	.wait = futex_wait_turn,
+	.wait_for = futex_wait_turn_for,
 	.done = futex_done,
 	.reset = futex_reset,
 };
