@@ -219,6 +219,30 @@ def test_proc_files_are_recorded(tmp_path: Path) -> None:
     assert query(trace, "SELECT count(*) FROM events WHERE kind = ?", (ev.FILE_READ,))[0][0] == 0
 
 
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_inputs_read_through_stdio_replay(tmp_path: Path, mode: list[str]) -> None:
+    """stdio_inputs takes /dev/urandom with fread, a file with fgets and (two
+    threads) getline, stdin with scanf and /proc/uptime with fscanf: glibc's
+    stdio reads them with its internal read, which det now sees. Replay
+    prints what the recording read though the file was rewritten since
+    (main: other random bytes, another uptime, the new first line)."""
+    data = tmp_path / "lines.txt"
+    data.write_text("".join(f"line {i}\n" for i in range(300)))
+    numbers = tmp_path / "numbers"
+    numbers.write_text("1 2 3 40\n")
+    trace = tmp_path / "stdio.det"
+    with open(numbers, "rb") as stdin:
+        r = detrec(*mode, "-q", "-o", trace, "--", program("stdio_inputs"), data, stdin=stdin)
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"first line 0\nlines 300 300 sum 46 uptime " in r.stdout, r.stdout
+    data.write_text("rewritten\n")
+    time.sleep(0.02)  # (/proc/uptime moves on)
+    for replay in ([], ["--relaxed"]) if not mode else ([],):
+        for _ in range(3):
+            rr = detreplay(*replay, "-q", trace, stdin=subprocess.DEVNULL)
+            assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", [(), ("--strict",)])
 def test_descriptor_numbers_replay(mode: tuple[str, ...], tmp_path: Path) -> None:
     """fd_race's threads open and close in a race for the lowest numbers:
