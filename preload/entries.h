@@ -67,6 +67,10 @@ extern mqd_t __mq_open_2(const char *name, int oflag);
 extern int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen);
 extern int __vprintf_chk(int flag, const char *restrict format, va_list ap);
 extern int __vfprintf_chk(FILE *restrict stream, int flag, const char *restrict format, va_list ap);
+extern char *__fgets_chk(char *restrict s, size_t size, int n, FILE *restrict stream);
+extern size_t __fread_chk(void *restrict ptr, size_t ptrlen, size_t size, size_t n, FILE *restrict stream);
+extern int __isoc99_vfscanf(FILE *restrict s, const char *restrict format, va_list arg);
+extern int __isoc99_vscanf(const char *restrict format, va_list arg);
 extern char *__realpath_chk(const char *restrict name, char *restrict resolved, size_t resolvedlen);
 extern ssize_t __readlink_chk(const char *restrict path, char *restrict buf, size_t len, size_t buflen);
 extern ssize_t __readlinkat_chk(int fd, const char *restrict path, char *restrict buf, size_t len,

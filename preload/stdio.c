@@ -250,15 +250,12 @@ DET_IMPL void det_impl_perror(const char *s)
 	stdio_end(&op, stderr, so, 0);
 }
 
-DET_IMPL void det_impl_flockfile(FILE *f)
+/* The FILE's lock as an event of this kind (flockfile's, or a stdio
+ * input call's place); leaves det. */
+static void file_lock(struct det_thread *t, FILE *f, uint16_t kind, uint64_t ra)
 {
-	struct det_thread *t = det_enter();
-	if (!t) {
-		real.flockfile(f);
-		return;
-	}
 	struct det_op op = {0};
-	if (!det_acquire_begin(&op, t, DET_EV_FILE_LOCK, f, DET_OBJ_FILE, DET_RA()) && real.ftrylockfile(f) != 0) {
+	if (!det_acquire_begin(&op, t, kind, f, DET_OBJ_FILE, ra) && real.ftrylockfile(f) != 0) {
 		if (det_strict) {
 			while (real.ftrylockfile(f) != 0)
 				det_ops.strict_wait_for(&op, f);
@@ -270,6 +267,26 @@ DET_IMPL void det_impl_flockfile(FILE *f)
 	}
 	det_acquire_end(&op, 0);
 	det_leave(t);
+}
+
+/* funlockfile's event, and its unlock; leaves det. */
+static void file_unlock(struct det_thread *t, FILE *f, uint64_t ra)
+{
+	struct det_op op = {0};
+	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, ra);
+	file_unlocked(t, f);
+	det_release_end(&op, 0);
+	det_leave(t);
+}
+
+DET_IMPL void det_impl_flockfile(FILE *f)
+{
+	struct det_thread *t = det_enter();
+	if (!t) {
+		real.flockfile(f);
+		return;
+	}
+	file_lock(t, f, DET_EV_FILE_LOCK, DET_RA());
 }
 
 DET_IMPL int det_impl_ftrylockfile(FILE *f)
@@ -299,9 +316,152 @@ DET_IMPL void det_impl_funlockfile(FILE *f)
 		real.funlockfile(f);
 		return;
 	}
-	struct det_op op = {0};
-	det_release_begin(&op, t, DET_EV_FILE_UNLOCK, f, DET_OBJ_FILE, DET_RA());
-	file_unlocked(t, f);
-	det_release_end(&op, 0);
-	det_leave(t);
+	file_unlock(t, f, DET_RA());
+}
+
+/* ------------------------------------------------------------------ */
+/* stdio input: a call that reads a FILE (fgets, fread, getc, getline,
+ * scanf, ...) holds the FILE across the reads it makes, which are det's
+ * reads (preload/stdio_reads.c). Threads that read one FILE must take it in
+ * the recorded order: else each consumes other lines of its buffer, or one
+ * holds it while its read waits for a turn that comes after another
+ * thread's read of it. So once the process has made a thread, such a call
+ * locks the FILE and takes its place in the order (STDIO_READ, as a stdio
+ * output call does), then makes the real call (whose reads are events of
+ * their own) and unlocks it. Before the first thread (nothing to order: a
+ * tool reading its input char by char pays nothing) the call passes
+ * through, and so do the _unlocked variants (their caller locks with
+ * flockfile, an event). */
+#define DET_STDIN(f, ra, call)                                                                    \
+	do {                                                                                       \
+		struct det_thread *t = det_enter();                                                \
+		if (t && atomic_load_explicit(&det_threads_made, memory_order_relaxed) && (f)) {   \
+			uint64_t ra_ = (ra);                                                       \
+			file_lock(t, (f), DET_EV_STDIO_READ, ra_);                                 \
+			t->cancel_file = (f); /* (a canceled read in it unlocks it: det_unwound) */ \
+			__typeof__(call) r_ = (call);                                              \
+			int e_ = errno;                                                            \
+			t->cancel_file = NULL;                                                     \
+			file_unlocked(t, (f));                                                     \
+			errno = e_;                                                                \
+			return r_;                                                                 \
+		}                                                                                  \
+		if (t)                                                                             \
+			det_leave(t);                                                              \
+		return call;                                                                       \
+	} while (0)
+
+DET_IMPL char *det_impl_fgets(char *s, int n, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.fgets(s, n, f));
+}
+
+DET_IMPL char *det_impl___fgets_chk(char *s, size_t size, int n, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.__fgets_chk(s, size, n, f));
+}
+
+DET_IMPL size_t det_impl_fread(void *p, size_t size, size_t n, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.fread(p, size, n, f));
+}
+
+DET_IMPL size_t det_impl___fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.__fread_chk(p, plen, size, n, f));
+}
+
+DET_IMPL int det_impl_fgetc(FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.fgetc(f));
+}
+
+#undef getc
+DET_IMPL int det_impl_getc(FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.getc(f));
+}
+
+#undef getchar
+DET_IMPL int det_impl_getchar(void)
+{
+	DET_STDIN(stdin, DET_RA(), real.getchar());
+}
+
+DET_IMPL int det_impl_ungetc(int c, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.ungetc(c, f));
+}
+
+DET_IMPL ssize_t det_impl_getdelim(char **line, size_t *cap, int delim, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.getdelim(line, cap, delim, f));
+}
+
+DET_IMPL ssize_t det_impl_getline(char **line, size_t *cap, FILE *f)
+{
+	DET_STDIN(f, DET_RA(), real.getdelim(line, cap, '\n', f));
+}
+
+DET_IMPL int det_impl_vfscanf(FILE *f, const char *fmt, va_list ap)
+{
+	DET_STDIN(f, DET_RA(), real.vfscanf(f, fmt, ap));
+}
+
+DET_IMPL int det_impl_vscanf(const char *fmt, va_list ap)
+{
+	DET_STDIN(stdin, DET_RA(), real.vfscanf(stdin, fmt, ap));
+}
+
+DET_IMPL int det_impl___isoc99_vfscanf(FILE *f, const char *fmt, va_list ap)
+{
+	DET_STDIN(f, DET_RA(), real.__isoc99_vfscanf(f, fmt, ap));
+}
+
+DET_IMPL int det_impl___isoc99_vscanf(const char *fmt, va_list ap)
+{
+	DET_STDIN(stdin, DET_RA(), real.__isoc99_vfscanf(stdin, fmt, ap));
+}
+
+/* The variadic scanfs: front-ends, as printf's (their return address is
+ * the program's; which = 1 for C99's scanf, the one programs built in C99
+ * or later call). */
+DET_HIDDEN int det_stdin_va(int which, FILE *f, const char *fmt, va_list ap, uint64_t ra);
+
+DET_IMPL int det_impl_det_stdin_va(int which, FILE *f, const char *fmt, va_list ap, uint64_t ra)
+{
+	DET_STDIN(f, ra, which ? real.__isoc99_vfscanf(f, fmt, ap) : real.vfscanf(f, fmt, ap));
+}
+
+#define DET_STDIN_VA(which, f, last)                                                       \
+	do {                                                                               \
+		va_list ap;                                                                \
+		va_start(ap, last);                                                        \
+		int r = det_stdin_va(which, f, last, ap, DET_RA());                        \
+		va_end(ap);                                                                \
+		return r;                                                                  \
+	} while (0)
+
+/* (<stdio.h> names C99's scanf scanf: the pre-C99 one gets its symbol here) */
+EXPORT int det_scanf_pre_c99(const char *fmt, ...) __asm__("scanf");
+EXPORT int det_fscanf_pre_c99(FILE *f, const char *fmt, ...) __asm__("fscanf");
+
+EXPORT int det_scanf_pre_c99(const char *fmt, ...)
+{
+	DET_STDIN_VA(0, stdin, fmt);
+}
+
+EXPORT int det_fscanf_pre_c99(FILE *f, const char *fmt, ...)
+{
+	DET_STDIN_VA(0, f, fmt);
+}
+
+EXPORT int __isoc99_scanf(const char *fmt, ...)
+{
+	DET_STDIN_VA(1, stdin, fmt);
+}
+
+EXPORT int __isoc99_fscanf(FILE *f, const char *fmt, ...)
+{
+	DET_STDIN_VA(1, f, fmt);
 }

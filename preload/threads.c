@@ -91,6 +91,8 @@ static void mapped_in_order(int taken)
 		det_spin_unlock(&mapping_in_order);
 }
 
+_Atomic int det_threads_made;
+
 void det_threads_forked(void)
 {
 	atomic_store(&mapping_in_order, 0); /* (the thread that held it is not in this process) */
@@ -192,6 +194,7 @@ DET_IMPL int det_impl_pthread_create(pthread_t *th, const pthread_attr_t *attr, 
 		if (det_strict)
 			det_ops.strict_created(child);
 	}
+	atomic_store_explicit(&det_threads_made, 1, memory_order_relaxed);
 	struct det_slot *cs = det_shm_slot(det_hdr, child);
 	cs->parent = t->num;
 	cs->create_seq = op.seq;

@@ -100,7 +100,7 @@ class RunTimeout:
 # async-signal-safe, and waiting on a semaphore that a handler posts (for
 # SIGTERM, a timer) is how a program idles, not a deadlock.
 STUCK_KINDS = frozenset({ev.MUTEX_LOCK, ev.COND_WAIT, ev.RWLOCK_RDLOCK, ev.RWLOCK_WRLOCK, ev.BARRIER_ARRIVE,
-                         ev.THREAD_JOIN, ev.FILE_LOCK, ev.STDIO_WRITE, ev.OMP_LOCK, ev.GUARD_ACQUIRE})
+                         ev.THREAD_JOIN, ev.FILE_LOCK, ev.STDIO_WRITE, ev.STDIO_READ, ev.OMP_LOCK, ev.GUARD_ACQUIRE})
 
 
 class StuckWatch:

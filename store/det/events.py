@@ -91,6 +91,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('GUARD_RELEASE', 86, 'ONCE', 'OTHER', '__cxa_guard_release: the static is initialized'),
     EventKind('GUARD_ABORT', 87, 'ONCE', 'OTHER', "__cxa_guard_abort: the static's initializer threw; another call may initialize it"),
     EventKind('STDIO_WRITE', 60, 'FILE', 'OUTPUT', 'a stdio call that writes to a FILE (printf, fputs, fwrite, ...)'),
+    EventKind('STDIO_READ', 18, 'FILE', 'OTHER', "a stdio call that reads a FILE (fgets, fread, getc, getline, scanf, ...) in a process that has made a thread: its place among the FILE's users, taken with the FILE's lock held (its buffer refills are read events of their own)"),
     EventKind('FILE_LOCK', 61, 'FILE', 'ACQUIRE', 'flockfile, or ftrylockfile (result nonzero when it failed)'),
     EventKind('FILE_UNLOCK', 62, 'FILE', 'RELEASE', 'funlockfile'),
     EventKind('ATOMIC_LOAD', 70, 'ATOMIC', 'OTHER', 'an atomic load; result = the value read'),
@@ -218,6 +219,7 @@ GUARD_ACQUIRE = 85
 GUARD_RELEASE = 86
 GUARD_ABORT = 87
 STDIO_WRITE = 60
+STDIO_READ = 18
 FILE_LOCK = 61
 FILE_UNLOCK = 62
 ATOMIC_LOAD = 70

@@ -243,6 +243,23 @@ def test_inputs_read_through_stdio_replay(tmp_path: Path, mode: list[str]) -> No
             assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
 
 
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_threads_sharing_a_stdio_stream_replay(tmp_path: Path, mode: list[str]) -> None:
+    """shared_reader's threads take lines from one FILE with fgets: which
+    thread got which line is the recording's in every replay (main: each
+    replay split them anew; reads seen but calls not ordered: stalled)."""
+    data = tmp_path / "numbers.txt"
+    data.write_text("".join(f"{i}\n" for i in range(1, 6001)))
+    trace = tmp_path / "shared.det"
+    r = detrec(*mode, "-q", "-o", trace, "--", program("shared_reader"), data, "3")
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.endswith(b"total 18003000\n"), r.stdout
+    for replay in ([], ["--relaxed"]) if not mode else ([],):
+        for _ in range(3):
+            rr = detreplay(*replay, "-q", trace, timeout=60)
+            assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", [(), ("--strict",)])
 def test_descriptor_numbers_replay(mode: tuple[str, ...], tmp_path: Path) -> None:
     """fd_race's threads open and close in a race for the lowest numbers:

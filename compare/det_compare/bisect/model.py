@@ -129,7 +129,7 @@ class State:
         ok = e.result == 0
         if k in MUTEX_ACQ:
             return self._free_for(o, t) if ok else not self._free_for(o, t)
-        if k == ev.STDIO_WRITE:
+        if k in (ev.STDIO_WRITE, ev.STDIO_READ):
             return self._free_for(o, t)
         if k == ev.COND_WAKE:
             if not self._free_for(e.aux, t):
