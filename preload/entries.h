@@ -84,6 +84,9 @@ extern int __fxstatat(int ver, int fildes, const char *filename, struct stat *st
 extern int __cxa_guard_acquire(uint64_t *g);
 extern void __cxa_guard_release(uint64_t *g);
 extern void __cxa_guard_abort(uint64_t *g);
+/* libstdc++'s std::random_device members (<random>: this is their C ABI) */
+extern unsigned _ZNSt13random_device9_M_getvalEv(void *self);
+extern unsigned _ZNSt13random_device16_M_getval_pretr1Ev(void *self);
 /* libgomp's libgomp_g.h (what GCC's OpenMP code calls) */
 extern void GOMP_critical_start(void);
 extern void GOMP_critical_end(void);

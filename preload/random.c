@@ -62,6 +62,96 @@ DET_IMPL ssize_t det_impl_getrandom(void *buf, size_t n, unsigned int flags)
 	return r;
 }
 
+/* std::random_device (libstdc++, loaded with the program or later): its
+ * values come from rdrand or rdseed where the CPU has them, which no
+ * preload sees, so each value it hands out is an input of det's. */
+static void *libstdcxx_fn(const char *name, void **cache)
+{
+	if (!*cache)
+		*cache = det_real_late(name, "libstdc++.so.6");
+	return *cache;
+}
+
+static void device_value(struct det_thread *t, uint32_t aux, void *value, uint32_t size, void (*get)(void *, void *),
+			 void *self, uint64_t ra)
+{
+	struct det_op op = {0};
+	if (det_input_begin(&op, t, DET_EV_GETRANDOM, aux, ra)) {
+		if (op.rec->result != size)
+			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_GETRANDOM, NULL, ra,
+					"std::random_device gave a value of another size than recorded");
+		memcpy(value, det_replay_data(op.rec), size);
+	} else {
+		get(self, value);
+	}
+	det_input_end(&op, size, value, size);
+}
+
+static void *getval_fn, *getval_pretr1_fn, *getentropy_fn;
+
+static void call_getval(void *self, void *value)
+{
+	*(unsigned *)value = ((unsigned (*)(void *))getval_fn)(self);
+}
+
+static void call_getval_pretr1(void *self, void *value)
+{
+	*(unsigned *)value = ((unsigned (*)(void *))getval_pretr1_fn)(self);
+}
+
+static void call_getentropy(void *self, void *value)
+{
+	*(double *)value = ((double (*)(const void *))getentropy_fn)(self);
+}
+
+DET_IMPL unsigned det_impl__ZNSt13random_device9_M_getvalEv(void *self)
+{
+	libstdcxx_fn("_ZNSt13random_device9_M_getvalEv", &getval_fn);
+	DET_ENTER(t);
+	unsigned v;
+	if (!t)
+		return ((unsigned (*)(void *))getval_fn)(self);
+	device_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), call_getval, self, DET_RA());
+	det_leave(t);
+	return v;
+}
+
+DET_IMPL unsigned det_impl__ZNSt13random_device16_M_getval_pretr1Ev(void *self)
+{
+	libstdcxx_fn("_ZNSt13random_device16_M_getval_pretr1Ev", &getval_pretr1_fn);
+	DET_ENTER(t);
+	unsigned v;
+	if (!t)
+		return ((unsigned (*)(void *))getval_pretr1_fn)(self);
+	device_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), call_getval_pretr1, self, DET_RA());
+	det_leave(t);
+	return v;
+}
+
+/* entropy() returns a double, in a register det's entry stubs clear on
+ * the way out: a front-end, as printf's, calls an entry that stores it. */
+DET_HIDDEN void det_device_entropy(const void *self, double *value, uint64_t ra);
+
+DET_IMPL void det_impl_det_device_entropy(const void *self, double *value, uint64_t ra)
+{
+	libstdcxx_fn("_ZNKSt13random_device13_M_getentropyEv", &getentropy_fn);
+	DET_ENTER(t);
+	if (!t) {
+		*value = ((double (*)(const void *))getentropy_fn)(self);
+		return;
+	}
+	device_value(t, DET_AUX_GETRANDOM_DEVICE_ENTROPY, value, sizeof(*value), call_getentropy,
+		     (void *)(uintptr_t)self, ra);
+	det_leave(t);
+}
+
+__attribute__((visibility("default"))) double _ZNKSt13random_device13_M_getentropyEv(const void *self)
+{
+	double v;
+	det_device_entropy(self, &v, (uint64_t)(uintptr_t)__builtin_return_address(0));
+	return v;
+}
+
 DET_IMPL int det_impl_getentropy(void *buf, size_t n)
 {
 	DET_ENTER(t);

@@ -260,6 +260,22 @@ def test_threads_sharing_a_stdio_stream_replay(tmp_path: Path, mode: list[str]) 
             assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
 
 
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+@pytest.mark.parametrize("token", ["default", "/dev/urandom"])
+def test_cxx_random_device_replays(tmp_path: Path, mode: list[str], token: str) -> None:
+    """std::random_device's values (rdrand or rdseed on x86 by default,
+    which no preload sees; or a device) and its entropy estimate are the
+    recording's in replay (main: other seeds, other draws)."""
+    trace = tmp_path / "rd.det"
+    r = detrec(*mode, "-q", "-o", trace, "--", program("random_device_seed"), "3", token)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.count(b"seed ") == 3, r.stdout
+    for replay in ([], ["--relaxed"]) if not mode else ([],):
+        for _ in range(2):
+            rr = detreplay(*replay, "-q", trace)
+            assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", [(), ("--strict",)])
 def test_descriptor_numbers_replay(mode: tuple[str, ...], tmp_path: Path) -> None:
     """fd_race's threads open and close in a race for the lowest numbers:
