@@ -19,6 +19,12 @@
  *    entry, so each refill of the buffer is an event of det's read with
  *    its mode's rules (a regular file re-read and checked or kept, a device
  *    or terminal recorded, the program's own pipe re-read).
+ *  - Except a FILE opened with "c" (no cancellation), which is how glibc
+ *    opens files for itself (the time zone, nss's /etc files,
+ *    /proc/self/maps): those reads stay libc's own, as before det. Their
+ *    caller may hold a lock of libc's (the time zone's, taken by whichever
+ *    thread first asks for local time) that det cannot see, so the thread
+ *    doing them need not be the recording's.
  *  - Without _IO_file_read exported (another C library), nothing changes.
  */
 #include "inputs.h"
@@ -35,8 +41,12 @@ static file_read_fn libc_file_read;
 
 /* _IO_file_read's work (a FILE's descriptor, a buffer, its size), through
  * det's exported read: det's stub takes the call as the program's. */
+#define GLIBC_IO_FLAGS2_NOTCANCEL 2 /* (glibc's libio.h: a FILE opened with "c") */
+
 static ssize_t det_file_read(FILE *f, void *buf, ssize_t n)
 {
+	if (f->_flags2 & GLIBC_IO_FLAGS2_NOTCANCEL)
+		return libc_file_read(f, buf, n);
 	return read(fileno_unlocked(f), buf, (size_t)n);
 }
 
