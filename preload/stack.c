@@ -202,6 +202,7 @@ DET_STUB_CLEARING("det_thread_begin", "det_impl_det_thread_begin", "hidden det_t
 DET_STUB("det_thread_end", "det_impl_det_thread_end", "hidden det_thread_end\n.globl")
 DET_STUB("det_stdio_va", "det_impl_det_stdio_va", "hidden det_stdio_va\n.globl")
 DET_STUB("det_stdin_va", "det_impl_det_stdin_va", "hidden det_stdin_va\n.globl")
+DET_STUB("det_drand48", "det_impl_det_drand48", "hidden det_drand48\n.globl")
 DET_STUB("det_device_entropy", "det_impl_det_device_entropy", "hidden det_device_entropy\n.globl")
 DET_STUB("det_omp_share", "det_impl_det_omp_share", "hidden det_omp_share\n.globl")
 DET_STUB("det_clone", "det_impl_det_clone", "hidden det_clone\n.globl")
