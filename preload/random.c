@@ -72,8 +72,10 @@ static void *libstdcxx_fn(const char *name, void **cache)
 	return *cache;
 }
 
-static void device_value(struct det_thread *t, uint32_t aux, void *value, uint32_t size, void (*get)(void *, void *),
-			 void *self, uint64_t ra)
+/* The value libstdc++'s member fn gives for self (get calls it), as the
+ * recording's input. */
+static void device_value(struct det_thread *t, uint32_t aux, void *value, uint32_t size,
+			 void (*get)(void *fn, void *self, void *value), void *fn, void *self, uint64_t ra)
 {
 	struct det_op op = {0};
 	if (det_input_begin(&op, t, DET_EV_GETRANDOM, aux, ra)) {
@@ -82,50 +84,43 @@ static void device_value(struct det_thread *t, uint32_t aux, void *value, uint32
 					"std::random_device gave a value of another size than recorded");
 		memcpy(value, det_replay_data(op.rec), size);
 	} else {
-		get(self, value);
+		get(fn, self, value);
 	}
 	det_input_end(&op, size, value, size);
 }
 
-static void *getval_fn, *getval_pretr1_fn, *getentropy_fn;
-
-static void call_getval(void *self, void *value)
+static void get_unsigned(void *fn, void *self, void *value)
 {
-	*(unsigned *)value = ((unsigned (*)(void *))getval_fn)(self);
+	*(unsigned *)value = ((unsigned (*)(void *))fn)(self);
 }
 
-static void call_getval_pretr1(void *self, void *value)
+static void get_double(void *fn, void *self, void *value)
 {
-	*(unsigned *)value = ((unsigned (*)(void *))getval_pretr1_fn)(self);
+	*(double *)value = ((double (*)(const void *))fn)(self);
 }
 
-static void call_getentropy(void *self, void *value)
+static unsigned device_getval(void *self, const char *name, void **cache)
 {
-	*(double *)value = ((double (*)(const void *))getentropy_fn)(self);
+	void *fn = libstdcxx_fn(name, cache);
+	DET_ENTER(t);
+	unsigned v;
+	if (!t)
+		return ((unsigned (*)(void *))fn)(self);
+	device_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), get_unsigned, fn, self, DET_RA());
+	det_leave(t);
+	return v;
 }
 
 DET_IMPL unsigned det_impl__ZNSt13random_device9_M_getvalEv(void *self)
 {
-	libstdcxx_fn("_ZNSt13random_device9_M_getvalEv", &getval_fn);
-	DET_ENTER(t);
-	unsigned v;
-	if (!t)
-		return ((unsigned (*)(void *))getval_fn)(self);
-	device_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), call_getval, self, DET_RA());
-	det_leave(t);
-	return v;
+	static void *fn;
+	return device_getval(self, "_ZNSt13random_device9_M_getvalEv", &fn);
 }
 
 DET_IMPL unsigned det_impl__ZNSt13random_device16_M_getval_pretr1Ev(void *self)
 {
-	libstdcxx_fn("_ZNSt13random_device16_M_getval_pretr1Ev", &getval_pretr1_fn);
-	DET_ENTER(t);
-	unsigned v;
-	if (!t)
-		return ((unsigned (*)(void *))getval_pretr1_fn)(self);
-	device_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), call_getval_pretr1, self, DET_RA());
-	det_leave(t);
-	return v;
+	static void *fn;
+	return device_getval(self, "_ZNSt13random_device16_M_getval_pretr1Ev", &fn);
 }
 
 /* entropy() returns a double, in a register det's entry stubs clear on
@@ -134,13 +129,14 @@ DET_HIDDEN void det_device_entropy(const void *self, double *value, uint64_t ra)
 
 DET_IMPL void det_impl_det_device_entropy(const void *self, double *value, uint64_t ra)
 {
-	libstdcxx_fn("_ZNKSt13random_device13_M_getentropyEv", &getentropy_fn);
+	static void *cache;
+	void *fn = libstdcxx_fn("_ZNKSt13random_device13_M_getentropyEv", &cache);
 	DET_ENTER(t);
 	if (!t) {
-		*value = ((double (*)(const void *))getentropy_fn)(self);
+		get_double(fn, (void *)(uintptr_t)self, value);
 		return;
 	}
-	device_value(t, DET_AUX_GETRANDOM_DEVICE_ENTROPY, value, sizeof(*value), call_getentropy,
+	device_value(t, DET_AUX_GETRANDOM_DEVICE_ENTROPY, value, sizeof(*value), get_double, fn,
 		     (void *)(uintptr_t)self, ra);
 	det_leave(t);
 }

@@ -89,7 +89,9 @@ static int spin(struct det_slot *me, struct det_slot *d, uint64_t idx)
 	return 0;
 }
 
-static void futex_wait_turn(struct det_thread *t, const struct det_sched *e)
+/* Sleep until e's prerequisites are done; ns >= 0: wait once, at most
+ * about ns (the caller looks again). */
+static void wait_within(struct det_thread *t, const struct det_sched *e, long ns)
 {
 	struct det_slot *me = t->slot;
 	for (int i = 0; i < 2; i++) {
@@ -98,36 +100,36 @@ static void futex_wait_turn(struct det_thread *t, const struct det_sched *e)
 		struct det_slot *d = det_shm_slot(det_hdr, e->dep_thread[i] - 1);
 		if (atomic_load(&d->done) > e->dep_idx[i] || spin(me, d, e->dep_idx[i]))
 			continue;
-		for (;;) {
+		int waited_once = 0;
+		while (!waited_once) {
 			det_snap_point(t); /* (a snapshot's holder wakes it for this) */
 			/* Dekker with futex_done: sleeping is set before done is
 			 * read again, done is set before sleeping is read. */
 			atomic_store(&me->sleeping, 1);
 			if (atomic_load(&d->done) > e->dep_idx[i])
 				break;
-			futex(&me->sleeping, FUTEX_WAIT, 1);
+			if (ns < 0) {
+				futex(&me->sleeping, FUTEX_WAIT, 1);
+			} else {
+				struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+				det_sys(SYS_futex, (long)&me->sleeping, FUTEX_WAIT, 1, (long)&ts, 0, 0);
+				waited_once = 1;
+			}
 		}
 		atomic_store(&me->sleeping, 0);
+		if (waited_once)
+			return;
 	}
+}
+
+static void futex_wait_turn(struct det_thread *t, const struct det_sched *e)
+{
+	wait_within(t, e, -1);
 }
 
 static void futex_wait_turn_for(struct det_thread *t, const struct det_sched *e, long ns)
 {
-	struct det_slot *me = t->slot;
-	for (int i = 0; i < 2; i++) {
-		if (!e->dep_thread[i])
-			continue;
-		struct det_slot *d = det_shm_slot(det_hdr, e->dep_thread[i] - 1);
-		if (atomic_load(&d->done) > e->dep_idx[i] || spin(me, d, e->dep_idx[i]))
-			continue;
-		atomic_store(&me->sleeping, 1); /* (Dekker with futex_done, as above) */
-		if (atomic_load(&d->done) <= e->dep_idx[i]) {
-			struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-			det_sys(SYS_futex, (long)&me->sleeping, FUTEX_WAIT, 1, (long)&ts, 0, 0);
-		}
-		atomic_store(&me->sleeping, 0);
-		return; /* once: the caller looks again */
-	}
+	wait_within(t, e, ns);
 }
 
 static void futex_done(struct det_thread *t, const struct det_sched *e)
