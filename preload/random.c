@@ -72,16 +72,16 @@ static void *libstdcxx_fn(const char *name, void **cache)
 	return *cache;
 }
 
-/* The value libstdc++'s member fn gives for self (get calls it), as the
- * recording's input. */
-static void device_value(struct det_thread *t, uint32_t aux, void *value, uint32_t size,
+/* The value fn gives for self (get calls it): libstdc++'s member, or
+ * libc's arc4random family, as the recording's input. */
+static void random_value(struct det_thread *t, uint32_t aux, void *value, uint32_t size,
 			 void (*get)(void *fn, void *self, void *value), void *fn, void *self, uint64_t ra)
 {
 	struct det_op op = {0};
 	if (det_input_begin(&op, t, DET_EV_GETRANDOM, aux, ra)) {
 		if (op.rec->result != size)
 			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_GETRANDOM, NULL, ra,
-					"std::random_device gave a value of another size than recorded");
+					"a random value of another size than recorded");
 		memcpy(value, det_replay_data(op.rec), size);
 	} else {
 		get(fn, self, value);
@@ -106,7 +106,7 @@ static unsigned device_getval(void *self, const char *name, void **cache)
 	unsigned v;
 	if (!t)
 		return ((unsigned (*)(void *))fn)(self);
-	device_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), get_unsigned, fn, self, DET_RA());
+	random_value(t, DET_AUX_GETRANDOM_RANDOM_DEVICE, &v, sizeof(v), get_unsigned, fn, self, DET_RA());
 	det_leave(t);
 	return v;
 }
@@ -123,6 +123,74 @@ DET_IMPL unsigned det_impl__ZNSt13random_device16_M_getval_pretr1Ev(void *self)
 	return device_getval(self, "_ZNSt13random_device16_M_getval_pretr1Ev", &fn);
 }
 
+/* glibc's arc4random family (2.36) takes its bytes from the kernel with
+ * libc's internal getrandom, which no preload sees. */
+static void *libc_fn(const char *name, void **cache)
+{
+	if (!*cache)
+		*cache = det_real_late(name, "libc.so.6");
+	return *cache;
+}
+
+static void get_arc4random(void *fn, void *self, void *value)
+{
+	(void)self;
+	*(uint32_t *)value = ((uint32_t (*)(void))fn)();
+}
+
+static void get_arc4random_uniform(void *fn, void *self, void *value)
+{
+	*(uint32_t *)value = ((uint32_t (*)(uint32_t))fn)((uint32_t)(uintptr_t)self);
+}
+
+static void get_arc4random_buf(void *fn, void *self, void *value)
+{
+	((void (*)(void *, size_t))fn)(value, (size_t)(uintptr_t)self);
+}
+
+DET_IMPL uint32_t det_impl_arc4random(void)
+{
+	static void *cache;
+	void *fn = libc_fn("arc4random", &cache);
+	DET_ENTER(t);
+	uint32_t v;
+	if (!t)
+		return ((uint32_t (*)(void))fn)();
+	random_value(t, DET_AUX_GETRANDOM_ARC4RANDOM, &v, sizeof(v), get_arc4random, fn, NULL, DET_RA());
+	det_leave(t);
+	return v;
+}
+
+DET_IMPL uint32_t det_impl_arc4random_uniform(uint32_t upper)
+{
+	static void *cache;
+	void *fn = libc_fn("arc4random_uniform", &cache);
+	DET_ENTER(t);
+	uint32_t v;
+	if (!t)
+		return ((uint32_t (*)(uint32_t))fn)(upper);
+	random_value(t, DET_AUX_GETRANDOM_ARC4RANDOM, &v, sizeof(v), get_arc4random_uniform, fn,
+		     (void *)(uintptr_t)upper, DET_RA());
+	det_leave(t);
+	return v;
+}
+
+DET_IMPL void det_impl_arc4random_buf(void *buf, size_t n)
+{
+	static void *cache;
+	void *fn = libc_fn("arc4random_buf", &cache);
+	DET_ENTER(t);
+	if (!t || n > UINT32_MAX) { /* (a record's data holds 4 GiB at most) */
+		((void (*)(void *, size_t))fn)(buf, n);
+		if (t)
+			det_leave(t);
+		return;
+	}
+	random_value(t, DET_AUX_GETRANDOM_ARC4RANDOM, buf, (uint32_t)n, get_arc4random_buf, fn, (void *)(uintptr_t)n,
+		     DET_RA());
+	det_leave(t);
+}
+
 /* entropy() returns a double, in a register det's entry stubs clear on
  * the way out: a front-end, as printf's, calls an entry that stores it. */
 DET_HIDDEN void det_device_entropy(const void *self, double *value, uint64_t ra);
@@ -136,7 +204,7 @@ DET_IMPL void det_impl_det_device_entropy(const void *self, double *value, uint6
 		get_double(fn, (void *)(uintptr_t)self, value);
 		return;
 	}
-	device_value(t, DET_AUX_GETRANDOM_DEVICE_ENTROPY, value, sizeof(*value), get_double, fn,
+	random_value(t, DET_AUX_GETRANDOM_DEVICE_ENTROPY, value, sizeof(*value), get_double, fn,
 		     (void *)(uintptr_t)self, ra);
 	det_leave(t);
 }

@@ -69,6 +69,8 @@ int main(void)
 	printf("getrandom %02x%02x%02x%02x\n", rnd[0], rnd[1], rnd[2], rnd[3]);
 	getentropy(rnd, 8);
 	printf("getentropy %02x%02x\n", rnd[0], rnd[1]);
+	arc4random_buf(rnd, 8);
+	printf("arc4random %08x %u %02x%02x\n", arc4random(), arc4random_uniform(1000), rnd[0], rnd[1]);
 	int ufd = open("/dev/urandom", O_RDONLY);
 	if (read(ufd, rnd, 8) == 8)
 		printf("urandom %02x%02x%02x\n", rnd[0], rnd[1], rnd[2]);
