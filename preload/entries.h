@@ -71,6 +71,9 @@ extern char *__fgets_chk(char *restrict s, size_t size, int n, FILE *restrict st
 extern size_t __fread_chk(void *restrict ptr, size_t ptrlen, size_t size, size_t n, FILE *restrict stream);
 extern int __isoc99_vfscanf(FILE *restrict s, const char *restrict format, va_list arg);
 extern int __isoc99_vscanf(const char *restrict format, va_list arg);
+/* glibc 2.38's C23 scanf (not declared by 2.36's headers) */
+extern int __isoc23_vfscanf(FILE *restrict s, const char *restrict format, va_list arg);
+extern int __isoc23_vscanf(const char *restrict format, va_list arg);
 extern char *__realpath_chk(const char *restrict name, char *restrict resolved, size_t resolvedlen);
 extern ssize_t __readlink_chk(const char *restrict path, char *restrict buf, size_t len, size_t buflen);
 extern ssize_t __readlinkat_chk(int fd, const char *restrict path, char *restrict buf, size_t len,

@@ -403,41 +403,65 @@ DET_IMPL ssize_t det_impl_getline(char **line, size_t *cap, FILE *f)
 	DET_STDIN(f, DET_RA(), real.getdelim(line, cap, '\n', f));
 }
 
+/* scanf's three ABIs: before C99, C99's (what programs built in C99 to
+ * C17 call), C23's (glibc 2.38: strtol-like %b and 0b); each has its own
+ * vfscanf. */
+enum scanf_abi { SCANF_PRE_C99, SCANF_C99, SCANF_C23 };
+
+static int real_vfscanf(enum scanf_abi abi, FILE *f, const char *fmt, va_list ap)
+{
+	static void *c23;
+	if (abi == SCANF_C23 && !c23)
+		c23 = det_real_late("__isoc23_vfscanf", "libc.so.6");
+	return abi == SCANF_PRE_C99 ? real.vfscanf(f, fmt, ap)
+	       : abi == SCANF_C99   ? real.__isoc99_vfscanf(f, fmt, ap)
+				    : ((int (*)(FILE *, const char *, va_list))c23)(f, fmt, ap);
+}
+
 DET_IMPL int det_impl_vfscanf(FILE *f, const char *fmt, va_list ap)
 {
-	DET_STDIN(f, DET_RA(), real.vfscanf(f, fmt, ap));
+	DET_STDIN(f, DET_RA(), real_vfscanf(SCANF_PRE_C99, f, fmt, ap));
 }
 
 DET_IMPL int det_impl_vscanf(const char *fmt, va_list ap)
 {
-	DET_STDIN(stdin, DET_RA(), real.vfscanf(stdin, fmt, ap));
+	DET_STDIN(stdin, DET_RA(), real_vfscanf(SCANF_PRE_C99, stdin, fmt, ap));
 }
 
 DET_IMPL int det_impl___isoc99_vfscanf(FILE *f, const char *fmt, va_list ap)
 {
-	DET_STDIN(f, DET_RA(), real.__isoc99_vfscanf(f, fmt, ap));
+	DET_STDIN(f, DET_RA(), real_vfscanf(SCANF_C99, f, fmt, ap));
 }
 
 DET_IMPL int det_impl___isoc99_vscanf(const char *fmt, va_list ap)
 {
-	DET_STDIN(stdin, DET_RA(), real.__isoc99_vfscanf(stdin, fmt, ap));
+	DET_STDIN(stdin, DET_RA(), real_vfscanf(SCANF_C99, stdin, fmt, ap));
+}
+
+DET_IMPL int det_impl___isoc23_vfscanf(FILE *f, const char *fmt, va_list ap)
+{
+	DET_STDIN(f, DET_RA(), real_vfscanf(SCANF_C23, f, fmt, ap));
+}
+
+DET_IMPL int det_impl___isoc23_vscanf(const char *fmt, va_list ap)
+{
+	DET_STDIN(stdin, DET_RA(), real_vfscanf(SCANF_C23, stdin, fmt, ap));
 }
 
 /* The variadic scanfs: front-ends, as printf's (their return address is
- * the program's; which = 1 for C99's scanf, the one programs built in C99
- * or later call). */
-DET_HIDDEN int det_stdin_va(int which, FILE *f, const char *fmt, va_list ap, uint64_t ra);
+ * the program's). */
+DET_HIDDEN int det_stdin_va(enum scanf_abi abi, FILE *f, const char *fmt, va_list ap, uint64_t ra);
 
-DET_IMPL int det_impl_det_stdin_va(int which, FILE *f, const char *fmt, va_list ap, uint64_t ra)
+DET_IMPL int det_impl_det_stdin_va(enum scanf_abi abi, FILE *f, const char *fmt, va_list ap, uint64_t ra)
 {
-	DET_STDIN(f, ra, which ? real.__isoc99_vfscanf(f, fmt, ap) : real.vfscanf(f, fmt, ap));
+	DET_STDIN(f, ra, real_vfscanf(abi, f, fmt, ap));
 }
 
-#define DET_STDIN_VA(which, f, last)                                                       \
+#define DET_STDIN_VA(abi, f, last)                                                         \
 	do {                                                                               \
 		va_list ap;                                                                \
 		va_start(ap, last);                                                        \
-		int r = det_stdin_va(which, f, last, ap, DET_RA());                        \
+		int r = det_stdin_va(abi, f, last, ap, DET_RA());                          \
 		va_end(ap);                                                                \
 		return r;                                                                  \
 	} while (0)
@@ -448,20 +472,33 @@ EXPORT int det_fscanf_pre_c99(FILE *f, const char *fmt, ...) __asm__("fscanf");
 
 EXPORT int det_scanf_pre_c99(const char *fmt, ...)
 {
-	DET_STDIN_VA(0, stdin, fmt);
+	DET_STDIN_VA(SCANF_PRE_C99, stdin, fmt);
 }
 
 EXPORT int det_fscanf_pre_c99(FILE *f, const char *fmt, ...)
 {
-	DET_STDIN_VA(0, f, fmt);
+	DET_STDIN_VA(SCANF_PRE_C99, f, fmt);
 }
 
 EXPORT int __isoc99_scanf(const char *fmt, ...)
 {
-	DET_STDIN_VA(1, stdin, fmt);
+	DET_STDIN_VA(SCANF_C99, stdin, fmt);
 }
 
 EXPORT int __isoc99_fscanf(FILE *f, const char *fmt, ...)
 {
-	DET_STDIN_VA(1, f, fmt);
+	DET_STDIN_VA(SCANF_C99, f, fmt);
+}
+
+EXPORT int __isoc23_scanf(const char *fmt, ...);
+EXPORT int __isoc23_fscanf(FILE *f, const char *fmt, ...);
+
+EXPORT int __isoc23_scanf(const char *fmt, ...)
+{
+	DET_STDIN_VA(SCANF_C23, stdin, fmt);
+}
+
+EXPORT int __isoc23_fscanf(FILE *f, const char *fmt, ...)
+{
+	DET_STDIN_VA(SCANF_C23, f, fmt);
 }
