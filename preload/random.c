@@ -191,6 +191,119 @@ DET_IMPL void det_impl_arc4random_buf(void *buf, size_t n)
 	det_leave(t);
 }
 
+/* Temporary names (mktemp, tmpnam, tmpnam_r, tempnam): glibc draws them
+ * from its internal randomness and checks them with its internal lstat.
+ * The name is the input: make() writes it into buf (cap bytes) and says
+ * its length, or -errno; replay gives the recorded one. */
+static int64_t temp_name(struct det_thread *t, uint64_t ra, char *buf, size_t cap,
+			 int64_t (*make)(void *ctx, char *buf, size_t cap), void *ctx)
+{
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_GETRANDOM, DET_AUX_GETRANDOM_TEMP_NAME, ra)) {
+		res = op.rec->result;
+		if (res >= (int64_t)cap)
+			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_GETRANDOM, NULL, ra,
+					"a temporary name longer than the buffer it goes to");
+		if (res >= 0) {
+			memcpy(buf, det_replay_data(op.rec), (size_t)res);
+			buf[res] = 0;
+		}
+	} else {
+		res = make(ctx, buf, cap);
+	}
+	det_input_end(&op, res, buf, res > 0 ? (uint32_t)res : 0);
+	if (res < 0)
+		errno = (int)-res;
+	return res;
+}
+
+static int64_t make_mktemp(void *ctx, char *buf, size_t cap)
+{
+	(void)ctx;
+	(void)cap;
+	real.mktemp(buf);
+	return buf[0] ? (int64_t)strlen(buf) : -(int64_t)errno;
+}
+
+DET_IMPL char *det_impl_mktemp(char *tpl)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.mktemp(tpl);
+	if (temp_name(t, DET_RA(), tpl, strlen(tpl) + 1, make_mktemp, NULL) < 0)
+		tpl[0] = 0;
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return tpl;
+}
+
+static int64_t make_tmpnam(void *ctx, char *buf, size_t cap)
+{
+	(void)cap;
+	char *r = ctx ? real.tmpnam_r(buf) : real.tmpnam(buf);
+	return r ? (int64_t)strlen(buf) : -(int64_t)errno;
+}
+
+static char *det_tmpnam(char *s, int reentrant, uint64_t ra)
+{
+	static char own[L_tmpnam]; /* tmpnam(NULL)'s buffer */
+	DET_ENTER(t);
+	if (!t)
+		return reentrant ? real.tmpnam_r(s) : real.tmpnam(s);
+	char *buf = s ? s : own;
+	char *r = temp_name(t, ra, buf, L_tmpnam, make_tmpnam, reentrant ? buf : NULL) < 0 ? NULL : buf;
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return r;
+}
+
+DET_IMPL char *det_impl_tmpnam(char *s)
+{
+	return det_tmpnam(s, 0, DET_RA());
+}
+
+DET_IMPL char *det_impl_tmpnam_r(char *s)
+{
+	return s ? det_tmpnam(s, 1, DET_RA()) : NULL;
+}
+
+struct tempnam_args {
+	const char *dir, *pfx;
+};
+
+static int64_t make_tempnam(void *ctx, char *buf, size_t cap)
+{
+	struct tempnam_args *a = ctx;
+	char *r = real.tempnam(a->dir, a->pfx);
+	if (!r)
+		return -(int64_t)errno;
+	size_t n = strlen(r);
+	if (n >= cap) {
+		free(r);
+		return -ENAMETOOLONG;
+	}
+	memcpy(buf, r, n + 1);
+	free(r);
+	return (int64_t)n;
+}
+
+DET_IMPL char *det_impl_tempnam(const char *dir, const char *pfx)
+{
+	DET_ENTER(t);
+	if (!t)
+		return real.tempnam(dir, pfx);
+	char buf[PATH_MAX];
+	struct tempnam_args a = {dir, pfx};
+	char *r = temp_name(t, DET_RA(), buf, sizeof(buf), make_tempnam, &a) < 0 ? NULL : strdup(buf);
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return r;
+}
+
 /* entropy() returns a double, in a register det's entry stubs clear on
  * the way out: a front-end, as printf's, calls an entry that stores it. */
 DET_HIDDEN void det_device_entropy(const void *self, double *value, uint64_t ra);

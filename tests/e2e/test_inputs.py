@@ -276,6 +276,19 @@ def test_cxx_random_device_replays(tmp_path: Path, mode: list[str], token: str) 
             assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
 
 
+def test_temporary_names_replay(tmp_path: Path) -> None:
+    """mktemp, tmpnam, tmpnam_r and tempnam draw names from glibc's own
+    randomness: replay gives the recording's (main: other names)."""
+    trace = tmp_path / "names.det"
+    r = detrec("-q", "-o", trace, "--", program("temp_names"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.count(b"/tmp/") == 4, r.stdout
+    assert subprocess.run([program("temp_names")], capture_output=True).stdout != r.stdout
+    for replay in ([], ["--relaxed"]):
+        rr = detreplay(*replay, "-q", trace)
+        assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
+
+
 @pytest.mark.parametrize("mode", [(), ("--strict",)])
 def test_descriptor_numbers_replay(mode: tuple[str, ...], tmp_path: Path) -> None:
     """fd_race's threads open and close in a race for the lowest numbers:
