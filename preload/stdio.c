@@ -342,7 +342,12 @@ DET_IMPL void det_impl_funlockfile(FILE *f)
 			__typeof__(call) r_ = (call);                                              \
 			int e_ = errno;                                                            \
 			t->cancel_file = NULL;                                                     \
-			file_unlocked(t, (f));                                                     \
+			if ((t = det_enter()) != NULL) { /* (strict mode's waiters hear of it) */ \
+				file_unlocked(t, (f));                                             \
+				det_leave(t);                                                      \
+			} else {                                                                   \
+				real.funlockfile(f);                                               \
+			}                                                                          \
 			errno = e_;                                                                \
 			return r_;                                                                 \
 		}                                                                                  \
