@@ -123,6 +123,9 @@ class Replica:
         if st.get("state") == "done" and returncode is not None and rep_rc is not None and rep_rc != returncode:
             return (f"replica ended {describe_status(rep_rc)}, the program {describe_status(returncode)}, after "
                     f"{st.get('done')} of {st.get('captured')} events; {lag}")
+        done, captured = st.get("done"), st.get("captured")
+        if st.get("state") == "done" and isinstance(done, int) and isinstance(captured, int) and done < captured:
+            return f"replica ended after {done} of {captured} events: it did not follow them all; {lag}"
         if st.get("state") == "done":
             behind = (f"; {end.get('lag_events', 0)} events / {end.get('lag_s', 0)} s behind when the program "
                       f"ended, caught up {caught:.2f} s later") if end else ""

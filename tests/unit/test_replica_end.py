@@ -1,0 +1,39 @@
+"""detrec --follow's last line about its replica says what the replica
+did: all the recorded events, or how many of them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from det.record.replica import Replica
+
+
+def finished_replica(tmp_path: Path, status: dict[str, object]) -> Replica:
+    """A Replica whose detreplay has ended with this status (a stand-in
+    process that exited 0: none is started)."""
+    rep = object.__new__(Replica)
+    rep.dir = tmp_path / "follow"
+    rep.dir.mkdir()
+    rep.status_path = rep.dir / "status.json"
+    rep.status_path.write_text(json.dumps(status))
+    rep.proc = subprocess.Popen(["true"])
+    rep.proc.wait()
+    rep.said = False
+    rep.at_end = None
+    return rep
+
+
+LAG = {"max_lag_events": 3, "max_lag_s": 0.01, "mean_lag_s": 0.005}
+
+
+def test_a_replica_that_did_every_event_followed_all(tmp_path: Path) -> None:
+    rep = finished_replica(tmp_path, {"state": "done", "done": 6, "captured": 6, "returncode": 0, **LAG})
+    assert rep.finish(0).startswith("replica followed all 6 events: lag at most 3 events")
+
+
+def test_a_replica_that_did_fewer_events_says_how_many(tmp_path: Path) -> None:
+    rep = finished_replica(tmp_path, {"state": "done", "done": 5, "captured": 6, "returncode": 0, **LAG})
+    line = rep.finish(0)
+    assert line.startswith("replica ended after 5 of 6 events: it did not follow them all"), line
