@@ -132,17 +132,25 @@ static void futex_wait_turn_for(struct det_thread *t, const struct det_sched *e,
 	wait_within(t, e, ns);
 }
 
+static void wake_thread(uint32_t num)
+{
+	struct det_slot *s = det_shm_slot(det_hdr, num);
+	atomic_fetch_add_explicit(&s->kicks, 1, memory_order_release);
+	if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
+		futex(&s->sleeping, FUTEX_WAKE, 1);
+}
+
 static void futex_done(struct det_thread *t, const struct det_sched *e)
 {
 	(void)t;
 	for (int i = 0; i < 2; i++) {
 		uint32_t w = e->wake[i];
-		if (!w)
-			continue;
-		struct det_slot *s = det_shm_slot(det_hdr, w - 1);
-		atomic_fetch_add_explicit(&s->kicks, 1, memory_order_release);
-		if (atomic_load(&s->sleeping) && atomic_exchange(&s->sleeping, 0))
-			futex(&s->sleeping, FUTEX_WAKE, 1);
+		if (w == DET_WAKE_ALL) {
+			for (uint32_t n = 0; n < det_hdr->threads_recorded; n++)
+				wake_thread(n);
+		} else if (w) {
+			wake_thread(w - 1);
+		}
 	}
 }
 

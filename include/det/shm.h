@@ -157,7 +157,7 @@ struct det_sched {
 	uint16_t flags;
 	uint32_t dep_thread[2]; /* number + 1 of a thread whose event must be done first; 0: none */
 	uint32_t dep_idx[2];    /* ... that thread's event index */
-	uint32_t wake[2];       /* number + 1 of a thread that may wait for this event */
+	uint32_t wake[2];       /* number + 1 of a thread that may wait for this event; DET_WAKE_ALL: any may */
 	uint32_t data_len;      /* bytes of recorded data */
 	uint64_t data_off;      /* where they are in the region */
 };
@@ -303,6 +303,11 @@ enum det_failed_state {
 	DET_FAILED_WRITING = 1,
 	DET_FAILED_WRITTEN = 2,
 };
+
+/* det_sched.wake[1] when more than two threads wait for one event (its
+ * object's chain and the relaxed schedule's other chains: time, mappings):
+ * the turnstile wakes every sleeper, each looks again. */
+#define DET_WAKE_ALL UINT32_MAX
 
 enum det_divergence_reason {
 	DET_DIV_NONE = 0,
