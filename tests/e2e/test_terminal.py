@@ -64,7 +64,8 @@ def test_prompt_in_a_terminal(tmp_path: Path) -> None:
         # Replayed in the terminal: the same streams, the same output.
         pane.send(f"{DETREPLAY} {trace}; echo REPLAY-$((1 + 1))-DONE", "Enter")
         text = pane.wait_for("REPLAY-2-DONE")
-        assert "detreplay: replayed 4 events; outcome matches the recording: exit 0" in text, text  # (the read scanf makes is one)
+        # (4: the read scanf makes of the terminal is one)
+        assert "detreplay: replayed 4 events; outcome matches the recording: exit 0" in text, text
     finally:
         pane.close()
     # Replayed outside a terminal: the program still gets terminals, and the
