@@ -393,6 +393,8 @@ __attribute__((destructor)) static void det_process_fini(void)
 	 * child may call while another thread holds the loader's lock) */
 	if (det_hdr && det_mode == DET_MODE_RECORD)
 		det_note_modules();
+	if (det_hdr && det_tls.active)
+		det_flush_at_exit();
 	process_exit();
 }
 

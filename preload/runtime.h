@@ -160,6 +160,8 @@ DET_HIDDEN void det_signals_trap_atomics(void);
 DET_HIDDEN extern int det_atomics_trapped;
 DET_HIDDEN extern int det_atomic_trap_sig; /* SIGTRAP, or SIGILL under gdb (trapped_atomics.c) */
 DET_HIDDEN void det_atomics_init(void);
+/* exit's last flush of stdout, as an event (stdio.c) */
+DET_HIDDEN void det_flush_at_exit(void);
 /* stdio's reads go through det's read (stdio_reads.c) */
 DET_HIDDEN void det_stdio_reads_init(void);
 /* SIGTRAP at ucontext uc: 1 if it was one of theirs (handled) */

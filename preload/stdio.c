@@ -23,6 +23,7 @@
 #include "threads.h"
 #include "locks.h"
 #include "shared_out.h"
+#include "process.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -317,6 +318,25 @@ DET_IMPL void det_impl_funlockfile(FILE *f)
 		return;
 	}
 	file_unlock(t, f, DET_RA());
+}
+
+/* exit's last flush of stdout: glibc writes what stdout still holds after
+ * the program's exit handlers and destructors, past det, so the processes
+ * of a program that print into one stream (a fork's parent and child into a
+ * pipe) had their last buffers written in another order in replay. libdet's
+ * destructor (after the program's, before libc's flush) flushes it through
+ * det: in record when the program has several processes and stdout holds
+ * bytes, in replay when the trace says the recording did. */
+void det_flush_at_exit(void)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return;
+	int flush = det_replaying() ? det_ops.replay_next_kind(t, DET_EV_STDIO_WRITE) == DET_EV_STDIO_WRITE
+				    : stdout->_IO_write_ptr > stdout->_IO_write_base && nprocs() > 1;
+	det_leave(t);
+	if (flush)
+		fflush(stdout); /* (det's entry: an event) */
 }
 
 /* ------------------------------------------------------------------ */

@@ -28,3 +28,19 @@ def test_processes_writing_one_stdout_replay_in_the_recorded_order(mode: tuple[s
     assert sorted(lines[:-1]) == sorted(want) and lines[-1] == "all done", r.stdout
     replay_mode = ("--relaxed",) if mode == ("--relaxed",) else ()
     replays_identically(trace, r.stdout, n=10, mode=replay_mode)
+
+
+@pytest.mark.parametrize("mode", [(), ("--relaxed",), ("--strict",)], ids=["default", "relaxed", "strict"])
+def test_output_written_at_exit_replays_in_the_recorded_order(mode: tuple[str, ...], tmp_path: Path) -> None:
+    """fork_exit_flush's processes print into a pipe, so their lines stay
+    in their buffers until exit() writes them, past det's stdio calls; the
+    parent's sleep is skipped in replay. main: 2 of 10 default replays of
+    TLPI's t_fork, which does the same, printed the parent's line first."""
+    trace = tmp_path / "flush.db"
+    rec_mode = ("--strict",) if mode == ("--strict",) else ()
+    r = detrec("-q", *rec_mode, "-o", trace, "--", program("fork_exit_flush"), "3", timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    assert sorted(r.stdout.decode().splitlines()) == sorted(
+        [f"child {i} of 3" for i in range(3)] + ["parent after 3 children"]), r.stdout
+    replay_mode = ("--relaxed",) if mode == ("--relaxed",) else ()
+    replays_identically(trace, r.stdout, n=10, mode=replay_mode)
