@@ -7,6 +7,7 @@
  *    (preload/inputs.h): this file is one source of inputs, split out of it.
  */
 #include "inputs.h"
+#include "process.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -257,6 +258,89 @@ static int keep_file_bytes(int fd)
 		return 0;
 	return (det_sys(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0) & O_ACCMODE) == O_RDWR ||
 	       (det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && st.st_size <= KEEP_FILE_BYTES);
+}
+
+/*
+ * A program's mapping of a regular file shows the file's bytes, which by
+ * replay the program itself (TLPI's t_mmap writes through its mapping) or
+ * the user may have changed. So every mapping of a regular file is an
+ * event (FILE_MAPPED): a readable one of 1 MiB at most keeps the bytes it
+ * showed (within the budget kept reads share), and replay, which maps the
+ * file too, puts them in its mapping: written in place where it is
+ * writable (a shared one: into the file, as replay's writes to files are
+ * performed), else in a private copy mapped over it with the same
+ * protection. Bigger mappings are mapped again unchecked, and so are
+ * shared ones once the program has several processes: a file they share
+ * (shm_open's) is how they talk, and bytes put there at one's mapping would
+ * undo what another wrote since.
+ */
+static size_t mapped_bytes(int fd, size_t len, off_t off)
+{
+	struct stat st;
+	if (det_sys(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || st.st_size <= off)
+		return 0;
+	return (uint64_t)(st.st_size - off) < len ? (size_t)(st.st_size - off) : len;
+}
+
+static void put_mapped(void *p, size_t len, int prot, int flags, const void *bytes, size_t n)
+{
+	if (prot & PROT_WRITE) {
+		memcpy(p, bytes, n);
+		return;
+	}
+	if ((flags & MAP_TYPE) == MAP_PRIVATE &&
+	    det_sys(SYS_mprotect, (long)p, (long)len, prot | PROT_WRITE, 0, 0, 0) == 0) {
+		memcpy(p, bytes, n);
+		det_sys(SYS_mprotect, (long)p, (long)len, prot, 0, 0, 0);
+		return;
+	}
+	/* a read-only shared mapping of a file opened read-only: a private copy */
+	long q = det_sys(SYS_mmap, (long)p, (long)len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			 -1, 0);
+	if (q == (long)p) {
+		memcpy(p, bytes, n);
+		det_sys(SYS_mprotect, (long)p, (long)len, prot, 0, 0, 0);
+	}
+}
+
+DET_IMPL void *det_impl_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.mmap(addr, len, prot, flags, fd, off);
+	if (fd < 0 || (flags & MAP_ANONYMOUS) || fd_class(fd) != FDC_FILE) {
+		det_leave(t);
+		return real.mmap(addr, len, prot, flags, fd, off);
+	}
+	struct det_op op = {0};
+	void *p = real.mmap(addr, len, prot, flags, fd, off);
+	int e = errno;
+	if (det_input_begin(&op, t, DET_EV_FILE_MAPPED, (uint32_t)fd, DET_RA())) {
+		int64_t res = op.rec->result;
+		if (res < 0 && p != MAP_FAILED) { /* it failed in the recording */
+			det_sys(SYS_munmap, (long)p, (long)len, 0, 0, 0, 0);
+			p = MAP_FAILED;
+			e = (int)-res;
+		} else if (res >= 0 && p == MAP_FAILED) {
+			det_ops.diverge(t, DET_DIV_RESULT, DET_EV_FILE_MAPPED, NULL, op.ra,
+					"a file's mmap failed where the recording's succeeded");
+		} else if (res > 0) {
+			put_mapped(p, len, prot, flags, det_replay_data(op.rec), (size_t)res);
+		}
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		size_t n = 0;
+		if (p != MAP_FAILED && (prot & PROT_READ) && len <= KEEP_FILE_BYTES &&
+		    ((flags & MAP_TYPE) == MAP_PRIVATE || nprocs() <= 1) &&
+		    atomic_load_explicit(&kept_bytes, memory_order_relaxed) < KEEP_BUDGET) {
+			n = mapped_bytes(fd, len, off);
+			atomic_fetch_add_explicit(&kept_bytes, n, memory_order_relaxed);
+		}
+		det_input_end(&op, p == MAP_FAILED ? -(int64_t)e : (int64_t)n, p == MAP_FAILED ? NULL : p, (uint32_t)n);
+	}
+	det_leave(t);
+	errno = e;
+	return p;
 }
 
 ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)

@@ -112,6 +112,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('GETRANDOM', 104, 'NONE', 'INPUT', 'getrandom or getentropy; result = bytes, or -errno; data = the bytes'),
     EventKind('READ', 105, 'NONE', 'INPUT', 'read, readv, pread or preadv of a pipe, socket, terminal or device; aux = fd; result = bytes, or -errno; data = the bytes'),
     EventKind('FILE_READ', 106, 'NONE', 'INPUT', 'read of a regular file, re-read in replay; aux = fd; result = bytes, or -errno; data = a 64-bit hash of the bytes'),
+    EventKind('FILE_MAPPED', 19, 'NONE', 'INPUT', "mmap of a regular file by the program; aux = fd; result = the bytes of the file the mapping shows that the recording kept (a readable mapping of 1 MiB at most, while the process's budget of kept bytes lasts; else 0), or -errno; data = those bytes, which replay puts in its mapping (the program or the user may have changed the file since)"),
     EventKind('FILE_READ_KEPT', 27, 'NONE', 'INPUT', 'read of a regular file whose bytes the recording kept: a small one (1 MiB at most then), or one the program has open for writing too; by replay they may be gone (the program or the user changed the file), so replay returns them and moves the file offset as the read did; aux = fd; result = bytes, or -errno; data = the bytes'),
     EventKind('PIPE_READ', 107, 'NONE', 'INPUT', 'read of a pipe both ends of which the program made; re-read in replay; aux = fd; data = the bytes'),
     EventKind('RECV', 108, 'NONE', 'INPUT', "recv, recvfrom, recvmsg or recvmmsg (one event a message) of a socket from the outside world; aux = fd; result = bytes (a datagram's full length with MSG_TRUNC), or -errno; data = name length, name bytes kept, control length, msg_flags, bytes copied (5 x 32 bits), the name, the ancillary data, the bytes; descriptors passed in it are stand-ins in replay, read from the recording"),
@@ -240,6 +241,7 @@ CLOCK = 103
 GETRANDOM = 104
 READ = 105
 FILE_READ = 106
+FILE_MAPPED = 19
 FILE_READ_KEPT = 27
 PIPE_READ = 107
 RECV = 108

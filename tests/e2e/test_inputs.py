@@ -289,6 +289,26 @@ def test_temporary_names_replay(tmp_path: Path) -> None:
         assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
 
 
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_mapped_files_show_the_recorded_bytes(tmp_path: Path, mode: list[str]) -> None:
+    """map_update keeps a count in a file it maps and writes, and reads a
+    text file through read-only mappings. Each replay prints the recorded
+    count though the recording moved it on, and the recorded text though it
+    was edited since (main: count 1, then 2; the new text)."""
+    counter, text = tmp_path / "counter", tmp_path / "text.txt"
+    text.write_text("first version\nmore\n")
+    trace = tmp_path / "map.det"
+    r = detrec(*mode, "-q", "-o", trace, "--", program("map_update"), counter, text)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b"count 0\nshared: first version\nprivate: first version\n", r.stdout
+    text.write_text("edited since\n")
+    for _ in range(2):
+        rr = detreplay("-q", trace)
+        assert (rr.returncode, rr.stdout) == (0, r.stdout), rr.stderr.decode()
+    # replay writes through the mapping as the recording did: the file ends as the recording left it
+    assert counter.read_bytes().rstrip(b"\0") == b"1\n"
+
+
 @pytest.mark.parametrize("mode", [(), ("--strict",)])
 def test_descriptor_numbers_replay(mode: tuple[str, ...], tmp_path: Path) -> None:
     """fd_race's threads open and close in a race for the lowest numbers:
