@@ -1,6 +1,7 @@
 /*
- * preload/stdio.c - the stdio output functions libdet.so replaces: each
- * call is an event on its FILE.
+ * preload/stdio.c - the stdio functions libdet.so replaces: each output
+ * call is an event on its FILE, and so is each input call once the process
+ * has made a thread (their buffer refills are det's reads: stdio_reads.c).
  *
  * Rules of this file:
  *  - One wrapper per libc entry point, with libc's exact signature; each
