@@ -5,7 +5,8 @@
  * picks the thread); the handler counts. Two threads loop: one sleeps
  * (ppoll, cut short by the signal: EINTR), one reads the clock and then
  * polls without waiting; each writes a line with what it saw of the count
- * after each call. Where the signals came shows in every line, so a replay
+ * after each call, and works about a timer period between its calls. Where
+ * the signals came shows in every line, so a replay
  * that delivers them at other places writes other bytes. SIGALRM is
  * blocked but in those ppoll calls (their mask), so that it comes only in
  * a call, the case detrec --ptrace replays exactly (not in the threads'
@@ -51,6 +52,10 @@ static void *clocks(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		int cut = ppoll(NULL, 0, &zero, &open_mask) < 0 && errno == EINTR;
 		say("clock", i, cut);
+		/* work between calls, about the timer's period: whether a signal
+		 * is pending at the next call is a matter of timing */
+		for (volatile long k = 0; k < 200000 + 1000 * (ts.tv_nsec % 200); k++)
+			;
 	}
 	return NULL;
 }
