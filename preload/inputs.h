@@ -67,12 +67,17 @@ extern DET_HIDDEN __thread struct read_stash stash __attribute__((tls_model("ini
  * to 1 ms; the timer slack makes shorter pointless), not on the turnstile,
  * which wakes a thread only for its own event. */
 #define NAP_FIRST 50000L
+static inline void nap_grow(long *ns)
+{
+	if (*ns < 1000000)
+		*ns *= 2;
+}
+
 static inline void nap_longer(long *ns)
 {
 	struct timespec ts = {0, *ns};
 	det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
-	if (*ns < 1000000)
-		*ns *= 2;
+	nap_grow(ns);
 }
 
 /* --- results, data and their checks (inputs.c) --- */

@@ -118,13 +118,7 @@ DET_HIDDEN void det_drand48(double *value);
 
 DET_IMPL void det_impl_det_drand48(double *value)
 {
-	if (!ordered()) {
-		*value = real.drand48();
-		return;
-	}
-	det_impl_pthread_mutex_lock(&drand48_generator);
-	*value = real.drand48();
-	det_impl_pthread_mutex_unlock(&drand48_generator);
+	DET_ON_GENERATOR_VOID(drand48_generator, *value = real.drand48());
 }
 
 EXPORT double drand48(void)

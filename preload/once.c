@@ -44,9 +44,7 @@
 
 static void *guard_fn(const char *name, void **cache)
 {
-	if (!*cache)
-		*cache = det_real_late(name, "libstdc++.so.6");
-	return *cache;
+	return det_real_late_once(cache, name, "libstdc++.so.6");
 }
 
 static int guard_done(const uint64_t *g)

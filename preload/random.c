@@ -62,18 +62,10 @@ DET_IMPL ssize_t det_impl_getrandom(void *buf, size_t n, unsigned int flags)
 	return r;
 }
 
-/* std::random_device (libstdc++, loaded with the program or later): its
- * values come from rdrand or rdseed where the CPU has them, which no
- * preload sees, so each value it hands out is an input of det's. */
-static void *libstdcxx_fn(const char *name, void **cache)
-{
-	if (!*cache)
-		*cache = det_real_late(name, "libstdc++.so.6");
-	return *cache;
-}
-
-/* The value fn gives for self (get calls it): libstdc++'s member, or
- * libc's arc4random family, as the recording's input. */
+/* The value fn gives for self (get calls it), as the recording's input:
+ * a member of std::random_device (libstdc++, loaded with the program or
+ * later: its values come from rdrand or rdseed where the CPU has them,
+ * which no preload sees), or libc's arc4random family. */
 static void random_value(struct det_thread *t, uint32_t aux, void *value, uint32_t size,
 			 void (*get)(void *fn, void *self, void *value), void *fn, void *self, uint64_t ra)
 {
@@ -101,7 +93,7 @@ static void get_double(void *fn, void *self, void *value)
 
 static unsigned device_getval(void *self, const char *name, void **cache)
 {
-	void *fn = libstdcxx_fn(name, cache);
+	void *fn = det_real_late_once(cache, name, "libstdc++.so.6");
 	DET_ENTER(t);
 	unsigned v;
 	if (!t)
@@ -125,13 +117,6 @@ DET_IMPL unsigned det_impl__ZNSt13random_device16_M_getval_pretr1Ev(void *self)
 
 /* glibc's arc4random family (2.36) takes its bytes from the kernel with
  * libc's internal getrandom, which no preload sees. */
-static void *libc_fn(const char *name, void **cache)
-{
-	if (!*cache)
-		*cache = det_real_late(name, "libc.so.6");
-	return *cache;
-}
-
 static void get_arc4random(void *fn, void *self, void *value)
 {
 	(void)self;
@@ -151,7 +136,7 @@ static void get_arc4random_buf(void *fn, void *self, void *value)
 DET_IMPL uint32_t det_impl_arc4random(void)
 {
 	static void *cache;
-	void *fn = libc_fn("arc4random", &cache);
+	void *fn = det_real_late_once(&cache, "arc4random", "libc.so.6");
 	DET_ENTER(t);
 	uint32_t v;
 	if (!t)
@@ -164,7 +149,7 @@ DET_IMPL uint32_t det_impl_arc4random(void)
 DET_IMPL uint32_t det_impl_arc4random_uniform(uint32_t upper)
 {
 	static void *cache;
-	void *fn = libc_fn("arc4random_uniform", &cache);
+	void *fn = det_real_late_once(&cache, "arc4random_uniform", "libc.so.6");
 	DET_ENTER(t);
 	uint32_t v;
 	if (!t)
@@ -178,7 +163,7 @@ DET_IMPL uint32_t det_impl_arc4random_uniform(uint32_t upper)
 DET_IMPL void det_impl_arc4random_buf(void *buf, size_t n)
 {
 	static void *cache;
-	void *fn = libc_fn("arc4random_buf", &cache);
+	void *fn = det_real_late_once(&cache, "arc4random_buf", "libc.so.6");
 	DET_ENTER(t);
 	if (!t || n > UINT32_MAX) { /* (a record's data holds 4 GiB at most) */
 		((void (*)(void *, size_t))fn)(buf, n);
@@ -311,7 +296,7 @@ DET_HIDDEN void det_device_entropy(const void *self, double *value, uint64_t ra)
 DET_IMPL void det_impl_det_device_entropy(const void *self, double *value, uint64_t ra)
 {
 	static void *cache;
-	void *fn = libstdcxx_fn("_ZNKSt13random_device13_M_getentropyEv", &cache);
+	void *fn = det_real_late_once(&cache, "_ZNKSt13random_device13_M_getentropyEv", "libstdc++.so.6");
 	DET_ENTER(t);
 	if (!t) {
 		get_double(fn, (void *)(uintptr_t)self, value);

@@ -230,8 +230,7 @@ static size_t read_ahead(struct det_thread *t, struct read_call *rc)
 		 * ping-pong through a pipe waited out a nap every read) */
 		if (det_ops.replay_wait_due(t, e, nap))
 			break;
-		if (nap < 1000000)
-			nap *= 2;
+		nap_grow(&nap);
 	}
 	return got;
 }

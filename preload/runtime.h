@@ -581,6 +581,13 @@ DET_HIDDEN void *det_stack_new(uint32_t num);
  * libstdc++): the next definition after det's, else the one in soname if
  * a dlopen'ed library loaded it privately; fatal if neither. */
 DET_HIDDEN void *det_real_late(const char *name, const char *soname);
+/* The same, looked up once: cache is the caller's static. */
+static inline void *det_real_late_once(void **cache, const char *name, const char *soname)
+{
+	if (!*cache)
+		*cache = det_real_late(name, soname);
+	return *cache;
+}
 DET_HIDDEN uint32_t det_stack_adopt(void *base);
 DET_HIDDEN void det_stack_free(void *base);
 DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);

@@ -437,11 +437,10 @@ enum scanf_abi { SCANF_PRE_C99, SCANF_C99, SCANF_C23 };
 static int real_vfscanf(enum scanf_abi abi, FILE *f, const char *fmt, va_list ap)
 {
 	static void *c23;
-	if (abi == SCANF_C23 && !c23)
-		c23 = det_real_late("__isoc23_vfscanf", "libc.so.6");
 	return abi == SCANF_PRE_C99 ? real.vfscanf(f, fmt, ap)
 	       : abi == SCANF_C99   ? real.__isoc99_vfscanf(f, fmt, ap)
-				    : ((int (*)(FILE *, const char *, va_list))c23)(f, fmt, ap);
+				    : ((int (*)(FILE *, const char *, va_list))det_real_late_once(
+					      &c23, "__isoc23_vfscanf", "libc.so.6"))(f, fmt, ap);
 }
 
 DET_IMPL int det_impl_vfscanf(FILE *f, const char *fmt, va_list ap)
