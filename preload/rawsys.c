@@ -204,6 +204,8 @@ EXPORT long syscall(long nr, ...)
 		return execve((const char *)a[0], (char *const *)a[1], (char *const *)a[2]);
 	case SYS_execveat:
 		return execveat((int)a[0], (const char *)a[1], (char *const *)a[2], (char *const *)a[3], (int)a[4]);
+	case SYS_futex:
+		return det_futex_syscall(a, DET_RA());
 	case SYS_rt_sigaction:
 		return raw_sigaction((int)a[0], (const struct ksigaction *)a[1], (struct ksigaction *)a[2], (size_t)a[3]);
 #define DET_RAWSYS_REFUSED(name) case SYS_##name:

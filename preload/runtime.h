@@ -312,6 +312,10 @@ DET_HIDDEN const struct sigevent *det_live_sigevent(const struct sigevent *ev, s
 /* syscall(nr, a...) of a call that takes or returns ids: done with them
  * translated, its result in *result; 0 if nr is not one (or not replaying) */
 DET_HIDDEN int det_pids_syscall(long nr, const long a[6], long *result);
+/* futex(a...) (futex.c): an event where one thread runs at a time, else the
+ * kernel's call; the _call form returns -errno, the _syscall form sets errno */
+DET_HIDDEN long det_futex_call(const long a[6], uint64_t ra);
+DET_HIDDEN long det_futex_syscall(const long a[6], uint64_t ra);
 /* Send a signal, the ids live ones (signals.c: one the program sends itself
  * is handled before the call returns, or, blocked, comes from the trace). */
 DET_HIDDEN int det_kill_live(pid_t pid, int sig, uint64_t ra);
@@ -391,6 +395,7 @@ static inline int det_pshared(const void *addr, enum det_objkind kind)
 	case DET_OBJ_SEM:
 		return ((const int *)addr)[2] == 128;
 	case DET_OBJ_ATOMIC: /* nothing says so but the mapping (nginx's counters, shared by its workers) */
+	case DET_OBJ_FUTEX:
 		return det_addr_shared(addr);
 	default:
 		return 0;

@@ -470,6 +470,8 @@ enum det_point det_strict_point_of(uint16_t kind, int64_t result)
 		return result ? DET_POINT_SPIN : DET_POINT_EVENT; /* it failed (busy, timed out) */
 	case DET_EV_COND_WAKE:
 		return result == ETIMEDOUT ? DET_POINT_SPIN : DET_POINT_EVENT;
+	case DET_EV_FUTEX_WAIT:
+		return result ? DET_POINT_SPIN : DET_POINT_EVENT; /* the word had changed, or timed out */
 	case DET_EV_POLL:
 	case DET_EV_SELECT:
 	case DET_EV_EPOLL_WAIT:

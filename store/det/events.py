@@ -34,6 +34,7 @@ OBJKINDS: tuple[ObjKind, ...] = (
     ObjKind('FILE', 9, 'a stdio FILE'),
     ObjKind('ATOMIC', 10, 'a memory location used by C11/C++ atomics or __sync/__atomic builtins (programs built with det-cc)'),
     ObjKind('OMP_LOCK', 11, 'an OpenMP lock (libgomp): an unnamed or named critical section, the atomic region, an omp_lock_t or omp_nest_lock_t'),
+    ObjKind('FUTEX', 12, "a futex word: a lock or wait a program or library builds itself on futex(2) (Rust's std, abseil, LLVM's OpenMP runtime, libgomp)"),
 )
 
 EVENTS: tuple[EventKind, ...] = (
@@ -164,6 +165,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('OMP_LOCK_DESTROY', 80, 'OMP_LOCK', 'DESTROY', 'OpenMP: omp_destroy_lock or omp_destroy_nest_lock'),
     EventKind('OMP_SHARE', 81, 'NONE', 'INPUT', 'OpenMP: the share of a work-sharing construct libgomp handed this thread (first come, first served), which replay hands it again; aux = 0 a chunk of a loop (dynamic, guided or runtime schedule; result = 1 if there was one; data = its first and end iteration), 1 the same for an unsigned long long loop, 2 a section (result = its number, 0 for none), 3 a single construct (result = 1 in the thread that runs it)'),
     EventKind('SYSCALL', 91, 'NONE', 'OTHER', "a system call a detrec --ptrace recording saw (seccomp) and replay runs again in its recorded turn (a call that may block, or a write whose order shows); aux = its number; result = what it returned (a write's count and a regular file's read are checked in replay)"),
+    EventKind('FUTEX_WAIT', 128, 'FUTEX', 'OTHER', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAIT or FUTEX_WAIT_BITSET returned, a wait that handed the turn on while it slept (preload/futex.c); result = 0 woken (or a spurious wake-up), or -errno: EAGAIN the word held another value, ETIMEDOUT'),
+    EventKind('FUTEX_WAKE', 129, 'FUTEX', 'SIGNAL', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAKE, FUTEX_WAKE_BITSET, FUTEX_WAKE_OP, FUTEX_REQUEUE or FUTEX_CMP_REQUEUE: wakes waiters of the word; aux = the operation; result = what the call returned (how many it woke, or moved), or -errno'),
 )
 
 THREAD_CREATE = 1
@@ -293,6 +296,8 @@ OMP_UNLOCK = 79
 OMP_LOCK_DESTROY = 80
 OMP_SHARE = 81
 SYSCALL = 91
+FUTEX_WAIT = 128
+FUTEX_WAKE = 129
 
 # Named values of an event's aux field (DET_AUX).
 AUX_THREAD_CANCELED_IN_CALL = 0

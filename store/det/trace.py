@@ -406,7 +406,7 @@ class Trace:
 
 
 # Code points per thread in Trace.lanes(): every event kind is below it.
-LANE_KINDS = 128
+LANE_KINDS = 256
 MAX_LANE_TID = 0x10FFFF // LANE_KINDS - 1
 assert max(e.number for e in ev.EVENTS) < LANE_KINDS
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import detrec, detreplay, outcome, program, query, replay_matches, sample_bin
+from det import events as ev
 
 REPLAYS = 20
 
@@ -194,3 +195,35 @@ def test_more_threads_alive_than_event_rings(tmp_path: Path) -> None:
         assert query(trace, "SELECT count(*) FROM threads")[0][0] == 65
         assert query(trace, "SELECT value FROM meta WHERE key = 'preemptions'")[0][0] in (0, "0"), mode
         replay_matches(trace, [], 2)
+
+
+@pytest.mark.parametrize("mode", [("--strict",), ("--strict", "--chaos", "--seed", "3")], ids=["strict", "pct"])
+def test_own_futex_lock_waits_as_an_event(tmp_path: Path, mode: tuple[str, ...]) -> None:
+    """A program's own futex lock (futex_lock): a FUTEX_WAIT hands the turn
+    on while it sleeps, so one thread at a time never leaves the others to
+    the watchdog (main: 2 preemptions, 2 s, a replay that stalled), and the
+    racy sum replays exactly."""
+
+    trace = tmp_path / "futex.db"
+    r = detrec("-q", *mode, "-o", trace, program("futex_lock"))
+    assert r.returncode == 0, r.stderr.decode()
+    counts = dict(query(trace, "SELECT kind, count(*) FROM events GROUP BY kind"))
+    assert counts.get(ev.PREEMPT, 0) == 0, "the watchdog took a turn from a futex wait"
+    assert counts.get(ev.FUTEX_WAIT, 0) > 0 and counts.get(ev.FUTEX_WAKE, 0) > 0, counts
+    eagain = query(trace, f"SELECT count(*) FROM events WHERE kind = {ev.FUTEX_WAIT} AND result = -11")[0][0]
+    assert eagain >= 1, "main's wait on a word that is not 12345 returns EAGAIN"
+    for i in range(5):
+        rr = detreplay("-q", trace)
+        assert rr.returncode == 0 and rr.stdout == r.stdout, f"replay {i + 1}: {rr.stderr.decode()}"
+
+
+def test_own_futex_lock_default_mode_is_the_kernels(tmp_path: Path) -> None:
+    """In the default mode the atomics around a futex call are no events,
+    so the call is no event either (ordering it alone would make every
+    difference in their timing a divergence). (Its racy sum replays only
+    from a strict trace, above.)"""
+
+    trace = tmp_path / "futex.db"
+    r = detrec("-q", "-o", trace, program("futex_lock"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert query(trace, f"SELECT count(*) FROM events WHERE kind IN ({ev.FUTEX_WAIT}, {ev.FUTEX_WAKE})")[0][0] == 0
