@@ -422,6 +422,7 @@ static void init_region(void)
 	if (det_hdr) {
 		det_signals_init();
 		det_atomics_init(); /* (before the program's code runs: its atomics trap) */
+		det_syscalls_init(); /* (and its raw futex calls) */
 		det_stdio_reads_init();
 		/* the program itself, or one of its children (preload/process.c) */
 		if (det_process_attach()) {

@@ -155,17 +155,24 @@ struct det_op {
 /* --- signals and rdtsc (signals.c) --- */
 DET_HIDDEN void det_signals_init(void);
 DET_HIDDEN extern int det_tsc_trapped;
-DET_HIDDEN void det_signals_trap_atomics(void);
-/* --- atomics trapped at load time (trapped_atomics.c) --- */
-DET_HIDDEN extern int det_atomics_trapped;
-DET_HIDDEN extern int det_atomic_trap_sig; /* SIGTRAP, or SIGILL under gdb (trapped_atomics.c) */
+DET_HIDDEN void det_signals_take_traps(void);
+/* --- instructions trapped at load time: atomics (trapped_atomics.c) and
+ * raw system calls (trapped_syscalls.c) --- */
+DET_HIDDEN extern int det_traps_patched; /* some are: det's entry takes det_trap_sig */
+DET_HIDDEN extern int det_trap_sig; /* SIGTRAP, or SIGILL under gdb (trapped_atomics.c) */
 DET_HIDDEN void det_atomics_init(void);
+DET_HIDDEN void det_syscalls_init(void);
+/* The trap's bytes (int3, or ud2 under gdb), setting det_trap_sig to match;
+ * and writing them over code (0 if mprotect refused) */
+DET_HIDDEN const uint8_t *det_trap_bytes(size_t *len);
+DET_HIDDEN int det_patch_code(uintptr_t at, const uint8_t *v, size_t n);
 /* exit's last flush of stdout, as an event (stdio.c) */
 DET_HIDDEN void det_flush_at_exit(void);
 /* stdio's reads go through det's read (stdio_reads.c) */
 DET_HIDDEN void det_stdio_reads_init(void);
-/* SIGTRAP at ucontext uc: 1 if it was one of theirs (handled) */
+/* det_trap_sig at ucontext uc: 1 if it was one of theirs (handled) */
 DET_HIDDEN int det_atomic_trap(void *uc);
+DET_HIDDEN int det_syscall_trap(void *uc);
 /* The runtime's own clock for event timestamps: TSC ticks, or ns when the
  * program's rdtsc is trapped (then rdtsc would fault in det itself). */
 DET_HIDDEN uint64_t det_now_slow(void);

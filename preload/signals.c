@@ -54,7 +54,7 @@
  *    completed).
  *  - SIGTRAP's int3 at a trapped atomic (trapped_atomics.c) is handled
  *    first, by det; the program cannot block SIGTRAP then (keep_trap).
- *    Under gdb the trap is ud2's SIGILL (det_atomic_trap_sig), the same way.
+ *    Under gdb the trap is ud2's SIGILL (det_trap_sig), the same way.
  *  - rdtsc is trapped (PR_SET_TSC) only when the program's own code contains
  *    the instruction; then each one is a recorded RDTSC input, and det's own
  *    timestamps come from the kernel clock instead.
@@ -461,8 +461,8 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		errno = saved;
 		return;
 	}
-	if (sig == det_atomic_trap_sig && det_atomics_trapped && info->si_code > 0 /* (the kernel's) */ &&
-	    det_atomic_trap(ucv)) {
+	if (sig == det_trap_sig && det_traps_patched && info->si_code > 0 /* (the kernel's) */ &&
+	    (det_atomic_trap(ucv) || det_syscall_trap(ucv))) {
 		errno = saved;
 		return;
 	}
@@ -685,16 +685,16 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 	struct sigaction mine = *act;
 	int handled = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
 						   : act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
-	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) || (sig == det_atomic_trap_sig && det_atomics_trapped) ||
+	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) || (sig == det_trap_sig && det_traps_patched) ||
 			 (watch_fatal(sig) && act->sa_handler == SIG_DFL);
 	if (handled || keep_entry) {
 		mine.sa_sigaction = det_sig_entry;
 		mine.sa_flags = (act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
-		if (sig == det_atomic_trap_sig && det_atomics_trapped)
+		if (sig == det_trap_sig && det_traps_patched)
 			mine.sa_flags |= SA_NODEFER;
 	}
-	if (det_atomics_trapped)
-		sigdelset(&mine.sa_mask, det_atomic_trap_sig); /* (a trapped atomic in the handler) */
+	if (det_traps_patched)
+		sigdelset(&mine.sa_mask, det_trap_sig); /* (a trapped atomic in the handler) */
 	struct sigaction kernel_old;
 	int r = real.sigaction(sig, &mine, &kernel_old);
 	if (r != 0)
@@ -749,10 +749,10 @@ static int det_sigsuspend(const sigset_t *mask, uint64_t ra)
  * while it is would kill the program. */
 static const sigset_t *keep_trap(int how, const sigset_t *set, sigset_t *copy)
 {
-	if (!det_atomics_trapped || !set || how == SIG_UNBLOCK || !sigismember(set, det_atomic_trap_sig))
+	if (!det_traps_patched || !set || how == SIG_UNBLOCK || !sigismember(set, det_trap_sig))
 		return set;
 	*copy = *set;
-	sigdelset(copy, det_atomic_trap_sig);
+	sigdelset(copy, det_trap_sig);
 	return copy;
 }
 
@@ -768,12 +768,12 @@ DET_IMPL int det_impl_pthread_sigmask(int how, const sigset_t *set, sigset_t *ol
 	return real.pthread_sigmask(how, keep_trap(how, set, &copy), old);
 }
 
-/* trapped_atomics.c patched the program: det's entry takes its trap signal. */
-void det_signals_trap_atomics(void)
+/* trapped_atomics.c or trapped_syscalls.c patched code: det's entry takes the trap signal. */
+void det_signals_take_traps(void)
 {
 	struct sigaction a = {.sa_sigaction = det_sig_entry, .sa_flags = SA_SIGINFO | SA_NODEFER};
 	sigemptyset(&a.sa_mask);
-	real.sigaction(det_atomic_trap_sig, &a, NULL);
+	real.sigaction(det_trap_sig, &a, NULL);
 }
 
 DET_IMPL int det_impl_sigsuspend(const sigset_t *mask)

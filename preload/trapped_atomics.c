@@ -36,7 +36,7 @@
  *  - Under gdb (replay with DET_F_ALL_ORDERED) the trap is ud2, a SIGILL,
  *    not int3: gdb takes every SIGTRAP for its own (a breakpoint, a step)
  *    and stops, while det's gdb extension tells it to pass SIGILL on
- *    without stopping. det_atomic_trap_sig is the one in use; everything
+ *    without stopping. det_trap_sig is the one in use; everything
  *    said of SIGTRAP here and in signals.c is said of it.
  */
 #include "runtime.h"
@@ -74,11 +74,19 @@ struct site {
 static struct site *sites;
 static size_t nsites;
 static uint8_t *tramp; /* nsites slots of SLOT bytes */
-int det_atomics_trapped;
-int det_atomic_trap_sig = SIGTRAP;
+int det_traps_patched;
+int det_trap_sig = SIGTRAP;
 
 /* The trap instruction: int3, or ud2 under gdb (see the rules). */
 static const uint8_t INT3[] = {0xcc}, UD2[] = {0x0f, 0x0b};
+
+const uint8_t *det_trap_bytes(size_t *len)
+{
+	int under_gdb = det_mode == DET_MODE_REPLAY && (det_hdr->flags & DET_F_ALL_ORDERED);
+	det_trap_sig = under_gdb ? SIGILL : SIGTRAP;
+	*len = under_gdb ? sizeof(UD2) : sizeof(INT3);
+	return under_gdb ? UD2 : INT3;
+}
 
 static const int greg_of[16] = {REG_RAX, REG_RCX, REG_RDX, REG_RBX, REG_RSP, REG_RBP, REG_RSI, REG_RDI,
 				REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15};
@@ -425,9 +433,11 @@ static void second_trap(const struct site *s, greg_t *g)
 
 int det_atomic_trap(void *ucv)
 {
+	if (!nsites)
+		return 0;
 	greg_t *g = ((ucontext_t *)ucv)->uc_mcontext.gregs;
 	/* (int3 reports the address after it; ud2 its own) */
-	uintptr_t at = (uintptr_t)g[REG_RIP] - (det_atomic_trap_sig == SIGTRAP);
+	uintptr_t at = (uintptr_t)g[REG_RIP] - (det_trap_sig == SIGTRAP);
 	const struct site *s = site_at(at);
 	if (s) {
 		first_trap(s, g);
@@ -498,7 +508,7 @@ static uint8_t *map_near(const struct exe_span *x, size_t len)
 	return NULL;
 }
 
-static int set_bytes(uintptr_t at, const uint8_t *v, size_t n)
+int det_patch_code(uintptr_t at, const uint8_t *v, size_t n)
 {
 	uintptr_t page = at & ~(uintptr_t)4095;
 	size_t span = at + n - page;
@@ -549,13 +559,11 @@ void det_atomics_init(void)
 	if (!k)
 		return;
 	qsort(all, k, sizeof(*all), by_address);
-	int under_gdb = det_mode == DET_MODE_REPLAY && (det_hdr->flags & DET_F_ALL_ORDERED);
-	const uint8_t *trap = under_gdb ? UD2 : INT3;
-	size_t trap_len = under_gdb ? sizeof(UD2) : sizeof(INT3);
+	size_t trap_len;
+	const uint8_t *trap = det_trap_bytes(&trap_len);
 	for (size_t i = 0; i < k; i++)
 		if (all[i].len < trap_len) /* (every form decoded is 2 bytes or more) */
 			det_fatal("trapped atomic at %#lx: too short for gdb's trap", (unsigned long)all[i].at);
-	det_atomic_trap_sig = under_gdb ? SIGILL : SIGTRAP;
 	uint8_t *code = map_near(&x, k * SLOT);
 	if (!code)
 		det_fatal("no room within 2 GiB of the executable for its %zu trapped atomics", k);
@@ -577,9 +585,10 @@ void det_atomics_init(void)
 	sites = all;
 	nsites = k;
 	tramp = code;
-	det_atomics_trapped = 1;
-	det_signals_trap_atomics();
+	if (!det_traps_patched)
+		det_signals_take_traps();
+	det_traps_patched = 1;
 	for (size_t i = 0; i < k; i++)
-		if (!set_bytes(all[i].at, trap, trap_len))
+		if (!det_patch_code(all[i].at, trap, trap_len))
 			det_fatal("cannot patch the atomic at %#lx (mprotect)", (unsigned long)all[i].at);
 }

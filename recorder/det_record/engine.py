@@ -28,6 +28,7 @@ from typing import IO
 
 from det import __version__, machine, schema
 from det import events as ev
+from det.check.patch import SYSCALL_SITES_ENV
 from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
 from det.errors import DetError
 from det.launch import (
@@ -339,11 +340,29 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
     return res
 
 
+def trapped_syscalls(exe: str) -> str:
+    """Where one thread runs at a time: the raw system call instructions
+    libdet.so traps in exe and its libraries (libgomp's futex waits), as
+    SYSCALL_SITES_ENV's value; "" without capstone (strict mode then
+    cannot see them, as before, and the trace's note says so)."""
+    try:
+        from det.check.patch import syscall_sites_value
+    except ImportError:
+        return ""
+    try:
+        return syscall_sites_value(exe)
+    except (ImportError, DetError, OSError):
+        return ""
+
+
 def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
                 stop: threading.Event | None = None, marker: bool = True) -> Captured:
     """Run the program under libdet.so; its events go to the capture log.
     marker=False: a hunt's run (TraceWriter's marker)."""
     env = dict(os.environ) if opts.env is None else dict(opts.env)
+    env.pop(SYSCALL_SITES_ENV, None)
+    if opts.strict and (sites := trapped_syscalls(exe)):
+        env[SYSCALL_SITES_ENV] = sites  # (one thread at a time: libgomp's futex waits hand the turn on)
     cwd = opts.cwd or os.getcwd()
     writer = TraceWriter(out, marker=marker)
     rec = None
@@ -585,9 +604,13 @@ def _write_trace(c: Captured, t0: float) -> tuple[Path, ConvertStats]:
         "convert_s": round(convert_s, 4),
         "forced": st.forced,
     })
-    if c.meta.get("mode") == "strict" and any(Path(m).name.startswith("libgomp.") for m, _ in c.writer.modules()):
+    gomp = [Path(m).name for m, _ in c.writer.modules() if Path(m).name.startswith("libgomp.")]
+    trapped = {part.split("@")[0] for part in c.meta["env"].get(SYSCALL_SITES_ENV, "").split(";")}
+    if c.meta.get("mode") == "strict" and gomp and not trapped.intersection(gomp):
+        # (capstone missing, libgomp loaded by dlopen, or not found by the loader's list)
         note = ("the program uses OpenMP (libgomp), whose barriers and thread pool wait where strict mode "
-                "cannot see them: its replay is not exact (the default mode orders OpenMP's locks and shares)")
+                "could not see them here: its replay is not exact (the default mode orders OpenMP's locks and "
+                "shares)")
         c.message = c.outcome["message"] = f"{c.message}; {note}" if c.message else note
     path = c.writer.seal_outcome(c.outcome, c.end_states, c.blocked, c.spool,
                                  (st.event_sum.value(), st.call_sum.value()))
