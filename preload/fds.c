@@ -40,10 +40,20 @@
 #define FD_LIMIT 65536
 static _Atomic uint8_t fd_classes[FD_LIMIT];
 
+/* The eventfds the program made (reads.c drains them in replay). */
+static _Atomic uint64_t eventfds[FD_LIMIT / 64];
+
+int det_fd_is_eventfd(int fd)
+{
+	return fd >= 0 && fd < FD_LIMIT && (atomic_load_explicit(&eventfds[fd / 64], memory_order_relaxed) >> (fd % 64)) & 1;
+}
+
 void fd_set_class(int fd, enum fd_class c)
 {
-	if (fd >= 0 && fd < FD_LIMIT)
+	if (fd >= 0 && fd < FD_LIMIT) {
 		atomic_store_explicit(&fd_classes[fd], (uint8_t)c, memory_order_relaxed);
+		atomic_fetch_and_explicit(&eventfds[fd / 64], ~(1ull << (fd % 64)), memory_order_relaxed);
+	}
 }
 
 /* Pipes and socket pairs the program made, by inode, in the region: a
@@ -639,7 +649,10 @@ static int kernel_fd(enum kernel_fd call, int arg, int flags, const char *name, 
 	/* a memfd is a file the program writes: re-read like one (its class is
 	 * found when it is first read); the others are read like devices */
 	enum fd_class cls = call == KFD_MEMFD ? FDC_UNKNOWN : FDC_EXTERNAL;
-	return (int)ret_of(fd_event((uint32_t)-1, ra, do_kernel_fd, &a, 0, cls, NULL));
+	int fd = (int)ret_of(fd_event((uint32_t)-1, ra, do_kernel_fd, &a, 0, cls, NULL));
+	if (call == KFD_EVENT && fd >= 0 && fd < FD_LIMIT)
+		atomic_fetch_or_explicit(&eventfds[fd / 64], 1ull << (fd % 64), memory_order_relaxed);
+	return fd;
 }
 
 DET_IMPL int det_impl_eventfd(unsigned int count, int flags)
@@ -709,6 +722,11 @@ DET_IMPL int det_impl_fclose(FILE *f)
 	if (fd < 0)
 		return real.fclose(f);
 	fd_set_class(fd, FDC_UNKNOWN);
+	/* the FILE's object ends here: the next FILE malloc puts at its address
+	 * (in one run and not the other, as threads' arenas go) is a new one.
+	 * Forgotten before libc frees it, so no other thread's fopen can
+	 * reuse the address while it is still bound. */
+	det_obj_forget(f, 0);
 	int64_t r = close_event(fd, do_fclose, f, DET_RA());
 	if (r < 0) {
 		errno = (int)-r;

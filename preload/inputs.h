@@ -31,6 +31,8 @@ DET_HIDDEN enum fd_class fd_class(int fd);
 DET_HIDDEN uint64_t pipe_key(const struct stat *st);
 /* Set the class of fd (a descriptor that arrived another way: passed over a socket). */
 DET_HIDDEN void fd_set_class(int fd, enum fd_class c);
+/* Is fd an eventfd the program made (and has not closed)? */
+DET_HIDDEN int det_fd_is_eventfd(int fd);
 /* Replay: a stand-in for a descriptor from the outside world (a socket pair
  * end whose peer is gone) at the recorded number; -1 if it is taken. */
 DET_HIDDEN int stand_in(int want);

@@ -254,6 +254,13 @@ DET_IMPL int det_impl_fcntl(int fd, int cmd, ...)
 	det_init();
 	if (owner_cmd(cmd) && translating())
 		return (int)owner_fcntl(libc_fcntl, fd, cmd, arg);
+	if (cmd == F_GETLK && translating()) { /* the holder's id, as the program knows it */
+		struct flock *fl = (struct flock *)arg;
+		int r = real.fcntl(fd, cmd, arg);
+		if (r == 0 && fl && fl->l_type != F_UNLCK && fl->l_pid > 0)
+			fl->l_pid = pid_arg_to_rec(fl->l_pid);
+		return r;
+	}
 	if (det_likely(real.fcntl != NULL))
 		return real.fcntl(fd, cmd, arg);
 	long r = det_sys(SYS_fcntl, fd, cmd, arg, 0, 0, 0); /* det's own start-up, before libc's is found */
@@ -305,6 +312,8 @@ DET_IMPL int det_impl_ioctl(int fd, unsigned long req, ...)
 	det_init();
 	if (id_ioctl(req) && translating())
 		return (int)ids_ioctl(libc_ioctl, fd, req, arg);
+	if (det_mode && det_ioctl_recorded(req))
+		return det_ioctl_input(fd, req, (void *)arg, DET_RA());
 	if (det_likely(real.ioctl != NULL))
 		return real.ioctl(fd, req, arg);
 	long r = det_sys(SYS_ioctl, fd, (long)req, arg, 0, 0, 0); /* det's own start-up */

@@ -138,6 +138,11 @@ EXPORT long syscall(long nr, ...)
 			goto unsupported;
 		return a[3] == -1 ? readv((int)a[0], (const struct iovec *)a[1], (int)a[2])
 				  : preadv((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3]);
+	case SYS_pwritev2: /* (the kernel's offset is split in two longs: a[3] low, a[4] high) */
+		return pwritev2((int)a[0], (const struct iovec *)a[1], (int)a[2], (off_t)a[3], (int)a[5]);
+	case SYS_epoll_pwait2:
+		return epoll_pwait2((int)a[0], (struct epoll_event *)a[1], (int)a[2], (const struct timespec *)a[3],
+				    (const sigset_t *)a[4]);
 	case SYS_write:
 		return write((int)a[0], (const void *)a[1], (size_t)a[2]);
 	case SYS_writev:
@@ -213,8 +218,9 @@ EXPORT long syscall(long nr, ...)
 #undef DET_RAWSYS_REFUSED
 	unsupported:
 		if (det_enter())
-			det_fatal("syscall(%s) is not supported by det: its result would not replay (use the libc "
-				  "function, which det records)",
+			det_fatal("syscall(%s) is not supported by det: Linux AIO and io_uring complete I/O in "
+				  "the kernel, out of det's sight, so their results would not replay (det records "
+				  "read, write, their p and v forms, poll and epoll)",
 				  syscall_name(nr));
 		break;
 	}

@@ -1,6 +1,7 @@
 /*
  * preload/readiness.c - readiness: poll, select, epoll: which fds are
- * ready is an input.
+ * ready is an input; so is how many bytes wait (ioctl FIONREAD, TIOCOUTQ),
+ * and a terminal's size (TIOCGWINSZ).
  *
  * Rules of this file:
  *  - Those of preload/inputs.c, which holds what every input wrapper shares
@@ -29,6 +30,55 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* ioctls that answer with the state of the moment (pids.c's ioctl asks) */
+
+static size_t ioctl_answer_size(unsigned long req)
+{
+	switch (req) {
+	case FIONREAD: /* (TIOCINQ, SIOCINQ) */
+	case TIOCOUTQ: /* (SIOCOUTQ) */
+		return sizeof(int);
+	case TIOCGWINSZ:
+		return sizeof(struct winsize);
+	default:
+		return 0;
+	}
+}
+
+int det_ioctl_recorded(unsigned long req)
+{
+	return ioctl_answer_size(req) != 0;
+}
+
+/* A regular file's FIONREAD (its size past the offset) is the file's, which
+ * replay checks when it reads it: the kernel's. */
+int det_ioctl_input(int fd, unsigned long req, void *arg, uint64_t ra)
+{
+	DET_ENTER(t);
+	if (!t || fd_class(fd) == FDC_FILE) {
+		if (t)
+			det_leave(t);
+		return real.ioctl(fd, req, arg);
+	}
+	size_t size = ioctl_answer_size(req);
+	struct det_op op = {0};
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_IOCTL, (uint32_t)(req & 0xffff), ra)) {
+		res = op.rec->result;
+		if (res == 0 && arg && op.rec->data_len == size)
+			memcpy(arg, det_replay_data(op.rec), size);
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		res = res_of(real.ioctl(fd, req, arg));
+		det_input_end(&op, res, arg, res == 0 && arg ? (uint32_t)size : 0);
+	}
+	int e = errno;
+	det_leave(t);
+	errno = e;
+	return (int)ret_of(res);
+}
 
 /* ------------------------------------------------------------------ */
 /* readiness */
@@ -136,27 +186,42 @@ DET_IMPL int det_impl_select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct t
 	return select_input(nfds, r, w, x, tv, NULL, NULL, 1);
 }
 
-DET_IMPL int det_impl_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+/* epoll_pwait (ts NULL, timeout in ms) or epoll_pwait2 (ts, or NULL with
+ * timeout -1: for ever): one event kind, the ready list as data. */
+static int epoll_wait_event(int epfd, struct epoll_event *ev, int max, int timeout, const struct timespec *ts,
+			    int pwait2, const sigset_t *mask, uint64_t ra)
 {
 	DET_ENTER(t);
 	if (!t)
-		return real.epoll_pwait(epfd, ev, max, timeout, mask);
+		return pwait2 ? real.epoll_pwait2(epfd, ev, max, ts, mask) : real.epoll_pwait(epfd, ev, max, timeout, mask);
 	struct det_op op = {0};
 	int64_t res;
-	if (det_input_begin(&op, t, DET_EV_EPOLL_WAIT, (uint32_t)epfd, DET_RA())) {
+	if (det_input_begin(&op, t, DET_EV_EPOLL_WAIT, (uint32_t)epfd, ra)) {
 		res = op.rec->result;
 		if (res > 0)
 			memcpy(ev, det_replay_data(op.rec),
 			       op.rec->data_len < (uint32_t)max * sizeof(*ev) ? op.rec->data_len : max * sizeof(*ev));
 		det_input_end(&op, res, NULL, 0);
 	} else {
-		res = res_of(BLOCKING(&op, real.epoll_pwait(epfd, ev, max, timeout, mask)));
+		res = res_of(BLOCKING(&op, pwait2 ? real.epoll_pwait2(epfd, ev, max, ts, mask)
+						 : real.epoll_pwait(epfd, ev, max, timeout, mask)));
 		det_input_end(&op, res, ev, res > 0 ? (uint32_t)(res * sizeof(*ev)) : 0);
 	}
 	int e = errno;
 	det_leave(t);
 	errno = e;
 	return (int)ret_of(res);
+}
+
+DET_IMPL int det_impl_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+	return epoll_wait_event(epfd, ev, max, timeout, NULL, 0, mask, DET_RA());
+}
+
+DET_IMPL int det_impl_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *timeout,
+				   const sigset_t *mask)
+{
+	return epoll_wait_event(epfd, ev, max, -1, timeout, 1, mask, DET_RA());
 }
 
 DET_IMPL int det_impl_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -342,6 +342,18 @@ DET_IMPL void *det_impl_mmap(void *addr, size_t len, int prot, int flags, int fd
 	return p;
 }
 
+/* Replay: an eventfd's read comes from the trace, but the program's writes
+ * to it happen again; take what is there now, as the recording's read took
+ * the count then, or the counter only grows and a write meets EAGAIN (or
+ * blocks) where the recording's did not. */
+static void drain_eventfd(int fd)
+{
+	struct pollfd p = {fd, POLLIN, 0};
+	uint64_t v;
+	if (det_sys(SYS_poll, (long)&p, 1, 0, 0, 0, 0) == 1 && (p.revents & POLLIN))
+		det_sys(SYS_read, fd, (long)&v, sizeof(v), 0, 0, 0);
+}
+
 ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 {
 	enum fd_class c = fd_class(rc->fd);
@@ -375,6 +387,8 @@ ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 			scatter(rc->iov, rc->iovcnt, det_replay_data(e), (size_t)res < rc->want ? (size_t)res : rc->want);
 		if (res > 0 && e->kind == DET_EV_FILE_READ_KEPT && rc->perform == perform_read)
 			det_sys(SYS_lseek, rc->fd, res, SEEK_CUR, 0, 0, 0);
+		if (res == 8 && det_fd_is_eventfd(rc->fd))
+			drain_eventfd(rc->fd);
 	} else if (res >= 0) {
 		/* re-read, and check it is what the recording read */
 		if (kind == DET_EV_PIPE_READ && early < (size_t)res)
@@ -458,4 +472,13 @@ DET_IMPL ssize_t det_impl_preadv(int fd, const struct iovec *iov, int iovcnt, of
 		want += iov[i].iov_len;
 	struct read_call rc = {fd, iov, iovcnt, want, perform_pread, off, 0};
 	DET_READ_CALL(rc, real.preadv(fd, iov, iovcnt, off));
+}
+
+/* Without flags, preadv, or readv at offset -1 (the file's position, or a
+ * socket's stream); with flags (RWF_NOWAIT, RWF_HIPRI) the kernel's. */
+DET_IMPL ssize_t det_impl_preadv2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+	if (flags)
+		return real.preadv2(fd, iov, iovcnt, off, flags);
+	return off == -1 ? readv(fd, iov, iovcnt) : preadv(fd, iov, iovcnt, off);
 }

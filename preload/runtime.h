@@ -319,6 +319,10 @@ DET_HIDDEN const struct sigevent *det_live_sigevent(const struct sigevent *ev, s
 /* syscall(nr, a...) of a call that takes or returns ids: done with them
  * translated, its result in *result; 0 if nr is not one (or not replaying) */
 DET_HIDDEN int det_pids_syscall(long nr, const long a[6], long *result);
+/* ioctl requests whose answer is an input (readiness.c): FIONREAD, TIOCOUTQ,
+ * TIOCGWINSZ; and that call, recorded or replayed */
+DET_HIDDEN int det_ioctl_recorded(unsigned long req);
+DET_HIDDEN int det_ioctl_input(int fd, unsigned long req, void *arg, uint64_t ra);
 /* futex(a...) (futex.c): an event where one thread runs at a time, else the
  * kernel's call; the _call form returns -errno, the _syscall form sets errno */
 DET_HIDDEN long det_futex_call(const long a[6], uint64_t ra);

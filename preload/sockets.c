@@ -440,10 +440,28 @@ static ssize_t do_sendto(void *p)
 	return real.sendto(a->fd, a->buf, a->n, a->flags, a->to, a->tolen);
 }
 
+/* Credentials a message carries name the sender's pid, the recorded one in
+ * replay, which the kernel refuses (EPERM): sent with the live one (the
+ * receiver gets the recorded credentials back from the trace: rereceive). */
 static ssize_t do_sendmsg(void *p)
 {
 	struct send_args *a = p;
-	return real.sendmsg(a->fd, a->msg, a->flags);
+	const struct msghdr *m = a->msg;
+	char control[512] __attribute__((aligned(sizeof(size_t))));
+	if (!det_replaying() || !m->msg_control || !m->msg_controllen || m->msg_controllen > sizeof(control))
+		return real.sendmsg(a->fd, m, a->flags);
+	struct msghdr live = *m;
+	memcpy(control, m->msg_control, m->msg_controllen);
+	live.msg_control = control;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&live); c; c = CMSG_NXTHDR(&live, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred u;
+			memcpy(&u, CMSG_DATA(c), sizeof(u));
+			u.pid = det_pid_to_real(u.pid);
+			memcpy(CMSG_DATA(c), &u, sizeof(u));
+		}
+	return real.sendmsg(a->fd, &live, a->flags);
 }
 
 static ssize_t do_write(void *p)
@@ -667,6 +685,15 @@ DET_IMPL ssize_t det_impl_writev(int fd, const struct iovec *iov, int iovcnt)
 	DET_SEND_CALL(fd, iov, iovcnt, do_writev, a, real.writev(fd, iov, iovcnt), 1);
 }
 
+/* At offset -1 without flags, writev (a socket's or pipe's stream, or the
+ * file's position); else the kernel's, as pwritev (a file's bytes). */
+DET_IMPL ssize_t det_impl_pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+	if (off == -1 && !flags)
+		return writev(fd, iov, iovcnt);
+	return real.pwritev2(fd, iov, iovcnt, off, flags);
+}
+
 /* One sendmsg a message, to the first that fails. */
 DET_IMPL int det_impl_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
@@ -687,9 +714,10 @@ DET_IMPL int det_impl_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, i
  * performed), so what they say is recorded (nginx sets TCP_NODELAY on its
  * connections; a non-blocking connect's outcome is getsockopt(SO_ERROR)).
  * setsockopt still runs in replay (a listening socket is real there, and
- * SO_REUSEADDR decides its bind) but returns the recorded result.
+ * SO_REUSEADDR decides its bind) but returns the recorded result; so does
+ * shutdown (a connection never made in replay has nothing to shut: ENOTCONN).
  */
-enum sockopt_call { SOCKOPT_SET, SOCKOPT_GET, SOCKOPT_NAME, SOCKOPT_PEER };
+enum sockopt_call { SOCKOPT_SET, SOCKOPT_GET, SOCKOPT_NAME, SOCKOPT_PEER, SOCKOPT_SHUTDOWN };
 
 struct sockopt_args {
 	enum sockopt_call call;
@@ -709,6 +737,8 @@ static int64_t perform_sockopt(const struct sockopt_args *a)
 		return res_of(real.getsockopt(a->fd, a->level, a->name, a->val, a->len));
 	case SOCKOPT_NAME:
 		return res_of(real.getsockname(a->fd, a->val, a->len));
+	case SOCKOPT_SHUTDOWN:
+		return res_of(real.shutdown(a->fd, a->level));
 	default:
 		return res_of(real.getpeername(a->fd, a->val, a->len));
 	}
@@ -731,7 +761,7 @@ static int det_sockopt(struct sockopt_args *a, uint64_t ra)
 	socklen_t room = a->len ? *a->len : 0;
 	if (det_input_begin(&op, t, DET_EV_SOCKOPT, (uint32_t)a->fd, ra)) {
 		res = op.rec->result;
-		if (a->call == SOCKOPT_SET)
+		if (a->call == SOCKOPT_SET || a->call == SOCKOPT_SHUTDOWN)
 			perform_sockopt(a);
 		const uint8_t *d = det_replay_data(op.rec);
 		socklen_t got;
@@ -783,5 +813,11 @@ DET_IMPL int det_impl_getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 DET_IMPL int det_impl_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct sockopt_args a = {SOCKOPT_PEER, fd, 0, 0, addr, len, NULL, 0};
+	return det_sockopt(&a, DET_RA());
+}
+
+DET_IMPL int det_impl_shutdown(int fd, int how)
+{
+	struct sockopt_args a = {SOCKOPT_SHUTDOWN, fd, how, 0, NULL, NULL, NULL, 0};
 	return det_sockopt(&a, DET_RA());
 }

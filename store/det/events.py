@@ -156,7 +156,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TEMP_NAME', 98, 'NONE', 'INPUT', 'mkstemp, mkostemp, mkstemps, mkostemps or mkdtemp: the name libc drew at random; replay makes the same file or directory; result = the fd (0 for mkdtemp), or -errno; data = the name'),
     EventKind('PATH_RESOLVE', 88, 'NONE', 'INPUT', "realpath, canonicalize_file_name, readlink or readlinkat: what the file system says a name is (links read, whether it exists: glibc's realpath reads links inside libc, past det); aux = 0 realpath, 1 readlink; result = the length of the path returned, or -errno; data = that path, then the name asked about"),
     EventKind('DIR_READ', 99, 'NONE', 'INPUT', 'readdir or readdir64: the entry it returned; listings change between runs (a trace being written, files the run itself made) and programs act on them (Python imports list their path); result = 1, 0 at the end, or -errno; data = inode, offset, type and name'),
-    EventKind('SOCKOPT', 92, 'NONE', 'INPUT', 'setsockopt, getsockopt, getsockname or getpeername of a socket from the outside world (in replay a stand-in, or never connected); setsockopt runs in replay too but returns the recorded result; aux = fd; result = 0 or -errno; data = the length reported, then the bytes written'),
+    EventKind('SOCKOPT', 92, 'NONE', 'INPUT', 'setsockopt, getsockopt, getsockname, getpeername or shutdown of a socket from the outside world (in replay a stand-in, or never connected); setsockopt and shutdown run in replay too but return the recorded result; aux = fd; result = 0 or -errno; data = the length reported, then the bytes written'),
     EventKind('TRANSFER', 94, 'NONE', 'INPUT', "sendfile, splice, tee or copy_file_range: its count steers the program; into a socket from the outside world, replay sends nothing and moves the source on (a file's bytes checked by hash); from a socket or device, det read and wrote the bytes itself and replay writes them; otherwise replay moves the recorded count again; aux = the out fd; result = bytes, or -errno; data = source start, hash, hashed, copied (see preload/transfers.c), then the bytes copied"),
     EventKind('WRITE', 123, 'NONE', 'INPUT', 'write or writev to a pipe, terminal or device, or send, sendto or sendmsg on a socket pair the program made: its result (a short count, EAGAIN) steers the program; replay writes exactly that (a whole message by the same call, its ancillary data with it); aux = fd'),
     EventKind('OMP_LOCK', 77, 'OMP_LOCK', 'ACQUIRE', 'OpenMP: a critical section or the atomic region entered (GOMP_critical_start, GOMP_critical_name_start, GOMP_atomic_start), or omp_set_lock or omp_set_nest_lock returned'),
@@ -167,6 +167,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SYSCALL', 91, 'NONE', 'OTHER', "a system call a detrec --ptrace recording saw (seccomp) and replay runs again in its recorded turn (a call that may block, or a write whose order shows); aux = its number; result = what it returned (a write's count and a regular file's read are checked in replay)"),
     EventKind('FUTEX_WAIT', 128, 'FUTEX', 'OTHER', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAIT or FUTEX_WAIT_BITSET returned, a wait that handed the turn on while it slept (preload/futex.c); result = 0 woken (or a spurious wake-up), or -errno: EAGAIN the word held another value, ETIMEDOUT'),
     EventKind('FUTEX_WAKE', 129, 'FUTEX', 'SIGNAL', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAKE, FUTEX_WAKE_BITSET, FUTEX_WAKE_OP, FUTEX_REQUEUE or FUTEX_CMP_REQUEUE: wakes waiters of the word; aux = the operation; result = what the call returned (how many it woke, or moved), or -errno'),
+    EventKind('IOCTL', 130, 'NONE', 'INPUT', "ioctl whose answer is the world's now: FIONREAD/TIOCINQ and TIOCOUTQ (bytes waiting to be read or sent, which timing decides), TIOCGWINSZ (a terminal's size); aux = the request's low 16 bits; result = 0 or -errno; data = what the call wrote"),
 )
 
 THREAD_CREATE = 1
@@ -298,6 +299,7 @@ OMP_SHARE = 81
 SYSCALL = 91
 FUTEX_WAIT = 128
 FUTEX_WAKE = 129
+IOCTL = 130
 
 # Named values of an event's aux field (DET_AUX).
 AUX_THREAD_CANCELED_IN_CALL = 0
