@@ -320,6 +320,7 @@ static void kicked(struct det_thread *t, void *ucv)
 		if (unanchored_next(t)) {
 			replay_next_signal(t);
 			t->depth = 0;
+			kick_for_unanchored(t); /* the next one too, if it came before the thread's next call */
 		}
 		return;
 	}
@@ -485,6 +486,14 @@ static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
 		 * a stdio buffer flushed to a reader that is gone: it comes
 		 * again in replay from the same write, and is handled before
 		 * the write returns, as natively) */
+		siginfo_t rec;
+		if (det_replaying() && info && info->si_code <= 0 && info->si_pid > 0) {
+			/* sent by a process (kill, sigqueue, tgkill): the program
+			 * knows its sender by the recorded pid */
+			rec = *info;
+			rec.si_pid = det_pid_to_rec(rec.si_pid);
+			info = &rec;
+		}
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */

@@ -106,5 +106,5 @@ DET_IMPL unsigned int det_impl_sleep(unsigned int s)
 	struct timespec req = {s, 0}, rem = {0, 0};
 	if (nanosleep(&req, &rem) == 0)
 		return 0;
-	return (unsigned int)rem.tv_sec + (rem.tv_nsec > 0);
+	return (unsigned int)rem.tv_sec; /* whole seconds not slept, as glibc's sleep */
 }
