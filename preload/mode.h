@@ -101,6 +101,7 @@ struct det_mode_ops {
 	int (*strict_wait)(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock);
 	void (*strict_wait_for)(struct det_op *op, const void *obj);
 	void (*strict_wait_for_cancelable)(struct det_op *op, const void *obj);
+	int (*strict_sem_wait)(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock);
 	void (*strict_canceled)(uint64_t th);
 	int (*strict_signal)(const void *obj, int all);
 	void (*strict_unlocked)(struct det_thread *t, const void *obj);

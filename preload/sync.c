@@ -422,7 +422,7 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
  * recorded result stands), and strict mode waits for it in the kernel, as
  * a post may come from outside the program. */
 
-#define DET_SEM_WAIT(kind, s, try_call, block_call, may_block)                                    \
+#define DET_SEM_WAIT(kind, s, try_call, block_call, may_block, deadline, clock)                  \
 	do {                                                                      \
 		DET_ENTER(t);                                                     \
 		if (!t)                                                           \
@@ -437,10 +437,13 @@ DET_IMPL int det_impl_pthread_barrier_wait(pthread_barrier_t *b)
 			r = 0;                                                    \
 		} else if ((r = try_call) != 0 && errno == EAGAIN && !det_replaying() && (may_block)) { \
 			if (det_strict && !named) {                               \
-				while (r != 0 && errno == EAGAIN) {               \
-					det_ops.strict_wait_for_cancelable(&op, s);   \
+				int why = 0;                                      \
+				while (r != 0 && errno == EAGAIN && !why) {       \
+					why = det_ops.strict_sem_wait(&op, s, deadline, clock); \
 					r = try_call;                             \
 				}                                                 \
+				if (r != 0 && why)                                \
+					errno = why; /* timed out, or a handler ran */ \
 			} else {                                                  \
 				det_block(&op);                                   \
 				r = block_call;                                   \
@@ -467,22 +470,24 @@ DET_IMPL int det_impl_sem_destroy(sem_t *s)
 
 DET_IMPL int det_impl_sem_wait(sem_t *s)
 {
-	DET_SEM_WAIT(DET_EV_SEM_WAIT, s, real.sem_trywait(s), real.sem_wait(s), 1);
+	DET_SEM_WAIT(DET_EV_SEM_WAIT, s, real.sem_trywait(s), real.sem_wait(s), 1, NULL, CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_sem_trywait(sem_t *s)
 {
-	DET_SEM_WAIT(DET_EV_SEM_TRYWAIT, s, real.sem_trywait(s), -1, 0);
+	DET_SEM_WAIT(DET_EV_SEM_TRYWAIT, s, real.sem_trywait(s), -1, 0, NULL, CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_sem_timedwait(sem_t *s, const struct timespec *abstime)
 {
-	DET_SEM_WAIT(DET_EV_SEM_TIMEDWAIT, s, real.sem_trywait(s), real.sem_timedwait(s, abstime), 1);
+	DET_SEM_WAIT(DET_EV_SEM_TIMEDWAIT, s, real.sem_trywait(s), real.sem_timedwait(s, abstime), 1, abstime,
+		     CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
-	DET_SEM_WAIT(DET_EV_SEM_CLOCKWAIT, s, real.sem_trywait(s), real.sem_clockwait(s, clock, abstime), 1);
+	DET_SEM_WAIT(DET_EV_SEM_CLOCKWAIT, s, real.sem_trywait(s), real.sem_clockwait(s, clock, abstime), 1,
+		     abstime, clock);
 }
 
 DET_IMPL int det_impl_sem_post(sem_t *s)

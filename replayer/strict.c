@@ -626,6 +626,24 @@ void det_strict_wait_for_cancelable(struct det_op *op, const void *obj)
 	real.pthread_testcancel(); /* (acts if the wake-up was a pthread_cancel) */
 }
 
+/* A semaphore's wait (sem_wait, sem_timedwait, sem_clockwait): as
+ * det_strict_wait_for_cancelable, until abstime (NULL: none). Returns
+ * ETIMEDOUT once it passed, EINTR when a handler ran meanwhile (a
+ * semaphore's wait fails so, SA_RESTART or not), else 0: try again. */
+int det_strict_sem_wait(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock)
+{
+	struct det_slot *s = op->t->slot;
+	real.pthread_testcancel();
+	atomic_store(&s->strict_cancel_point, 1);
+	det_ops.rec_block_event(op->t, op->kind, op->obj, op->ra);
+	atomic_store(&s->lt_retry, op->waits++ >= LT_RETRIES);
+	uint64_t events = op->t->idx; /* (a handler's signal is an event) */
+	int timedout = det_strict_wait(op, obj, abstime, clock);
+	atomic_store(&s->strict_cancel_point, 0);
+	real.pthread_testcancel();
+	return timedout ? ETIMEDOUT : op->t->idx != events ? EINTR : 0;
+}
+
 /* Wake thread i if it still waits on key (not woken by another signal, nor
  * timed out, meanwhile); it is runnable again. Returns 1 if it woke. */
 static int wake_waiter(uint32_t i, uint64_t key)
@@ -852,6 +870,7 @@ static const struct det_mode_ops strict_ops = {
 	.strict_wait = det_strict_wait,
 	.strict_wait_for = det_strict_wait_for,
 	.strict_wait_for_cancelable = det_strict_wait_for_cancelable,
+	.strict_sem_wait = det_strict_sem_wait,
 	.strict_canceled = det_strict_canceled,
 	.strict_signal = det_strict_signal,
 	.strict_unlocked = det_strict_unlocked,

@@ -1,0 +1,98 @@
+/*
+ * tests/programs/signal_calls.c CASE - signal behaviours det got wrong
+ * (each failed on main, found by a corpus of small programs):
+ *   sleep     alarm(1) then sleep(3): sleep returns the whole seconds not
+ *             slept (det rounded up: 3 where glibc says 2)
+ *   siginfo   kill(getpid()) with an SA_SIGINFO handler: si_pid is the
+ *             program's pid (replay: the live one)
+ *   ticks     an interval timer and a loop with no call until 3 ticks
+ *             (replay stalled at the second)
+ *   semintr   SIGALRM interrupts sem_wait: EINTR (strict: never returned)
+ *   semtime   sem_timedwait that nobody posts: ETIMEDOUT (strict: never)
+ * Prints what it saw; exits 0 when it is what Linux does.
+ */
+#include <errno.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t hits, pid_ok;
+
+static void count(int sig)
+{
+	(void)sig;
+	hits++;
+}
+
+static void note_sender(int sig, siginfo_t *info, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	pid_ok = info->si_pid == getpid() && info->si_code == SI_USER;
+}
+
+static void on(int sig, int flags)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = count;
+	sa.sa_flags = flags;
+	sigaction(sig, &sa, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+	if (!strcmp(what, "sleep")) {
+		on(SIGALRM, 0);
+		alarm(1);
+		unsigned left = sleep(3);
+		printf("hits %d, left 1 or 2: %s\n", hits, left == 1 || left == 2 ? "yes" : "no");
+		return !(hits == 1 && (left == 1 || left == 2));
+	} else if (!strcmp(what, "siginfo")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = note_sender;
+		sa.sa_flags = SA_SIGINFO;
+		sigaction(SIGUSR1, &sa, NULL);
+		kill(getpid(), SIGUSR1);
+		printf("sender is the program: %d\n", pid_ok);
+		return !pid_ok;
+	} else if (!strcmp(what, "ticks")) {
+		on(SIGALRM, SA_RESTART);
+		struct itimerval it = {{0, 10000}, {0, 10000}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		while (hits < 3)
+			;
+		puts("three ticks");
+		return 0;
+	} else if (!strcmp(what, "semintr")) {
+		sem_t sem;
+		sem_init(&sem, 0, 0);
+		on(SIGALRM, 0);
+		struct itimerval it = {{0, 0}, {0, 20000}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		int r = sem_wait(&sem);
+		printf("sem_wait %d %s, hits %d\n", r, r < 0 && errno == EINTR ? "EINTR" : "?", hits);
+		return !(r < 0 && errno == EINTR);
+	} else if (!strcmp(what, "semtime")) {
+		sem_t sem;
+		sem_init(&sem, 0, 0);
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += 50000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+		int r = sem_timedwait(&sem, &dl);
+		printf("sem_timedwait %d %s\n", r, r < 0 && errno == ETIMEDOUT ? "ETIMEDOUT" : "?");
+		return !(r < 0 && errno == ETIMEDOUT);
+	}
+	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime\n");
+	return 2;
+}
