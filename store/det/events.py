@@ -168,6 +168,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('FUTEX_WAIT', 128, 'FUTEX', 'OTHER', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAIT or FUTEX_WAIT_BITSET returned, a wait that handed the turn on while it slept (preload/futex.c); result = 0 woken (or a spurious wake-up), or -errno: EAGAIN the word held another value, ETIMEDOUT'),
     EventKind('FUTEX_WAKE', 129, 'FUTEX', 'SIGNAL', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAKE, FUTEX_WAKE_BITSET, FUTEX_WAKE_OP, FUTEX_REQUEUE or FUTEX_CMP_REQUEUE: wakes waiters of the word; aux = the operation; result = what the call returned (how many it woke, or moved), or -errno'),
     EventKind('IOCTL', 130, 'NONE', 'INPUT', "ioctl whose answer is the world's now: FIONREAD/TIOCINQ and TIOCOUTQ (bytes waiting to be read or sent, which timing decides), TIOCGWINSZ (a terminal's size); aux = the request's low 16 bits; result = 0 or -errno; data = what the call wrote"),
+    EventKind('TIMER_QUERY', 131, 'NONE', 'INPUT', "what a timer has left: alarm, getitimer, setitimer, timer_gettime, timer_settime, timer_getoverrun, timerfd_gettime or timerfd_settime (replay skips sleeps and takes signals from the trace, so the kernel's timers there say something else); the call is made in replay too; aux = the call (preload/timer_state.c); result = what it returned, or -errno; data = the old or current value it wrote"),
 )
 
 THREAD_CREATE = 1
@@ -300,6 +301,7 @@ SYSCALL = 91
 FUTEX_WAIT = 128
 FUTEX_WAKE = 129
 IOCTL = 130
+TIMER_QUERY = 131
 
 # Named values of an event's aux field (DET_AUX).
 AUX_THREAD_CANCELED_IN_CALL = 0

@@ -9,6 +9,9 @@
  *             (replay stalled at the second)
  *   semintr   SIGALRM interrupts sem_wait: EINTR (strict: never returned)
  *   semtime   sem_timedwait that nobody posts: ETIMEDOUT (strict: never)
+ *   timeleft  what timers have left (alarm(0), getitimer, timer_gettime,
+ *             timer_getoverrun): replay skips sleeps and takes signals from
+ *             the trace, and asked the kernel (alarm(0) said 1 after it fired)
  * Prints what it saw; exits 0 when it is what Linux does.
  */
 #include <errno.h>
@@ -92,7 +95,35 @@ int main(int argc, char **argv)
 		int r = sem_timedwait(&sem, &dl);
 		printf("sem_timedwait %d %s\n", r, r < 0 && errno == ETIMEDOUT ? "ETIMEDOUT" : "?");
 		return !(r < 0 && errno == ETIMEDOUT);
+	} else if (!strcmp(what, "timeleft")) {
+		on(SIGALRM, 0);
+		alarm(1);
+		pause();
+		unsigned left = alarm(0);
+		struct itimerval it = {{0, 0}, {2, 0}}, cur;
+		setitimer(ITIMER_REAL, &it, NULL);
+		usleep(30000);
+		getitimer(ITIMER_REAL, &cur);
+		long usec = cur.it_value.tv_sec * 1000000l + cur.it_value.tv_usec;
+		sigset_t rt;
+		sigemptyset(&rt);
+		sigaddset(&rt, SIGRTMIN);
+		sigprocmask(SIG_BLOCK, &rt, NULL);
+		timer_t id;
+		struct sigevent ev;
+		memset(&ev, 0, sizeof(ev));
+		ev.sigev_notify = SIGEV_SIGNAL;
+		ev.sigev_signo = SIGRTMIN;
+		timer_create(CLOCK_MONOTONIC, &ev, &id);
+		struct itimerspec its = {{0, 1000000}, {0, 1000000}};
+		timer_settime(id, 0, &its, NULL);
+		usleep(20000);
+		siginfo_t si;
+		sigwaitinfo(&rt, &si);
+		int over = timer_getoverrun(id);
+		printf("alarm left %u, itimer %ld us, overruns %d of %d\n", left, usec, over, si.si_overrun);
+		return !(left == 0 && usec > 0 && usec < 2000000 && over == si.si_overrun);
 	}
-	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime\n");
+	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime|timeleft\n");
 	return 2;
 }
