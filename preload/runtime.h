@@ -607,6 +607,8 @@ static inline void *det_real_late_once(void **cache, const char *name, const cha
 DET_HIDDEN uint32_t det_stack_adopt(void *base);
 DET_HIDDEN void det_stack_free(void *base);
 DET_HIDDEN void *det_call_on_program_stack(void *(*fn)(void *), void *arg);
+/* fn(arg) on the stack that ends at top (a handler's alternate stack) */
+DET_HIDDEN void *det_call_on_stack(void *(*fn)(void *), void *arg, uintptr_t top);
 /* fn() on det's boot stack, a static one that only det_init's one caller
  * uses (the thread's det stack is not mapped yet). */
 DET_HIDDEN void det_call_on_boot_stack(void (*fn)(void));

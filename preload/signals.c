@@ -116,12 +116,18 @@ static void call_program(int sig, siginfo_t *info, void *uc)
 {
 	struct sigaction *a = &prog_act[sig];
 	struct handler_call c = {a, sig, info, uc};
-	if (a->sa_flags & SA_SIGINFO) {
-		if (a->sa_sigaction)
-			det_call_on_program_stack(run_handler, &c);
-	} else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) {
+	int runs = (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL
+					      : a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+	stack_t alt;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (runs && (a->sa_flags & SA_ONSTACK) && det_sys(SYS_sigaltstack, 0, (long)&alt, 0, 0, 0, 0) == 0 &&
+	    !(alt.ss_flags & (SS_DISABLE | SS_ONSTACK)) &&
+	    (here < (uintptr_t)alt.ss_sp || here >= (uintptr_t)alt.ss_sp + alt.ss_size))
+		/* det delivers it from elsewhere (held, or replayed): on the
+		 * alternate stack it asked for, as the kernel would */
+		det_call_on_stack(run_handler, &c, (uintptr_t)alt.ss_sp + alt.ss_size);
+	else if (runs)
 		det_call_on_program_stack(run_handler, &c);
-	}
 	if (a->sa_flags & SA_RESETHAND) {
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
 		a->sa_handler = SIG_DFL;
@@ -454,7 +460,36 @@ static void die_as_natively(struct det_thread *t, int sig, siginfo_t *info, void
 /* ------------------------------------------------------------------ */
 /* the entry for every handled signal */
 
+static void sig_entry(int sig, siginfo_t *info, void *ucv);
+
+/*
+ * A handler on an alternate stack (SA_ONSTACK) that interrupted det's own
+ * code: det's frames in use are on the det stack, below where that code
+ * was, and the entries the handler makes must go below them (an entry off
+ * the det stack starts at its top, or at the free top det_call_on_program_stack
+ * set, and wrote over the interrupted call's frames: getppid in a handler
+ * of a signal raise sent, write in a handler that interrupted a read). So,
+ * for the handler: the free top below the interrupted frames (past the red
+ * zone), and every entry counts as nested (stack.c's stub compares its
+ * stack pointer with the program's at the last entry).
+ */
 static void det_sig_entry(int sig, siginfo_t *info, void *ucv)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t was = ucv ? (uintptr_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RSP] : 0;
+	if (!det_stk.hi || (here >= det_stk.lo && here < det_stk.hi) || was < det_stk.lo || was >= det_stk.hi) {
+		sig_entry(sig, info, ucv);
+		return;
+	}
+	uintptr_t free_top = det_stk.sp, prog_sp = det_stk.prog_sp;
+	det_stk.sp = (was - 256) & ~(uintptr_t)15;
+	det_stk.prog_sp = UINTPTR_MAX;
+	sig_entry(sig, info, ucv);
+	det_stk.sp = free_top;
+	det_stk.prog_sp = prog_sp;
+}
+
+static void sig_entry(int sig, siginfo_t *info, void *ucv)
 {
 	struct det_thread *t = &det_tls;
 	int saved = errno;

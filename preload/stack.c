@@ -262,6 +262,59 @@ __asm__(".text\n"
 	".size det_call_on_program_stack, .-det_call_on_program_stack\n");
 
 /*
+ * fn(arg) with its stack starting at top (16-byte aligned): a handler the
+ * program asked to run on its alternate stack (SA_ONSTACK) that det
+ * delivers itself. While on the det stack, the entries fn makes go below
+ * det's frames in use, as det_call_on_program_stack's do: the free top is
+ * moved below them, and every entry counts as nested (the program's stack
+ * pointer at the last entry set above any).
+ */
+__asm__(".text\n"
+	".globl det_call_on_stack\n"
+	".hidden det_call_on_stack\n"
+	".type det_call_on_stack, @function\n"
+	".p2align 4\n"
+	"det_call_on_stack:\n"
+	".cfi_startproc\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"movq %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"pushq %rbx\n"
+	".cfi_offset %rbx, -24\n"
+	"pushq %r12\n"
+	".cfi_offset %r12, -32\n"
+	"movq %rdi, %rax\n"
+	"movq %rsi, %rdi\n"
+	"movq det_stk@gottpoff(%rip), %r11\n"
+	"movq %fs:16(%r11), %rbx\n" /* the free top and the last entry's program rsp, restored after */
+	"movq %fs:24(%r11), %r12\n"
+	"cmpq %fs:8(%r11), %rsp\n"
+	"jae 1f\n"
+	"cmpq %fs:0(%r11), %rsp\n"
+	"jb 1f\n"
+	"movq %rsp, %r10\n"
+	"andq $-16, %r10\n"
+	"movq %r10, %fs:16(%r11)\n"
+	"movq $-1, %fs:24(%r11)\n"
+	"1:\n"
+	"andq $-16, %rdx\n"
+	"movq %rdx, %rsp\n"
+	"call *%rax\n"
+	"movq det_stk@gottpoff(%rip), %r11\n"
+	"movq %rbx, %fs:16(%r11)\n"
+	"movq %r12, %fs:24(%r11)\n"
+	"movq -8(%rbp), %rbx\n"
+	"movq -16(%rbp), %r12\n"
+	"movq %rbp, %rsp\n"
+	"popq %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size det_call_on_stack, .-det_call_on_stack\n");
+
+/*
  * fn() on the boot stack: det_init's work (preload/runtime.c), which runs
  * before the thread has a det stack and differs between modes. Only the
  * thread that won det_init's start uses it, once per process image.

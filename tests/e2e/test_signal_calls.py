@@ -11,7 +11,7 @@ import pytest
 
 from conftest import detrec, detreplay, program
 
-CASES = ["sleep", "siginfo", "ticks", "semintr", "semtime", "timeleft"]
+CASES = ["sleep", "siginfo", "ticks", "semintr", "semtime", "altstack", "timeleft"]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])

@@ -9,6 +9,10 @@
  *             (replay stalled at the second)
  *   semintr   SIGALRM interrupts sem_wait: EINTR (strict: never returned)
  *   semtime   sem_timedwait that nobody posts: ETIMEDOUT (strict: never)
+ *   altstack  SA_ONSTACK handlers that call libc: one for a signal raise
+ *             sends (det's own code was running: its frames were written
+ *             over, SIGSEGV), one that interrupts a read; both run on the
+ *             alternate stack (replay ran them on the thread's stack)
  *   timeleft  what timers have left (alarm(0), getitimer, timer_gettime,
  *             timer_getoverrun): replay skips sleeps and takes signals from
  *             the trace, and asked the kernel (alarm(0) said 1 after it fired)
@@ -36,6 +40,18 @@ static void note_sender(int sig, siginfo_t *info, void *uc)
 	(void)sig;
 	(void)uc;
 	pid_ok = info->si_pid == getpid() && info->si_code == SI_USER;
+}
+
+static char alt_stack[1 << 16];
+static volatile sig_atomic_t on_alt;
+
+static void alt_handler(int sig)
+{
+	char here;
+	on_alt += &here >= alt_stack && &here < alt_stack + sizeof(alt_stack);
+	hits++;
+	if (getppid() <= 0 || write(1, sig == SIGALRM ? "alarm\n" : "usr1\n", sig == SIGALRM ? 6 : 5) < 0)
+		on_alt = -100;
 }
 
 static void on(int sig, int flags)
@@ -95,6 +111,26 @@ int main(int argc, char **argv)
 		int r = sem_timedwait(&sem, &dl);
 		printf("sem_timedwait %d %s\n", r, r < 0 && errno == ETIMEDOUT ? "ETIMEDOUT" : "?");
 		return !(r < 0 && errno == ETIMEDOUT);
+	} else if (!strcmp(what, "altstack")) {
+		stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof(alt_stack)};
+		sigaltstack(&ss, NULL);
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = alt_handler;
+		sa.sa_flags = SA_ONSTACK;
+		sigaction(SIGUSR1, &sa, NULL);
+		sigaction(SIGALRM, &sa, NULL);
+		raise(SIGUSR1);
+		int p[2];
+		char ch;
+		if (pipe(p))
+			return 1;
+		struct itimerval it = {{0, 0}, {0, 20000}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		int r = (int)read(p[0], &ch, 1);
+		printf("read %d %s, handlers %d, on the alternate stack %d\n", r, r < 0 && errno == EINTR ? "EINTR" : "?",
+		       hits, on_alt);
+		return !(r < 0 && errno == EINTR && hits == 2 && on_alt == 2);
 	} else if (!strcmp(what, "timeleft")) {
 		on(SIGALRM, 0);
 		alarm(1);
@@ -124,6 +160,6 @@ int main(int argc, char **argv)
 		printf("alarm left %u, itimer %ld us, overruns %d of %d\n", left, usec, over, si.si_overrun);
 		return !(left == 0 && usec > 0 && usec < 2000000 && over == si.si_overrun);
 	}
-	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime|timeleft\n");
+	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime|altstack|timeleft\n");
 	return 2;
 }
