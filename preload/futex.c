@@ -13,7 +13,8 @@
  *    are no events: ordering the call alone would make every difference in
  *    their timing a divergence, so the call is the kernel's, as before.
  *  - A wait is a strict wait on the word (strict.c): woken by a wake of the
- *    word, its deadline, or a signal. A wake wakes every det waiter of the
+ *    word, its deadline, or a signal. The kernel checks it first (probe):
+ *    a bad address or operation fails, a word that changed is EAGAIN. A wake wakes every det waiter of the
  *    word (and the kernel's: a thread det does not run), never fewer than
  *    asked: with bitsets and requeues, waking too many is a spurious
  *    wake-up, which every futex user allows, and waking too few a hang.
@@ -47,6 +48,20 @@ static long as_result(long r)
 	return r;
 }
 
+/* The kernel's checks of a wait, without waiting: the word's address, the
+ * operation (a bitset of 0), the timeout's form, and whether the word holds
+ * the value (-ETIMEDOUT: it does, the wait would sleep; -EAGAIN: it does
+ * not). A deadline already past makes the kernel answer at once. */
+static long probe(const long a[6])
+{
+	const struct timespec *timeout = (const struct timespec *)a[3];
+	if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000))
+		return -EINVAL;
+	int cmd = (int)a[1] & FUTEX_CMD_MASK;
+	struct timespec now = {0, 0}; /* relative for FUTEX_WAIT, absolute (long past) for WAIT_BITSET */
+	return det_sys(SYS_futex, a[0], a[1], a[2], (long)&now, a[4], cmd == FUTEX_WAIT_BITSET ? a[5] : 0);
+}
+
 static long futex_wait(struct det_thread *t, const long a[6], uint64_t ra)
 {
 	uint32_t *word = (uint32_t *)a[0];
@@ -57,8 +72,8 @@ static long futex_wait(struct det_thread *t, const long a[6], uint64_t ra)
 		r = wop.rec->result; /* (replay: failed in the recording) */
 	} else if (det_replaying()) {
 		r = 0;
-	} else if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != (uint32_t)a[2]) {
-		r = -EAGAIN;
+	} else if ((r = probe(a)) != -ETIMEDOUT) {
+		/* (EAGAIN: the word held another value; EFAULT, EINVAL) */
 	} else {
 		/* it stops here: the code it ran so far comes before what the
 		 * others do next (replay takes this turn where it calls) */

@@ -29,24 +29,33 @@ static inline int held_by_me(struct det_thread *t, enum det_objkind kind, const 
 /*
  * Acquire an ordered lock. Record tries first, so that only a contended call
  * is marked as blocked (what a deadlock report shows). Replay takes the lock
- * with try_call at its turn.
+ * with try_call at its turn; a recorded EOWNERDEAD (a robust mutex whose
+ * owner died) took the lock, so replay takes it too. A timed lock in strict
+ * mode gives up at its deadline (deadline NULL: none), as block_call would.
  */
 #define DET_LOCK_LIKE(kind, objkind, obj, try_call, block_call, may_block)                         \
+	DET_LOCK_UNTIL(kind, objkind, obj, try_call, block_call, may_block, NULL, CLOCK_REALTIME)
+
+#define DET_LOCK_UNTIL(kind, objkind, obj, try_call, block_call, may_block, deadline, clock)       \
 	do {                                                                      \
 		struct det_thread *t = det_enter();                               \
 		if (!t)                                                           \
 			return block_call;                                        \
 		struct det_op op = {0};                                           \
 		int r;                                                            \
-		if (det_acquire_begin(&op, t, kind, obj, objkind, DET_RA())) {    \
+		if (det_acquire_begin(&op, t, kind, obj, objkind, DET_RA()) &&    \
+		    op.rec->result != EOWNERDEAD) {                               \
 			r = (int)op.rec->result;                                  \
 		} else if ((r = try_call) == EBUSY && !det_replaying() && (may_block)) { \
 			if (det_strict && !held_by_me(t, objkind, obj)) {         \
 				/* wait, not runnable, until it is released */    \
-				while (r == EBUSY) {                              \
-					det_ops.strict_wait_for(&op, obj);            \
+				int late = 0;                                     \
+				while (r == EBUSY && !late) {                     \
+					late = det_ops.strict_wait_until(&op, obj, deadline, clock); \
 					r = try_call;                             \
 				}                                                 \
+				if (r == EBUSY)                                   \
+					r = ETIMEDOUT;                            \
 			} else {                                                  \
 				det_block(&op);                                   \
 				r = block_call;                                   \

@@ -73,6 +73,7 @@ struct det_mode_ops {
 	int (*replay_free_running)(void);
 	int (*replay_yield)(struct det_thread *t);
 	uint16_t (*replay_next_kind)(struct det_thread *t, uint16_t kind);
+	void (*replay_take_block)(struct det_thread *t);
 	const struct det_sched *(*replay_pending)(struct det_thread *t, uint16_t kind, uint32_t aux);
 	int (*replay_wait_due)(struct det_thread *t, const struct det_sched *e, long ns);
 	/* Events thread `num` has done so far in this run (any process's thread). */
@@ -101,6 +102,7 @@ struct det_mode_ops {
 	int (*strict_wait)(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock);
 	void (*strict_wait_for)(struct det_op *op, const void *obj);
 	void (*strict_wait_for_cancelable)(struct det_op *op, const void *obj);
+	int (*strict_wait_until)(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock);
 	int (*strict_sem_wait)(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock);
 	void (*strict_canceled)(uint64_t th);
 	int (*strict_signal)(const void *obj, int all);

@@ -1088,14 +1088,34 @@ static int was_unsent(int sig)
 
 /* Signals a thread sends itself arrive before the call returns, in both
  * modes: deliver them at once instead of from the schedule. */
+/* A signal that stops the process (until another sends SIGCONT). */
+static int stops_process(int sig)
+{
+	return sig == SIGSTOP ||
+	       ((sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) && prog_act[sig].sa_handler == SIG_DFL);
+}
+
+/* A process that stops itself waits for another's SIGCONT: strict recording
+ * gives up the turn meanwhile (a BLOCK, as a blocking call's), or it held
+ * it until the watchdog took it back; replay takes that BLOCK's turn before
+ * it stops (the process that continues it comes after it in the order). */
 DET_IMPL int det_impl_raise(int sig)
 {
 	det_init();
 	struct det_thread *t = &det_tls;
+	struct det_thread *stopping = stops_process(sig) ? det_enter() : NULL;
+	if (stopping && det_replaying())
+		det_ops.replay_take_block(stopping);
+	else if (stopping)
+		det_ops.rec_block(stopping, DET_EV_SIGNAL, 0, DET_RA());
 	int prev = t->self_signal;
 	t->self_signal = sig;
 	int r = real.raise(sig);
 	t->self_signal = prev;
+	if (stopping && !det_replaying())
+		det_ops.rec_unblock(stopping);
+	if (stopping)
+		det_leave(stopping);
 	return r;
 }
 

@@ -75,14 +75,14 @@ DET_IMPL int det_impl_pthread_mutex_trylock(pthread_mutex_t *m)
 
 DET_IMPL int det_impl_pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
-	DET_LOCK_LIKE(DET_EV_MUTEX_TIMEDLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
-		      real.pthread_mutex_timedlock(m, abstime), 1);
+	DET_LOCK_UNTIL(DET_EV_MUTEX_TIMEDLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
+		       real.pthread_mutex_timedlock(m, abstime), 1, abstime, CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
-	DET_LOCK_LIKE(DET_EV_MUTEX_CLOCKLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
-		      real.pthread_mutex_clocklock(m, clock, abstime), 1);
+	DET_LOCK_UNTIL(DET_EV_MUTEX_CLOCKLOCK, DET_OBJ_MUTEX, m, real.pthread_mutex_trylock(m),
+		       real.pthread_mutex_clocklock(m, clock, abstime), 1, abstime, clock);
 }
 
 DET_IMPL int det_impl_pthread_mutex_unlock(pthread_mutex_t *m)
@@ -336,14 +336,14 @@ DET_IMPL int det_impl_pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 
 DET_IMPL int det_impl_pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
-	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
-		      real.pthread_rwlock_timedrdlock(l, abstime), 1);
+	DET_LOCK_UNTIL(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+		       real.pthread_rwlock_timedrdlock(l, abstime), 1, abstime, CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
-	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
-		      real.pthread_rwlock_clockrdlock(l, clock, abstime), 1);
+	DET_LOCK_UNTIL(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+		       real.pthread_rwlock_clockrdlock(l, clock, abstime), 1, abstime, clock);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_wrlock(pthread_rwlock_t *l)
@@ -360,14 +360,14 @@ DET_IMPL int det_impl_pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 
 DET_IMPL int det_impl_pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
-	DET_LOCK_LIKE(DET_EV_RWLOCK_TIMEDWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
-		      real.pthread_rwlock_timedwrlock(l, abstime), 1);
+	DET_LOCK_UNTIL(DET_EV_RWLOCK_TIMEDWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
+		       real.pthread_rwlock_timedwrlock(l, abstime), 1, abstime, CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
-	DET_LOCK_LIKE(DET_EV_RWLOCK_CLOCKWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
-		      real.pthread_rwlock_clockwrlock(l, clock, abstime), 1);
+	DET_LOCK_UNTIL(DET_EV_RWLOCK_CLOCKWRLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_trywrlock(l),
+		       real.pthread_rwlock_clockwrlock(l, clock, abstime), 1, abstime, clock);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_unlock(pthread_rwlock_t *l)

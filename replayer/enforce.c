@@ -468,6 +468,20 @@ int det_replay_yield(struct det_thread *t)
 	return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SCHED_YIELD;
 }
 
+/* A strict recording's BLOCK that is the thread's next event, taken alone
+ * (a process stopping itself: the events after it are others' until it is
+ * continued, and then its own next BLOCK, which it must not wait for now). */
+void det_replay_take_block(struct det_thread *t)
+{
+	if (t->idx >= t->sched_count || det_sched_at(t, t->idx)->kind != DET_EV_BLOCK)
+		return;
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	struct det_op op = {.t = t, .kind = e->kind};
+	wait_turn(t, e);
+	op.rec = e;
+	det_replay_end(&op, e->result);
+}
+
 uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind)
 {
 	signals_first(t, kind);
@@ -689,6 +703,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_free_running = det_replay_free_running,
 	.replay_yield = det_replay_yield,
 	.replay_next_kind = det_replay_next_kind,
+	.replay_take_block = det_replay_take_block,
 	.replay_pending = det_replay_pending,
 	.replay_wait_due = det_replay_wait_due,
 	.replay_done_count = det_replay_done_count,

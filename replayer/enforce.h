@@ -27,6 +27,7 @@ DET_HIDDEN int det_replay_yield(struct det_thread *t);
  * recorded signals due first are delivered and a parallel recording's leftover
  * yields skipped, as det_replay_begin does. 0 past the recording's end. */
 DET_HIDDEN uint16_t det_replay_next_kind(struct det_thread *t, uint16_t kind);
+DET_HIDDEN void det_replay_take_block(struct det_thread *t);
 /* An input that may act before its turn: t's next event when it is this
  * input and still waits for its turn in a free-running ordered replay (no
  * gdb, not strict); NULL otherwise. det_replay_wait_due waits for that turn,

@@ -616,6 +616,19 @@ void det_strict_wait_for(struct det_op *op, const void *obj)
 	det_strict_wait(op, obj, NULL, 0);
 }
 
+/* The same with a deadline (NULL: none): returns 1 once it has passed. */
+int det_strict_wait_until(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock)
+{
+	if (!abstime) {
+		det_strict_wait_for(op, obj);
+		return 0;
+	}
+	struct det_slot *s = op->t->slot;
+	det_ops.rec_block_event(op->t, op->kind, op->obj, op->ra);
+	atomic_store(&s->lt_retry, op->waits++ >= LT_RETRIES);
+	return det_strict_wait(op, obj, abstime, clock);
+}
+
 void det_strict_wait_for_cancelable(struct det_op *op, const void *obj)
 {
 	struct det_slot *s = op->t->slot;
@@ -871,6 +884,7 @@ static const struct det_mode_ops strict_ops = {
 	.strict_wait_for = det_strict_wait_for,
 	.strict_wait_for_cancelable = det_strict_wait_for_cancelable,
 	.strict_sem_wait = det_strict_sem_wait,
+	.strict_wait_until = det_strict_wait_until,
 	.strict_canceled = det_strict_canceled,
 	.strict_signal = det_strict_signal,
 	.strict_unlocked = det_strict_unlocked,

@@ -30,6 +30,8 @@ DET_HIDDEN void det_strict_wait_for(struct det_op *op, const void *obj);
 /* The same at a cancellation point (a join, a semaphore): a pthread_cancel
  * wakes the thread, which acts on it here. */
 DET_HIDDEN void det_strict_wait_for_cancelable(struct det_op *op, const void *obj);
+DET_HIDDEN int det_strict_wait_until(struct det_op *op, const void *obj, const struct timespec *abstime,
+				      clockid_t clock);
 DET_HIDDEN int det_strict_sem_wait(struct det_op *op, const void *obj, const struct timespec *abstime,
 				   clockid_t clock);
 /* pthread_cancel(th) was sent: wake th if it waits at a cancellation point. */
