@@ -92,7 +92,11 @@ static long futex_wait(struct det_thread *t, const long a[6], uint64_t ra)
 		} else if (timeout) {
 			until = *timeout;
 		}
-		r = det_ops.strict_wait(&wop, word, timeout ? &until : NULL, clock) ? -ETIMEDOUT : 0;
+		uint64_t events = t->idx; /* (a handler's signal is an event: then EINTR, as the kernel's wait) */
+		if (det_ops.strict_wait(&wop, word, timeout ? &until : NULL, clock))
+			r = -ETIMEDOUT;
+		else
+			r = t->idx != events ? -EINTR : 0;
 	}
 	det_acquire_end(&wop, r);
 	return r;
@@ -144,5 +148,10 @@ long det_futex_call(const long a[6], uint64_t ra)
 
 long det_futex_syscall(const long a[6], uint64_t ra)
 {
-	return as_result(det_futex_call(a, ra));
+	long r = det_futex_call(a, ra);
+	if (r == -EINTR) { /* the kernel's wait, interrupted: its handler has run when the call returns */
+		errno = EINTR;
+		det_signals_at_call();
+	}
+	return as_result(r);
 }

@@ -93,6 +93,7 @@ struct det_thread {
 	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
 	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
+	int letting_in;    /* in a call that unblocks signals: hold what comes, for det_signals_at_call */
 	uint32_t nsigs;    /* record: signals held for the next event boundary */
 	uint32_t sigs_held; /* record: some of them wait for the thread's next call into det */
 	struct det_op *wait_op; /* record: the blocking call it waits in (det_block), where a
@@ -224,6 +225,9 @@ DET_HIDDEN void det_signals_enter(struct det_thread *t);
  * code (a strict-mode wait, which they woke), anchored in that wait. */
 DET_HIDDEN void det_signals_in_wait(struct det_thread *t);
 DET_HIDDEN void det_replay_signals_now(struct det_thread *t);
+/* After a call that lets signals in and makes no event (sigprocmask, raise,
+ * a raw system call a signal interrupted): their handlers run now. */
+DET_HIDDEN void det_signals_at_call(void);
 DET_HIDDEN void det_replay_signals_attached(struct det_thread *t);
 
 /* Enter the runtime from an interposed call: NULL means "pass through". */

@@ -532,6 +532,9 @@ static void sig_entry(int sig, siginfo_t *info, void *ucv)
 		call_program(sig, info, ucv);
 	} else if (det_replaying()) {
 		/* the recorded delivery comes from the schedule */
+	} else if (t->letting_in && !t->depth) {
+		hold(t, sig, info); /* every one the call lets in, for det_signals_at_call */
+		t->sigs_held = 1;
 	} else if (t->wait_op && !wait_call_returned(ucv)) {
 		deliver_in_wait(t, sig, info, ucv);
 	} else if (t->depth) {
@@ -702,6 +705,43 @@ void det_replay_signals_attached(struct det_thread *t)
 	kick_for_unanchored(t);
 }
 
+/*
+ * The program made a call that lets signals in, without an event of its own:
+ * sigprocmask or pthread_sigmask that may unblock some, raise (its handler's
+ * end unblocks those its mask held), a raw system call a signal interrupted
+ * (EINTR). The kernel delivered them as it returned, outside det, which held
+ * them for the next call into det; natively their handlers have run when the
+ * call returns, and programs count on it. Record delivers them here; replay
+ * delivers those recorded here at the same call.
+ */
+void det_signals_at_call(void)
+{
+	struct det_thread *t = &det_tls;
+	if (!t->active || t->depth)
+		return;
+	if (det_replaying()) {
+		/* (one the thread's mask blocks now came at a later call: a
+		 * handler's mask held it until the handler's own call returned) */
+		sigset_t mask;
+		real.pthread_sigmask(SIG_BLOCK, NULL, &mask);
+		const struct det_sched *e;
+		while (t->idx < t->sched_count && (e = det_sched_at(t, t->idx))->kind == DET_EV_SIGNAL &&
+		       (e->aux & DET_SIG_AT_CALL) && !sigismember(&mask, (int)(e->aux & DET_SIG_NUMBER)))
+			replay_next_signal(t);
+		t->depth = 0;
+		return;
+	}
+	if (!t->sigs_held || !t->nsigs)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	t->depth = 1;
+	real.pthread_sigmask(SIG_BLOCK, &all, &old);
+	deliver_held(t, DET_SIG_BEFORE | DET_SIG_AT_CALL, &old);
+	real.pthread_sigmask(SIG_SETMASK, &old, NULL);
+	t->depth = 0;
+}
+
 /* Replay: deliver every recorded signal that is next, wherever anchored
  * (called as the thread enters det, before its next event). */
 void det_replay_signals_now(struct det_thread *t)
@@ -803,13 +843,28 @@ static const sigset_t *keep_trap(int how, const sigset_t *set, sigset_t *copy)
 DET_IMPL int det_impl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
-	return real.sigprocmask(how, keep_trap(how, set, &copy), old);
+	int lets_in = set && how != SIG_BLOCK && det_mode;
+	det_tls.letting_in += lets_in;
+	int r = real.sigprocmask(how, keep_trap(how, set, &copy), old);
+	det_tls.letting_in -= lets_in;
+	if (r == 0 && lets_in) {
+		int e = errno;
+		det_signals_at_call();
+		errno = e;
+	}
+	return r;
 }
 
 DET_IMPL int det_impl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
-	return real.pthread_sigmask(how, keep_trap(how, set, &copy), old);
+	int lets_in = set && how != SIG_BLOCK && det_mode;
+	det_tls.letting_in += lets_in;
+	int r = real.pthread_sigmask(how, keep_trap(how, set, &copy), old);
+	det_tls.letting_in -= lets_in;
+	if (r == 0 && lets_in)
+		det_signals_at_call();
+	return r;
 }
 
 /* trapped_atomics.c or trapped_syscalls.c patched code: det's entry takes the trap signal. */
@@ -1116,6 +1171,11 @@ DET_IMPL int det_impl_raise(int sig)
 		det_ops.rec_unblock(stopping);
 	if (stopping)
 		det_leave(stopping);
+	if (det_mode) {
+		int e = errno;
+		det_signals_at_call(); /* (one its handler's mask held) */
+		errno = e;
+	}
 	return r;
 }
 

@@ -121,6 +121,10 @@ struct det_rec {
  * read, a join...), which the signal interrupted; replay delivers it as the
  * thread comes to the wait's next event, before that event */
 #define DET_SIG_IN_WAIT 0x40000
+/* with DET_SIG_BEFORE: as the call that let it in returned (sigprocmask or
+ * pthread_sigmask unblocking it, raise whose handler's end unblocked it, a
+ * raw system call it interrupted): replay delivers it at the same call */
+#define DET_SIG_AT_CALL 0x80000
 #define DET_SIG_NUMBER 0xffff
 
 #define DET_SEQ_NONE    UINT64_MAX

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import detrec, detreplay, program
 
-CASES = ["sleep", "siginfo", "ticks", "semintr", "semtime", "altstack", "timeleft"]
+CASES = ["sleep", "siginfo", "ticks", "semintr", "semtime", "altstack", "unblock", "samask", "futexintr", "timeleft"]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])

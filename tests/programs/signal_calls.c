@@ -13,16 +13,25 @@
  *             sends (det's own code was running: its frames were written
  *             over, SIGSEGV), one that interrupts a read; both run on the
  *             alternate stack (replay ran them on the thread's stack)
+ *   unblock   signals sent while blocked, then unblocked: every handler has
+ *             run when sigprocmask returns, in the kernel's order (det
+ *             held them for the next call, and replay took the second as
+ *             one that came while the thread made no event)
+ *   samask    a handler raises a signal its sa_mask blocks: that one is
+ *             handled when the handler ends, before raise returns
+ *   futexintr SIGALRM interrupts a raw futex wait: EINTR, handler run
  *   timeleft  what timers have left (alarm(0), getitimer, timer_gettime,
  *             timer_getoverrun): replay skips sleeps and takes signals from
  *             the trace, and asked the kernel (alarm(0) said 1 after it fired)
  * Prints what it saw; exits 0 when it is what Linux does.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +61,21 @@ static void alt_handler(int sig)
 	hits++;
 	if (getppid() <= 0 || write(1, sig == SIGALRM ? "alarm\n" : "usr1\n", sig == SIGALRM ? 6 : 5) < 0)
 		on_alt = -100;
+}
+
+static int order[8], norder;
+
+static void note_order(int sig)
+{
+	if (norder < 8)
+		order[norder++] = sig;
+}
+
+static void raise_blocked(int sig)
+{
+	note_order(sig);
+	raise(SIGUSR2); /* blocked by sa_mask until this handler ends */
+	note_order(sig == SIGUSR1 && norder == 1 ? 0 : -1);
 }
 
 static void on(int sig, int flags)
@@ -131,6 +155,50 @@ int main(int argc, char **argv)
 		printf("read %d %s, handlers %d, on the alternate stack %d\n", r, r < 0 && errno == EINTR ? "EINTR" : "?",
 		       hits, on_alt);
 		return !(r < 0 && errno == EINTR && hits == 2 && on_alt == 2);
+	} else if (!strcmp(what, "unblock")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = note_order;
+		sigaction(SIGUSR1, &sa, NULL);
+		sigaction(SIGRTMIN, &sa, NULL);
+		sigaction(SIGRTMIN + 1, &sa, NULL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigaddset(&set, SIGRTMIN);
+		sigaddset(&set, SIGRTMIN + 1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		union sigval v = {.sival_int = 7};
+		sigqueue(getpid(), SIGRTMIN + 1, v);
+		sigqueue(getpid(), SIGRTMIN, v);
+		kill(getpid(), SIGUSR1);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		int seen = norder;
+		printf("handled before sigprocmask returned: %d, order %d %d %d\n", seen, order[0],
+		       order[1] - SIGRTMIN, order[2] - SIGRTMIN);
+		return seen != 3;
+	} else if (!strcmp(what, "samask")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = raise_blocked;
+		sigaddset(&sa.sa_mask, SIGUSR2);
+		sigaction(SIGUSR1, &sa, NULL);
+		sa.sa_handler = note_order;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR2, &sa, NULL);
+		raise(SIGUSR1);
+		int seen = norder;
+		printf("handled before raise returned: %d (%d %d %d)\n", seen, order[0] == SIGUSR1, order[1] == 0,
+		       order[2] == SIGUSR2);
+		return seen != 3;
+	} else if (!strcmp(what, "futexintr")) {
+		on(SIGALRM, 0); /* (with SA_RESTART the kernel would wait again) */
+		int word = 0;
+		struct itimerval it = {{0, 0}, {0, 20000}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		long r = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		printf("futex wait %ld %s, handler ran %d\n", r, r < 0 && errno == EINTR ? "EINTR" : "?", hits);
+		return !(r < 0 && errno == EINTR && hits == 1);
 	} else if (!strcmp(what, "timeleft")) {
 		on(SIGALRM, 0);
 		alarm(1);
@@ -160,6 +228,6 @@ int main(int argc, char **argv)
 		printf("alarm left %u, itimer %ld us, overruns %d of %d\n", left, usec, over, si.si_overrun);
 		return !(left == 0 && usec > 0 && usec < 2000000 && over == si.si_overrun);
 	}
-	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime|altstack|timeleft\n");
+	fprintf(stderr, "usage: signal_calls sleep|siginfo|ticks|semintr|semtime|altstack|unblock|samask|futexintr|timeleft\n");
 	return 2;
 }
