@@ -10,7 +10,7 @@
  * Rules of this file:
  *  - The sites come from detrec (det.check.patch: capstone's scan of the
  *    executable and the libraries the loader lists for it, libc and the
- *    loader aside) in _DET_SYSCALL_SITES, "NAME@VADDR,VADDR;..." with NAME a
+ *    loader aside) in DET_SYSCALL_SITES_ENV, "NAME@VADDR,VADDR;..." with NAME a
  *    library's file name ("-": the executable) and VADDR hex link-time
  *    addresses. detrec sets it for recordings that run one thread at a time;
  *    it is in the recorded environment, so their replays trap the same.
@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 
-#define SITES_ENV "_DET_SYSCALL_SITES"
+#define SITES_ENV DET_SYSCALL_SITES_ENV
 #define SLOT 16 /* syscall; jmp *0(%rip); the address after the site */
 #define MAX_SITES 4096
 

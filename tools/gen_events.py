@@ -26,8 +26,8 @@ REFUSED_DEF = ROOT / "include" / "det" / "rawsys_refused.def"
 REFUSED_RE = re.compile(r"^DET_RAWSYS_REFUSED\((\w+)\)$")
 
 # The #defines Python needs: whole names, or prefixes ending in "_".
-CONSTANTS = ("DET_F_", "DET_SIG_", "DET_FILE_", "DET_SHM_ENV", "DET_EXIT_STOPPED", "DET_RESULT_PENDING",
-             "DET_MARK_WINDOW", "DET_ATOMIC_TRAPPED")
+CONSTANTS = ("DET_F_", "DET_SIG_", "DET_FILE_", "DET_SHM_ENV", "DET_SYSCALL_SITES_ENV", "DET_EXIT_STOPPED",
+             "DET_RESULT_PENDING", "DET_MARK_WINDOW", "DET_ATOMIC_TRAPPED")
 # The enums Python needs: enum name -> (the Python name, the prefix its members drop). A state enum
 # becomes {value: "name"}; an SQL-order enum becomes the tuple of its names in order (its _COUNT
 # left out), so a Python table of statements can be checked against it.

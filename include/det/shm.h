@@ -31,6 +31,10 @@
 /* Fixed width ("%07d:%06d") so that the environment, and with it the
  * initial stack, has the same size in every mode. */
 #define DET_SHM_ENV     "_DET_SHM"
+/* The raw system call instructions libdet.so traps where one thread runs at
+ * a time (preload/trapped_syscalls.c says the format; det.check.patch
+ * computes them) */
+#define DET_SYSCALL_SITES_ENV "_DET_SYSCALL_SITES"
 
 enum det_mode {
 	DET_MODE_RECORD = 1,

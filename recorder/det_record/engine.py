@@ -28,8 +28,15 @@ from typing import IO
 
 from det import __version__, machine, schema
 from det import events as ev
-from det.check.patch import SYSCALL_SITES_ENV
-from det.constants import DET_F_CC_POINTS, DET_F_LOGICAL, DET_F_STDIN_FED, DET_F_STRICT, PROC_STATES, THREAD_STATES
+from det.constants import (
+    DET_F_CC_POINTS,
+    DET_F_LOGICAL,
+    DET_F_STDIN_FED,
+    DET_F_STRICT,
+    DET_SYSCALL_SITES_ENV,
+    PROC_STATES,
+    THREAD_STATES,
+)
 from det.errors import DetError
 from det.launch import (
     EXIT_STOPPED,
@@ -343,7 +350,7 @@ def record_run(exe: str, argv: list[str], out: Path, opts: Options, stop: thread
 def trapped_syscalls(exe: str) -> str:
     """Where one thread runs at a time: the raw system call instructions
     libdet.so traps in exe and its libraries (libgomp's futex waits), as
-    SYSCALL_SITES_ENV's value; "" without capstone (strict mode then
+    DET_SYSCALL_SITES_ENV's value; "" without capstone (strict mode then
     cannot see them, as before, and the trace's note says so)."""
     try:
         from det.check.patch import syscall_sites_value
@@ -360,9 +367,9 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
     """Run the program under libdet.so; its events go to the capture log.
     marker=False: a hunt's run (TraceWriter's marker)."""
     env = dict(os.environ) if opts.env is None else dict(opts.env)
-    env.pop(SYSCALL_SITES_ENV, None)
+    env.pop(DET_SYSCALL_SITES_ENV, None)
     if opts.strict and (sites := trapped_syscalls(exe)):
-        env[SYSCALL_SITES_ENV] = sites  # (one thread at a time: libgomp's futex waits hand the turn on)
+        env[DET_SYSCALL_SITES_ENV] = sites  # (one thread at a time: libgomp's futex waits hand the turn on)
     cwd = opts.cwd or os.getcwd()
     writer = TraceWriter(out, marker=marker)
     rec = None
@@ -605,7 +612,7 @@ def _write_trace(c: Captured, t0: float) -> tuple[Path, ConvertStats]:
         "forced": st.forced,
     })
     gomp = [Path(m).name for m, _ in c.writer.modules() if Path(m).name.startswith("libgomp.")]
-    trapped = {part.split("@")[0] for part in c.meta["env"].get(SYSCALL_SITES_ENV, "").split(";")}
+    trapped = {part.split("@")[0] for part in c.meta["env"].get(DET_SYSCALL_SITES_ENV, "").split(";")}
     if c.meta.get("mode") == "strict" and gomp and not trapped.intersection(gomp):
         # (capstone missing, libgomp loaded by dlopen, or not found by the loader's list)
         note = ("the program uses OpenMP (libgomp), whose barriers and thread pool wait where strict mode "
