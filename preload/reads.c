@@ -178,6 +178,8 @@ static size_t stash_room(struct det_thread *t, int fd)
 	size_t need = 0;
 	for (uint64_t i = t->idx + 1; i < t->sched_count && i < t->idx + 256; i++) {
 		const struct det_sched *e = det_sched_peek(t, i);
+		if (e && (e->kind == DET_EV_BLOCK || e->kind == DET_EV_PREEMPT))
+			continue; /* (strict mode's hand-overs: a blocking read's own, no synchronization) */
 		if (!e || (det_kind_role(e->kind) != DET_ROLE_INPUT && det_kind_role(e->kind) != DET_ROLE_OUTPUT))
 			break;
 		if (e->kind == DET_EV_PIPE_READ && e->aux == (uint32_t)fd && e->result > 0)
@@ -363,6 +365,10 @@ ssize_t det_read(struct det_thread *t, struct read_call *rc, uint64_t ra)
 					    : DET_EV_READ;
 	struct det_op op = {0};
 	int64_t res;
+	/* (a strict recording's BLOCK where the read began is taken first:
+	 * the turns after it may be what lets the writer finish) */
+	if (kind == DET_EV_PIPE_READ && det_replaying())
+		det_ops.replay_next_kind(t, kind);
 	size_t early = kind == DET_EV_PIPE_READ && det_replaying() ? read_ahead(t, rc) : 0;
 	if (!det_input_begin(&op, t, kind, (uint32_t)rc->fd, ra)) {
 		res = res_of(c == FDC_FILE ? rc->perform(rc) : BLOCKING(&op, rc->perform(rc)));

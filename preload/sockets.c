@@ -536,6 +536,24 @@ static void resend_message(int fd, ssize_t (*perform)(void *ctx), void *ctx)
  * waits for (nginx's master tells its workers to quit that way); replay
  * sends a message that went whole by the same call.
  */
+/* Strict recording: will this write into the program's own pipe wait for a
+ * reader (more than the room left)? Then it gives the turn up while it
+ * waits, as a blocking read does: the reader may be a thread that has not
+ * run yet (before, the watchdog took the turn, which replay cannot repeat). */
+static int overfills(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (!det_own_pipe(fd))
+		return 0;
+	size_t want = 0;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	long cap = det_sys(SYS_fcntl, fd, F_GETPIPE_SZ, 0, 0, 0, 0);
+	int queued = 0;
+	if (cap <= 0 || det_sys(SYS_ioctl, fd, FIONREAD, (long)&queued, 0, 0, 0) != 0)
+		return want > PIPE_BUF;
+	return want > (size_t)(cap - queued);
+}
+
 static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec *iov, int iovcnt,
 				ssize_t (*perform)(void *ctx), void *ctx, int message, uint64_t ra)
 {
@@ -553,7 +571,7 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		if (shared)
 			shared_out_lock(shared);
 		det_ops.rec_call_begin(&op);
-		int64_t res = res_of(det_strict ? perform(ctx) : BLOCKING(&op, perform(ctx)));
+		int64_t res = res_of(det_strict && !overfills(fd, iov, iovcnt) ? perform(ctx) : BLOCKING(&op, perform(ctx)));
 		if (shared)
 			shared_out_unlock(shared);
 		det_ops.rec_call_end(&op, res);
@@ -570,11 +588,21 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 	 * the program's own pipe reads for real, so it still waits for the
 	 * bytes. (Strict mode and gdb keep the write inside its turn.) */
 	int done_first = det_ops.replay_free_running();
+	/* Strict: a write that gave the turn up while it waited for a reader
+	 * (overfills: a BLOCK right after it in the thread's order) is done,
+	 * and that turn passed on, before it writes: its reader may be a
+	 * thread whose first event comes after the BLOCK. */
+	const struct det_sched *after = done_first ? NULL : det_sched_peek(t, t->idx + 1);
+	int hands_on = after && after->kind == DET_EV_BLOCK && res > 0 && det_own_pipe(fd);
+	if (hands_on) {
+		det_input_end(&op, res, NULL, 0);
+		det_ops.replay_take_block(t);
+	}
 	if (shared && res > 0) /* the next writer in the order waits for the bytes */
 		shared_out_lock(shared);
 	else
 		shared = NULL;
-	if (done_first)
+	if (done_first && !hands_on)
 		det_input_end(&op, res, NULL, 0);
 	size_t want = 0;
 	for (int i = 0; i < iovcnt; i++)
@@ -628,7 +656,7 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		sigpipe_release(quiet, broke);
 	if (shared)
 		shared_out_unlock(shared);
-	if (!done_first)
+	if (!done_first && !hands_on)
 		det_input_end(&op, res, NULL, 0);
 	return ret_of(res);
 }

@@ -495,7 +495,10 @@ int det_replay_free_running(void)
 
 const struct det_sched *det_replay_pending(struct det_thread *t, uint16_t kind, uint32_t aux)
 {
-	if (t->idx >= t->sched_count || !det_replay_free_running())
+	/* (strict too: what a read takes ahead goes to det's stash, and the
+	 * program sees it only in turn; a writer blocked on the pipe's slots
+	 * can be what the read's turn waits for there as well) */
+	if (t->idx >= t->sched_count || det_gdb_control.attached)
 		return NULL;
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	return e->kind == kind && e->aux == aux && !turn_due(e) ? e : NULL;

@@ -13,6 +13,9 @@
  *   eventfd    an eventfd read, then a write that fills it (replay: the
  *              read came from the trace, the counter overflowed, EAGAIN)
  *   getlk      F_GETLK names the child holding the lock (replay: a live pid)
+ *   bigpipe    one write larger than a small pipe (8 KiB), drained by a
+ *              thread that starts later (strict: the writer kept the turn
+ *              until the watchdog took it, and replay stalled)
  *   fclose     threads each fopen, read and fclose a file: a new FILE at a
  *              closed one's address is a new object (replay: the old one's,
  *              as malloc's arenas went, 5 of 10 diverged)
@@ -59,6 +62,23 @@ static void *late_writer(void *arg)
 	struct timespec ts = {0, 20000000};
 	nanosleep(&ts, NULL);
 	return (void *)(long)write(pipe_fds[1], "x", 1);
+}
+
+static void *pipe_drainer(void *arg)
+{
+	(void)arg;
+	char b[1000];
+	long total = 0;
+	unsigned sum = 0;
+	ssize_t n;
+	usleep(10000);
+	while ((n = read(pipe_fds[0], b, sizeof(b))) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			sum = sum * 7 + (unsigned char)b[i];
+		total += n;
+	}
+	printf("drained %ld, sum %u\n", total, sum);
+	return NULL;
 }
 
 static void *file_reader(void *arg)
@@ -200,6 +220,18 @@ int main(int argc, char **argv)
 		int st;
 		waitpid(p, &st, 0);
 		unlink("io_calls.lock");
+	} else if (!strcmp(what, "bigpipe")) {
+		static char big[50000];
+		if (pipe(pipe_fds) || fcntl(pipe_fds[1], F_SETPIPE_SZ, 8192) < 8192)
+			return 1;
+		for (int i = 0; i < (int)sizeof(big); i++)
+			big[i] = (char)(i % 97);
+		pthread_t t;
+		pthread_create(&t, NULL, pipe_drainer, NULL);
+		ssize_t w = write(pipe_fds[1], big, sizeof(big));
+		close(pipe_fds[1]);
+		pthread_join(t, NULL);
+		printf("wrote %zd\n", w);
 	} else if (!strcmp(what, "fclose")) {
 		FILE *f = fopen("io_calls.txt", "w");
 		for (int i = 0; f && i < 200; i++)
@@ -218,7 +250,7 @@ int main(int argc, char **argv)
 		printf("sum %ld\n", total);
 		unlink("io_calls.txt");
 	} else {
-		fprintf(stderr, "usage: io_calls shutdown|pwritev2|creds|fionread|winsize|pwait2|eventfd|getlk|fclose\n");
+		fprintf(stderr, "usage: io_calls shutdown|pwritev2|creds|fionread|winsize|pwait2|eventfd|getlk|bigpipe|fclose\n");
 		return 2;
 	}
 	return 0;
