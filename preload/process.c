@@ -404,3 +404,41 @@ DET_IMPL void det_impl__exit(int status)
 	for (;;)
 		det_sys(SYS_exit_group, status, 0, 0, 0, 0, 0);
 }
+
+/* ------------------------------------------------------------------ */
+/* prctl: the parent-death signal det set is det's, not the program's */
+
+/* det set PR_SET_PDEATHSIG (SIGKILL) on the process detrec or detreplay
+ * started, so that it dies with them: the program asks and sets its own
+ * setting as if det had not (PR_GET_PDEATHSIG said 9), and the kernel keeps
+ * det's SIGKILL while the program's is 0. Everything else is the kernel's. */
+EXPORT int prctl(int option, ...)
+{
+	va_list ap;
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long), a4 = va_arg(ap, unsigned long),
+		      a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	int ours = det_pdeathsig_pid && det_pdeathsig_pid == (int)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	long r;
+	if (ours && option == PR_GET_PDEATHSIG) {
+		if (!a2)
+			r = -EFAULT;
+		else {
+			*(int *)a2 = det_prog_pdeathsig;
+			r = 0;
+		}
+	} else if (ours && option == PR_SET_PDEATHSIG) {
+		r = det_sys(SYS_prctl, option, a2 ? (long)a2 : SIGKILL, 0, 0, 0, 0);
+		if (r == 0)
+			det_prog_pdeathsig = (int)a2;
+	} else {
+		r = det_sys(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
+}
+

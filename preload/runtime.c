@@ -35,6 +35,8 @@ int det_strict;
 int det_logical;
 int det_debug; /* DET_DEBUG=1: print every replayed event (for det's developers) */
 char det_shm_name[32]; /* DET_SHM_ENV's value, kept for exec'd images even if the program clears it */
+int det_pdeathsig_pid; /* the process det set PR_SET_PDEATHSIG on, or 0 */
+int det_prog_pdeathsig; /* the program's own setting there */
 int det_region_fd = -1;
 
 static _Atomic int init_state; /* 0 not started, 1 running, 2 done */
@@ -164,8 +166,12 @@ static void map_region(void)
 	/* The program detrec or detreplay started dies with it: set here, not
 	 * between fork and exec, so that Python spawns it with vfork
 	 * (det/launch.py); a parent gone before this point is the watchdog's. */
-	if (det_sys(SYS_getppid, 0, 0, 0, 0, 0, 0) == pid)
+	if (det_sys(SYS_getppid, 0, 0, 0, 0, 0, 0) == pid) {
+		/* (the program's own setting stays what it was, for prctl: process.c) */
+		det_sys(SYS_prctl, PR_GET_PDEATHSIG, (long)&det_prog_pdeathsig, 0, 0, 0, 0);
 		det_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0);
+		det_pdeathsig_pid = (int)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	}
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%ld/fd/%ld", pid, fd);
 	strncpy(det_shm_name, env, sizeof(det_shm_name) - 1);

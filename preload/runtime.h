@@ -127,6 +127,9 @@ extern DET_HIDDEN struct det_shm_header *det_hdr;
 extern DET_HIDDEN int det_mode; /* 0: off (pass through), or enum det_mode */
 extern DET_HIDDEN int det_debug;
 extern DET_HIDDEN char det_shm_name[32];
+/* det made the process die with detrec or detreplay (PR_SET_PDEATHSIG,
+ * SIGKILL): which process, and the program's own setting (process.c's prctl) */
+extern DET_HIDDEN int det_pdeathsig_pid, det_prog_pdeathsig;
 /* The region held open by a process that changed its user (-1: none): the
  * supervisor's descriptor in /proc may be out of its reach from then on. */
 extern DET_HIDDEN int det_region_fd;

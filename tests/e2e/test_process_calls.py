@@ -11,7 +11,7 @@ import pytest
 
 from conftest import detrec, detreplay, program
 
-CASES = ["robust", "timedlock", "futexargs", "stopcont", "settid"]
+CASES = ["robust", "timedlock", "futexargs", "stopcont", "settid", "pdeathsig"]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])

@@ -13,6 +13,8 @@
  *              turn, and replay stalled)
  *   settid     set_tid_address returns the caller's thread id, the one
  *              gettid says (replay: the live one)
+ *   pdeathsig  the parent-death signal the program set, and none before
+ *              (det's own SIGKILL showed: PR_GET_PDEATHSIG said 9)
  * Prints what it saw; exits 0 when it is what Linux does.
  */
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -128,7 +131,16 @@ int main(int argc, char **argv)
 		long tid = syscall(SYS_set_tid_address, &dummy);
 		printf("set_tid_address gives my thread id: %d\n", tid == gettid());
 		return tid != gettid();
+	} else if (!strcmp(what, "pdeathsig")) {
+		int before = -1, set = -1, after = -1;
+		prctl(PR_GET_PDEATHSIG, &before);
+		prctl(PR_SET_PDEATHSIG, SIGUSR1);
+		prctl(PR_GET_PDEATHSIG, &set);
+		prctl(PR_SET_PDEATHSIG, 0);
+		prctl(PR_GET_PDEATHSIG, &after);
+		printf("parent-death signal %d, then %d, then %d\n", before, set, after);
+		return !(before == 0 && set == SIGUSR1 && after == 0);
 	}
-	fprintf(stderr, "usage: process_calls robust|timedlock|futexargs|stopcont|settid\n");
+	fprintf(stderr, "usage: process_calls robust|timedlock|futexargs|stopcont|settid|pdeathsig\n");
 	return 2;
 }
