@@ -330,6 +330,9 @@ DET_HIDDEN int det_pids_syscall(long nr, const long a[6], long *result);
  * TIOCGWINSZ; and that call, recorded or replayed */
 DET_HIDDEN int det_ioctl_recorded(unsigned long req);
 DET_HIDDEN int det_ioctl_input(int fd, unsigned long req, void *arg, uint64_t ra);
+/* fcntl's lock commands (F_SETLK(W), F_OFD_SETLK(W)): events (file_locks.c) */
+DET_HIDDEN int det_fcntl_lock_cmd(int cmd);
+DET_HIDDEN long det_fcntl_lock(int fd, int cmd, long arg, uint64_t ra);
 /* futex(a...) (futex.c): an event where one thread runs at a time, else the
  * kernel's call; the _call form returns -errno, the _syscall form sets errno */
 DET_HIDDEN long det_futex_call(const long a[6], uint64_t ra);
@@ -415,6 +418,8 @@ static inline int det_pshared(const void *addr, enum det_objkind kind)
 	case DET_OBJ_ATOMIC: /* nothing says so but the mapping (nginx's counters, shared by its workers) */
 	case DET_OBJ_FUTEX:
 		return det_addr_shared(addr);
+	case DET_OBJ_FLOCK: /* (a file's: one object in every process) */
+		return 1;
 	default:
 		return 0;
 	}

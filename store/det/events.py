@@ -35,6 +35,7 @@ OBJKINDS: tuple[ObjKind, ...] = (
     ObjKind('ATOMIC', 10, 'a memory location used by C11/C++ atomics or __sync/__atomic builtins (programs built with det-cc)'),
     ObjKind('OMP_LOCK', 11, 'an OpenMP lock (libgomp): an unnamed or named critical section, the atomic region, an omp_lock_t or omp_nest_lock_t'),
     ObjKind('FUTEX', 12, "a futex word: a lock or wait a program or library builds itself on futex(2) (Rust's std, abseil, LLVM's OpenMP runtime, libgomp)"),
+    ObjKind('FLOCK', 13, "a file's advisory locks (flock, lockf, fcntl's record and open-file-description locks): one object per file, shared by the program's processes"),
 )
 
 EVENTS: tuple[EventKind, ...] = (
@@ -169,6 +170,8 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('FUTEX_WAKE', 129, 'FUTEX', 'SIGNAL', 'one thread at a time (strict, PCT, logical): futex FUTEX_WAKE, FUTEX_WAKE_BITSET, FUTEX_WAKE_OP, FUTEX_REQUEUE or FUTEX_CMP_REQUEUE: wakes waiters of the word; aux = the operation; result = what the call returned (how many it woke, or moved), or -errno'),
     EventKind('IOCTL', 130, 'NONE', 'INPUT', "ioctl whose answer is the world's now: FIONREAD/TIOCINQ and TIOCOUTQ (bytes waiting to be read or sent, which timing decides), TIOCGWINSZ (a terminal's size); aux = the request's low 16 bits; result = 0 or -errno; data = what the call wrote"),
     EventKind('TIMER_QUERY', 131, 'NONE', 'INPUT', "what a timer has left: alarm, getitimer, setitimer, timer_gettime, timer_settime, timer_getoverrun, timerfd_gettime or timerfd_settime (replay skips sleeps and takes signals from the trace, so the kernel's timers there say something else); the call is made in replay too; aux = the call (preload/timer_state.c); result = what it returned, or -errno; data = the old or current value it wrote"),
+    EventKind('FLOCK_TAKE', 132, 'FLOCK', 'ACQUIRE', "a file lock taken or tried (preload/file_locks.c): flock LOCK_SH or LOCK_EX, lockf F_LOCK or F_TLOCK, fcntl F_SETLK(W) or F_OFD_SETLK(W) of a read or write lock; who gets a file's lock first is an order between processes; aux = the call; result = 0, or -errno (EWOULDBLOCK, EAGAIN, EACCES: another held it; EINTR, EDEADLK)"),
+    EventKind('FLOCK_DROP', 133, 'FLOCK', 'RELEASE', 'a file lock let go: flock LOCK_UN, lockf F_ULOCK, fcntl F_SETLK(W) or F_OFD_SETLK(W) of F_UNLCK; aux = the call; result = 0 or -errno'),
 )
 
 THREAD_CREATE = 1
@@ -302,6 +305,8 @@ FUTEX_WAIT = 128
 FUTEX_WAKE = 129
 IOCTL = 130
 TIMER_QUERY = 131
+FLOCK_TAKE = 132
+FLOCK_DROP = 133
 
 # Named values of an event's aux field (DET_AUX).
 AUX_THREAD_CANCELED_IN_CALL = 0

@@ -16,12 +16,17 @@
  *   bigpipe    one write larger than a small pipe (8 KiB), drained by a
  *              thread that starts later (strict: the writer kept the turn
  *              until the watchdog took it, and replay stalled)
+ *   flock      a child takes a file's lock and holds it a while; the parent
+ *              asks for it after a nap (replay skips the nap: the parent
+ *              took it first, the child then waited in the kernel, 2 of 5
+ *              replays stalled)
  *   fclose     threads each fopen, read and fclose a file: a new FILE at a
  *              closed one's address is a new object (replay: the old one's,
  *              as malloc's arenas went, 5 of 10 diverged)
  * Prints what it saw; exits 0.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -31,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -232,6 +238,31 @@ int main(int argc, char **argv)
 		close(pipe_fds[1]);
 		pthread_join(t, NULL);
 		printf("wrote %zd\n", w);
+	} else if (!strcmp(what, "flock")) {
+		close(open("io_calls.lock", O_CREAT | O_TRUNC | O_WRONLY, 0600));
+		int ready[2];
+		if (pipe(ready))
+			return 1;
+		pid_t p = fork();
+		if (p == 0) {
+			int f = open("io_calls.lock", O_RDWR);
+			flock(f, LOCK_EX);
+			close(ready[1]);
+			usleep(30000);
+			_exit(lockf(f, F_TEST, 0) == 0 ? 0 : 3);
+		}
+		close(ready[1]);
+		char ch;
+		if (read(ready[0], &ch, 1) != 0) /* (the child has the lock) */
+			return 1;
+		usleep(5000);
+		int f = open("io_calls.lock", O_RDWR);
+		int busy = flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+		flock(f, LOCK_EX);
+		int st;
+		waitpid(p, &st, 0);
+		printf("busy while the child held it %d, then the parent's, child exit %d\n", busy, WEXITSTATUS(st));
+		unlink("io_calls.lock");
 	} else if (!strcmp(what, "fclose")) {
 		FILE *f = fopen("io_calls.txt", "w");
 		for (int i = 0; f && i < 200; i++)
@@ -250,7 +281,7 @@ int main(int argc, char **argv)
 		printf("sum %ld\n", total);
 		unlink("io_calls.txt");
 	} else {
-		fprintf(stderr, "usage: io_calls shutdown|pwritev2|creds|fionread|winsize|pwait2|eventfd|getlk|bigpipe|fclose\n");
+		fprintf(stderr, "usage: io_calls shutdown|pwritev2|creds|fionread|winsize|pwait2|eventfd|getlk|bigpipe|flock|fclose\n");
 		return 2;
 	}
 	return 0;
