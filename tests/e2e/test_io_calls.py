@@ -11,7 +11,8 @@ import pytest
 
 from conftest import detrec, detreplay, program
 
-CASES = ["shutdown", "pwritev2", "creds", "fionread", "winsize", "pwait2", "eventfd", "getlk", "bigpipe", "flock", "fclose"]
+CASES = ["shutdown", "pwritev2", "creds", "fionread", "winsize", "pwait2", "eventfd", "getlk", "bigpipe", "flock",
+         "fclose"]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
