@@ -81,6 +81,20 @@ def replays_identically(trace: Path, recorded: bytes, n: int = 10, mode: tuple[s
         assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
 
 
+def case_replays(tmp_path: Path, prog: str, case: str, mode: tuple[str, ...], n: int = 3) -> None:
+    """Record program `prog` with argument `case` (in mode) in tmp_path: it
+    exits 0, as it does when it sees what Linux does; then replay it n
+    times, each exiting 0 with the recorded stdout."""
+    trace = tmp_path / f"{case}.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program(prog), case, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, f"recorded: {r.stdout!r} {r.stderr.decode()}"
+    assert r.stdout, "the program said nothing"
+    for i in range(n):
+        rr = detreplay("-q", trace, cwd=tmp_path, timeout=120)
+        assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
+        assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}, recorded {r.stdout!r}"
+
+
 def replay_matches(trace: Path, mode: list[str], n: int) -> None:
     """Replay `trace` n times: each replay ends as the recording did, says
     so, and prints the same output."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, program
+from conftest import case_replays
 
 CASES = ["shutdown", "pwritev2", "creds", "fionread", "winsize", "pwait2", "eventfd", "getlk", "bigpipe", "flock",
          "fclose"]
@@ -18,11 +18,4 @@ CASES = ["shutdown", "pwritev2", "creds", "fionread", "winsize", "pwait2", "even
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
 @pytest.mark.parametrize("case", CASES)
 def test_io_call_replays_its_recorded_result(tmp_path: Path, case: str, mode: tuple[str, ...]) -> None:
-    trace = tmp_path / f"{case}.db"
-    r = detrec("-q", *mode, "-o", trace, "--", program("io_calls"), case, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr.decode()
-    assert r.stdout, "the program said nothing"
-    for i in range(3):
-        rr = detreplay("-q", trace, cwd=tmp_path)
-        assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
-        assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}, recorded {r.stdout!r}"
+    case_replays(tmp_path, "io_calls", case, mode)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import detrec, detreplay, program
+from conftest import case_replays
 
 CASES = ["sleep", "siginfo", "ticks", "semintr", "semtime", "altstack", "unblock", "samask", "futexintr", "timeleft"]
 
@@ -17,10 +17,4 @@ CASES = ["sleep", "siginfo", "ticks", "semintr", "semtime", "altstack", "unblock
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
 @pytest.mark.parametrize("case", CASES)
 def test_signal_case_records_as_linux_does_and_replays(tmp_path: Path, case: str, mode: tuple[str, ...]) -> None:
-    trace = tmp_path / f"{case}.db"
-    r = detrec("-q", *mode, "-o", trace, "--", program("signal_calls"), case, timeout=120)
-    assert r.returncode == 0, f"recorded: {r.stdout!r} {r.stderr.decode()}"
-    for i in range(3):
-        rr = detreplay("-q", trace, timeout=120)
-        assert rr.returncode == 0, f"replay {i + 1}: {rr.stderr.decode()}"
-        assert rr.stdout == r.stdout, f"replay {i + 1}: {rr.stdout!r}, recorded {r.stdout!r}"
+    case_replays(tmp_path, "signal_calls", case, mode)
