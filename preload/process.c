@@ -324,12 +324,18 @@ DET_IMPL int det_impl_setresuid(uid_t ruid, uid_t euid, uid_t suid)
 
 /* Replay: a thread has done all its recorded events. A child process that
  * a signal killed in the recording (a SIGPIPE from a reader that had
- * gone, a kill) dies of it here, once all its threads are at their end:
- * the events that would have come next never happened. */
-void det_replay_thread_done(struct det_thread *t)
+ * gone, a kill) dies of it here, once all its threads are at their end
+ * and the rest of the program has made no event for a while
+ * (DIE_AFTER_STILL rounds): the events that would have come next never
+ * happened. Not at once: the process that kills it may first stop and
+ * continue it and wait for each (its waits need it alive), and then send
+ * the signal itself. */
+#define DIE_AFTER_STILL 15 /* rounds of park's, 20 ms each */
+
+void det_replay_thread_done(struct det_thread *t, unsigned still)
 {
 	struct det_proc *p = proc_at(det_proc);
-	if (det_proc == 0 || !p->rec_status_known || !WIFSIGNALED(p->rec_status))
+	if (det_proc == 0 || still < DIE_AFTER_STILL || !p->rec_status_known || !WIFSIGNALED(p->rec_status))
 		return;
 	for (uint32_t i = 0; i < det_hdr->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);

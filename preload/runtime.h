@@ -345,8 +345,9 @@ DET_HIDDEN int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra);
 DET_HIDDEN int det_tkill_live(pid_t tid, int sig, uint64_t ra);
 DET_HIDDEN int det_sigqueueinfo_live(pid_t pid, pid_t tid, int sig, const siginfo_t *info, uint64_t ra);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
-/* Replay: the thread is past its last recorded event. */
-DET_HIDDEN void det_replay_thread_done(struct det_thread *t);
+/* Replay: the thread is past its last recorded event, parked; the program
+ * has made no event for `still` of its rounds (20 ms each). */
+DET_HIDDEN void det_replay_thread_done(struct det_thread *t, unsigned still);
 /* The pipe fd writes into or reads from when the program made both its ends,
  * else 0 (reads.c). A replayed writer publishes it in its slot's
  * pipe_writing while it may wait for room. */

@@ -225,8 +225,15 @@ static __attribute__((noreturn)) void park(struct det_thread *t)
 	atomic_store(&s->state, DET_TS_PARKED);
 	atomic_store(&s->at_turnstile, 1);
 	check_end();
-	det_replay_thread_done(t);
+	uint64_t seen = UINT64_MAX;
+	unsigned still = 0; /* rounds in which no thread of the program did an event */
 	for (;;) {
+		uint64_t done = 0;
+		for (uint32_t i = 0; i < det_hdr->threads_recorded; i++)
+			done += atomic_load(&det_shm_slot(det_hdr, i)->done);
+		still = done == seen ? still + 1 : 0;
+		seen = done;
+		det_replay_thread_done(t, still);
 		det_snap_point(t);
 		/* the object it wanted may get its id from another thread later:
 		 * keep the report (blocked_obj) current */

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import case_replays
 
-CASES = ["robust", "timedlock", "futexargs", "stopcont", "settid", "pdeathsig"]
+CASES = ["robust", "timedlock", "futexargs", "stopcont", "settid", "stopkill", "pdeathsig"]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])

@@ -13,6 +13,10 @@
  *              turn, and replay stalled)
  *   settid     set_tid_address returns the caller's thread id, the one
  *              gettid says (replay: the live one)
+ *   stopkill   a paused child is stopped, continued, then killed by its
+ *              parent, which waits for each (replay: the child, at its last
+ *              event, killed itself at once with the signal it died of, and
+ *              the parent's waits found it gone, 4 of 5)
  *   pdeathsig  the parent-death signal the program set, and none before
  *              (det's own SIGKILL showed: PR_GET_PDEATHSIG said 9)
  * Prints what it saw; exits 0 when it is what Linux does.
@@ -131,6 +135,21 @@ int main(int argc, char **argv)
 		long tid = syscall(SYS_set_tid_address, &dummy);
 		printf("set_tid_address gives my thread id: %d\n", tid == gettid());
 		return tid != gettid();
+	} else if (!strcmp(what, "stopkill")) {
+		pid_t c = fork();
+		if (c == 0) {
+			pause();
+			_exit(0);
+		}
+		int st, ok = 1;
+		kill(c, SIGSTOP);
+		ok &= waitpid(c, &st, WUNTRACED) == c && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP;
+		kill(c, SIGCONT);
+		ok &= waitpid(c, &st, WCONTINUED) == c && WIFCONTINUED(st);
+		kill(c, SIGINT);
+		ok &= waitpid(c, &st, 0) == c && WIFSIGNALED(st) && WTERMSIG(st) == SIGINT;
+		printf("stopped, continued and killed: %d\n", ok);
+		return !ok;
 	} else if (!strcmp(what, "pdeathsig")) {
 		int before = -1, set = -1, after = -1;
 		prctl(PR_GET_PDEATHSIG, &before);
@@ -141,6 +160,6 @@ int main(int argc, char **argv)
 		printf("parent-death signal %d, then %d, then %d\n", before, set, after);
 		return !(before == 0 && set == SIGUSR1 && after == 0);
 	}
-	fprintf(stderr, "usage: process_calls robust|timedlock|futexargs|stopcont|settid|pdeathsig\n");
+	fprintf(stderr, "usage: process_calls robust|timedlock|futexargs|stopcont|settid|stopkill|pdeathsig\n");
 	return 2;
 }
