@@ -120,10 +120,29 @@ DET_IMPL int det_impl_shmget(key_t key, size_t size, int flags)
 	return (int)ret_of(res);
 }
 
+/* Whether it attached is an input: replay's stand-in stays attachable after
+ * IPC_RMID (det holds it attached), where the recording's segment was gone. */
 DET_IMPL void *det_impl_shmat(int id, const void *addr, int flags)
 {
-	det_init();
-	return real.shmat(det_hdr && det_mode == DET_MODE_REPLAY ? shm_live(id) : id, addr, flags);
+	struct det_thread *t = det_enter();
+	if (!t)
+		return real.shmat(det_hdr && det_mode == DET_MODE_REPLAY ? shm_live(id) : id, addr, flags);
+	struct det_op op = {0};
+	void *p;
+	int64_t res;
+	if (det_input_begin(&op, t, DET_EV_SHM_ATTACH, 0, DET_RA())) {
+		res = op.rec->result;
+		p = res < 0 ? (void *)-1 : real.shmat(shm_live(id), addr, flags);
+		det_input_end(&op, res, NULL, 0);
+	} else {
+		p = real.shmat(id, addr, flags);
+		res = p == (void *)-1 ? -errno : 0;
+		det_input_end(&op, res, NULL, 0);
+	}
+	det_leave(t);
+	if (res < 0)
+		errno = (int)-res;
+	return p;
 }
 
 DET_IMPL int det_impl_semop(int id, struct sembuf *ops, size_t n)

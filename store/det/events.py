@@ -172,6 +172,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TIMER_QUERY', 131, 'NONE', 'INPUT', "what a timer has left: alarm, getitimer, setitimer, timer_gettime, timer_settime, timer_getoverrun, timerfd_gettime or timerfd_settime (replay skips sleeps and takes signals from the trace, so the kernel's timers there say something else); the call is made in replay too; aux = the call (preload/timer_state.c); result = what it returned, or -errno; data = the old or current value it wrote"),
     EventKind('FLOCK_TAKE', 132, 'FLOCK', 'ACQUIRE', "a file lock taken or tried (preload/file_locks.c): flock LOCK_SH or LOCK_EX, lockf F_LOCK or F_TLOCK, fcntl F_SETLK(W) or F_OFD_SETLK(W) of a read or write lock; who gets a file's lock first is an order between processes; aux = the call; result = 0, or -errno (EWOULDBLOCK, EAGAIN, EACCES: another held it; EINTR, EDEADLK)"),
     EventKind('FLOCK_DROP', 133, 'FLOCK', 'RELEASE', 'a file lock let go: flock LOCK_UN, lockf F_ULOCK, fcntl F_SETLK(W) or F_OFD_SETLK(W) of F_UNLCK; aux = the call; result = 0 or -errno'),
+    EventKind('SHM_ATTACH', 134, 'NONE', 'INPUT', "shmat's outcome: replay attaches its stand-in for the segment (SYSV_GET) only where the recording's attached (a segment removed with nobody attached is gone: EINVAL); result = 0 or -errno"),
 )
 
 THREAD_CREATE = 1
@@ -307,6 +308,7 @@ IOCTL = 130
 TIMER_QUERY = 131
 FLOCK_TAKE = 132
 FLOCK_DROP = 133
+SHM_ATTACH = 134
 
 # Named values of an event's aux field (DET_AUX).
 AUX_THREAD_CANCELED_IN_CALL = 0

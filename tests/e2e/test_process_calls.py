@@ -11,7 +11,7 @@ import pytest
 
 from conftest import case_replays
 
-CASES = ["robust", "timedlock", "futexargs", "stopcont", "settid", "stopkill", "pdeathsig"]
+CASES = ["robust", "timedlock", "futexargs", "stopcont", "settid", "stopkill", "shmrmid", "pdeathsig"]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])

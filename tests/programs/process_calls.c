@@ -17,6 +17,8 @@
  *              parent, which waits for each (replay: the child, at its last
  *              event, killed itself at once with the signal it died of, and
  *              the parent's waits found it gone, 4 of 5)
+ *   shmrmid    shmat of a segment removed while nobody had it attached:
+ *              EINVAL (replay attached det's stand-in, which det holds)
  *   pdeathsig  the parent-death signal the program set, and none before
  *              (det's own SIGKILL showed: PR_GET_PDEATHSIG said 9)
  * Prints what it saw; exits 0 when it is what Linux does.
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,6 +153,13 @@ int main(int argc, char **argv)
 		ok &= waitpid(c, &st, 0) == c && WIFSIGNALED(st) && WTERMSIG(st) == SIGINT;
 		printf("stopped, continued and killed: %d\n", ok);
 		return !ok;
+	} else if (!strcmp(what, "shmrmid")) {
+		int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+		shmctl(id, IPC_RMID, NULL);
+		void *p = shmat(id, NULL, 0);
+		int gone = p == (void *)-1 && errno == EINVAL;
+		printf("shmat after IPC_RMID: %s\n", gone ? "EINVAL" : "attached");
+		return !gone;
 	} else if (!strcmp(what, "pdeathsig")) {
 		int before = -1, set = -1, after = -1;
 		prctl(PR_GET_PDEATHSIG, &before);
@@ -160,6 +170,6 @@ int main(int argc, char **argv)
 		printf("parent-death signal %d, then %d, then %d\n", before, set, after);
 		return !(before == 0 && set == SIGUSR1 && after == 0);
 	}
-	fprintf(stderr, "usage: process_calls robust|timedlock|futexargs|stopcont|settid|stopkill|pdeathsig\n");
+	fprintf(stderr, "usage: process_calls robust|timedlock|futexargs|stopcont|settid|stopkill|shmrmid|pdeathsig\n");
 	return 2;
 }
