@@ -111,15 +111,6 @@ static long lock_event(const struct lock_args *a, int take, int waits, uint64_t 
 	return r;
 }
 
-static int as_result(long r)
-{
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return (int)r;
-}
-
 DET_IMPL int det_impl_flock(int fd, int operation)
 {
 	det_init();
@@ -127,7 +118,7 @@ DET_IMPL int det_impl_flock(int fd, int operation)
 		return real.flock(fd, operation);
 	struct lock_args a = {fd, operation, 0, LC_FLOCK};
 	int take = !(operation & LOCK_UN);
-	return as_result(lock_event(&a, take, take && !(operation & LOCK_NB), DET_RA()));
+	return (int)ret_of(lock_event(&a, take, take && !(operation & LOCK_NB), DET_RA()));
 }
 
 DET_IMPL int det_impl_lockf(int fd, int cmd, off_t len)
@@ -136,7 +127,7 @@ DET_IMPL int det_impl_lockf(int fd, int cmd, off_t len)
 	if (!det_mode || (cmd != F_LOCK && cmd != F_TLOCK && cmd != F_ULOCK)) /* (F_TEST, or EINVAL) */
 		return real.lockf(fd, cmd, len);
 	struct lock_args a = {fd, cmd, (long)len, LC_LOCKF};
-	return as_result(lock_event(&a, cmd != F_ULOCK, cmd == F_LOCK, DET_RA()));
+	return (int)ret_of(lock_event(&a, cmd != F_ULOCK, cmd == F_LOCK, DET_RA()));
 }
 
 int det_fcntl_lock_cmd(int cmd)

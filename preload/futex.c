@@ -39,15 +39,6 @@ static int futex_events(void)
 	return det_strict || (det_replaying() && (det_hdr->flags & DET_F_STRICT));
 }
 
-static long as_result(long r)
-{
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return r;
-}
-
 /* The kernel's checks of a wait, without waiting: the word's address, the
  * operation (a bitset of 0), the timeout's form, and whether the word holds
  * the value (-ETIMEDOUT: it does, the wait would sleep; -EAGAIN: it does
@@ -149,9 +140,7 @@ long det_futex_call(const long a[6], uint64_t ra)
 long det_futex_syscall(const long a[6], uint64_t ra)
 {
 	long r = det_futex_call(a, ra);
-	if (r == -EINTR) { /* the kernel's wait, interrupted: its handler has run when the call returns */
-		errno = EINTR;
+	if (r == -EINTR) /* the kernel's wait, interrupted: its handler has run when the call returns */
 		det_signals_at_call();
-	}
-	return as_result(r);
+	return ret_of(r);
 }

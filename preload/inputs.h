@@ -82,21 +82,7 @@ static inline void nap_longer(long *ns)
 	nap_grow(ns);
 }
 
-/* --- results, data and their checks (inputs.c) --- */
-static inline int64_t res_of(long r)
-{
-	return r < 0 ? -(int64_t)errno : r;
-}
-
-/* Turn a recorded result back into the C convention. */
-static inline long ret_of(int64_t res)
-{
-	if (res < 0) {
-		errno = (int)-res;
-		return -1;
-	}
-	return (long)res;
-}
+/* --- results, data and their checks (inputs.c; res_of and ret_of are runtime.h's) --- */
 
 DET_HIDDEN uint64_t hash_iov(const struct iovec *iov, int n, size_t len);
 DET_HIDDEN __attribute__((noreturn)) void diverge_data(struct det_op *op, const char *what);

@@ -254,14 +254,8 @@ DET_IMPL int det_impl_fcntl(int fd, int cmd, ...)
 	det_init();
 	if (owner_cmd(cmd) && translating())
 		return (int)owner_fcntl(libc_fcntl, fd, cmd, arg);
-	if (det_mode && det_fcntl_lock_cmd(cmd)) {
-		long r = det_fcntl_lock(fd, cmd, arg, DET_RA());
-		if (r < 0) {
-			errno = (int)-r;
-			return -1;
-		}
-		return (int)r;
-	}
+	if (det_mode && det_fcntl_lock_cmd(cmd))
+		return (int)ret_of(det_fcntl_lock(fd, cmd, arg, DET_RA()));
 	if (cmd == F_GETLK && translating()) { /* the holder's id, as the program knows it */
 		struct flock *fl = (struct flock *)arg;
 		int r = real.fcntl(fd, cmd, arg);

@@ -441,10 +441,6 @@ EXPORT int prctl(int option, ...)
 	} else {
 		r = det_sys(SYS_prctl, option, (long)a2, (long)a3, (long)a4, (long)a5, 0);
 	}
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return (int)r;
+	return (int)ret_of(r);
 }
 

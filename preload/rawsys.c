@@ -228,7 +228,9 @@ EXPORT long syscall(long nr, ...)
 	if (det_pids_syscall(nr, a, &r)) /* a process or thread id in or out (pids.c) */
 		return r;
 	r = real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	if (r == -1 && errno == EINTR) /* a handler interrupted it: it has run when the call returns */
+	if (r == -1 && errno == EINTR) { /* a handler interrupted it: it has run when the call returns */
 		det_signals_at_call();
+		errno = EINTR;
+	}
 	return r;
 }

@@ -167,9 +167,10 @@ DET_HIDDEN extern int det_trap_sig; /* SIGTRAP, or SIGILL under gdb (trapped_ato
 DET_HIDDEN void det_atomics_init(void);
 DET_HIDDEN void det_syscalls_init(void);
 /* The trap's bytes (int3, or ud2 under gdb), setting det_trap_sig to match;
- * and writing them over code (0 if mprotect refused) */
+ * and writing them over the instruction at `at`, det's entry taking the
+ * trap signal (what: the instruction, for the message if it cannot) */
 DET_HIDDEN const uint8_t *det_trap_bytes(size_t *len);
-DET_HIDDEN int det_patch_code(uintptr_t at, const uint8_t *v, size_t n);
+DET_HIDDEN void det_trap_at(uintptr_t at, const uint8_t *trap, size_t len, const char *what);
 /* exit's last flush of stdout, as an event (stdio.c) */
 DET_HIDDEN void det_flush_at_exit(void);
 /* stdio's reads go through det's read (stdio_reads.c) */
@@ -645,6 +646,23 @@ DET_HIDDEN void det_call_on_boot_stack(void (*fn)(void));
 		r_;                                                                                \
 	})
 
+
+/* A libc call's result as a recorded one (-errno on failure), and back to
+ * the C convention (-1 and errno): also a raw system call's, which is the
+ * recorded form already. */
+static inline int64_t res_of(long r)
+{
+	return r < 0 ? -(int64_t)errno : r;
+}
+
+static inline long ret_of(int64_t res)
+{
+	if (res < 0) {
+		errno = (int)-res;
+		return -1;
+	}
+	return (long)res;
+}
 
 /* A system call straight from libdet.so: never through libc's wrappers,
  * which det interposes itself. Returns -errno on failure. */

@@ -721,14 +721,19 @@ void det_signals_at_call(void)
 		return;
 	if (det_replaying()) {
 		/* (one the thread's mask blocks now came at a later call: a
-		 * handler's mask held it until the handler's own call returned) */
+		 * handler's mask held it until the handler's own call returned;
+		 * the mask is asked only when such a signal is next) */
 		sigset_t mask;
-		real.pthread_sigmask(SIG_BLOCK, NULL, &mask);
+		int asked = 0;
 		const struct det_sched *e;
 		while (t->idx < t->sched_count && (e = det_sched_at(t, t->idx))->kind == DET_EV_SIGNAL &&
-		       (e->aux & DET_SIG_AT_CALL) && !sigismember(&mask, (int)(e->aux & DET_SIG_NUMBER)))
+		       (e->aux & DET_SIG_AT_CALL)) {
+			if (!asked++)
+				real.pthread_sigmask(SIG_BLOCK, NULL, &mask);
+			if (sigismember(&mask, (int)(e->aux & DET_SIG_NUMBER)))
+				break;
 			replay_next_signal(t);
-		t->depth = 0;
+		}
 		return;
 	}
 	if (!t->sigs_held || !t->nsigs)
@@ -840,12 +845,14 @@ static const sigset_t *keep_trap(int how, const sigset_t *set, sigset_t *copy)
 	return copy;
 }
 
-DET_IMPL int det_impl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+/* sigprocmask or pthread_sigmask: a mask that may unblock signals lets in
+ * those pending, whose handlers run before it returns (det_signals_at_call). */
+static int set_mask(int (*call)(int, const sigset_t *, sigset_t *), int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
 	int lets_in = set && how != SIG_BLOCK && det_mode;
 	det_tls.letting_in += lets_in;
-	int r = real.sigprocmask(how, keep_trap(how, set, &copy), old);
+	int r = call(how, keep_trap(how, set, &copy), old);
 	det_tls.letting_in -= lets_in;
 	if (r == 0 && lets_in) {
 		int e = errno;
@@ -855,16 +862,14 @@ DET_IMPL int det_impl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return r;
 }
 
+DET_IMPL int det_impl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	return set_mask(real.sigprocmask, how, set, old);
+}
+
 DET_IMPL int det_impl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	sigset_t copy;
-	int lets_in = set && how != SIG_BLOCK && det_mode;
-	det_tls.letting_in += lets_in;
-	int r = real.pthread_sigmask(how, keep_trap(how, set, &copy), old);
-	det_tls.letting_in -= lets_in;
-	if (r == 0 && lets_in)
-		det_signals_at_call();
-	return r;
+	return set_mask(real.pthread_sigmask, how, set, old);
 }
 
 /* trapped_atomics.c or trapped_syscalls.c patched code: det's entry takes the trap signal. */

@@ -540,13 +540,10 @@ static void resend_message(int fd, ssize_t (*perform)(void *ctx), void *ctx)
  * reader (more than the room left)? Then it gives the turn up while it
  * waits, as a blocking read does: the reader may be a thread that has not
  * run yet (before, the watchdog took the turn, which replay cannot repeat). */
-static int overfills(int fd, const struct iovec *iov, int iovcnt)
+static int overfills(int fd, size_t want)
 {
 	if (!det_own_pipe(fd))
 		return 0;
-	size_t want = 0;
-	for (int i = 0; i < iovcnt; i++)
-		want += iov[i].iov_len;
 	long cap = det_sys(SYS_fcntl, fd, F_GETPIPE_SZ, 0, 0, 0, 0);
 	int queued = 0;
 	if (cap <= 0 || det_sys(SYS_ioctl, fd, FIONREAD, (long)&queued, 0, 0, 0) != 0)
@@ -558,6 +555,9 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 				ssize_t (*perform)(void *ctx), void *ctx, int message, uint64_t ra)
 {
 	struct det_op op = {0};
+	size_t want = 0;
+	for (int i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
 	/* a stream other processes write too: place and write under its
 	 * lock, here and in replay (preload/shared_out.c) */
 	struct det_out_lock *shared = shared_out(fd);
@@ -571,7 +571,7 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		if (shared)
 			shared_out_lock(shared);
 		det_ops.rec_call_begin(&op);
-		int64_t res = res_of(det_strict && !overfills(fd, iov, iovcnt) ? perform(ctx) : BLOCKING(&op, perform(ctx)));
+		int64_t res = res_of(det_strict && !overfills(fd, want) ? perform(ctx) : BLOCKING(&op, perform(ctx)));
 		if (shared)
 			shared_out_unlock(shared);
 		det_ops.rec_call_end(&op, res);
@@ -592,8 +592,9 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 	 * (overfills: a BLOCK right after it in the thread's order) is done,
 	 * and that turn passed on, before it writes: its reader may be a
 	 * thread whose first event comes after the BLOCK. */
+	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	const struct det_sched *after = done_first ? NULL : det_sched_peek(t, t->idx + 1);
-	int hands_on = after && after->kind == DET_EV_BLOCK && res > 0 && det_own_pipe(fd);
+	int hands_on = after && after->kind == DET_EV_BLOCK && pipe;
 	if (hands_on) {
 		det_input_end(&op, res, NULL, 0);
 		det_ops.replay_take_block(t);
@@ -604,9 +605,6 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		shared = NULL;
 	if (done_first && !hands_on)
 		det_input_end(&op, res, NULL, 0);
-	size_t want = 0;
-	for (int i = 0; i < iovcnt; i++)
-		want += iov[i].iov_len;
 	struct sigpipe_hold quiet = {0, 0};
 	int broke = 0; /* a write found the reader gone */
 	if (res > 0)
@@ -616,7 +614,6 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		iovcnt = 0; /* sent: the recording's count stands */
 		broke = 1;  /* (a stream socket's send may have been cut short) */
 	}
-	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	size_t done = 0;
 	for (int i = 0; i < iovcnt && done < (size_t)(res > 0 ? res : 0);) {
 		size_t k = iov[i].iov_len < (size_t)res - done ? iov[i].iov_len : (size_t)res - done;

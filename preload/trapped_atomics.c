@@ -508,7 +508,8 @@ static uint8_t *map_near(const struct exe_span *x, size_t len)
 	return NULL;
 }
 
-int det_patch_code(uintptr_t at, const uint8_t *v, size_t n)
+/* Write n bytes over code at `at` (its pages writable for the while). */
+static int patch_code(uintptr_t at, const uint8_t *v, size_t n)
 {
 	uintptr_t page = at & ~(uintptr_t)4095;
 	size_t span = at + n - page;
@@ -518,6 +519,17 @@ int det_patch_code(uintptr_t at, const uint8_t *v, size_t n)
 		((volatile uint8_t *)at)[i] = v[i];
 	mprotect((void *)page, span, PROT_READ | PROT_EXEC);
 	return 1;
+}
+
+/* A trap over the instruction at `at` (what: for the message if it cannot
+ * be written); the trap signal is det's entry's from the first one on. */
+void det_trap_at(uintptr_t at, const uint8_t *trap, size_t len, const char *what)
+{
+	if (!det_traps_patched)
+		det_signals_take_traps();
+	det_traps_patched = 1;
+	if (!patch_code(at, trap, len))
+		det_fatal("cannot patch the %s at %#lx (mprotect)", what, (unsigned long)at);
 }
 
 void det_atomics_init(void)
@@ -585,10 +597,6 @@ void det_atomics_init(void)
 	sites = all;
 	nsites = k;
 	tramp = code;
-	if (!det_traps_patched)
-		det_signals_take_traps();
-	det_traps_patched = 1;
 	for (size_t i = 0; i < k; i++)
-		if (!det_patch_code(all[i].at, trap, trap_len))
-			det_fatal("cannot patch the atomic at %#lx (mprotect)", (unsigned long)all[i].at);
+		det_trap_at(all[i].at, trap, trap_len, "atomic");
 }

@@ -181,10 +181,6 @@ void det_syscalls_init(void)
 	sites = all;
 	nsites = k;
 	slots = code;
-	if (!det_traps_patched)
-		det_signals_take_traps();
-	det_traps_patched = 1;
 	for (size_t i = 0; i < k; i++)
-		if (!det_patch_code(all[i], trap, trap_len))
-			det_fatal("cannot patch the system call at %#lx (mprotect)", (unsigned long)all[i]);
+		det_trap_at(all[i], trap, trap_len, "system call");
 }
