@@ -94,17 +94,17 @@ static long lock_event(const struct lock_args *a, int take, int waits, uint64_t 
 		if (det_replaying())
 			r = op.rec->result;
 		det_release_end(&op, r);
-	} else if (det_acquire_begin(&op, t, DET_EV_FLOCK_TAKE, key, DET_OBJ_FLOCK, ra)) {
-		r = op.rec->result; /* (replay: it failed in the recording, untried) */
-		det_acquire_end(&op, r);
-	} else if (det_replaying()) {
-		struct lock_args b = blocking(a);
-		do
-			r = perform(&b);
-		while (r == -EINTR);
-		det_acquire_end(&op, r);
 	} else {
-		r = waits ? BLOCKING(&op, perform(a)) : perform(a);
+		if (det_acquire_begin(&op, t, DET_EV_FLOCK_TAKE, key, DET_OBJ_FLOCK, ra)) {
+			r = op.rec->result; /* (replay: it failed in the recording, untried) */
+		} else if (det_replaying()) {
+			struct lock_args b = blocking(a);
+			do
+				r = perform(&b);
+			while (r == -EINTR);
+		} else {
+			r = waits ? BLOCKING(&op, perform(a)) : perform(a);
+		}
 		det_acquire_end(&op, r);
 	}
 	det_leave(t);

@@ -609,22 +609,15 @@ void det_strict_cc_yield(struct det_thread *t, int why, void (*log)(struct det_t
  * thread is marked blocked in it, for detrec's deadlock report. */
 void det_strict_wait_for(struct det_op *op, const void *obj)
 {
+	det_strict_wait_until(op, obj, NULL, 0);
+}
+
+/* det_strict_wait_for with a deadline (NULL: none): returns 1 once it has passed. */
+int det_strict_wait_until(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock)
+{
 	struct det_slot *s = op->t->slot;
 	det_ops.rec_block_event(op->t, op->kind, op->obj, op->ra);
 	/* logical time: a waiter back too many times goes next (logical.c) */
-	atomic_store(&s->lt_retry, op->waits++ >= LT_RETRIES);
-	det_strict_wait(op, obj, NULL, 0);
-}
-
-/* The same with a deadline (NULL: none): returns 1 once it has passed. */
-int det_strict_wait_until(struct det_op *op, const void *obj, const struct timespec *abstime, clockid_t clock)
-{
-	if (!abstime) {
-		det_strict_wait_for(op, obj);
-		return 0;
-	}
-	struct det_slot *s = op->t->slot;
-	det_ops.rec_block_event(op->t, op->kind, op->obj, op->ra);
 	atomic_store(&s->lt_retry, op->waits++ >= LT_RETRIES);
 	return det_strict_wait(op, obj, abstime, clock);
 }

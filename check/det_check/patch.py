@@ -50,10 +50,6 @@ def sites_value(sites: list[tuple[int, bytes]]) -> str:
     return ",".join(f"{addr:x}:{code.hex()}" for addr, code in sites)
 
 
-# DET_SYSCALL_SITES_ENV's value (preload/trapped_syscalls.c): the raw system
-# call instructions libdet.so traps where one thread runs at a time,
-# "NAME@VADDR,...;..." in hex, NAME a library's file name or "-" for the
-# executable.
 # Code whose raw system calls are libc's own business (det interposes libc's
 # functions), or det's.
 _NOT_TRAPPED = ("libc.so", "ld-linux", "libdet", "linux-vdso")
@@ -83,8 +79,11 @@ def _syscall_sites(path: str, size: int, mtime_ns: int) -> tuple[int, ...]:
 
 
 def syscall_sites_value(exe: str) -> str:
-    """DET_SYSCALL_SITES_ENV's value for exe: each module's sites, "" if none.
-    Needs capstone (ImportError otherwise)."""
+    """DET_SYSCALL_SITES_ENV's value for exe (preload/trapped_syscalls.c):
+    the raw system call instructions libdet.so traps where one thread runs
+    at a time, "NAME@VADDR,...;..." in hex, NAME a library's file name or
+    "-" for the executable; "" if none. Needs capstone (ImportError
+    otherwise)."""
     import capstone  # noqa: F401  (scan's; fail here, before any scan)
 
     elf = read_elf(exe)

@@ -12,6 +12,7 @@ det had to stop it. No command line here: det.record.cli is detrec's.
 from __future__ import annotations
 
 import datetime
+import functools
 import io
 import json
 import os
@@ -351,7 +352,16 @@ def trapped_syscalls(exe: str) -> str:
     """Where one thread runs at a time: the raw system call instructions
     libdet.so traps in exe and its libraries (libgomp's futex waits), as
     DET_SYSCALL_SITES_ENV's value; "" without capstone (strict mode then
-    cannot see them, as before, and the trace's note says so)."""
+    cannot see them, as before, and the trace's note says so). Found once
+    per build of exe in a detrec (--until-fail's runs ask again)."""
+    try:
+        return _trapped_syscalls(exe, os.stat(exe).st_mtime_ns)
+    except OSError:
+        return ""
+
+
+@functools.lru_cache(maxsize=4)
+def _trapped_syscalls(exe: str, mtime_ns: int) -> str:
     try:
         from det.check.patch import syscall_sites_value
     except ImportError:
