@@ -30,6 +30,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 #define CC_REFILL DET_CC_REFILL
+#define ATOMIC_NEST 4 /* atomics in progress in one thread that det records at once */
 #define CC_STRICT_TICKS 20000 /* strict: ticks a thread runs before it offers the token */
 #define CC_LOGICAL_TICKS 2048 /* logical time: ticks between clock publications */
 #define CC_LOGICAL_POINTS 256 /* logical time: memory points per turn */
@@ -38,9 +39,12 @@ struct cc_thread {
 	int64_t *budget;    /* the program's det_cc_tls of this thread: [tick, point] */
 	int64_t set[2];     /* what the runtime last stored there */
 	uint64_t used[2];   /* counted before that */
-	struct det_op op;   /* the atomic in progress */
-	int in_atomic;      /* 1: begin recorded or replayed it, end must too */
-	int passed;         /* atomics begun while det was busy (nested): passed through */
+	/* The atomics in progress, innermost last: nested when a signal's
+	 * handler that det runs at an atomic's begin has atomics of its own
+	 * (replay runs it inside det_replay_begin, after the outer op is set). */
+	struct det_op ops[ATOMIC_NEST];
+	int nested;         /* begun and not ended */
+	uint32_t passed;    /* bit i: the one at level i was passed through (det busy, or too deep) */
 	uint64_t site;      /* the tick or point that called the runtime */
 	_Atomic uint32_t *stripe; /* record, parallel: the stripe lock held */
 };
@@ -102,15 +106,19 @@ static void refill(int which, int64_t n)
 
 const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, uint64_t ra)
 {
-	struct det_thread *t = det_enter();
+	int level = cc.nested;
+	if (level >= 32)
+		return NULL; /* (ends beyond this are not counted either) */
+	cc.nested++;
+	struct det_thread *t = level < ATOMIC_NEST ? det_enter() : NULL;
 	if (!t) {
-		cc.passed++; /* (an atomic inside another one's begin and end, say in a handler) */
+		cc.passed |= 1u << level; /* (an atomic inside another one's begin and end, say in a handler) */
 		return NULL;
 	}
-	struct det_op *op = &cc.op;
+	cc.passed &= ~(1u << level);
+	struct det_op *op = &cc.ops[level];
 	*op = (struct det_op){.aux = aux};
 	enum det_objkind ok = addr ? DET_OBJ_ATOMIC : DET_OBJ_NONE;
-	cc.in_atomic = 1;
 	if (det_replaying()) {
 		op->t = t;
 		op->kind = (uint16_t)kind;
@@ -140,14 +148,12 @@ EXPORT void det_cc_atomic_end(uint64_t value, uint32_t aux)
 
 void det_atomic_end(uint64_t value, uint32_t aux)
 {
-	if (cc.passed) {
-		cc.passed--;
+	if (cc.nested <= 0)
 		return;
-	}
-	if (!cc.in_atomic)
+	int level = --cc.nested;
+	if (level >= 32 || (cc.passed & (1u << level)))
 		return;
-	cc.in_atomic = 0;
-	struct det_op *op = &cc.op;
+	struct det_op *op = &cc.ops[level];
 	if (det_replaying()) {
 		det_ops.replay_end(op, (int64_t)value);
 	} else {

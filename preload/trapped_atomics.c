@@ -1,7 +1,8 @@
 /*
  * preload/trapped_atomics.c - atomics in a program det-cc did not build
  * (detrec --patch-atomics): the executable's lock-prefixed instructions and
- * xchg with memory, made events at load time by trapping them, so that
+ * xchg with memory, made events at load time by patching them (a jump to
+ * det, or a trap where a jump does not fit), so that
  * recording, strict mode and PCT see them and replay orders them, as
  * det-cc's instrumentation does at build time.
  *
@@ -13,14 +14,24 @@
  *    same instructions. Nothing is patched unless every site's bytes are the
  *    executable's (another image, exec'd, inherits the variable) and each
  *    decodes as a form below; a site with a segment prefix (TLS) is left.
- *  - Each site's first byte becomes int3 before the program runs (its other
- *    threads do not exist yet); a copy of the instruction (a RIP-relative
- *    displacement moved for the copy's place) followed by int3 runs out of
- *    line, in pages mapped within 2 GiB of the executable. The first trap
- *    begins the event (det_atomic_begin: its place and the ordering lock, or
- *    the turn; in replay the wait for it), the copy runs, the second trap
- *    ends it: result = the value the location held before, as det-cc's.
- *    The thread is inside det between the traps: a signal meanwhile is held.
+ *  - A site of 5 bytes or more becomes a jmp to its slot before the program
+ *    runs (its other threads do not exist yet), in pages mapped within 2 GiB
+ *    of the executable: a stub there enters det_atomic_jumped_enter, which
+ *    saves every register (xsave for the vector ones, this CPU's layout),
+ *    moves to the det stack and begins the event (det_atomic_begin: its
+ *    place and the ordering lock, or the turn; in replay the wait for it);
+ *    a copy of the instruction (a RIP-relative displacement moved for the
+ *    copy's place) runs; a second stub ends the event the same way
+ *    (result = the value the location held before, as det-cc's) and jumps
+ *    back after the site. ~0.5 us a site, a trap's ~6.5 us here.
+ *  - A shorter site (xchg, xadd without a displacement) is trapped: its
+ *    first byte becomes int3, and the copy is followed by int3; the first
+ *    trap begins the event, the second ends it. Under gdb, and where the
+ *    jumps cannot be used (no OSXSAVE, a shadow stack: the stubs return
+ *    where no call was made), every site is trapped.
+ *  - The thread is inside det between begin and end: a signal meanwhile is
+ *    held. A handler det runs at an atomic's begin may have atomics of its
+ *    own: they nest (atomics.c keeps one operation per level).
  *  - Replay: a compare-exchange that failed in the recording is not run: the
  *    value it read and the flags of its comparison come from the trace. Any
  *    other one first waits (bounded) until its location holds the value it
@@ -41,6 +52,7 @@
  */
 #include "runtime.h"
 
+#include <cpuid.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +61,8 @@
 #include <ucontext.h>
 
 #define SITES_ENV "_DET_ATOMIC_SITES"
-#define SLOT 32 /* bytes of out-of-line code per site: the copy (<= 15) and int3 */
+#define SLOT 64 /* bytes of out-of-line code per site: see copy_of */
+#define STUB 16 /* a jumped site's entry into det: lea, push, jmp (see stub_at) */
 #define MAX_LEN 15
 #define WAIT_NS 2000000000ll /* replay: the longest a site waits for its location's recorded value */
 
@@ -67,6 +80,7 @@ struct site {
 	int8_t reg;       /* ModRM.reg: cmpxchg's, xadd's and xchg's register */
 	uint8_t reg_hi8;  /* that register is ah, ch, dh or bh */
 	uint8_t disp_off; /* where a RIP-relative displacement is in the bytes */
+	uint8_t jumped;   /* a jmp to its slot, not a trap (see the rules) */
 	int32_t disp;
 	uint8_t bytes[MAX_LEN];
 };
@@ -300,6 +314,13 @@ static __thread struct {
 } open_sites[NEST] __attribute__((tls_model("initial-exec")));
 static __thread int nopen __attribute__((tls_model("initial-exec")));
 
+/* Where a site's copy runs: at the start of its slot after a trap; after
+ * the stub a jump enters by. */
+static uint8_t *copy_of(const struct site *s)
+{
+	return tramp + (size_t)(s - sites) * SLOT + (s->jumped ? STUB : 0);
+}
+
 static const struct site *site_at(uintptr_t a)
 {
 	size_t lo = 0, hi = nsites;
@@ -391,7 +412,7 @@ static void first_trap(const struct site *s, greg_t *g)
 		o->before = stack ? 0 : load(a, size);
 	}
 	nopen++;
-	g[REG_RIP] = (greg_t)(tramp + (size_t)(s - sites) * SLOT);
+	g[REG_RIP] = (greg_t)copy_of(s);
 }
 
 static void second_trap(const struct site *s, greg_t *g)
@@ -445,12 +466,158 @@ int det_atomic_trap(void *ucv)
 	}
 	if (tramp && at >= (uintptr_t)tramp && at < (uintptr_t)tramp + nsites * SLOT) {
 		s = &sites[(at - (uintptr_t)tramp) / SLOT];
-		if (at == (uintptr_t)tramp + (size_t)(s - sites) * SLOT + s->len) {
+		if (!s->jumped && at == (uintptr_t)copy_of(s) + s->len) {
 			second_trap(s, g);
 			return 1;
 		}
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the jumps: det_atomic_jumped, in place of the two traps */
+
+/* The frame det_atomic_jumped builds on the program's stack is laid out as
+ * a ucontext's gregs, so that first_trap and second_trap read and write it
+ * as they do a trap's; the site's index is the word above. */
+#define FRAME_SITE 18
+_Static_assert(REG_R8 == 0 && REG_R15 == 7 && REG_RDI == 8 && REG_RSI == 9 && REG_RBP == 10 && REG_RBX == 11 &&
+		       REG_RDX == 12 && REG_RAX == 13 && REG_RCX == 14 && REG_RSP == 15 && REG_RIP == 16 &&
+		       REG_EFL == 17 && FRAME_SITE == 18,
+	       "det_atomic_jumped pushes the registers in the order of a ucontext's gregs");
+
+/* What det_atomic_jumped's xsave keeps (x87, SSE, AVX, AVX-512, as far as
+ * XCR0 enables them) and the bytes that takes, this CPU's layout: found
+ * at start (jumps_usable), 0 where the jumps are not used. */
+DET_HIDDEN uint64_t det_xsave_bytes, det_xsave_mask;
+
+DET_HIDDEN void det_atomic_jumped_enter(greg_t *g);
+DET_HIDDEN void det_atomic_jumped_leave(greg_t *g);
+
+void det_atomic_jumped_enter(greg_t *g)
+{
+	first_trap(&sites[g[FRAME_SITE]], g);
+}
+
+void det_atomic_jumped_leave(greg_t *g)
+{
+	second_trap(&sites[g[FRAME_SITE]], g);
+}
+
+/*
+ * det_atomic_jumped_{enter,leave}: a site's stub has stepped over the red
+ * zone and pushed its index; this pushes the flags, a word for the address
+ * to go on at (RIP), the stack pointer and the other registers, which makes
+ * the frame; moves to the det stack as an entry stub does (stack.c: det's
+ * work leaves nothing on the program's stack but that frame, which holds
+ * the program's own registers); keeps the vector registers with xsave
+ * there (det's C code may use any); calls the hook with the frame; and
+ * returns everything as the hook left it, going on at the frame's RIP with
+ * `ret $144` (the RIP word, then the flags, the index and the red zone).
+ */
+#define JUMPED_STUB(name, hook)                                                                    \
+	__asm__(".text\n"                                                                          \
+		".globl " name "\n"                                                                \
+		".hidden " name "\n"                                                               \
+		".type " name ", @function\n"                                                      \
+		".p2align 4\n" name ":\n"                                                          \
+		"pushfq\n"                                                                         \
+		"cld\n"                                                                            \
+		"pushq $0\n"                                                                       \
+		"pushq %rsp\n"                                                                     \
+		"pushq %rcx\npushq %rax\npushq %rdx\npushq %rbx\npushq %rbp\npushq %rsi\npushq %rdi\n" \
+		"pushq %r15\npushq %r14\npushq %r13\npushq %r12\npushq %r11\npushq %r10\npushq %r9\n"  \
+		"pushq %r8\n"                                                                      \
+		"movq %rsp, %rbx\n"                                                                \
+		"movq det_stk@gottpoff(%rip), %r11\n"                                              \
+		"movq %fs:24(%r11), %r12\n" /* the last entry's program rsp, put back after */     \
+		"movq %rsp, %r10\n"                                                                \
+		"cmpq $0, %fs:8(%r11)\n"                                                           \
+		"je 3f\n" /* this thread has no det stack: stay */                                 \
+		"cmpq %fs:8(%r11), %rsp\n"                                                         \
+		"jae 1f\n"                                                                         \
+		"cmpq %fs:0(%r11), %rsp\n"                                                         \
+		"jae 3f\n" /* on the det stack already: stay */                                    \
+		"1:\n"                                                                             \
+		"cmpq %fs:24(%r11), %rsp\n"                                                        \
+		"jb 2f\n" /* below the last entry: called back from det, nested */                 \
+		"movq %fs:8(%r11), %r10\n"                                                         \
+		"movq %r10, %fs:16(%r11)\n" /* an outermost entry: from the top */                 \
+		"2:\n"                                                                             \
+		"movq %fs:16(%r11), %r10\n"                                                        \
+		"movq %rbx, %fs:24(%r11)\n"                                                        \
+		"3:\n"                                                                             \
+		"movq %r10, %rsp\n"                                                                \
+		"subq det_xsave_bytes(%rip), %rsp\n"                                               \
+		"andq $-64, %rsp\n"                                                                \
+		"xorl %eax, %eax\n" /* xsave's header: xrstor wants its reserved bytes 0 */        \
+		"movq %rax, 512(%rsp)\nmovq %rax, 520(%rsp)\nmovq %rax, 528(%rsp)\nmovq %rax, 536(%rsp)\n" \
+		"movq %rax, 544(%rsp)\nmovq %rax, 552(%rsp)\nmovq %rax, 560(%rsp)\nmovq %rax, 568(%rsp)\n" \
+		"movl det_xsave_mask(%rip), %eax\n"                                                \
+		"xorl %edx, %edx\n"                                                                \
+		"xsave64 (%rsp)\n"                                                                 \
+		"movq %rbx, %rdi\n"                                                                \
+		"call " hook "\n"                                                                  \
+		"movl det_xsave_mask(%rip), %eax\n"                                                \
+		"xorl %edx, %edx\n"                                                                \
+		"xrstor64 (%rsp)\n"                                                                \
+		"movq det_stk@gottpoff(%rip), %r11\n"                                              \
+		"movq %r12, %fs:24(%r11)\n"                                                        \
+		"movq %rbx, %rsp\n"                                                                \
+		"popq %r8\npopq %r9\npopq %r10\npopq %r11\npopq %r12\npopq %r13\npopq %r14\n"       \
+		"popq %r15\npopq %rdi\npopq %rsi\npopq %rbp\npopq %rbx\npopq %rdx\npopq %rax\n"      \
+		"popq %rcx\n"                                                                      \
+		"leaq 8(%rsp), %rsp\n" /* (the stack pointer's word) */                            \
+		"pushq 8(%rsp)\n"      /* the flags, from above the RIP word */                    \
+		"popfq\n"                                                                          \
+		"ret $144\n"                                                                       \
+		".size " name ", .-" name "\n");
+
+JUMPED_STUB("det_atomic_jumped_enter_stub", "det_atomic_jumped_enter")
+JUMPED_STUB("det_atomic_jumped_leave_stub", "det_atomic_jumped_leave")
+DET_HIDDEN void det_atomic_jumped_enter_stub(void);
+DET_HIDDEN void det_atomic_jumped_leave_stub(void);
+
+/* Whether sites can be jumped to: xsave enabled by the kernel (OSXSAVE),
+ * and no shadow stack (the stubs return where no call was made). Sets
+ * det_xsave_mask and det_xsave_bytes for this CPU. */
+static int jumps_usable(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return 0;
+	unsigned long long shstk = 0;
+	if (det_sys(SYS_arch_prctl, 0x5005 /* ARCH_SHSTK_STATUS */, (long)&shstk, 0, 0, 0, 0) == 0 && (shstk & 1))
+		return 0;
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	uint64_t mask = (((uint64_t)hi << 32) | lo) & 0xe7; /* x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM */
+	uint64_t bytes = 576;                                   /* the legacy area and the header */
+	for (unsigned i = 2; i < 8; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		__cpuid_count(0xd, i, a, b, c, d);
+		if ((uint64_t)b + a > bytes)
+			bytes = (uint64_t)b + a;
+	}
+	det_xsave_mask = mask;
+	det_xsave_bytes = bytes;
+	return 1;
+}
+
+/* A jumped site's slot: the stub (over the red zone, the site's index, to
+ * det_atomic_jumped_enter), the copy, and a stub to ..._leave. The two
+ * stubs jump through words at `to`: enter's, then leave's. */
+static void stub_at(uint8_t *c, uint32_t index, const uint8_t *to)
+{
+	static const uint8_t lea[] = {0x48, 0x8d, 0x64, 0x24, 0x80}; /* lea -128(%rsp), %rsp */
+	memcpy(c, lea, sizeof(lea));
+	c[5] = 0x68; /* push $index */
+	memcpy(c + 6, &index, 4);
+	c[10] = 0xff; /* jmp *to(%rip) */
+	c[11] = 0x25;
+	int32_t rel = (int32_t)(to - (c + STUB));
+	memcpy(c + 12, &rel, 4);
 }
 
 /* ------------------------------------------------------------------ */
@@ -576,12 +743,21 @@ void det_atomics_init(void)
 	for (size_t i = 0; i < k; i++)
 		if (all[i].len < trap_len) /* (every form decoded is 2 bytes or more) */
 			det_fatal("trapped atomic at %#lx: too short for gdb's trap", (unsigned long)all[i].at);
-	uint8_t *code = map_near(&x, k * SLOT);
+	/* Under gdb every site traps: gdb would step into a jumped site's stubs. */
+	int jumps = !(det_mode == DET_MODE_REPLAY && (det_hdr->flags & DET_F_ALL_ORDERED)) && jumps_usable();
+	uint8_t *code = map_near(&x, k * SLOT + 16);
 	if (!code)
 		det_fatal("no room within 2 GiB of the executable for its %zu trapped atomics", k);
+	uint8_t *to = code + k * SLOT; /* the stubs' targets, for jmp *to(%rip) */
+	void (*const targets[2])(void) = {det_atomic_jumped_enter_stub, det_atomic_jumped_leave_stub};
+	memcpy(to, targets, sizeof(targets));
+	sites = all;
+	nsites = k;
+	tramp = code;
 	for (size_t i = 0; i < k; i++) {
 		struct site *s = &all[i];
-		uint8_t *c = code + i * SLOT;
+		s->jumped = jumps && s->len >= 5; /* (jmp rel32) */
+		uint8_t *c = copy_of(s);
 		memcpy(c, s->bytes, s->len);
 		if (s->base == -2) {
 			/* the displacement from the copy's end to the same target */
@@ -591,12 +767,26 @@ void det_atomics_init(void)
 			int32_t d32 = (int32_t)d;
 			memcpy(c + s->disp_off, &d32, 4);
 		}
-		memcpy(c + s->len, trap, trap_len);
+		if (s->jumped) {
+			stub_at(c - STUB, (uint32_t)i, to);
+			stub_at(c + s->len, (uint32_t)i, to + 8);
+		} else {
+			memcpy(c + s->len, trap, trap_len);
+		}
 	}
-	mprotect(code, k * SLOT, PROT_READ | PROT_EXEC);
-	sites = all;
-	nsites = k;
-	tramp = code;
-	for (size_t i = 0; i < k; i++)
-		det_trap_at(all[i].at, trap, trap_len, "atomic");
+	mprotect(code, k * SLOT + 16, PROT_READ | PROT_EXEC);
+	for (size_t i = 0; i < k; i++) {
+		const struct site *s = &all[i];
+		if (!s->jumped) {
+			det_trap_at(s->at, trap, trap_len, "atomic");
+			continue;
+		}
+		uint8_t jmp[MAX_LEN];
+		memset(jmp, 0xcc, s->len);
+		jmp[0] = 0xe9; /* jmp rel32 to the slot's stub */
+		int32_t rel = (int32_t)((intptr_t)(copy_of(s) - STUB) - (intptr_t)(s->at + 5));
+		memcpy(jmp + 1, &rel, 4);
+		if (!patch_code(s->at, jmp, s->len))
+			det_fatal("cannot patch the atomic at %#lx (mprotect)", (unsigned long)s->at);
+	}
 }

@@ -77,6 +77,24 @@ def test_atomics_in_memory_processes_share(tmp_path: Path, mode: list[str]) -> N
     replay_matches(trace, mode, 4)
 
 
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_a_handlers_atomics_inside_an_atomics_start(tmp_path: Path, mode: list[str]) -> None:
+    """A timer signal that arrives in the program's code is held to its next
+    event, an atomic's; replay runs the handler, whose own compare-exchange
+    and read are events, inside that atomic's start. The outer atomic's
+    operation was det's one per thread, and the handler's overwrote it: on
+    the base this was built on every replay went another way (an outer
+    atomic_rmw replayed as the handler's atomic_cmpxchg, at nginx's
+    ngx_time_sigsafe_update under load, and 6 of 6 here)."""
+    trace = tmp_path / "handler.db"
+    r = detrec("-q", "--patch-atomics", *mode, "-o", trace, "--", program("atomic_handler"), "200000")
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert out.startswith("counter 400000, handler ran "), out
+    assert query(trace, f"SELECT count(*) FROM events WHERE kind = {ev.SIGNAL}")[0][0] > 0
+    replay_matches(trace, [], 3)
+
+
 def test_without_the_option_nothing_is_trapped(tmp_path: Path) -> None:
     trace = tmp_path / "plain.db"
     r = detrec("-q", "-o", trace, "--", program("cas_pool"), "50")
