@@ -1,5 +1,5 @@
-"""The instructions detrec has libdet.so trap: with --patch-atomics
-(preload/trapped_atomics.c) the lock-prefixed instructions and xchg with
+"""The instructions detrec has libdet.so patch or trap: unless told
+--no-patch-atomics (preload/trapped_atomics.c) the lock-prefixed instructions and xchg with
 memory that det.check.scan finds in the executable's own code, each as its
 link-time address and its bytes; where one thread runs at a time
 (preload/trapped_syscalls.c) the raw `syscall` instructions of the
@@ -28,21 +28,18 @@ from .scan import MAX_INSN, scan
 SITES_ENV = "_DET_ATOMIC_SITES"
 
 
-def atomic_sites(path: str) -> list[tuple[int, bytes]]:
-    """(address, bytes) of each atomic instruction in path's own code."""
+def site_bytes(elf, addresses: list[int]) -> list[tuple[int, bytes]]:
+    """(address, the instruction's bytes) of each instruction at addresses in elf's code."""
     import capstone
 
-    elf = read_elf(path)
     md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     out = []
-    for site in scan(elf, quick=True).sites:
-        if site.kind != "atomic":
-            continue
-        sec = next(s for s in elf.code() if s.addr <= site.address < s.addr + s.size)
-        off = site.address - sec.addr + sec.offset
-        insn = next(md.disasm_lite(elf.data[off:off + MAX_INSN], site.address, 1), None)
+    for address in addresses:
+        sec = next(s for s in elf.code() if s.addr <= address < s.addr + s.size)
+        off = address - sec.addr + sec.offset
+        insn = next(md.disasm_lite(elf.data[off:off + MAX_INSN], address, 1), None)
         if insn is not None:
-            out.append((site.address, elf.data[off:off + insn[1]]))
+            out.append((address, elf.data[off:off + insn[1]]))
     return out
 
 

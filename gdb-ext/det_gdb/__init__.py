@@ -135,8 +135,8 @@ def start(config_path: str) -> None:
         # under gdb det traps them with ud2 (preload/trapped_atomics.c): its SIGILLs go to det unseen
         gdb.execute("handle SIGILL nostop noprint pass", to_string=True)
         n = sites.count(",") + 1
-        print(f"det: recorded with --patch-atomics: det traps the program's {n} atomic instruction"
-              f"{'s' if n != 1 else ''} with SIGILL, which gdb passes on without stopping (a SIGILL of the "
+        print(f"det: the program's {n} atomic instruction{'s' if n != 1 else ''} of its own code are det's events: "
+              "under gdb det traps each with SIGILL, which gdb passes on without stopping (a SIGILL of the "
               "program's own too: `handle SIGILL stop` to see one)")
     goto = cfg.get("goto")
     if goto is None:

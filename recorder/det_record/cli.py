@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # (annotations only: det.verdict is imported when a trace is 
     from det.verdict import Verifier
 
 # Imported when used (each costs every recording's start-up, issue 25): det.check.patch
-# (--patch-atomics only), det.check.quick (not with -q).
+# (a program with atomics to patch), det.check.quick (not with --ptrace or --isolated).
 
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
@@ -112,9 +112,6 @@ def check_outputs(out: Path, exe: str, until_fail: bool) -> None:
     if until_fail:
         check_trace_output(pass_output(out), [exe], "passing trace")
         check_output_dir(runs_dir(out), "runs in progress", ("run",))
-
-
-QUICK_WAIT_S = 5.0  # the most detrec waits at its end for detcheck's quick part (a huge program)
 
 
 def say(msg: str) -> None:
@@ -305,9 +302,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "call (DTHREADS, like detrun --isolated): the trace holds that order and the inputs, and "
                         "replays by running isolated again")
     p.add_argument("--patch-atomics", action="store_true",
-                   help="make the atomic instructions of a program not built with det-cc (lock-prefixed, xchg) "
-                        "events, by trapping them at load time: their order is recorded and replayed, strict mode "
-                        "and PCT schedule them (each costs two traps)")
+                   help="the default: the atomic instructions in the program's own code (lock-prefixed, xchg; not "
+                        "built with det-cc) are events, patched at load time: their order is recorded and replayed, "
+                        "strict mode and PCT schedule them (~0.5 us each; 6.5 us where one is too short to patch "
+                        "and is trapped); an error if they cannot be found (capstone missing)")
+    p.add_argument("--no-patch-atomics", action="store_true",
+                   help="leave the program's own atomic instructions to the CPU: faster where they are many, but "
+                        "the order of what they guard is not recorded")
     p.add_argument("--chaos", action="store_true",
                    help="perturb the schedule from a seed: PCT priorities with --strict, seeded delays without")
     p.add_argument("--seed", type=int, metavar="S", help="--chaos: the seed (default: a random one)")
@@ -360,6 +361,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--logical and --strict are two different schedulers: pick one")
     if ns.logical and ns.chaos and ns.seed is None and ns.runs is None:
         p.error("--logical takes --seed S (another deterministic order), not --chaos alone")
+    if ns.patch_atomics and ns.no_patch_atomics:
+        p.error("--patch-atomics and --no-patch-atomics: pick one")
     if ns.quantum < 1:
         p.error("--quantum needs a positive number of events")
     if not 1 <= ns.depth <= 9:
@@ -397,20 +400,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-def patched_env(exe: str) -> tuple[dict[str, str], int]:
-    """detrec's environment with the sites libdet.so traps (--patch-atomics),
-    and how many."""
-    from det.check.patch import SITES_ENV, atomic_sites, sites_value
+def patched_atomics(ns: argparse.Namespace, exe: str, mode: str, opts: Options) -> None:
+    """The atomics of the program's own code, patched (their sites in
+    opts.env), unless told not to; and the line for what the mode will not
+    see, said once before the run."""
+    from det.check.quick import known, patch_sites, unseen_line
 
-    try:
-        sites = atomic_sites(exe)
-    except ImportError as e:
-        raise DetError(f"--patch-atomics needs capstone ({e})", status=2) from None
-    env = dict(os.environ)
-    env.pop(SITES_ENV, None)
+    found = known(exe)
+    if found is None and ns.patch_atomics:
+        raise DetError("--patch-atomics needs capstone to find the program's atomic instructions", status=2)
+    sites = [] if ns.no_patch_atomics else patch_sites(found)
     if sites:
-        env[SITES_ENV] = sites_value(sites)
-    return env, len(sites)
+        from det.check.patch import SITES_ENV, sites_value
+
+        opts.env = dict(os.environ)
+        opts.env[SITES_ENV] = sites_value(sites)
+        if not ns.quiet:
+            n = len(sites)
+            say(f"{ns.program}: {n} atomic instruction{'s' if n != 1 else ''} of its own code patched to be "
+                "events (--no-patch-atomics leaves them to the CPU)")
+    if not ns.quiet and (line := unseen_line(found, ns.program, mode, bool(sites))):
+        say(line)
 
 
 def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
@@ -441,27 +451,14 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
             return _record_ptrace(ns, exe, prog_argv, out)
         if ns.isolated:
             return _record_isolated(ns, exe, prog_argv, out)
-        # What this mode will not see in the program's own code, said once:
-        # before the run when known (cached), else after it (found meanwhile).
-        quick = None
         mode = "logical" if ns.logical else "strict" if ns.strict else "default"
-        if not ns.quiet and not ns.patch_atomics:
-            from det.check.quick import QuickCheck, unseen_line
-
-            quick = QuickCheck(exe)
-            if quick.ready() and (line := unseen_line(quick.found, ns.program, mode)):
-                say(line)
         opts = Options(timeout=ns.timeout, outlive=ns.outlive, max_threads=ns.max_threads, objects=ns.max_objects,
                        rings=min(ns.rings, ns.max_threads), forward=True, stdin=stdin_source(),
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K, follow=ns.follow,
                        follow_max_lag=ns.follow_max_lag)
-        if ns.patch_atomics:
-            opts.env, trapped = patched_env(exe)
-            if not ns.quiet:
-                say(f"{ns.program}: {trapped} atomic instruction{'s' if trapped != 1 else ''} of its own code "
-                    "trapped (--patch-atomics)")
+        patched_atomics(ns, exe, mode, opts)
         if ns.chaos or ns.mode == "escalate":
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:
@@ -478,11 +475,6 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
             # Before any thread: whatever ends detrec, no process of the program outlives it.
             with watched(runs_dir(out) if ns.until_fail else None, outputs):
                 status = _record(ns, exe, prog_argv, out, opts, verify)
-        if quick is not None and not quick.ready():
-            from det.check.quick import unseen_line
-
-            if line := unseen_line(quick.wait(QUICK_WAIT_S), ns.program, mode):
-                say(line)
         return status
     except DetError as e:
         say(str(e))

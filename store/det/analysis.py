@@ -279,9 +279,9 @@ def _race_hint(trace: Trace, names: ObjectNames, reason: str, what: str, seq: in
         # (nginx's thread pool: tasks handed over on a list under an atomic
         # spinlock; with its compare-exchange an event, default replay holds)
         lines[0] += (f"; its code has {atomics} atomic instruction{'s' if atomics > 1 else ''} det did not see "
-                     "(a spinlock or a lock-free hand-off between threads races the same way): recorded with "
-                     f"--patch-atomics they are events that default and relaxed replay order: detrec "
-                     f"--patch-atomics -o {trace.path.name} -- {argv}")
+                     "(a spinlock or a lock-free hand-off between threads races the same way; it was recorded "
+                     "with --no-patch-atomics): recorded without it they are events that default and relaxed "
+                     f"replay order: detrec -o {trace.path.name} -- {argv}")
     try:
         held = held_at_end(trace, names)
     except OutOfTime:  # the longest scan: the hint stands without it

@@ -181,22 +181,28 @@ def _unseen(stderr: bytes) -> list[str]:
 
 
 def test_detrec_warns_once(tmp_path: Path):
-    """The first recording checks the program while it runs and says it
-    after; the next says it before the run, from the cache; strict mode and
-    a det-cc build see the atomics, so no line."""
+    """Each recording checks the program before it runs (the first of a
+    build computes it, the next read the cache) and patches its atomics,
+    saying so in one line; told --no-patch-atomics, it says once what the
+    mode will not see instead. Strict mode and a det-cc build see the
+    atomics, so no line."""
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     spin = _require(PROGRAMS / "detcheck_spin")
     for n in range(2):
         r = detrec("-o", tmp_path / f"spin{n}.db", "--", spin, env=env)
         assert r.returncode == 0, r.stderr.decode()
         lines = r.stderr.decode().splitlines()
-        unseen = _unseen(r.stderr)
-        assert len(unseen) == 1 and "2 atomic instructions outside det-cc" in unseen[0], lines
-        assert "`detrec --patch-atomics` records them" in unseen[0], lines
         result = next(i for i, line in enumerate(lines) if "trace saved to" in line)
-        assert (lines.index(unseen[0]) < result) == (n == 1), lines  # cached: before the run
+        patched = [i for i, line in enumerate(lines) if "2 atomic instructions of its own code patched" in line]
+        assert patched and patched[0] < result and not _unseen(r.stderr), lines
     assert (tmp_path / "cache" / "det" / "detcheck-quick.json").exists()
-    r = detrec("--strict", "-o", tmp_path / "strict.db", "--", spin, env=env)
+    r = detrec("--no-patch-atomics", "-o", tmp_path / "plain.db", "--", spin, env=env)
+    lines = r.stderr.decode().splitlines()
+    unseen = _unseen(r.stderr)
+    assert len(unseen) == 1 and "2 atomic instructions outside det-cc" in unseen[0], lines
+    assert "without --no-patch-atomics detrec records them" in unseen[0], lines
+    assert lines.index(unseen[0]) < next(i for i, line in enumerate(lines) if "trace saved to" in line), lines
+    r = detrec("--strict", "--no-patch-atomics", "-o", tmp_path / "strict.db", "--", spin, env=env)
     assert r.returncode == 0 and not _unseen(r.stderr), r.stderr.decode()
     r = detrec("-o", tmp_path / "cc.db", "--", _require(PROGRAMS / "detcheck_spin.detcc"), env=env)
     assert r.returncode == 0 and not _unseen(r.stderr), r.stderr.decode()

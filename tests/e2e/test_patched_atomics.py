@@ -40,7 +40,7 @@ def test_cas_pool_replays_with_patched_atomics(tmp_path: Path, mode: list[str]) 
     r = detrec("--patch-atomics", *mode, "-o", trace, "--", program("cas_pool"), "300")
     err = r.stderr.decode()
     assert r.returncode == 0, err
-    assert "1 atomic instruction of its own code trapped" in err, err
+    assert "1 atomic instruction of its own code patched to be events" in err, err
     assert r.stdout.decode().splitlines()[-1].startswith("300 tasks in "), r.stdout.decode()
     # every spin_lock's compare-exchange is an event (the main thread's and the pool thread's)
     assert trapped_events(trace) >= 300
@@ -95,11 +95,15 @@ def test_a_handlers_atomics_inside_an_atomics_start(tmp_path: Path, mode: list[s
     replay_matches(trace, [], 3)
 
 
-def test_without_the_option_nothing_is_trapped(tmp_path: Path) -> None:
-    trace = tmp_path / "plain.db"
-    r = detrec("-q", "-o", trace, "--", program("cas_pool"), "50")
+def test_patched_by_default_and_not_when_told(tmp_path: Path) -> None:
+    r = detrec("-q", "-o", tmp_path / "default.db", "--", program("cas_pool"), "50")
     assert r.returncode == 0, r.stderr.decode()
-    assert trapped_events(trace) == 0
+    assert trapped_events(tmp_path / "default.db") >= 50
+    r = detrec("-q", "--no-patch-atomics", "-o", tmp_path / "plain.db", "--", program("cas_pool"), "50")
+    assert r.returncode == 0, r.stderr.decode()
+    assert trapped_events(tmp_path / "plain.db") == 0
+    r = detrec("--patch-atomics", "--no-patch-atomics", "--", program("cas_pool"), "50")
+    assert r.returncode == 2 and "pick one" in r.stderr.decode(), r.stderr.decode()
 
 
 def test_gdb_does_not_stop_at_dets_traps(tmp_path: Path) -> None:

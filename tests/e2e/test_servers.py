@@ -4,24 +4,20 @@ starts, loads and stops them). Every recording must stop cleanly on the
 signal, and each replay below must reach the recorded end with the
 recorded outcome.
 
-Only the (server, mode) pairs that replay every time are here; the others
-are issue 22's open targets, which `make stress` runs in full (every server,
-default, relaxed, strict and under gdb) and fails on until they replay:
-memcached relaxed (its LRU maintainer thread reads the main thread's
-cached clock, current_time, without a lock; a relaxed replay keeps clock
-reads, sleeps and the events after them in their recorded order among
-themselves, which replays cached_clock most times (tests/stress) and memcached 23 of 24,
-but the LRU thread also reads that clock in long runs without a sleep),
-nginx's thread pool default and relaxed recorded without
---patch-atomics (its pool threads append finished tasks to a list under an
-atomic spinlock det does not see, so the main thread's batch holds other
-tasks in replay; with the option the spinlock's compare-exchange is an
-event, below), nginx's workers default and relaxed recorded without
---patch-atomics (each worker's thread pool, as above), and `det goto` under gdb. nginx's workers recorded with
---patch-atomics replay (below): their statistics counters are one object
-in every worker (an atomic in a MAP_SHARED mapping), the master's commands
-on the channel are hand-offs, and detreplay knows the workers although
-their titles overwrote their environment.
+Only the (server, mode) pairs that replay every time are here; `make
+stress` runs issue 22's targets in full (every server, default, relaxed,
+strict and under gdb) and fails until they all replay. nginx's thread
+pools append finished tasks to a list under an atomic spinlock, and its
+workers keep statistics counters with atomics in a MAP_SHARED mapping:
+detrec patches the executable's atomic instructions to be events (the
+default), so default and relaxed replays order them; recorded with
+--no-patch-atomics they do not replay (0 of 21 before atomics were
+patched by default). Its workers replay also because the master's
+commands on the channel are hand-offs and detreplay knows the workers
+although their titles overwrote their environment. memcached's LRU
+maintainer reads the main thread's cached clock, current_time, without a
+lock; a relaxed replay keeps clock reads, sleeps and the events after them
+in their recorded order among themselves.
 """
 
 from __future__ import annotations
@@ -35,8 +31,8 @@ from conftest import detrec, program, replays_identically
 
 REPLAYING = [("memcached", "default", 3), ("memcached", "strict", 2),
              ("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2),
-             ("nginx_pool", "patch-atomics", 4), ("nginx_workers", "patch-atomics", 3)]
-FLAGS = {"default": [], "strict": ["--strict"], "patch-atomics": ["--patch-atomics"]}
+             ("nginx_pool", "default", 4), ("nginx_workers", "default", 3)]
+FLAGS = {"default": [], "strict": ["--strict"]}
 
 
 @pytest.mark.parametrize("name,mode,replays", REPLAYING, ids=[f"{n}-{m}" for n, m, _ in REPLAYING])
@@ -47,7 +43,7 @@ def test_server_records_and_replays(name: str, mode: str, replays: int) -> None:
         check_recording(srv, d, trace, took)
         for _ in range(replays):
             replays_to_the_end(Path(trace))
-        if mode == "patch-atomics":
+        if mode == "default":
             replays_to_the_end(Path(trace), "--relaxed")
 
 
