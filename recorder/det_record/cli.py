@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import random
 import shlex
 import sys
@@ -30,6 +29,7 @@ from det.outpath import check_output_dir, check_trace_output
 from det.tracefile import TraceLock
 from det.watchdog import watched
 
+from .atomics import patched_env
 from .engine import INTERRUPT, OUTLIVE_S, PCT_K, Options, RunResult, RunTimeout, record_run
 from .keep import keep_ran
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # (annotations only: det.verdict is imported when a trace is 
     from det.verdict import Verifier
 
 # Imported when used (each costs every recording's start-up, issue 25): det.check.patch
-# (a program with atomics to patch), det.check.quick (not with --ptrace or --isolated).
+# (a program with atomics to patch), det.check.quick (.atomics: not with --ptrace or --isolated).
 
 # detrec's other commands: name -> (module, its main, its parser), imported when used
 SUBCOMMANDS = {
@@ -400,29 +400,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-def patched_atomics(ns: argparse.Namespace, exe: str, mode: str, opts: Options) -> None:
-    """The atomics of the program's own code, patched (their sites in
-    opts.env), unless told not to; and the line for what the mode will not
-    see, said once before the run."""
-    from det.check.quick import known, patch_sites, unseen_line
-
-    found = known(exe)
-    if found is None and ns.patch_atomics:
-        raise DetError("--patch-atomics needs capstone to find the program's atomic instructions", status=2)
-    sites = [] if ns.no_patch_atomics else patch_sites(found)
-    if sites:
-        from det.check.patch import SITES_ENV, sites_value
-
-        opts.env = dict(os.environ)
-        opts.env[SITES_ENV] = sites_value(sites)
-        if not ns.quiet:
-            n = len(sites)
-            say(f"{ns.program}: {n} atomic instruction{'s' if n != 1 else ''} of its own code patched to be "
-                "events (--no-patch-atomics leaves them to the CPU)")
-    if not ns.quiet and (line := unseen_line(found, ns.program, mode, bool(sites))):
-        say(line)
-
-
 def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
     """detrec; verify: what replays a trace to verify it (handed in by the
     detrec command, det.replay.verify: det.record does not import det.replay)."""
@@ -458,7 +435,10 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K, follow=ns.follow,
                        follow_max_lag=ns.follow_max_lag)
-        patched_atomics(ns, exe, mode, opts)
+        patched = patched_env(exe, ns.program, mode, None, say, opt_out=ns.no_patch_atomics, asked=ns.patch_atomics,
+                              quiet=ns.quiet)
+        if patched is not None:
+            opts.env = patched
         if ns.chaos or ns.mode == "escalate":
             opts.seed = ns.seed or random.randrange(1, 2**31)
             if ns.runs:

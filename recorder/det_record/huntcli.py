@@ -45,6 +45,7 @@ from det.tracefile import TraceLock
 from det.verdict import Verifier
 from det.watchdog import watched
 
+from .atomics import patched_env
 from .engine import INTERRUPT, PCT_K, Options
 from .seeds import RUNS
 from .verifykept import check_kept
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"stop a run after S seconds: a timeout, or a deadlock (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--stop-at-first", action="store_true", help="start no run after the first failure")
+    p.add_argument("--no-patch-atomics", action="store_true",
+                   help="leave the atomic instructions of the program's own code to the CPU (by default each is an "
+                        "event, which PCT can schedule and replay orders)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="run on a Dask cluster: its scheduler's address (tcp://HOST:PORT)")
     p.add_argument("--cluster-file", metavar="FILE",
@@ -151,6 +155,9 @@ def _start(ns: argparse.Namespace, exe: str, prog_argv: list[str], out: Path, ve
     opts = Options(timeout=ns.timeout, forward=False, stdin=stdin_source(), strict=ns.strict,
                    seed=ns.seed or random.randrange(1, 2**31), pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K,
                    env=dict(os.environ), cwd=os.getcwd())
+    mode = "strict" if ns.strict else "default"
+    opts.env = patched_env(exe, ns.program, mode, opts.env, say, opt_out=ns.no_patch_atomics,
+                           quiet=ns.quiet) or opts.env
     if opts.stdin and opts.stdin["kind"] == "pipe":
         opts.stdin_bytes = list(read_own_stdin())
     spec = make_spec(exe, prog_argv, opts)

@@ -39,6 +39,7 @@ from det.errors import DetError
 from det.launch import EXIT_STOPPED, EXIT_TIMEOUT, Program, describe_status, resolve_program, shell_status
 from det.native import libdir
 
+from .atomics import patched_env
 from .engine import INTERRUPT, Options
 from .native import Recorder
 
@@ -52,7 +53,7 @@ def run_logical(exe: str, argv: list[str], opts: Options) -> int:
     try:
         rec.add_flags(DET_F_STRICT | DET_F_LOGICAL | DET_F_NOTRACE)
         rec.schedule(opts.quantum, opts.watchdog_ms, opts.seed, opts.delay_us)
-        prog = Program(exe, argv, dict(os.environ), os.getcwd(), rec.fd, True, None)
+        prog = Program(exe, argv, dict(opts.env or os.environ), os.getcwd(), rec.fd, True, None)
         prog.region = rec
         with INTERRUPT.lock:
             INTERRUPT.programs.add(prog)
@@ -153,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "call (DTHREADS); write-write races reported")
     p.add_argument("--seed", type=int, metavar="S", help="another deterministic order (a positive number)")
     p.add_argument("--timeout", type=float, metavar="S", help="stop the program after S seconds")
+    p.add_argument("--no-patch-atomics", action="store_true",
+                   help="leave the atomic instructions of the program's own code to the CPU (by default each is an "
+                        "event in the logical order; a program that synchronizes with them is deterministic only so)")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
     p.add_argument("program", help="the program to run").complete = "command"
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         if ns.isolated:
             return run_isolated(exe, [ns.program] + ns.args, ns.timeout)
         opts = Options(timeout=ns.timeout, max_threads=ns.max_threads, strict=True, logical=True, seed=ns.seed or 0)
+        opts.env = patched_env(exe, ns.program, "logical", opts.env, say, opt_out=ns.no_patch_atomics,
+                               quiet=True) or opts.env
         INTERRUPT.install()
         return run_logical(exe, [ns.program] + ns.args, opts)
     except DetError as e:
