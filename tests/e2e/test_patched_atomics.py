@@ -40,7 +40,7 @@ def test_cas_pool_replays_with_patched_atomics(tmp_path: Path, mode: list[str]) 
     r = detrec("--patch-atomics", *mode, "-o", trace, "--", program("cas_pool"), "300")
     err = r.stderr.decode()
     assert r.returncode == 0, err
-    assert "1 atomic instruction of its own code patched to be events" in err, err
+    assert "3 atomic instructions of its own code patched to be events" in err, err  # (the CAS, two fences)
     assert r.stdout.decode().splitlines()[-1].startswith("300 tasks in "), r.stdout.decode()
     # every spin_lock's compare-exchange is an event (the main thread's and the pool thread's)
     assert trapped_events(trace) >= 300

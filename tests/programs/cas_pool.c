@@ -2,7 +2,8 @@
  * cas_pool - a thread pool's completion queue as nginx keeps it
  * (ngx_thread_pool_done): a pool thread appends each finished task, with
  * the handler to call, under a spinlock made of __atomic_compare_exchange
- * (lock cmpxchg; released by a plain store), then writes an eventfd; the
+ * (lock cmpxchg; released by a full fence and a plain store, as
+ * ngx_memory_barrier and ngx_unlock do), then writes an eventfd; the
  * main thread, woken by the eventfd, takes the whole queue under the
  * spinlock and calls each task's handler. How many tasks each wake-up
  * finds depends on how far the pool thread got meanwhile, which det sees
@@ -48,7 +49,8 @@ static void spin_lock(void)
 
 static void spin_unlock(void)
 {
-	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE); /* a plain mov on x86 */
+	__sync_synchronize(); /* nginx's ngx_memory_barrier: lock or $0, (%rsp) */
+	__atomic_store_n(&lock, 0, __ATOMIC_RELAXED); /* a plain mov, as ngx_unlock's */
 }
 
 static void even_done(struct task *t) { sum += t->id; }
