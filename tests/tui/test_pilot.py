@@ -22,6 +22,8 @@ from textual.pilot import Pilot
 from tuitraces import SIZE, bank, bank_swapped, deadlock, in_tmp, recorded  # noqa: F401 - fixtures
 
 from conftest import BIN, detrec, program, query, sample_bin
+from det.compare.bisect import runner
+from det.compare.bisect.runner import detreplay_command
 from det.tui.app import DetTui
 from det.tui.dialogs import ErrorScreen, FilterScreen, GotoScreen, HelpScreen
 
@@ -329,7 +331,7 @@ def strict_pair(tmp: Path) -> tuple[Path, Path]:
     pytest.fail("no passing and failing strict recordings of bank_check_then_act in 60 chaos seeds")
 
 
-def test_diff_view_bisects_on_request(tmp_path: Path) -> None:
+def test_diff_view_bisects_on_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ok, fail = strict_pair(tmp_path)
 
     async def body(app: DetTui, pilot: Pilot) -> None:
@@ -358,23 +360,21 @@ def test_diff_view_bisects_on_request(tmp_path: Path) -> None:
 
     drive([ok, fail], body)
 
-    # Quitting in the middle of a bisection stops the replay under way.
+    # Quitting in the middle of a bisection stops the replay under way. Its
+    # replays start late here (a detreplay that sleeps first), so that one is
+    # under way when q comes, however loaded the machine (a real one may end
+    # within a few tenths of a second: polling for it missed it under load).
+    slow = tmp_path / "detreplay-slow"
+    slow.write_text(f"#!/bin/sh\nsleep 120\nexec {detreplay_command()[0]} \"$@\"\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(runner, "detreplay_command", lambda: [str(slow)])
+
     async def quit_early(app: DetTui, pilot: Pilot) -> None:
-        # (a bisection may end within a few tenths of a second: another
-        # one, until one is caught replaying)
-        s = app.screen
-        for _ in range(5):
-            await pilot.press("b")
-            for _ in range(2000):
-                if detreplay_children() or not s.bisecting:
-                    break
-                await pilot.pause(0.005)
+        await pilot.press("b")
+        for _ in range(600):
             if detreplay_children():
                 break
-            for _ in range(600):
-                if not s.bisecting:
-                    break
-                await pilot.pause(0.05)
+            await pilot.pause(0.05)
         assert detreplay_children(), "the bisection runs detreplay"
         await pilot.press("q")
 
