@@ -611,6 +611,13 @@ def _write_trace(c: Captured, t0: float) -> tuple[Path, ConvertStats]:
     """The trace of a captured run, from its log (which stays: finish_run
     removes it once the trace is whole), sealed in its work directory."""
     st = convert(c.writer.log, c.writer.path)
+    if st.torn_bytes and not c.log_failed:
+        # detrec wrote the whole log and ended it: a chunk that fails its
+        # check is damage, and what follows it (threads, processes, the
+        # end) would be missing from the trace without a word
+        raise DetError(f"the capture log is damaged at byte {st.log_bytes} ({st.torn_bytes} bytes from there on "
+                       "cannot be read), though detrec wrote it whole: something wrote over it (or det has a bug: "
+                       "please report it)")
     c.outcome["events"] = st.events
     c.writer.set_files(c.files)
     convert_s = time.monotonic() - t0

@@ -342,6 +342,27 @@ def test_program_writing_over_det_memory(part: str, tmp_path: Path) -> None:
     assert trace.stat().st_size < 16 << 20
 
 
+def test_program_writing_over_the_capture_log(tmp_path: Path) -> None:
+    """The capture log is the user's file, so the program can write over it
+    while detrec writes it. The converter reads no chunk past the first that
+    fails its check (where a killed writer stopped), and a recording that
+    ended normally used to make a trace of what came before without a word:
+    the threads, processes and end written after the damage were missing
+    (one CI run's strict trace had no thread T0). Now detrec says where the
+    log is damaged and keeps it to salvage."""
+    trace = tmp_path / "t.db"
+    log = tmp_path / "t.db.incomplete.log"
+    script = (f"sleep 0.3; printf XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX | dd of={log} bs=1 seek=200 conv=notrunc "
+              "2>/dev/null; echo done")
+    r = detrec("-o", trace, "--", "/bin/sh", "-c", script, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and r.stdout == b"done\n", err
+    lines = [line for line in err.splitlines() if line.startswith("detrec: cannot write the trace")]
+    assert len(lines) == 1 and "the capture log is damaged at byte " in lines[0], err
+    assert f"the capture log stays in {log.name}" in lines[0] or f"stays in {log}" in lines[0], err
+    assert log.exists() and not trace.exists()
+
+
 def test_program_naming_another_process_in_det_memory(tmp_path: Path) -> None:
     """The process table is in det's region too: a pid the program writes
     there is one of its processes only if that process carries the run's
