@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 from servers import SERVERS, check_recording, record, replays_to_the_end, server_dir
 
-from conftest import detrec, gdb_batch, marks, outcome, program, replays_identically
+from conftest import detrec, gdb_batch, marks, outcome, program, query, replays_identically
+from det import events as ev
 
 REPLAYING = [("memcached", "default", 3), ("memcached", "strict", 2),
              ("nginx_pool", "strict", 2), ("nginx_workers", "strict", 2),
@@ -48,7 +49,7 @@ def test_server_records_and_replays(name: str, mode: str, replays: int) -> None:
 
 
 def test_nginx_replays_under_gdb_to_its_end() -> None:
-    """`det goto end` under gdb, where every event, inputs too, keeps its
+    """`det goto` a request, then the end, under gdb, where every event, inputs too, keeps its
     recorded place. A full fence inside the thread pool's spinlock
     (ngx_memory_barrier before the plain-store release) kept in that one
     order made the replay spin for ever (10 minutes and more, stopped);
@@ -57,8 +58,12 @@ def test_nginx_replays_under_gdb_to_its_end() -> None:
     with server_dir("nginx_pool-gdb") as d:
         trace, took = record(srv, d)
         check_recording(srv, d, trace, took)
-        out = gdb_batch(Path(trace), "det goto end", 'printf "@ev %d\\n", $det_event', timeout=600)
-        assert marks(out, "ev") == [[outcome(Path(trace))["events"]]] and "divergence" not in out, out[-3000:]
+        total = outcome(Path(trace))["events"]
+        mid = next(seq for seq, in query(Path(trace), "SELECT seq FROM events WHERE kind = ? AND seq > ? ORDER BY seq "
+                                         "LIMIT 1", (ev.ACCEPT, total // 2)))  # a request, accepted
+        out = gdb_batch(Path(trace), f"det goto {mid}", 'printf "@ev %d\\n", $det_event', "det goto end",
+                        'printf "@ev %d\\n", $det_event', timeout=600)
+        assert marks(out, "ev") == [[mid], [total]] and "divergence" not in out, out[-3000:]
 
 
 @pytest.mark.parametrize("mode", [(), ("--strict",)], ids=["default", "strict"])
