@@ -104,6 +104,26 @@ static void refill(int which, int64_t n)
 /* ------------------------------------------------------------------ */
 /* atomics */
 
+/* CC_YIELD's aux for a switch before a patched atomic (0 and 1 are det-cc's
+ * DET_CC_TICK and DET_CC_POINT). */
+#define YIELD_BEFORE_ATOMIC 2
+
+static void log_yield_before(struct det_thread *t, int why)
+{
+	det_ops.rec_sched_event(t, DET_EV_CC_YIELD, 0, (uint32_t)why, 0, 0);
+}
+
+/* Replay: the switch recorded before this patched atomic, if any. */
+static void replay_yield_before(struct det_thread *t)
+{
+	const struct det_sched *e = t->idx < t->sched_count ? det_sched_at(t, t->idx) : NULL;
+	if (!e || e->kind != DET_EV_CC_YIELD || e->aux != YIELD_BEFORE_ATOMIC)
+		return;
+	struct det_op op = {.t = t, .kind = DET_EV_CC_YIELD, .aux = YIELD_BEFORE_ATOMIC};
+	op.rec = det_ops.replay_begin(&op, NULL, DET_OBJ_NONE);
+	det_ops.replay_end(&op, e->result); /* strict: waits for its next turn */
+}
+
 const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, uint64_t ra)
 {
 	int level = cc.nested;
@@ -123,9 +143,18 @@ const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, u
 		op->t = t;
 		op->kind = (uint16_t)kind;
 		op->ra = ra;
+		if ((aux & DET_ATOMIC_TRAPPED) && (det_hdr->flags & DET_F_STRICT))
+			replay_yield_before(t);
 		op->rec = det_ops.replay_begin(op, addr, ok);
 		return op;
 	}
+	/* PCT: a patched atomic's start is a step where the turn may pass (its
+	 * end is not: see trapped_atomics.c end_event), so that a thread can be
+	 * stopped between its plain loads and its compare-exchange or
+	 * fetch_add, as a work-stealing deque's thieves must be. The switch is
+	 * a CC_YIELD event, where replay switches again. */
+	if (det_strict && !det_logical && det_hdr->chaos_seed && (aux & DET_ATOMIC_TRAPPED) && t->holding)
+		det_ops.strict_cc_yield(t, YIELD_BEFORE_ATOMIC, log_yield_before);
 	det_acquire_begin(op, t, (uint16_t)kind, addr, ok, ra);
 	if (det_strict) {
 		if (!t->holding && !t->exited)
