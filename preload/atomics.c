@@ -148,12 +148,18 @@ const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, u
 		op->rec = det_ops.replay_begin(op, addr, ok);
 		return op;
 	}
-	/* PCT: a patched atomic's start is a step where the turn may pass (its
-	 * end is not: see trapped_atomics.c end_event), so that a thread can be
-	 * stopped between its plain loads and its compare-exchange or
-	 * fetch_add, as a work-stealing deque's thieves must be. The switch is
-	 * a CC_YIELD event, where replay switches again. */
-	if (det_strict && !det_logical && det_hdr->chaos_seed && (aux & DET_ATOMIC_TRAPPED) && t->holding)
+	/* PCT: a patched compare-exchange's or read-modify-write's start is a
+	 * step where the turn may pass (its end is not: see trapped_atomics.c
+	 * end_event), so that a thread can be stopped between its plain loads
+	 * and its compare-exchange or fetch_add, as a work-stealing deque's
+	 * thieves must be. Not a fence's or an xchg's: those end critical
+	 * sections (nginx's fence before its plain-store release, a seq_cst
+	 * store of 0), and a switch there leaves a spinlock held while the
+	 * others spin on plain loads until the watchdog (cas_pool's PCT
+	 * replays stalled 3 of 4). The switch is a CC_YIELD event, where
+	 * replay switches again. */
+	if (det_strict && !det_logical && det_hdr->chaos_seed && (aux & DET_ATOMIC_TRAPPED) && t->holding &&
+	    (kind == DET_EV_ATOMIC_CMPXCHG || (kind == DET_EV_ATOMIC_RMW && ((aux >> 16) & 0xff) != 0)))
 		det_ops.strict_cc_yield(t, YIELD_BEFORE_ATOMIC, log_yield_before);
 	det_acquire_begin(op, t, (uint16_t)kind, addr, ok, ra);
 	if (det_strict) {

@@ -298,13 +298,17 @@ static void gdb_check(struct det_thread *t, const struct det_sched *e)
 {
 	struct det_gdb_control *c = &det_gdb_control;
 	uint32_t reason = 0;
-	if (det_unlikely(e->seq >= c->snap_at)) {
+	/* A fence keeps no place in the order, under gdb neither (schedule.c):
+	 * it may come before events numbered below it, so no snapshot is taken
+	 * there, and gdb stops at one only when it is the event asked for. */
+	int ordered = e->kind != DET_EV_ATOMIC_FENCE;
+	if (det_unlikely(ordered && e->seq >= c->snap_at)) {
 		/* (in a snapshot that gdb resumed, this returns with gdb's goal set
 		 * anew: the conditions below are read after it) */
 		settle_others(t);
 		det_snap_take(t, e->seq);
 	}
-	if (e->seq >= c->stop_seq)
+	if (ordered ? e->seq >= c->stop_seq : e->seq == c->stop_seq)
 		reason = DET_GDB_SEQ;
 	else if (c->stop_thread && c->stop_thread == t->num + 1)
 		reason = DET_GDB_THREAD;

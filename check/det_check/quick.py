@@ -96,12 +96,34 @@ def known(path: str) -> dict | None:
         return None
 
 
-def patch_sites(found: dict | None) -> list[tuple[int, bytes]]:
-    """The atomic sites detrec has patched in a program with this answer:
-    none in a det-cc build (its atomics are det's calls already)."""
+_PREFIXES = frozenset(b"\x66\xf0\xf2\xf3\x2e\x3e\x26\x36\x64\x65")
+
+
+def is_xchg(code: bytes) -> bool:
+    """Whether the instruction is xchg with memory (opcode 86 or 87 after
+    prefixes and REX), not a lock-prefixed read-modify-write."""
+    i = 0
+    while i < len(code) and code[i] in _PREFIXES:
+        i += 1
+    if i < len(code) and 0x40 <= code[i] <= 0x4F:
+        i += 1
+    return i < len(code) and code[i] in (0x86, 0x87)
+
+
+def patch_sites(found: dict | None, xchg: bool = False) -> list[tuple[int, bytes]]:
+    """The atomic sites detrec patches in a program with this answer: none
+    in a det-cc build (its atomics are det's calls already). xchg: its xchg
+    sites too (detrec --patch-atomics). Without it they stay the CPU's:
+    gcc makes every seq_cst store an xchg whose old value the program never
+    reads, and a replay that checks it fails on any value the program
+    overwrote unread that differs (a pointer, CPython's signal handlers at
+    exit, once in a CI run), while most of a program's exchanges are such
+    stores; its lock-prefixed read-modify-writes (compare-exchange,
+    fetch_add...) read what they change."""
     if not found or found.get("unreadable") or found.get("static") or found.get("det_cc"):
         return []
-    return [(int(a), bytes.fromhex(code)) for a, code in found.get("sites") or []]
+    sites = [(int(a), bytes.fromhex(code)) for a, code in found.get("sites") or []]
+    return sites if xchg else [(a, code) for a, code in sites if not is_xchg(code)]
 
 
 def atomics_unseen(path: str, env: dict[str, str]) -> int:
@@ -138,10 +160,10 @@ def check_and_remember(path: str) -> dict | None:
     return found
 
 
-def unseen_line(found: dict | None, name: str, mode: str, patched: bool) -> str | None:
+def unseen_line(found: dict | None, name: str, mode: str, left: int, opt_out: bool) -> str | None:
     """The one line to say when recording name in mode ("default", "strict",
-    "logical") and its own code has what that mode does not see (patched:
-    its atomics are det's events)."""
+    "logical") and its own code has what that mode does not see (left: its
+    atomic instructions not patched; opt_out: told --no-patch-atomics)."""
     if not found or found.get("unreadable") or found.get("static"):
         return None  # (a static program goes to detrec --ptrace, with its own line)
     parts = []
@@ -150,15 +172,16 @@ def unseen_line(found: dict | None, name: str, mode: str, patched: bool) -> str 
         names = sorted(set(calls))
         parts.append(f"{len(calls)} raw syscall instruction{'s' if len(calls) > 1 else ''} ({', '.join(names[:4])}"
                      + (", ..." if len(names) > 4 else "") + ")")
-    n = found["atomics"]
-    atomics = n and not found["det_cc"] and not patched and mode != "strict"
+    atomics = left and not found["det_cc"] and mode != "strict"
     if atomics:
-        parts.append(f"{n} atomic instruction{'s' if n > 1 else ''} outside det-cc (their order is not recorded)")
+        parts.append(f"{left} atomic instruction{'s' if left > 1 else ''} outside det-cc (their order is not "
+                     "recorded)")
     if not parts:
         return None
     line = f"{name}: its code has {' and '.join(parts)} that {mode} mode does not see; `detcheck {name}` says where"
     if calls:
         line += "; `detrec --ptrace` sees system calls at the kernel boundary"
     if atomics:
-        line += "; without --no-patch-atomics detrec records them"
+        line += ("; without --no-patch-atomics detrec records the lock-prefixed ones, with --patch-atomics all"
+                 if opt_out else "; `detrec --patch-atomics` records them (xchg, which detrec leaves by default)")
     return line

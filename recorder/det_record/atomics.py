@@ -28,7 +28,7 @@ def patched_env(exe: str, program: str, mode: str, env: dict[str, str] | None, s
     found = known(exe)
     if found is None and asked:
         raise DetError("--patch-atomics needs capstone to find the program's atomic instructions", status=2)
-    sites = [] if opt_out else patch_sites(found)
+    sites = [] if opt_out else patch_sites(found, xchg=asked)
     out = None
     if sites:
         from det.check.patch import SITES_ENV, sites_value
@@ -39,6 +39,7 @@ def patched_env(exe: str, program: str, mode: str, env: dict[str, str] | None, s
             n = len(sites)
             say(f"{program}: {n} atomic instruction{'s' if n != 1 else ''} of its own code patched to be events "
                  "(--no-patch-atomics leaves them to the CPU)")
-    if not quiet and (line := unseen_line(found, program, mode, bool(sites))):
+    left = int(found.get("atomics") or 0) - len(sites) if found else 0
+    if not quiet and (line := unseen_line(found, program, mode, left, opt_out)):
         say(line)
     return out

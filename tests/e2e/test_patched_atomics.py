@@ -129,7 +129,7 @@ def test_pct_finds_a_work_stealing_bug_in_a_gcc_build(tmp_path: Path) -> None:
     bugs PCT found 0 of 5 times). Its window is between a thief's plain
     loads and its lock xadd: a PCT run may switch threads at a patched
     atomic's start (a CC_YIELD event, where replay switches again). Measured
-    over 300 runs of 8 items: 98 failed with the gcc build, 0 with
+    over 300 runs of 8 items: 102 failed with the gcc build, 0 with
     --no-patch-atomics (no step of PCT's there), 75 with a det-cc build and
     81 with det-cc's memory points. The kept failure replays."""
     out = tmp_path / "hunt"
