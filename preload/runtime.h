@@ -605,6 +605,26 @@ extern DET_HIDDEN __thread struct det_stack det_stk __attribute__((tls_model("in
 /* An entry point's implementation (its stub, named in entries.def, is the
  * exported symbol). */
 #define DET_IMPL __attribute__((visibility("hidden")))
+/* Assembly, for a stub entering det from wherever the program is (r11 =
+ * det_stk's TLS offset): jumps to `stay` when the thread is on its det
+ * stack already or has none; else leaves in r10 the top to run on (the
+ * stack's top for an outermost entry, which it makes the free top; the
+ * free top below det's frames in use for one nested in a call back from
+ * det). Numeric labels 1 and 2 are its own. */
+#define DET_STACK_PICK(stay)                                                                       \
+	"cmpq %fs:8(%r11), %rsp\n"                                                                 \
+	"jae 1f\n"                                                                                 \
+	"cmpq %fs:0(%r11), %rsp\n"                                                                 \
+	"jae " stay "\n" /* on the det stack already: stay */                                     \
+	"1:\n"                                                                                     \
+	"cmpq $0, %fs:8(%r11)\n"                                                                   \
+	"je " stay "\n" /* this thread has no det stack */                                        \
+	"cmpq %fs:24(%r11), %rsp\n"                                                                \
+	"jb 2f\n" /* below the last entry: called back from det, nested */                        \
+	"movq %fs:8(%r11), %r10\n"                                                                 \
+	"movq %r10, %fs:16(%r11)\n" /* an outermost entry: from the top */                        \
+	"2:\n"                                                                                     \
+	"movq %fs:16(%r11), %r10\n"
 DET_HIDDEN void det_stack_attach(uint32_t num);
 DET_HIDDEN void *det_stack_new(uint32_t num);
 /* A function of a library the program may load after det started (libgomp,

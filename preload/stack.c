@@ -155,19 +155,7 @@ void det_stack_attach(uint32_t num)
 		".p2align 4\n" name ":\n"                                                          \
 		".cfi_startproc\n"                                                                 \
 		"movq det_stk@gottpoff(%rip), %r11\n"                                              \
-		"cmpq %fs:8(%r11), %rsp\n"                                                         \
-		"jae 1f\n"                                                                         \
-		"cmpq %fs:0(%r11), %rsp\n"                                                         \
-		"jae " impl "\n" /* on the det stack already: stay */                              \
-		"1:\n"                                                                             \
-		"cmpq $0, %fs:8(%r11)\n"                                                           \
-		"je " impl "\n" /* this thread has no det stack */                                 \
-		"cmpq %fs:24(%r11), %rsp\n"                                                        \
-		"jb 2f\n" /* below the last entry: called back from det, nested */                 \
-		"movq %fs:8(%r11), %r10\n"                                                         \
-		"movq %r10, %fs:16(%r11)\n" /* an outermost entry: from the top */                 \
-		"2:\n"                                                                             \
-		"movq %fs:16(%r11), %r10\n"                                                        \
+		DET_STACK_PICK(impl)                                                               \
 		"xchgq %r10, %rsp\n"                                                               \
 		"pushq %fs:24(%r11)\n"                                                             \
 		"pushq %fs:32(%r11)\n"                                                             \

@@ -531,20 +531,8 @@ void det_atomic_jumped_leave(greg_t *g)
 		"movq %rsp, %rbx\n"                                                                \
 		"movq det_stk@gottpoff(%rip), %r11\n"                                              \
 		"movq %fs:24(%r11), %r12\n" /* the last entry's program rsp, put back after */     \
-		"movq %rsp, %r10\n"                                                                \
-		"cmpq $0, %fs:8(%r11)\n"                                                           \
-		"je 3f\n" /* this thread has no det stack: stay */                                 \
-		"cmpq %fs:8(%r11), %rsp\n"                                                         \
-		"jae 1f\n"                                                                         \
-		"cmpq %fs:0(%r11), %rsp\n"                                                         \
-		"jae 3f\n" /* on the det stack already: stay */                                    \
-		"1:\n"                                                                             \
-		"cmpq %fs:24(%r11), %rsp\n"                                                        \
-		"jb 2f\n" /* below the last entry: called back from det, nested */                 \
-		"movq %fs:8(%r11), %r10\n"                                                         \
-		"movq %r10, %fs:16(%r11)\n" /* an outermost entry: from the top */                 \
-		"2:\n"                                                                             \
-		"movq %fs:16(%r11), %r10\n"                                                        \
+		"movq %rsp, %r10\n" /* (where it stays) */                                         \
+		DET_STACK_PICK("3f")                                                               \
 		"movq %rbx, %fs:24(%r11)\n"                                                        \
 		"3:\n"                                                                             \
 		"movq %r10, %rsp\n"                                                                \
