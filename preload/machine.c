@@ -249,7 +249,7 @@ DET_IMPL int det_impl_sched_yield(void)
 {
 	struct det_thread *t = det_replaying() ? det_enter() : NULL;
 	if (t) {
-		int event = det_ops.replay_yield(t);
+		int event = det_ops.replay_polled(t, DET_EV_SCHED_YIELD);
 		det_leave(t);
 		if (!event)
 			return real.sched_yield();

@@ -71,7 +71,7 @@ struct det_mode_ops {
 	void (*replay_end)(struct det_op *op, int64_t result);
 	const struct det_sched *(*replay_input)(struct det_op *op);
 	int (*replay_free_running)(void);
-	int (*replay_yield)(struct det_thread *t);
+	int (*replay_polled)(struct det_thread *t, uint16_t kind);
 	uint16_t (*replay_next_kind)(struct det_thread *t, uint16_t kind);
 	void (*replay_take_block)(struct det_thread *t);
 	const struct det_sched *(*replay_pending)(struct det_thread *t, uint16_t kind, uint32_t aux);

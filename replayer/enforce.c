@@ -392,20 +392,37 @@ static __attribute__((noreturn)) void other_kind(struct det_thread *t, const str
 	det_diverge(t, DET_DIV_KIND, op->kind, addr, op->ra, "another kind of event");
 }
 
+/* A call a polling loop makes as often as its timing makes it: sched_yield,
+ * and a sleep that slept its time (while (!flag) usleep(1000), the flag
+ * written without a lock). Not one a signal came in or right after: the
+ * handler's place is anchored to it (a loop waiting for its handler's
+ * flag). */
+static int polled(struct det_thread *t, uint64_t idx)
+{
+	const struct det_sched *e = det_sched_at(t, idx);
+	if (e->kind == DET_EV_SCHED_YIELD)
+		return 1;
+	if (e->kind != DET_EV_SLEEP || e->result != 0)
+		return 0;
+	return idx + 1 >= t->sched_count || det_sched_at(t, idx + 1)->kind != DET_EV_SIGNAL;
+}
+
 /* Strict-mode scheduling events: the thread gave up its turn here (BLOCK),
  * or the watchdog took it (PREEMPT). Replay takes their turns where the
  * thread next enters det, which is where the recording made them. So too
- * for the yields of a parallel recording that a spin loop no longer makes
- * (det_replay_yield). */
-static int skipped(const struct det_sched *e, uint16_t kind)
+ * for the yields and sleeps of a parallel recording that a polling loop no
+ * longer makes (det_replay_polled). */
+static int skipped(struct det_thread *t, uint16_t kind)
 {
-	return e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK ||
-	       (e->kind == DET_EV_SCHED_YIELD && kind != DET_EV_SCHED_YIELD && !(det_hdr->flags & DET_F_STRICT));
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	if (e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK)
+		return 1;
+	return e->kind != kind && !(det_hdr->flags & DET_F_STRICT) && polled(t, t->idx);
 }
 
 static void skip_preemptions(struct det_thread *t, uint16_t kind)
 {
-	while (t->idx < t->sched_count && skipped(det_sched_at(t, t->idx), kind)) {
+	while (t->idx < t->sched_count && skipped(t, kind)) {
 		const struct det_sched *e = det_sched_at(t, t->idx);
 		struct det_op op = {.t = t, .kind = e->kind};
 		wait_turn(t, e);
@@ -466,17 +483,25 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
 }
 
 /*
- * A parallel recording's sched_yield: a spin loop yields as often as its
- * timing makes it. Replay consumes a recorded yield when the thread's next
- * event is one (which paces the loop like the recording), skips the ones
- * left when the thread moves on (skip_preemptions), and lets a yield the
- * recording did not make pass without an event.
+ * A parallel recording's sched_yield or sleep in a polling loop: the loop
+ * made as many as its timing made it. Replay consumes a recorded one when
+ * the thread's next event is one (which paces the loop like the recording),
+ * skips the ones left when the thread moves on (skip_preemptions), and lets
+ * one the recording did not make pass without an event. A sleep the
+ * recording did not make passes only where no signal is due (a handler's
+ * place is anchored to the thread's events).
  */
-int det_replay_yield(struct det_thread *t)
+int det_replay_polled(struct det_thread *t, uint16_t kind)
 {
 	if (det_hdr->flags & DET_F_STRICT)
 		return 1; /* a scheduling point: always an event */
-	return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SCHED_YIELD;
+	if (t->idx >= t->sched_count)
+		return kind == DET_EV_SLEEP; /* past its end: parks there, as recorded */
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	if (kind == DET_EV_SCHED_YIELD)
+		return e->kind == DET_EV_SCHED_YIELD;
+	return e->kind == DET_EV_SLEEP || e->kind == DET_EV_SIGNAL || e->kind == DET_EV_PREEMPT ||
+	       e->kind == DET_EV_BLOCK;
 }
 
 /* A strict recording's BLOCK that is the thread's next event, taken alone
@@ -715,7 +740,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_end = det_replay_end,
 	.replay_input = det_replay_input,
 	.replay_free_running = det_replay_free_running,
-	.replay_yield = det_replay_yield,
+	.replay_polled = det_replay_polled,
 	.replay_next_kind = det_replay_next_kind,
 	.replay_take_block = det_replay_take_block,
 	.replay_pending = det_replay_pending,

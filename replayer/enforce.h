@@ -20,8 +20,9 @@ DET_HIDDEN void det_replay_end(struct det_op *op, int64_t result);
 DET_HIDDEN const struct det_sched *det_replay_input(struct det_op *op);
 /* An ordered or relaxed replay that no debugger steps (not strict, no gdb). */
 DET_HIDDEN int det_replay_free_running(void);
-/* Replay: is this sched_yield an event (the recording made one here)? */
-DET_HIDDEN int det_replay_yield(struct det_thread *t);
+/* Replay: is this sched_yield or sleep (kind) an event (the recording made
+ * one here), or one a polling loop makes more often than recorded? */
+DET_HIDDEN int det_replay_polled(struct det_thread *t, uint16_t kind);
 /* Replay: the kind of t's next recorded event as an event of this kind would
  * meet it, for a call that decides by it (is this thread the initializer?):
  * recorded signals due first are delivered and a parallel recording's leftover

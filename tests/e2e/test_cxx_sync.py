@@ -1,7 +1,7 @@
 """Synchronization inside the C++ runtime. Spin-then-yield loops in a
 parallel recording: a loop yields as often as its timing makes it, so replay
 must not insist on the recorded count (preload/machine.c, replayer/enforce.c
-det_replay_yield); C++20's latch, barrier and atomic wait spin with
+det_replay_polled); C++20's latch, barrier and atomic wait spin with
 sched_yield inside libstdc++. Function-local statics: which thread
 constructs one (preload/once.c, __cxa_guard_*)."""
 
