@@ -500,8 +500,9 @@ int det_replay_polled(struct det_thread *t, uint16_t kind)
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	if (kind == DET_EV_SCHED_YIELD)
 		return e->kind == DET_EV_SCHED_YIELD;
-	return e->kind == DET_EV_SLEEP || e->kind == DET_EV_SIGNAL || e->kind == DET_EV_PREEMPT ||
-	       e->kind == DET_EV_BLOCK;
+	/* (a cancellation that acted in a sleep is recorded in its place) */
+	return e->kind == DET_EV_SLEEP || e->kind == DET_EV_SIGNAL || e->kind == DET_EV_THREAD_CANCELED ||
+	       e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK;
 }
 
 /* A strict recording's BLOCK that is the thread's next event, taken alone

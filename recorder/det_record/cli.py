@@ -302,10 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "call (DTHREADS, like detrun --isolated): the trace holds that order and the inputs, and "
                         "replays by running isolated again")
     p.add_argument("--patch-atomics", action="store_true",
-                   help="the default: the atomic instructions in the program's own code (lock-prefixed, xchg; not "
-                        "built with det-cc) are events, patched at load time: their order is recorded and replayed, "
-                        "strict mode and PCT schedule them (~0.5 us each; 6.5 us where one is too short to patch "
-                        "and is trapped); an error if they cannot be found (capstone missing)")
+                   help="by default the lock-prefixed instructions in the program's own code (not built with det-cc) "
+                        "are events, patched at load time: their order is recorded and replayed, strict mode and "
+                        "PCT schedule them (~0.5 us each; 6.5 us where one is too short to patch and is trapped). "
+                        "This option takes xchg too (gcc's seq_cst stores, whose old value is rarely read), and "
+                        "is an error if the instructions cannot be found (capstone missing)")
     p.add_argument("--no-patch-atomics", action="store_true",
                    help="leave the program's own atomic instructions to the CPU: faster where they are many, but "
                         "the order of what they guard is not recorded")
