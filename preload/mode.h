@@ -87,6 +87,8 @@ struct det_mode_ops {
 	__attribute__((noreturn)) void (*replay_vanish)(struct det_op *op);
 	__attribute__((noreturn)) void (*replay_cancel)(struct det_thread *t);
 	int (*replay_cancel_next)(struct det_thread *t);
+	void (*replay_cancel_request)(uint32_t obj, pthread_t th);
+	int (*replay_canceled)(struct det_thread *t);
 	void (*sched_wait)(struct det_thread *t, uint64_t idx);
 	int (*sched_known)(struct det_thread *t, uint64_t idx);
 

@@ -143,6 +143,8 @@ DET_IMPL void det_impl_det_thread_end(void *(*fn)(void *), int unwinding)
 	if (t == &det_tls) {
 		if (unwinding && !t->canceled && !det_replaying())
 			det_log_canceled(t, DET_AUX_THREAD_CANCELED_ELSEWHERE, 0, (uint64_t)(uintptr_t)fn);
+		else if (unwinding && !t->canceled)
+			det_ops.replay_canceled(t); /* a request sent for real (enforce.c cancel_at_large) */
 		det_exit_event(t, (uint64_t)(uintptr_t)fn);
 		det_leave(t);
 	}
@@ -477,6 +479,8 @@ DET_IMPL int det_impl_pthread_cancel(pthread_t th)
 	det_load_unwinder();
 	if (det_replaying()) {
 		r = (int)op.rec->result;
+		if (r == 0)
+			det_ops.replay_cancel_request(op.obj, th);
 	} else {
 		r = real.pthread_cancel(th);
 		if (r == 0 && det_strict)

@@ -333,6 +333,56 @@ int det_replay_cancel_next(struct det_thread *t)
 	return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_THREAD_CANCELED;
 }
 
+/* The request of a cancellation that acted where det does not see
+ * (DET_CANCEL_*): whichever of the canceler and the target comes second
+ * sends it. The target does so inside det, so it makes the request
+ * deferred first (an asynchronous one would act there): it then acts at
+ * the thread's next cancellation point. */
+static void cancel_at_large(struct det_slot *s, uint32_t bit, pthread_t th)
+{
+	uint32_t had = atomic_fetch_or(&s->cancel_at_large, bit);
+	uint32_t both = DET_CANCEL_REQUESTED | DET_CANCEL_DUE;
+	if (((had | bit) & both) != both || (had & DET_CANCEL_SENT) ||
+	    (atomic_fetch_or(&s->cancel_at_large, DET_CANCEL_SENT) & DET_CANCEL_SENT))
+		return;
+	if (bit == DET_CANCEL_DUE)
+		pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
+	real.pthread_cancel(th);
+}
+
+void det_replay_cancel_request(uint32_t obj, pthread_t th)
+{
+	for (uint32_t i = 0; i < det_hdr->threads_recorded && i < det_hdr->max_threads; i++) {
+		struct det_slot *s = det_shm_slot(det_hdr, i);
+		if (s->obj == obj && atomic_load(&s->state) != DET_TS_FREE) {
+			cancel_at_large(s, DET_CANCEL_REQUESTED, th);
+			return;
+		}
+	}
+}
+
+/* After each event: is the thread's next one a cancellation det did not see? */
+static void cancel_due(struct det_thread *t, const struct det_sched *n)
+{
+	if (n->kind == DET_EV_THREAD_CANCELED && n->aux == DET_AUX_THREAD_CANCELED_ELSEWHERE)
+		cancel_at_large(t->slot, DET_CANCEL_DUE, pthread_self());
+}
+
+/* The thread is unwinding from a real cancellation (cancel_at_large): its
+ * THREAD_CANCELED is done here, as its exit event comes. */
+int det_replay_canceled(struct det_thread *t)
+{
+	if (!det_replay_cancel_next(t))
+		return 0;
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	struct det_op op = {.t = t, .kind = e->kind, .rec = e};
+	wait_turn(t, e);
+	if (det_unlikely(det_gdb_control.attached))
+		gdb_check(t, e);
+	det_replay_end(&op, e->result);
+	return 1;
+}
+
 /*
  * The recording's thread acted on a cancellation here. Replay never sends
  * the request (pthread_cancel is an event only): where it acts in a real run
@@ -659,6 +709,8 @@ void det_replay_end(struct det_op *op, int64_t result)
 	const struct det_sched *n = t->idx < t->sched_count ? det_sched_peek(t, t->idx) : NULL;
 	if (n && n->kind == DET_EV_SIGNAL && !(n->aux & DET_SIG_BEFORE))
 		t->sig_due = 1; /* delivered as the thread leaves det */
+	if (det_unlikely(n && n->kind == DET_EV_THREAD_CANCELED))
+		cancel_due(t, n);
 	if (det_unlikely(det_gdb_control.attached) && t->idx >= t->sched_count)
 		check_end();
 	if (!(det_hdr->flags & DET_F_STRICT)) {
@@ -754,6 +806,8 @@ static const struct det_mode_ops replay_ops = {
 	.replay_vanish = det_replay_vanish,
 	.replay_cancel = det_replay_cancel,
 	.replay_cancel_next = det_replay_cancel_next,
+	.replay_cancel_request = det_replay_cancel_request,
+	.replay_canceled = det_replay_canceled,
 	.diverge = det_diverge,
 	.sched_wait = det_sched_wait,
 	.sched_known = det_sched_known,

@@ -23,6 +23,13 @@ DET_HIDDEN int det_replay_free_running(void);
 /* Replay: is this sched_yield or sleep (kind) an event (the recording made
  * one here), or one a polling loop makes more often than recorded? */
 DET_HIDDEN int det_replay_polled(struct det_thread *t, uint16_t kind);
+/* Replay: the canceler's pthread_cancel of thread object obj (th) was
+ * replayed; a cancellation det did not see is sent for real (shm.h
+ * DET_CANCEL_*). */
+DET_HIDDEN void det_replay_cancel_request(uint32_t obj, pthread_t th);
+/* Replay: the thread unwinds from such a request: its THREAD_CANCELED, if
+ * next, is done (1). */
+DET_HIDDEN int det_replay_canceled(struct det_thread *t);
 /* Replay: the kind of t's next recorded event as an event of this kind would
  * meet it, for a call that decides by it (is this thread the initializer?):
  * recorded signals due first are delivered and a parallel recording's leftover

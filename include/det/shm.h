@@ -222,7 +222,7 @@ struct det_slot {
 	uint32_t pad4a;
 	DET_ATOMIC(uint64_t) sched_filled; /* sched_gen << DET_FILLED_BITS | entries written so far */
 	DET_ATOMIC(uint32_t) kicks;     /* futex turns: bumped when an event it may wait for is done */
-	uint8_t pad4b[4];
+	DET_ATOMIC(uint32_t) cancel_at_large; /* replay: DET_CANCEL_* bits (enforce.c det_replay_cancel_request) */
 	/* line 5: strict mode's waits, written under the run token */
 	DET_ATOMIC(uint64_t) strict_cond;  /* the condition variable or barrier it waits on, 0: none */
 	uint64_t strict_ticket;            /* the order in which waiters started waiting */
@@ -249,6 +249,14 @@ struct det_slot {
 					    * called (its exported stub: the function's name), else 0 */
 	uint8_t pad6[16];
 };
+
+/* A cancellation that acted where det does not see (THREAD_CANCELED aux
+ * ELSEWHERE: an asynchronous one, or a cancellation point inside libc) is
+ * sent for real in replay, once both the canceler's THREAD_CANCEL was
+ * replayed and the target's next event is that THREAD_CANCELED. */
+#define DET_CANCEL_REQUESTED 1u /* the canceler's pthread_cancel was replayed */
+#define DET_CANCEL_DUE 2u       /* the target's next event is its THREAD_CANCELED */
+#define DET_CANCEL_SENT 4u      /* one of them sent the request */
 
 /* Object table entry: address -> id, open addressing; a deleted entry
  * (a destroyed object) is taken again by a new address (preload/runtime.c). */

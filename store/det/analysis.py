@@ -206,16 +206,17 @@ def preemption_hint(trace: Trace) -> list[str]:
 
 
 def cancel_hint(trace: Trace) -> list[str]:
-    """Threads a pthread_cancel ended at a cancellation point det does not see
-    (inside libc): replay cannot end them at the same point."""
+    """Threads a pthread_cancel ended where det does not see (asynchronously,
+    or at a cancellation point inside libc): replay cannot end them at the
+    same point."""
     rows = trace.q(f"SELECT tid, seq FROM {_of_calls('kind = ? AND aux = ?')} ORDER BY seq",
                    (ev.THREAD_CANCELED, ev.AUX_THREAD_CANCELED_ELSEWHERE))
     if not rows:
         return []
     who = ", ".join(f"T{tid} (event {seq})" for tid, seq in rows[:5]) + (", ..." if len(rows) > 5 else "")
-    return [f"pthread_cancel ended {who} at a cancellation point det does not see (a libc call det does not "
-            "wrap): replay ends such a thread at its next call into det instead, or never if it makes none, so "
-            "the replay is not exact from there"]
+    return [f"pthread_cancel ended {who} where det does not see (asynchronously, or at a cancellation point "
+            "inside a libc call det does not wrap): replay sends that request for real once the thread has done "
+            "its events before it, and where it acts then is timing, so the replay is not exact from there"]
 
 
 def race_hint(trace: Trace, names: ObjectNames, reason: str, what: str = "", seq: int | None = None,

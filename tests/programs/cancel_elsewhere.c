@@ -3,7 +3,8 @@
  * on it at a cancellation point det does not wrap (fsync). By default the
  * thread also counts its rounds under a lock, so it calls into det right
  * after each such point; with the argument "quiet" it makes no call into det
- * at all once it loops.
+ * at all once it loops; with "async" it makes none and spins, its
+ * cancellation type asynchronous, so the request acts at once wherever it is.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
-static int started, quiet, fds[2];
+static int started, quiet, async_spin, fds[2];
 static long rounds;
 
 static void *worker(void *arg)
@@ -22,6 +23,11 @@ static void *worker(void *arg)
 	started = 1;
 	pthread_cond_signal(&c);
 	pthread_mutex_unlock(&m);
+	if (async_spin) {
+		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+		for (volatile unsigned long spins = 0;; spins++)
+			;
+	}
 	for (;;) {
 		fsync(fds[1]); /* a cancellation point (EINVAL on a pipe) */
 		if (!quiet) {
@@ -36,6 +42,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	quiet = argc > 1 && strcmp(argv[1], "quiet") == 0;
+	async_spin = argc > 1 && strcmp(argv[1], "async") == 0;
 	if (pipe(fds) != 0)
 		return 1;
 	pthread_t t;
