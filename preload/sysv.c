@@ -10,7 +10,7 @@
  *  - A get's id is an input: the program sees the recorded id in replay.
  *    Replay makes no semaphore set or queue: semop, semctl and msgctl are
  *    inputs (their results, and what they wrote), not performed, like a
- *    queue's messages. A segment's memory is the program's own, so replay
+ *    queue's messages; semop is a hand-off besides (sem_release). A segment's memory is the program's own, so replay
  *    makes a private segment of the recorded size at the get, attaches it
  *    once and marks it removed (Linux still lets shmat attach it, and it
  *    goes when the last process detaches: nothing is left on the machine);
@@ -145,15 +145,57 @@ DET_IMPL void *det_impl_shmat(int id, const void *addr, int flags)
 	return p;
 }
 
+/*
+ * A semaphore set is a lock or a queue between the program's threads (and
+ * processes): its operations are hand-offs (include/det/events.h), kept in
+ * their recorded order in replay, so a thread let through by another's
+ * semop runs after it, and not performed. One that only adds (sem_op > 0
+ * in every operation) releases: it takes its place before it runs, as a
+ * write does; one that may wait takes its place as it returns.
+ */
+static int sem_releases(const struct sembuf *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ops[i].sem_op <= 0)
+			return 0;
+	return n > 0;
+}
+
+static int sem_release(int id, struct sembuf *ops, size_t n, const struct timespec *timeout, int timed)
+{
+	DET_ENTER(t);
+	if (!t)
+		return timed ? real.semtimedop(id, ops, n, timeout) : real.semop(id, ops, n);
+	struct det_op op = {.aux = SYSV_SEM};
+	det_acquire_begin(&op, t, DET_EV_SYSV_OP, NULL, DET_OBJ_NONE, DET_RA());
+	int64_t res;
+	if (det_replaying()) {
+		if (op.rec->result == DET_RESULT_PENDING) /* it never returned: killed in it */
+			det_ops.replay_vanish(&op);
+		res = op.rec->result;
+		det_ops.replay_end(&op, res);
+	} else {
+		det_ops.rec_call_begin(&op);
+		res = res_of(timed ? real.semtimedop(id, ops, n, timeout) : real.semop(id, ops, n));
+		det_ops.rec_call_end(&op, res);
+	}
+	det_leave(t);
+	return (int)ret_of(res);
+}
+
 DET_IMPL int det_impl_semop(int id, struct sembuf *ops, size_t n)
 {
 	char none;
+	if (sem_releases(ops, n))
+		return sem_release(id, ops, n, NULL, 0);
 	SYSV_INPUT(DET_EV_SYSV_OP, SYSV_SEM, &none, 0, real.semop(id, ops, n), 0, 1);
 }
 
 DET_IMPL int det_impl_semtimedop(int id, struct sembuf *ops, size_t n, const struct timespec *timeout)
 {
 	char none;
+	if (sem_releases(ops, n))
+		return sem_release(id, ops, n, timeout, 1);
 	SYSV_INPUT(DET_EV_SYSV_OP, SYSV_SEM, &none, 0, real.semtimedop(id, ops, n, timeout), 0, 1);
 }
 
