@@ -10,7 +10,9 @@
  *    whole message with its type (System V); replay returns them and does
  *    not touch the queue. A send is an output, like a send on an external
  *    socket: recorded with a checksum, checked and not sent in replay.
- *    Both sides of a queue inside the program follow from that.
+ *    Both sides of a queue inside the program follow from that, and are
+ *    hand-offs (include/det/events.h): replay keeps a receive after the
+ *    send that let it through.
  */
 #include "inputs.h"
 
@@ -57,13 +59,19 @@ static ssize_t msg_send(struct det_thread *t, uint32_t aux, const void *buf, siz
 	uint64_t h = hash_iov(&iov, 1, len);
 	if (det_input_begin(&op, t, DET_EV_MSG_SEND, aux, ra)) {
 		res = op.rec->result;
+		if (res == DET_RESULT_PENDING) /* the sender died in it */
+			det_ops.replay_vanish(&op);
 		if (op.rec->data_len != 8 || h != *(const uint64_t *)det_replay_data(op.rec))
 			diverge_data(&op, "the program sends another message than it did when recorded");
 		det_input_end(&op, res, NULL, 0);
 		return ret_of(res);
 	}
+	/* A hand-off (include/det/events.h): it takes its place before it
+	 * runs, so the receive it lets through comes after it. */
+	det_ops.rec_data(t, &h, sizeof(h));
+	det_ops.rec_call_begin(&op);
 	res = res_of(BLOCKING(&op, perform(ctx)));
-	det_input_end(&op, res, &h, sizeof(h));
+	det_ops.rec_call_end(&op, res);
 	return ret_of(res);
 }
 

@@ -51,8 +51,8 @@ static inline int det_kind_role(unsigned kind)
  * Inputs that another thread of the program can cause, and the writes that
  * cause them: data or readiness one thread puts into a descriptor (an
  * eventfd, a pipe or socket pair of its own, a signalfd) and another reads
- * or waits for, and a System V semaphore set's operations (a lock between
- * threads or processes). Such a hand-off orders what the writer did before it (a
+ * or waits for, a message queue's sends and receives, and a System V
+ * semaphore set's operations (a lock between threads or processes). Such a hand-off orders what the writer did before it (a
  * thread pool's pool thread stores a handler, then writes an eventfd) before
  * what the reader does after, so these take places in the order: on
  * object 0, the descriptors' (with opens and closes), a write before it
@@ -74,6 +74,8 @@ static inline int det_kind_handoff(unsigned kind)
 	case DET_EV_EPOLL_WAIT:
 	case DET_EV_WRITE:
 	case DET_EV_SYSV_OP: /* a semaphore set's operations (preload/sysv.c) */
+	case DET_EV_MSG_SEND: /* message queues (preload/msgqueues.c) */
+	case DET_EV_MSG_RECV:
 		return 1;
 	default:
 		return 0;
