@@ -322,27 +322,54 @@ DET_IMPL int det_impl_pthread_rwlock_destroy(pthread_rwlock_t *l)
 	DET_DESTROY(DET_EV_RWLOCK_DESTROY, DET_OBJ_RWLOCK, l, real.pthread_rwlock_destroy(l));
 }
 
+/* One thread at a time (strict, logical), a writer's wait is det's, not
+ * glibc's, which then does not know a writer waits: a writer-preferring
+ * rwlock (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) must still turn new
+ * readers away while one does, as glibc would (tryrdlock EBUSY, rdlock
+ * waits). */
+static int writer_waits(pthread_rwlock_t *l)
+{
+	if (!det_strict || l->__data.__flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
+		return 0;
+	uint64_t key = det_obj_shared_key(l);
+	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
+	for (uint32_t i = 0; i < n && i < det_hdr->max_threads; i++) {
+		struct det_slot *s = det_shm_slot(det_hdr, i);
+		uint32_t kind = atomic_load(&s->blocked_kind);
+		if (atomic_load(&s->strict_cond) == key &&
+		    (kind == DET_EV_RWLOCK_WRLOCK || kind == DET_EV_RWLOCK_TIMEDWRLOCK ||
+		     kind == DET_EV_RWLOCK_CLOCKWRLOCK))
+			return 1;
+	}
+	return 0;
+}
+
+static int try_read_lock(pthread_rwlock_t *l)
+{
+	return writer_waits(l) ? EBUSY : real.pthread_rwlock_tryrdlock(l);
+}
+
 DET_IMPL int det_impl_pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-	DET_LOCK_LIKE(DET_EV_RWLOCK_RDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+	DET_LOCK_LIKE(DET_EV_RWLOCK_RDLOCK, DET_OBJ_RWLOCK, l, try_read_lock(l),
 		      real.pthread_rwlock_rdlock(l), 1);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
-	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+	DET_LOCK_LIKE(DET_EV_RWLOCK_TRYRDLOCK, DET_OBJ_RWLOCK, l, try_read_lock(l),
 		      EBUSY, 0);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
-	DET_LOCK_UNTIL(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+	DET_LOCK_UNTIL(DET_EV_RWLOCK_TIMEDRDLOCK, DET_OBJ_RWLOCK, l, try_read_lock(l),
 		       real.pthread_rwlock_timedrdlock(l, abstime), 1, abstime, CLOCK_REALTIME);
 }
 
 DET_IMPL int det_impl_pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
 {
-	DET_LOCK_UNTIL(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, real.pthread_rwlock_tryrdlock(l),
+	DET_LOCK_UNTIL(DET_EV_RWLOCK_CLOCKRDLOCK, DET_OBJ_RWLOCK, l, try_read_lock(l),
 		       real.pthread_rwlock_clockrdlock(l, clock, abstime), 1, abstime, clock);
 }
 

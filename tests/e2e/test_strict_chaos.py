@@ -227,3 +227,17 @@ def test_own_futex_lock_default_mode_is_the_kernels(tmp_path: Path) -> None:
     r = detrec("-q", "-o", trace, program("futex_lock"))
     assert r.returncode == 0, r.stderr.decode()
     assert query(trace, f"SELECT count(*) FROM events WHERE kind IN ({ev.FUTEX_WAIT}, {ev.FUTEX_WAKE})")[0][0] == 0
+
+
+@pytest.mark.parametrize("mode", ["--strict", "--logical"])
+def test_writer_preferring_rwlock_turns_readers_away(tmp_path: Path, mode: str) -> None:
+    """One thread at a time, a writer's wait is det's, not glibc's: a
+    writer-preferring rwlock must still turn a new reader away while a
+    writer waits (on main, strict and logical recordings let it in and the
+    program failed its own check)."""
+    trace = tmp_path / "rw.db"
+    r = detrec("-q", mode, "-o", trace, "--", program("rwlock_writer_first"))
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert b"tryrdlock with a writer waiting: EBUSY" in r.stdout, r.stdout
+    if mode == "--strict":
+        replay_matches(trace, [], 2)
