@@ -242,7 +242,7 @@ struct DetInstrument {
       Aux = order(S->getOrdering()) << 8;
     } else if (auto *R = dyn_cast<AtomicRMWInst>(I)) {
       Kind = DET_EV_ATOMIC_RMW, Addr = R->getPointerOperand(), AccTy = R->getType();
-      Aux = order(R->getOrdering()) << 8 | (unsigned)R->getOperation() << 16;
+      Aux = DET_ATOMIC_AUX(0, order(R->getOrdering()), (unsigned)R->getOperation());
     } else if (auto *X = dyn_cast<AtomicCmpXchgInst>(I)) {
       Kind = DET_EV_ATOMIC_CMPXCHG, Addr = X->getPointerOperand(), AccTy = X->getCompareOperand()->getType();
       Aux = order(X->getSuccessOrdering()) << 8;

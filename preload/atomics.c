@@ -159,7 +159,7 @@ const struct det_op *det_atomic_begin(void *addr, uint32_t kind, uint32_t aux, u
 	 * replays stalled 3 of 4). The switch is a CC_YIELD event, where
 	 * replay switches again. */
 	if (det_strict && !det_logical && det_hdr->chaos_seed && (aux & DET_ATOMIC_TRAPPED) && t->holding &&
-	    (kind == DET_EV_ATOMIC_CMPXCHG || (kind == DET_EV_ATOMIC_RMW && ((aux >> 16) & 0xff) != 0)))
+	    (kind == DET_EV_ATOMIC_CMPXCHG || (kind == DET_EV_ATOMIC_RMW && det_atomic_rmw_op(aux) != 0)))
 		det_ops.strict_cc_yield(t, YIELD_BEFORE_ATOMIC, log_yield_before);
 	det_acquire_begin(op, t, (uint16_t)kind, addr, ok, ra);
 	if (det_strict) {

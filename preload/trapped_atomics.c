@@ -379,13 +379,12 @@ static void first_trap(const struct site *s, greg_t *g)
 	uintptr_t a = address_of(s, g);
 	uint32_t kind = stack ? DET_EV_ATOMIC_FENCE : s->form == F_CMPXCHG || s->form == F_CMPXCHG8B
 						? DET_EV_ATOMIC_CMPXCHG : DET_EV_ATOMIC_RMW;
-	uint32_t aux = (uint32_t)(s->size > 8 ? 8 : s->size) | 5u << 8 | (uint32_t)s->rmw_op << 16 |
-		       DET_ATOMIC_TRAPPED;
+	uint32_t aux = DET_ATOMIC_AUX(s->size > 8 ? 8 : s->size, 5, s->rmw_op) | DET_ATOMIC_TRAPPED;
 	int size = s->size > 8 ? 8 : s->size;
 	const struct det_op *op = det_atomic_begin(stack ? NULL : (void *)a, kind, aux, s->at);
 	if (op && det_replaying() && op->rec && !stack) {
 		const struct det_sched *rec = op->rec;
-		if (s->form == F_CMPXCHG && !(rec->aux & (1u << 31))) {
+		if (s->form == F_CMPXCHG && !(rec->aux & DET_ATOMIC_SWAPPED)) {
 			/* failed in the recording: its outcome, without running it */
 			uint64_t acc = reg_value(g, 0, 0, size), old = (uint64_t)rec->result;
 			uint64_t rax = (uint64_t)g[REG_RAX];
@@ -448,7 +447,7 @@ static void second_trap(const struct site *s, greg_t *g)
 		break;
 	}
 	if ((s->form == F_CMPXCHG || s->form == F_CMPXCHG8B) && zf)
-		aux |= 1u << 31;
+		aux |= DET_ATOMIC_SWAPPED;
 	end_event(old, aux);
 }
 

@@ -35,9 +35,21 @@ enum { DET_CC_TICK = 0, DET_CC_POINT = 1 };
 #define DET_CC_BUILT "det_cc_built"
 #define DET_CC_BUILT_MEMORY "det_cc_built_memory"
 
+/* aux of an ATOMIC_* event: the access's size in bytes (bits 0-7), its C11
+ * memory order (8-15; 5 is seq_cst), a read-modify-write's operation (16-23,
+ * LLVM's AtomicRMWInst numbering: 0 is an exchange), DET_ATOMIC_TRAPPED, and
+ * at its end DET_ATOMIC_SWAPPED. */
+#define DET_ATOMIC_AUX(size, order, rmw_op) \
+	((uint32_t)(size) | (uint32_t)(order) << 8 | (uint32_t)(rmw_op) << 16)
+static inline unsigned det_atomic_rmw_op(uint32_t aux)
+{
+	return (aux >> 16) & 0xff;
+}
 /* aux bit of an ATOMIC_* event from an instruction libdet.so trapped in a
  * program det-cc did not build (detrec --patch-atomics), not from the pass */
 #define DET_ATOMIC_TRAPPED (1u << 30)
+/* aux bit of a compare-exchange's end: it stored (the comparison held) */
+#define DET_ATOMIC_SWAPPED (1u << 31)
 
 /* libdet.so's entry points (extern_weak in the program: natively absent).
  * An atomic instruction is bracketed by begin (its address, event kind,
