@@ -64,6 +64,10 @@ static ssize_t msg_send(struct det_thread *t, uint32_t aux, const void *buf, siz
 		if (op.rec->data_len != 8 || h != *(const uint64_t *)det_replay_data(op.rec))
 			diverge_data(&op, "the program sends another message than it did when recorded");
 		det_input_end(&op, res, NULL, 0);
+		/* strict: the turn it gave up while it waited in the send, which
+		 * replay does not make (a sender that _exits next would never
+		 * take it) */
+		det_ops.replay_take_block(t);
 		return ret_of(res);
 	}
 	/* A hand-off (include/det/events.h): it takes its place before it

@@ -596,3 +596,15 @@ def test_message_queue_hand_off_replays(tmp_path: Path, kind: str) -> None:
     strict = tmp_path / "mq-strict.db"
     assert detrec("-q", "--strict", "-o", strict, "--", program("msg_handoff"), kind, "50").returncode == 0
     replays_identical(strict, 2)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_message_queue_sender_that_exits_replays(tmp_path: Path, mode: list[str]) -> None:
+    """A child process sends through a System V queue, then _exits. In strict
+    mode a send that waited gave its turn up inside the call; replay does
+    not wait there and takes that turn as the send ends (a stall 3 of 3
+    before: the child's last turn came after its last call into det)."""
+    trace = tmp_path / "mq-fork.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("msg_handoff"), "sysv-fork", "40")
+    assert r.returncode == 0, r.stderr.decode() + r.stdout.decode()
+    replays_identical(trace, 3)

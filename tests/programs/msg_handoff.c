@@ -5,7 +5,10 @@
  * The queue is the only happens-before between the store and the read: a
  * replay that lets a receive return before its send finds the slot empty.
  *
- * Usage: msg_handoff [sysv|posix] [ITEMS]   (default sysv, 200)
+ * With "sysv-fork" the producer is a child process that _exits after its
+ * last send (the slots are then its own: only the messages are checked).
+ *
+ * Usage: msg_handoff [sysv|posix|sysv-fork] [ITEMS]   (default sysv, 200)
  */
 #include <fcntl.h>
 #include <mqueue.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_ITEMS 10000
@@ -24,7 +28,7 @@ struct message {
 	int item;
 };
 
-static int posix, items, sysv_queue;
+static int posix, forked, items, sysv_queue;
 static mqd_t posix_queue;
 static volatile long slots[MAX_ITEMS];
 
@@ -55,6 +59,7 @@ static void *producer(void *arg)
 int main(int argc, char **argv)
 {
 	posix = argc > 1 && strcmp(argv[1], "posix") == 0;
+	forked = argc > 1 && strcmp(argv[1], "sysv-fork") == 0;
 	items = argc > 2 ? atoi(argv[2]) : 200;
 	if (items < 1 || items > MAX_ITEMS)
 		return 2;
@@ -72,7 +77,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pthread_t t;
-	pthread_create(&t, NULL, producer, NULL);
+	pid_t child = 0;
+	fflush(stdout);
+	if (forked && (child = fork()) == 0) {
+		producer(NULL);
+		_exit(0);
+	}
+	if (!forked)
+		pthread_create(&t, NULL, producer, NULL);
 	int empty = 0;
 	for (int i = 0; i < items; i++) {
 		struct message m;
@@ -82,10 +94,18 @@ int main(int argc, char **argv)
 			perror("receive");
 			return 2;
 		}
-		if (slots[m.item] == 0)
+		if (m.item != i)
+			return 3; /* one sender: its order */
+		if (!forked && slots[m.item] == 0)
 			empty++;
 	}
-	pthread_join(t, NULL);
+	int status = 0;
+	if (forked)
+		waitpid(child, &status, 0);
+	else
+		pthread_join(t, NULL);
+	if (status != 0)
+		return 2;
 	if (posix)
 		mq_unlink(name);
 	else
