@@ -467,7 +467,10 @@ static int skipped(struct det_thread *t, uint16_t kind)
 	const struct det_sched *e = det_sched_at(t, t->idx);
 	if (e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK)
 		return 1;
-	return e->kind != kind && !(det_hdr->flags & DET_F_STRICT) && polled(t, t->idx);
+	/* (strict: a yield is a scheduling point the replay makes as recorded;
+	 * a sleep's count differs only where the replay is not exact already,
+	 * a thread running outside det's turns, and its turn is taken here) */
+	return e->kind != kind && (!(det_hdr->flags & DET_F_STRICT) || e->kind == DET_EV_SLEEP) && polled(t, t->idx);
 }
 
 static void skip_preemptions(struct det_thread *t, uint16_t kind)
@@ -539,20 +542,26 @@ const struct det_sched *det_replay_begin(struct det_op *op, const void *addr, en
  * skips the ones left when the thread moves on (skip_preemptions), and lets
  * one the recording did not make pass without an event. A sleep the
  * recording did not make passes only where no signal is due (a handler's
- * place is anchored to the thread's events).
+ * place is anchored to the thread's events). Strict replays are lenient
+ * with sleeps only (see skipped).
  */
 int det_replay_polled(struct det_thread *t, uint16_t kind)
 {
-	if (det_hdr->flags & DET_F_STRICT)
-		return 1; /* a scheduling point: always an event */
-	if (t->idx >= t->sched_count)
-		return kind == DET_EV_SLEEP; /* past its end: parks there, as recorded */
-	const struct det_sched *e = det_sched_at(t, t->idx);
-	if (kind == DET_EV_SCHED_YIELD)
-		return e->kind == DET_EV_SCHED_YIELD;
-	/* (a cancellation that acted in a sleep is recorded in its place) */
-	return e->kind == DET_EV_SLEEP || e->kind == DET_EV_SIGNAL || e->kind == DET_EV_THREAD_CANCELED ||
-	       e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK;
+	if (kind == DET_EV_SCHED_YIELD) {
+		if (det_hdr->flags & DET_F_STRICT)
+			return 1; /* a scheduling point: always an event */
+		return t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SCHED_YIELD;
+	}
+	/* a sleep: past the turns the thread gave up (a strict recording's
+	 * BLOCK around each sleep), taken at its next event */
+	for (uint64_t i = t->idx; i < t->sched_count; i++) {
+		const struct det_sched *e = det_sched_at(t, i);
+		if (e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK)
+			continue;
+		/* (a cancellation that acted in a sleep is recorded in its place) */
+		return e->kind == DET_EV_SLEEP || e->kind == DET_EV_SIGNAL || e->kind == DET_EV_THREAD_CANCELED;
+	}
+	return 1; /* past its end: parks there, as recorded */
 }
 
 /* A strict recording's BLOCK that is the thread's next event, taken alone
@@ -725,8 +734,12 @@ void det_replay_end(struct det_op *op, int64_t result)
 	if (t->idx < t->sched_count) {
 		/* strict: the code up to the next event ran in its turn in the
 		 * recording; it does not run before then (after the wake-ups
-		 * above, which the thread owes others first) */
-		wait_turn(t, det_sched_at(t, t->idx));
+		 * above, which the thread owes others first). Unless the
+		 * watchdog preempted the thread meanwhile: it ran on, out of
+		 * its turn, as it does now. */
+		const struct det_sched *next = det_sched_at(t, t->idx);
+		if (!(next->flags & DET_SCHED_RAN_FREE))
+			wait_turn(t, next);
 	} else if (atomic_load(&t->slot->strict_yielded)) {
 		/* it handed the token on after this event (the recording does so
 		 * only at a boundary: never after a BLOCK or its exit) and the

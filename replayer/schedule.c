@@ -93,6 +93,11 @@ struct call {
 
 /* What the next event waits for: the last event in the order so far
  * (ordered), the last on each object (relaxed), the last hand-off (both). */
+/* struct order's marks: the thread's last event was a clock read or sleep
+ * (relaxed replays); it was preempted since its last event (strict). */
+#define MARK_TIMED 1u
+#define MARK_PREEMPTED 2u
+
 struct order {
 	struct last_event prev;      /* ordered */
 	struct last_event *last_obj; /* relaxed, per object */
@@ -100,7 +105,7 @@ struct order {
 	struct last_event signalled; /* relaxed: the last event of the thread last signalled */
 	struct last_event time;      /* relaxed: the last event of the time chain (order_next) */
 	struct last_event maps;      /* relaxed: the last thread create or start (maps_memory) */
-	uint8_t *timed;              /* relaxed, per thread: its last event was a clock read or sleep */
+	uint8_t *marks;              /* per thread: MARK_TIMED, MARK_PREEMPTED */
 	uint32_t nthreads;
 	uint32_t sig_thread;         /* relaxed: that thread + 1 (0: none yet) */
 	int64_t max_obj;
@@ -147,10 +152,22 @@ static int patched_atomic(const struct det_sched *e)
 /* Event idx of thread t (kind, obj, aux of entry e) in the order: its
  * prerequisites on other threads go to dep[0..1] (thread 0: none), and it
  * becomes the last event of what it orders. */
-static void order_next(struct order *o, uint32_t flags, const struct det_sched *e, uint32_t t, uint64_t idx,
+static void order_next(struct order *o, uint32_t flags, struct det_sched *e, uint32_t t, uint64_t idx,
 		       struct last_event dep[2])
 {
 	memset(dep, 0, 2 * sizeof(*dep));
+	if (flags & DET_F_STRICT) {
+		/* A thread the watchdog preempted (a PREEMPT another thread
+		 * logged) ran on after its last event, out of its turn (a spin
+		 * with no call into det): its next event says so, and replay
+		 * lets it run from its previous event on (enforce.c). */
+		if (e->kind == DET_EV_PREEMPT && e->aux < o->nthreads) {
+			o->marks[e->aux] = MARK_PREEMPTED;
+		} else if (o->marks[t] & MARK_PREEMPTED) {
+			e->flags |= DET_SCHED_RAN_FREE;
+			o->marks[t] = 0;
+		}
+	}
 	int timed = 0; /* relaxed: it joins the time chain */
 	if ((flags & DET_F_RELAXED) && !(flags & (DET_F_STRICT | DET_F_ALL_ORDERED))) {
 		/* A signal handler's writes are the sanctioned way to tell
@@ -178,8 +195,8 @@ static void order_next(struct order *o, uint32_t flags, const struct det_sched *
 		 * cached clock: replay skips the sleep) after it. Out of it,
 		 * memcached's LRU thread ran ahead of the main thread's
 		 * current_time and saw the previous second. */
-		timed = kept_in_place(e->kind) || o->timed[t];
-		o->timed[t] = (uint8_t)kept_in_place(e->kind);
+		timed = kept_in_place(e->kind) || (o->marks[t] & MARK_TIMED);
+		o->marks[t] = kept_in_place(e->kind) ? MARK_TIMED : 0;
 		if (kept_in_place(e->kind))
 			goto chained;
 	}
@@ -266,7 +283,7 @@ static void order_reset(struct order *o)
 	memset(&o->signalled, 0, sizeof(o->signalled));
 	memset(&o->time, 0, sizeof(o->time));
 	memset(&o->maps, 0, sizeof(o->maps));
-	memset(o->timed, 0, o->nthreads);
+	memset(o->marks, 0, o->nthreads);
 	o->sig_thread = 0;
 	memset(o->last_obj, 0, ((size_t)o->max_obj + 1) * sizeof(*o->last_obj));
 }
@@ -656,7 +673,7 @@ static void feed_free(struct det_sup *s)
 	free(f->done_seen);
 	free(f->win);
 	free(f->order.last_obj);
-	free(f->order.timed);
+	free(f->order.marks);
 	free(f);
 	s->feed = NULL;
 }
@@ -816,9 +833,9 @@ SUP_EXPORT struct det_sup *det_sup_replay_new(const char *db_path, const char *t
 	f->win = calloc(nthreads, sizeof(*f->win));
 	f->order.max_obj = f->max_obj;
 	f->order.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*f->order.last_obj));
-	f->order.timed = calloc(nthreads, 1);
+	f->order.marks = calloc(nthreads, 1);
 	f->order.nthreads = nthreads;
-	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj || !f->order.timed) {
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj || !f->order.marks) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
@@ -883,11 +900,11 @@ int sup_schedule_deps(struct det_sup *s, void (*dep)(void *arg, uint32_t thread,
 	struct order o = {.max_obj = f->max_obj, .nthreads = f->nthreads};
 	uint64_t *count = calloc(f->nthreads, sizeof(*count));
 	o.last_obj = calloc((size_t)f->max_obj + 1, sizeof(*o.last_obj));
-	o.timed = calloc(f->nthreads, 1);
+	o.marks = calloc(f->nthreads, 1);
 	struct source src;
 	memset(&src, 0, sizeof(src));
 	int rc = -1;
-	if (!count || !o.last_obj || !o.timed) {
+	if (!count || !o.last_obj || !o.marks) {
 		sup_fail(s, "out of memory");
 		goto out;
 	}
@@ -923,7 +940,7 @@ out:
 	source_close(&src);
 	free(count);
 	free(o.last_obj);
-	free(o.timed);
+	free(o.marks);
 	return rc;
 }
 
@@ -955,9 +972,9 @@ int sup_feed_open(struct det_sup *s, uint32_t nthreads, int64_t max_obj)
 	f->win = calloc(nthreads, sizeof(*f->win));
 	f->order.max_obj = max_obj;
 	f->order.last_obj = calloc((size_t)max_obj + 1, sizeof(*f->order.last_obj));
-	f->order.timed = calloc(nthreads, 1);
+	f->order.marks = calloc(nthreads, 1);
 	f->order.nthreads = nthreads;
-	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj || !f->order.timed)
+	if (!f->fed || !f->published || !f->done_seen || !f->win || !f->order.last_obj || !f->order.marks)
 		return sup_fail(s, "out of memory");
 	for (uint32_t i = 0; i < nthreads; i++) {
 		struct det_slot *sl = det_shm_slot(s->hdr, i);

@@ -156,13 +156,17 @@ struct det_objseq {
 };
 
 /* One replay schedule entry; 64 bytes. Each thread has an array of them. */
+/* det_sched.flags: a strict recording's watchdog preempted the thread since
+ * its previous event, so the code before this one ran out of its turn */
+#define DET_SCHED_RAN_FREE 1u
+
 struct det_sched {
 	uint64_t seq;
 	int64_t result;
 	uint32_t obj;
 	uint32_t aux;
 	uint16_t kind;
-	uint16_t flags;
+	uint16_t flags;         /* DET_SCHED_* */
 	uint32_t dep_thread[2]; /* number + 1 of a thread whose event must be done first; 0: none */
 	uint32_t dep_idx[2];    /* ... that thread's event index */
 	uint32_t wake[2];       /* number + 1 of a thread that may wait for this event; DET_WAKE_ALL: any may */

@@ -82,3 +82,10 @@ def test_asynchronous_cancel_of_a_spinning_thread_replays(tmp_path: Path) -> Non
     assert [a for a, _ in canceled(trace)] == [ev.AUX_THREAD_CANCELED_ELSEWHERE]
     replay_matches(trace, [], 3)
     replay_matches(trace, ["--relaxed"], 2)
+    # strict: the spinner holds the turn until the watchdog takes it; it
+    # ran on out of its turn, and so does it in replay (a stall before)
+    strict = tmp_path / "async-strict.db"
+    r = detrec("-q", "--strict", "-o", strict, "--", program("cancel_elsewhere"), "async")
+    assert r.returncode == 0, r.stderr.decode()
+    assert query(strict, "SELECT count(*) FROM events WHERE kind = ?", (ev.PREEMPT,))[0][0] >= 1
+    replay_matches(strict, [], 3)
