@@ -22,6 +22,8 @@
  *  - Taken only where the file allows it (no auto-vacuum pointer map, no
  *    reserved bytes per page, 512..65536-byte pages); else, or with
  *    DET_CONVERT_PAGES=0 (tests take both ways), rows go through INSERT.
+ *  - Every interior page has a cell: SQLite takes one with only its right
+ *    pointer for a damaged file.
  */
 #include "convert.h"
 
@@ -269,7 +271,11 @@ static int pages_place(struct conv *c, const char *db_path, uint32_t root)
 			keys[i] = p->leaf_max[i];
 		}
 		/* interior levels: each node's cells point left of a key, its last
-		 * child is its right pointer; the one node left is the root */
+		 * child is its right pointer; the one node left is the root.
+		 * (DET_CONVERT_NODE_CELLS: at most that many cells a node, for
+		 * tests, which then meet every shape of tree in a small trace) */
+		const char *cap_env = getenv("DET_CONVERT_NODE_CELLS");
+		uint32_t cap = cap_env && atoi(cap_env) >= 2 ? (uint32_t)atoi(cap_env) : UINT32_MAX;
 		while (nkids > 1) {
 			uint32_t nout = 0, ncells = 0, content = psize, i = 0;
 			while (i < nkids) {
@@ -277,17 +283,29 @@ static int pages_place(struct conv *c, const char *db_path, uint32_t root)
 				ncells = 0;
 				content = psize;
 				memset(pg, 0, psize);
-				uint32_t j = i;
+				uint32_t j = i, last_size = 0;
 				for (; j + 1 < nkids; j++) {
 					uint8_t cell[13];
 					put32(cell, kids[j]);
 					uint32_t size = 4 + (uint32_t)varint(cell + 4, (uint64_t)keys[j]);
-					if (12 + 2 * (ncells + 1) + size > content - 0)
+					if (12 + 2 * (ncells + 1) + size > content || ncells == cap)
 						break;
 					content -= size;
 					memcpy(pg + content, cell, size);
 					put16(pg + 12 + 2 * ncells, content);
 					ncells++;
+					last_size = size;
+				}
+				if (j + 2 == nkids && ncells > 1) {
+					/* one kid would be left for the next node, a node
+					 * with no cell, which SQLite takes for a damaged
+					 * file: this one ends a cell earlier (its last
+					 * cell's kid becomes its right pointer) */
+					ncells--;
+					j--;
+					memset(pg + content, 0, last_size);
+					content += last_size;
+					put16(pg + 12 + 2 * ncells, 0);
 				}
 				pg[0] = 0x05; /* a table interior page */
 				put16(pg + 3, ncells);

@@ -190,3 +190,26 @@ def test_event_rows_as_pages_are_the_inserted_rows(prog: str, tmp_path: Path) ->
                    | {"marks": query(db, "SELECT * FROM marks ORDER BY win, tid")})
     assert st.events > (100 if prog == "inputs_tour" else 400000)
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("cells", ["2", "3", "4", "7"])
+def test_event_rows_trees_of_every_shape_are_whole(cells: str, tmp_path: Path) -> None:
+    """Interior pages of event_rows with at most `cells` cells each
+    (DET_CONVERT_NODE_CELLS, a test's knob): mutex_counter's ~100k rows then
+    make trees several levels deep, whose levels end in every way. A level
+    that left one page for its last node made a node with no cell, which
+    SQLite calls a damaged file ("database disk image is malformed"): CI
+    met it once in a real recording of ~135k events (mutex_counter of 67.6k
+    iterations made it every time)."""
+    os.environ["DET_CONVERT_NODE_CELLS"] = cells
+    try:
+        ways = convert_each_way(tmp_path, "mutex_counter", ["25000"], "DET_CONVERT_PAGES")
+    finally:
+        del os.environ["DET_CONVERT_NODE_CELLS"]
+    (ins, _), (pages, _) = ways
+    assert query(pages, "PRAGMA integrity_check") == [("ok",)]
+    rows = "SELECT * FROM event_rows ORDER BY rowid"
+    assert query(pages, rows) == query(ins, rows)
+    depth = query(pages, "SELECT max(length(path) - length(replace(path, '/', ''))) FROM dbstat "
+                         "WHERE name = 'event_rows'")[0][0]
+    assert depth >= 3, depth
