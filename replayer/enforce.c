@@ -368,37 +368,39 @@ static void cancel_due(struct det_thread *t, const struct det_sched *n)
 		cancel_at_large(t->slot, DET_CANCEL_DUE, pthread_self());
 }
 
+/* The thread's THREAD_CANCELED, in its turn. */
+static void take_canceled(struct det_thread *t)
+{
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	struct det_op op = {.t = t, .kind = e->kind, .rec = e};
+	wait_turn(t, e);
+	if (det_unlikely(det_gdb_control.attached))
+		gdb_check(t, e);
+	det_replay_end(&op, e->result);
+}
+
 /* The thread is unwinding from a real cancellation (cancel_at_large): its
  * THREAD_CANCELED is done here, as its exit event comes. */
 int det_replay_canceled(struct det_thread *t)
 {
 	if (!det_replay_cancel_next(t))
 		return 0;
-	const struct det_sched *e = det_sched_at(t, t->idx);
-	struct det_op op = {.t = t, .kind = e->kind, .rec = e};
-	wait_turn(t, e);
-	if (det_unlikely(det_gdb_control.attached))
-		gdb_check(t, e);
-	det_replay_end(&op, e->result);
+	take_canceled(t);
 	return 1;
 }
 
 /*
- * The recording's thread acted on a cancellation here. Replay never sends
- * the request (pthread_cancel is an event only): where it acts in a real run
- * depends on timing. The thread takes the turn of its THREAD_CANCELED and
- * ends as cancellation ends a thread: pthread_exit(PTHREAD_CANCELED) unwinds
- * the same frames and runs the same cleanup handlers, outside det, whose
- * events follow in the trace, and its joiner gets PTHREAD_CANCELED.
+ * The recording's thread acted on a cancellation here. Replay does not send
+ * that request (pthread_cancel is an event only; but see cancel_at_large):
+ * where it acts in a real run depends on timing. The thread takes the turn
+ * of its THREAD_CANCELED and ends as cancellation ends a thread:
+ * pthread_exit(PTHREAD_CANCELED) unwinds the same frames and runs the same
+ * cleanup handlers, outside det, whose events follow in the trace, and its
+ * joiner gets PTHREAD_CANCELED.
  */
 void det_replay_cancel(struct det_thread *t)
 {
-	const struct det_sched *e = det_sched_at(t, t->idx);
-	struct det_op op = {.t = t, .kind = e->kind, .rec = e};
-	wait_turn(t, e);
-	if (det_unlikely(det_gdb_control.attached))
-		gdb_check(t, e);
-	det_replay_end(&op, e->result);
+	take_canceled(t);
 	det_load_unwinder(); /* (its own calls are not events: preload/once.c) */
 	det_leave(t);
 	real.pthread_exit(PTHREAD_CANCELED);

@@ -46,7 +46,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('THREAD_TRYJOIN', 5, 'THREAD', 'JOIN', 'pthread_tryjoin_np returned'),
     EventKind('THREAD_TIMEDJOIN', 6, 'THREAD', 'JOIN', 'pthread_timedjoin_np or pthread_clockjoin_np returned'),
     EventKind('THREAD_DETACH', 7, 'THREAD', 'OTHER', 'pthread_detach'),
-    EventKind('THREAD_CANCEL', 8, 'THREAD', 'OTHER', 'pthread_cancel; obj = the thread asked to end; replay does not send the request: the thread ends where its THREAD_CANCELED says'),
+    EventKind('THREAD_CANCEL', 8, 'THREAD', 'OTHER', 'pthread_cancel; obj = the thread asked to end; replay does not send the request: the thread ends where its THREAD_CANCELED says (but see its aux ELSEWHERE)'),
     EventKind('THREAD_CANCELED', 9, 'THREAD', 'OTHER', "the thread acted on a cancellation request: its cleanup handlers and its exit follow; obj = the thread; aux = where (see DET_AUX); result = for pthread_testcancel, its calls since the thread's previous event, this one included"),
     EventKind('MUTEX_LOCK', 10, 'MUTEX', 'ACQUIRE', 'pthread_mutex_lock returned'),
     EventKind('MUTEX_TRYLOCK', 11, 'MUTEX', 'ACQUIRE', 'pthread_mutex_trylock returned'),
