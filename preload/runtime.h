@@ -91,7 +91,9 @@ struct det_thread {
 	uint64_t feed_kick_at; /* t->idx at which it next tells the feeder its window has room */
 	uint32_t snap_seen;   /* replay under gdb: the last snapshot request it answered (replayer/snapshot.c) */
 	uint32_t once_ran; /* pthread_once: the init routine ran in this thread */
-	uint32_t sig_due;  /* replay: its next recorded event is a signal; record: signals wait */
+	uint32_t sig_due;  /* replay: its next recorded event is a signal (or cancel_async); record: signals wait */
+	uint32_t cancel_async; /* replay: its cancellation type is asynchronous again as it leaves det
+				* (replayer/enforce.c cancel_due; det_signals_due does it) */
 	int self_signal;   /* raise/pthread_kill to itself in progress: deliver at once */
 	int letting_in;    /* in a call that unblocks signals: hold what comes, for det_signals_at_call */
 	uint32_t nsigs;    /* record: signals held for the next event boundary */

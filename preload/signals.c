@@ -680,6 +680,13 @@ static void replay_next_signal(struct det_thread *t)
 void det_signals_due(struct det_thread *t)
 {
 	t->sig_due = 0;
+	if (det_unlikely(t->cancel_async)) {
+		/* replay made its cancellation deferred inside det (enforce.c
+		 * cancel_due): asynchronous again, here, outside det, where a
+		 * request sent meanwhile acts */
+		t->cancel_async = 0;
+		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	}
 	if (det_replaying()) {
 		while (t->idx < t->sched_count && det_sched_at(t, t->idx)->kind == DET_EV_SIGNAL &&
 		       !(det_sched_at(t, t->idx)->aux & DET_SIG_BEFORE)) {

@@ -335,9 +335,7 @@ int det_replay_cancel_next(struct det_thread *t)
 
 /* The request of a cancellation that acted where det does not see
  * (DET_CANCEL_*): whichever of the canceler and the target comes second
- * sends it. The target does so inside det, so it makes the request
- * deferred first (an asynchronous one would act there): it then acts at
- * the thread's next cancellation point. */
+ * sends it. */
 static void cancel_at_large(struct det_slot *s, uint32_t bit, pthread_t th)
 {
 	uint32_t had = atomic_fetch_or(&s->cancel_at_large, bit);
@@ -345,8 +343,6 @@ static void cancel_at_large(struct det_slot *s, uint32_t bit, pthread_t th)
 	if (((had | bit) & both) != both || (had & DET_CANCEL_SENT) ||
 	    (atomic_fetch_or(&s->cancel_at_large, DET_CANCEL_SENT) & DET_CANCEL_SENT))
 		return;
-	if (bit == DET_CANCEL_DUE)
-		pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
 	real.pthread_cancel(th);
 }
 
@@ -361,11 +357,22 @@ void det_replay_cancel_request(uint32_t obj, pthread_t th)
 	}
 }
 
-/* After each event: is the thread's next one a cancellation det did not see? */
+/* After each event: is the thread's next one a cancellation det did not see?
+ * The thread is inside det, where an asynchronous request must not act: it
+ * makes its cancellation deferred before it says so, and asynchronous again
+ * as it leaves det (det_leave: det_signals_due), where a request sent
+ * meanwhile acts. */
 static void cancel_due(struct det_thread *t, const struct det_sched *n)
 {
-	if (n->kind == DET_EV_THREAD_CANCELED && n->aux == DET_AUX_THREAD_CANCELED_ELSEWHERE)
-		cancel_at_large(t->slot, DET_CANCEL_DUE, pthread_self());
+	if (n->kind != DET_EV_THREAD_CANCELED || n->aux != DET_AUX_THREAD_CANCELED_ELSEWHERE)
+		return;
+	int type = PTHREAD_CANCEL_DEFERRED;
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
+	if (type == PTHREAD_CANCEL_ASYNCHRONOUS) {
+		t->cancel_async = 1;
+		t->sig_due = 1; /* (det_leave's slow path) */
+	}
+	cancel_at_large(t->slot, DET_CANCEL_DUE, pthread_self());
 }
 
 /* The thread's THREAD_CANCELED, in its turn. */
