@@ -463,7 +463,11 @@ static int polled(struct det_thread *t, uint64_t idx)
 		return 1;
 	if (e->kind != DET_EV_SLEEP || e->result != 0)
 		return 0;
-	return idx + 1 >= t->sched_count || det_sched_at(t, idx + 1)->kind != DET_EV_SIGNAL;
+	/* (a signal after it is written with it: an entry the feeder has not
+	 * written yet is not one, and waiting for it could wait for the whole
+	 * trace, see det_replay_end) */
+	const struct det_sched *n = idx + 1 < t->sched_count ? det_sched_peek(t, idx + 1) : NULL;
+	return !n || n->kind != DET_EV_SIGNAL;
 }
 
 /* Strict-mode scheduling events: the thread gave up its turn here (BLOCK),
@@ -564,7 +568,9 @@ int det_replay_polled(struct det_thread *t, uint16_t kind)
 	/* a sleep: past the turns the thread gave up (a strict recording's
 	 * BLOCK around each sleep), taken at its next event */
 	for (uint64_t i = t->idx; i < t->sched_count; i++) {
-		const struct det_sched *e = det_sched_at(t, i);
+		const struct det_sched *e = i == t->idx ? det_sched_at(t, i) : det_sched_peek(t, i);
+		if (!e)
+			return 1; /* (not written yet: take the turns it has) */
 		if (e->kind == DET_EV_PREEMPT || e->kind == DET_EV_BLOCK)
 			continue;
 		/* (a cancellation that acted in a sleep is recorded in its place) */
