@@ -84,8 +84,7 @@ int det_pid_of_program(pid_t pid)
 			return 1;
 	}
 	/* recording: every thread so far (the clock counts them); replay: the trace's */
-	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
-	n = translating() ? nslots() : n < det_hdr->max_threads ? n : det_hdr->max_threads;
+	uint32_t n = translating() ? nslots() : det_threads_so_far();
 	for (uint32_t i = 0; i < n; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
 		if (s->rec_ktid == pid || s->ktid == pid)

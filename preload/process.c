@@ -373,8 +373,7 @@ static void process_exit(void)
 	 * program's own threads keep their state for the trace */
 	if (det_strict)
 		det_ops.strict_process_ending();
-	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
-	for (uint32_t i = 0; i < n && i < det_hdr->max_threads; i++) {
+	for (uint32_t i = 0, n = det_threads_so_far(); i < n; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
 		if (s->proc != det_proc)
 			continue;

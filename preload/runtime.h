@@ -126,6 +126,13 @@ struct det_thread {
 
 extern DET_HIDDEN __thread struct det_thread det_tls __attribute__((tls_model("initial-exec")));
 extern DET_HIDDEN struct det_shm_header *det_hdr;
+/* Threads the run has made so far, as many slots as may be looked at (the
+ * clock's high bits count them; there are never more than max_threads). */
+static inline uint32_t det_threads_so_far(void)
+{
+	uint64_t n = atomic_load(&det_hdr->clock) >> DET_SEQ_BITS;
+	return n < det_hdr->max_threads ? (uint32_t)n : det_hdr->max_threads;
+}
 extern DET_HIDDEN int det_mode; /* 0: off (pass through), or enum det_mode */
 extern DET_HIDDEN int det_debug;
 extern DET_HIDDEN char det_shm_name[32];

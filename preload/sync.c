@@ -332,8 +332,7 @@ static int writer_waits(pthread_rwlock_t *l)
 	if (!det_strict || l->__data.__flags != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
 		return 0;
 	uint64_t key = det_obj_shared_key(l);
-	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
-	for (uint32_t i = 0; i < n && i < det_hdr->max_threads; i++) {
+	for (uint32_t i = 0, n = det_threads_so_far(); i < n; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
 		uint32_t kind = atomic_load(&s->blocked_kind);
 		if (atomic_load(&s->strict_cond) == key &&

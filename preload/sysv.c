@@ -10,8 +10,9 @@
  *  - A get's id is an input: the program sees the recorded id in replay.
  *    Replay makes no semaphore set or queue: semop, semctl and msgctl are
  *    inputs (their results, and what they wrote), not performed, like a
- *    queue's messages; semop is a hand-off besides (sem_release). A segment's memory is the program's own, so replay
- *    makes a private segment of the recorded size at the get, attaches it
+ *    queue's messages; semop is a hand-off besides (sem_release). A
+ *    segment's memory is the program's own, so replay makes a private
+ *    segment of the recorded size at the get, attaches it
  *    once and marks it removed (Linux still lets shmat attach it, and it
  *    goes when the last process detaches: nothing is left on the machine);
  *    shmat attaches that one for the recorded id (forked children inherit

@@ -232,8 +232,7 @@ static int det_join(struct det_thread *t, uint16_t kind, pthread_t th, void **re
 		if (det_strict && kind == DET_EV_THREAD_JOIN) {
 			/* let the thread run until its exit event (decided under
 			 * the token); its last steps out need no turn */
-			uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
-			for (uint32_t i = 1; i < n && i < det_hdr->max_threads && op.obj; i++)
+			for (uint32_t i = 1, n = det_threads_so_far(); i < n && op.obj; i++)
 				if (det_shm_slot(det_hdr, i)->obj == op.obj) /* set by its creator */
 					target = det_shm_slot(det_hdr, i);
 			while (target && atomic_load(&target->state) != DET_TS_EXITING &&

@@ -59,11 +59,6 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 	return det_sys(SYS_futex, (long)addr, op, val, (long)ts, 0, 0);
 }
 
-static uint32_t nthreads(void)
-{
-	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
-	return n > det_hdr->max_threads ? det_hdr->max_threads : n;
-}
 
 static uint64_t clock_of(void)
 {
@@ -98,7 +93,7 @@ static int first(uint32_t me, uint64_t c);
 static void wake_first(void)
 {
 	struct det_shm_header *h = det_hdr;
-	uint32_t n = nthreads(), best = UINT32_MAX;
+	uint32_t n = det_threads_so_far(), best = UINT32_MAX;
 	uint64_t bc = UINT64_MAX;
 	for (uint32_t i = 0; i < n; i++) {
 		struct det_slot *s = det_shm_slot(h, i);
@@ -123,7 +118,7 @@ static void wake_first(void)
 static int first(uint32_t me, uint64_t c)
 {
 	struct det_shm_header *h = det_hdr;
-	uint32_t n = nthreads();
+	uint32_t n = det_threads_so_far();
 	for (uint32_t i = 0; i < n; i++) {
 		if (i == me)
 			continue;

@@ -91,13 +91,13 @@ struct call {
 	uint32_t kind, obj, aux;
 };
 
-/* What the next event waits for: the last event in the order so far
- * (ordered), the last on each object (relaxed), the last hand-off (both). */
 /* struct order's marks: the thread's last event was a clock read or sleep
  * (relaxed replays); it was preempted since its last event (strict). */
 #define MARK_TIMED 1u
 #define MARK_PREEMPTED 2u
 
+/* What the next event waits for: the last event in the order so far
+ * (ordered), the last on each object (relaxed), the last hand-off (both). */
 struct order {
 	struct last_event prev;      /* ordered */
 	struct last_event *last_obj; /* relaxed, per object */

@@ -68,11 +68,6 @@ static uint64_t next_rand(struct det_thread *t)
 	return x;
 }
 
-static uint32_t nthreads(void)
-{
-	uint32_t n = (uint32_t)(atomic_load(&det_hdr->clock) >> DET_SEQ_BITS);
-	return n > det_hdr->max_threads ? det_hdr->max_threads : n;
-}
 
 /* Bump a thread's wake word, and make the system call only if it sleeps
  * on it: a thread spinning for the token (spin_for_token) sees the bump, or
@@ -158,7 +153,7 @@ static int may_take_turn(uint32_t self, uint32_t i, struct det_slot *s)
 static int pick(uint32_t self, uint32_t *out)
 {
 	struct det_shm_header *h = det_hdr;
-	uint32_t n = nthreads();
+	uint32_t n = det_threads_so_far();
 	if (!atomic_load(&h->strict_wanting))
 		return 0;
 	if (h->chaos_seed) {
@@ -669,7 +664,7 @@ static int wake_waiter(uint32_t i, uint64_t key)
 void det_strict_canceled(uint64_t th)
 {
 	struct det_shm_header *h = det_hdr;
-	uint32_t n = nthreads();
+	uint32_t n = det_threads_so_far();
 	for (uint32_t i = 0; i < n; i++) {
 		struct det_slot *s = det_shm_slot(h, i);
 		if (s->pthread != th || atomic_load(&s->state) == DET_TS_FREE || !atomic_load(&s->strict_cancel_point))
@@ -777,7 +772,7 @@ int det_strict_signal(const void *obj, int all)
 {
 	struct det_shm_header *h = det_hdr;
 	uint64_t key = det_obj_shared_key(obj);
-	uint32_t n = nthreads();
+	uint32_t n = det_threads_so_far();
 	int woke = 0;
 	for (;;) {
 		int found = 0;
