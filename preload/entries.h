@@ -38,6 +38,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
+#include <sys/ptrace.h>
 #include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>

@@ -19,7 +19,9 @@
  *    live in process.c and use det_pid_arg_to_live; the wait family
  *    (wait.c) replays recorded results and reaps by det_pid_to_real.
  *  - Nothing here is an event: these calls are outside the recorded order,
- *    as they were before ids were translated.
+ *    as they were before ids were translated; but a ptrace request that
+ *    stops a process of the program is a PROC_STOP event (in recording
+ *    too), as a SIGSTOP sent to it is (signals.c).
  */
 #include "process.h"
 
@@ -423,6 +425,61 @@ DET_IMPL ssize_t det_impl_process_vm_writev(pid_t pid, const struct iovec *local
 	return real.process_vm_writev(det_pid_to_real(pid), local, nl, remote, nr, flags);
 }
 
+/* ptrace names its tracee by pid; what it reports about other processes
+ * (a new child's pid as an event message, a signal's sender) is made
+ * recorded again. A request that stops a process of the program takes its
+ * place in the order (det_stop_in_order), as a SIGSTOP sent to it does. */
+struct ptrace_args {
+	long req;
+	pid_t pid; /* live */
+	void *addr, *data;
+	int by_number; /* syscall(SYS_ptrace): PEEK requests store the word at data */
+};
+
+static long ptrace_live(void *arg)
+{
+	const struct ptrace_args *p = arg;
+	long r = p->by_number ? real.syscall(SYS_ptrace, p->req, p->pid, (long)p->addr, (long)p->data, 0, 0)
+			      : real.ptrace((enum __ptrace_request)p->req, p->pid, p->addr, p->data);
+	return r == -1 ? -errno : r;
+}
+
+static long ptrace_translated(struct ptrace_args *p, uint64_t ra)
+{
+	long r;
+	if ((p->req == PTRACE_ATTACH || p->req == PTRACE_INTERRUPT) && det_pid_of_program(p->pid)) {
+		r = det_stop_in_order(DET_AUX_PROC_STOP_PTRACE | (uint32_t)p->req, ra, ptrace_live, p);
+		if (r < 0) {
+			errno = (int)-r;
+			return -1;
+		}
+		return r;
+	}
+	errno = 0;
+	r = p->by_number ? real.syscall(SYS_ptrace, p->req, p->pid, (long)p->addr, (long)p->data, 0, 0)
+			 : real.ptrace((enum __ptrace_request)p->req, p->pid, p->addr, p->data);
+	if (r == 0 && translating() && p->data) {
+		if (p->req == PTRACE_GETEVENTMSG)
+			*(unsigned long *)p->data = (unsigned long)pid_arg_to_rec((pid_t) * (unsigned long *)p->data);
+		else if (p->req == PTRACE_GETSIGINFO && ((siginfo_t *)p->data)->si_pid > 0)
+			((siginfo_t *)p->data)->si_pid = pid_arg_to_rec(((siginfo_t *)p->data)->si_pid);
+	}
+	return r;
+}
+
+DET_IMPL long det_impl_ptrace(enum __ptrace_request req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	pid_t pid = va_arg(ap, pid_t);
+	void *addr = va_arg(ap, void *);
+	void *data = va_arg(ap, void *);
+	va_end(ap);
+	det_init();
+	struct ptrace_args p = {req, det_pid_to_real(pid), addr, data, 0};
+	return ptrace_translated(&p, DET_RA());
+}
+
 /* calls that return a process group or session: the id of a process of
  * the program is its recorded pid */
 
@@ -472,6 +529,11 @@ const struct sigevent *det_live_sigevent(const struct sigevent *ev, struct sigev
 
 int det_pids_syscall(long nr, const long a[6], long *result)
 {
+	if (nr == SYS_ptrace && det_hdr) { /* (recording too: a stop is an event) */
+		struct ptrace_args p = {a[0], det_pid_to_real((pid_t)a[1]), (void *)a[2], (void *)a[3], 1};
+		*result = ptrace_translated(&p, DET_RA());
+		return 1;
+	}
 	if (!translating())
 		return 0;
 	long b[6];

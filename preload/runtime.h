@@ -37,6 +37,7 @@
 #include <sys/uio.h>
 #include <sys/sendfile.h>
 #include <fcntl.h> /* splice, tee, loff_t */
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/times.h>
 #include <sys/stat.h>
@@ -353,6 +354,10 @@ DET_HIDDEN int det_kill_live(pid_t pid, int sig, uint64_t ra);
 DET_HIDDEN int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra);
 DET_HIDDEN int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra);
 DET_HIDDEN int det_tkill_live(pid_t tid, int sig, uint64_t ra);
+/* call(arg), a call that stops another process of the program, made in its
+ * place in the order (a PROC_STOP event, aux as events.def says); returns
+ * what it returned, -errno on failure (in replay: what it returned then). */
+DET_HIDDEN long det_stop_in_order(uint32_t aux, uint64_t ra, long (*call)(void *), void *arg);
 DET_HIDDEN int det_sigqueueinfo_live(pid_t pid, pid_t tid, int sig, const siginfo_t *info, uint64_t ra);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event, parked; the program

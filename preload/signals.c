@@ -42,6 +42,8 @@
  *    and replay delivers it from the trace instead of sending it again.
  *    One to a process outside the program (never one of its processes or
  *    threads: det_pid_of_program) is a SIGNAL_OUT input, not sent in replay.
+ *    One that stops another of its processes is a PROC_STOP event, sent in
+ *    its place in the order (det_stop_in_order).
  *  - Recording notes how the program dies: while the program has no handler
  *    for a signal that ends it and that a thread brings on itself (a fault,
  *    abort), det keeps an entry of its own for it, which writes into the
@@ -1061,6 +1063,47 @@ static int send_outside(pid_t pid, pid_t tid, int sig, int code, union sigval va
 	return 0;
 }
 
+long det_stop_in_order(uint32_t aux, uint64_t ra, long (*call)(void *), void *arg)
+{
+	struct det_thread *t = det_enter();
+	if (!t)
+		return call(arg);
+	struct det_op op = {0};
+	long r;
+	if (det_input_begin(&op, t, DET_EV_PROC_STOP, aux, ra)) {
+		if (op.rec->result >= 0)
+			call(arg);
+		r = op.rec->result;
+		det_input_end(&op, r, NULL, 0);
+	} else {
+		det_ops.rec_release_begin(&op); /* (placed before the target stops) */
+		r = call(arg);
+		det_ops.rec_end(&op, r);
+	}
+	det_leave(t);
+	return r;
+}
+
+/* A signal that stops a process whatever it handles: the target is
+ * another process, whose dispositions det does not know here. */
+static int stopping_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+struct live_send {
+	pid_t pid, tid;
+	int sig, code;
+	union sigval value;
+	const siginfo_t *given;
+};
+
+static long send_live_call(void *arg)
+{
+	const struct live_send *s = arg;
+	return send_live(s->pid, s->tid, s->sig, s->code, s->value, s->given);
+}
+
 static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval value, const siginfo_t *given,
 		       uint64_t ra)
 {
@@ -1069,6 +1112,15 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 	pid_t my_tid = (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	if (pid > 0 && pid != me && !det_pid_of_program(pid) && !(tid && det_pid_of_program(tid)))
 		return send_outside(pid, tid, sig, code, value, given, ra);
+	if (pid > 0 && pid != me && stopping_signal(sig)) {
+		struct live_send s = {pid, tid, sig, code, value, given};
+		long r = det_stop_in_order((uint32_t)sig, ra, send_live_call, &s);
+		if (r < 0) {
+			errno = (int)-r;
+			return -1;
+		}
+		return 0;
+	}
 	struct det_thread *t = pid == me && sig > 0 && sig < NSIG ? det_enter() : NULL;
 	long r = 0;
 	int to_me = 0; /* sent below, outside det: the handler's calls are events */

@@ -194,6 +194,7 @@ DET_STUB("det_drand48", "det_impl_det_drand48", "hidden det_drand48\n.globl")
 DET_STUB("det_device_entropy", "det_impl_det_device_entropy", "hidden det_device_entropy\n.globl")
 DET_STUB("det_omp_share", "det_impl_det_omp_share", "hidden det_omp_share\n.globl")
 DET_STUB("det_clone", "det_impl_det_clone", "hidden det_clone\n.globl")
+DET_STUB("det_mq_register", "det_impl_det_mq_register", "hidden det_mq_register\n.globl")
 
 /*
  * fn(arg) on the program's stack, just below where the program entered det,

@@ -1,6 +1,6 @@
 /*
- * preload/timers.c - POSIX timers that notify in a new thread
- * (SIGEV_THREAD), run by det instead of glibc.
+ * preload/timers.c - POSIX timers and message queues that notify in a new
+ * thread (SIGEV_THREAD), run by det instead of glibc.
  *
  * glibc runs such a timer with a helper thread of its own that waits for the
  * timer's signal and starts a thread for every expiry, both created inside
@@ -17,14 +17,21 @@
  *  - A timer names its callback by its index in a table, not by a pointer:
  *    the index is the siginfo value sigwaitinfo records, and it is the same
  *    in replay, where the helper gets the recorded value.
- *  - Only while det runs a program; otherwise glibc's way. Of the
+ *  - Only while det runs a program; otherwise glibc's way. Of a timer
  *    notification's attributes only the stack size is kept.
+ *  - mq_notify: glibc's helper is a thread of its own too, reading the
+ *    kernel's note from a netlink socket. det's reader is a thread the call
+ *    starts with pthread_create; its read of the note is a recorded input
+ *    (in replay the note comes from the trace: the stand-in queue gets no
+ *    message), and it calls the function itself.
  */
 #include "runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -131,4 +138,100 @@ EXPORT int timer_create(clockid_t clock, struct sigevent *ev, timer_t *id)
 	mine.sigev_value.sival_int = i;
 	mine._sigev_un._tid = helper_tid;
 	return real.timer_create(clock, &mine, id);
+}
+
+/* The kernel's note on a queue's netlink socket: NOTIFY_COOKIE_LEN bytes,
+ * the last one saying why (linux/mqueue.h). */
+#define MQ_NOTE_LEN 32
+#define MQ_NOTE_WOKENUP 1
+
+struct mq_reader {
+	int sock;
+	void (*fn)(union sigval);
+	union sigval value;
+};
+
+static void *mq_reader_main(void *arg)
+{
+	struct mq_reader r = *(struct mq_reader *)arg;
+	free(arg);
+	unsigned char note[MQ_NOTE_LEN];
+	ssize_t n = recv(r.sock, note, sizeof(note), MSG_NOSIGNAL | MSG_WAITALL);
+	close(r.sock);
+	if (n == (ssize_t)sizeof(note) && note[MQ_NOTE_LEN - 1] == MQ_NOTE_WOKENUP)
+		r.fn(r.value);
+	return NULL;
+}
+
+/* The kernel's registration, an input (MQ_NOTIFY); returns 0 or -errno.
+ * An entry on the det stack: mq_notify runs on the program's. */
+DET_HIDDEN long det_mq_register(mqd_t q, const struct sigevent *ev);
+
+DET_IMPL long det_impl_det_mq_register(mqd_t q, const struct sigevent *ev)
+{
+	DET_ENTER(t);
+	if (!t)
+		return det_sys(SYS_mq_notify, q, (long)ev, 0, 0, 0, 0);
+	struct det_op op = {0};
+	long r = det_input_begin(&op, t, DET_EV_MQ_NOTIFY, 0, DET_RA()) ? op.rec->result
+									: det_sys(SYS_mq_notify, q, (long)ev, 0, 0, 0, 0);
+	det_input_end(&op, r, NULL, 0);
+	det_leave(t);
+	return r;
+}
+
+EXPORT int mq_notify(mqd_t q, const struct sigevent *ev)
+{
+	det_init();
+	if (!det_mode || !det_tls.active)
+		return real.mq_notify(q, ev);
+	if (!ev || ev->sigev_notify != SIGEV_THREAD) {
+		struct sigevent live; /* (SIGEV_SIGNAL: the signal comes from the trace in replay) */
+		long r = det_mq_register(q, det_live_sigevent(ev, &live));
+		if (r < 0) {
+			errno = (int)-r;
+			return -1;
+		}
+		return 0;
+	}
+	static const unsigned char zeros[MQ_NOTE_LEN];
+	struct mq_reader *r = malloc(sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return -1;
+	}
+	*r = (struct mq_reader){socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0), ev->sigev_notify_function,
+				ev->sigev_value};
+	struct sigevent mine;
+	memset(&mine, 0, sizeof(mine));
+	mine.sigev_notify = SIGEV_THREAD;
+	mine.sigev_signo = r->sock;
+	mine.sigev_value.sival_ptr = (void *)zeros;
+	/* (the kernel's call: glibc's would start a reader of its own) */
+	long k = r->sock < 0 ? -errno : det_mq_register(q, &mine);
+	if (k < 0) {
+		if (r->sock >= 0)
+			close(r->sock);
+		free(r);
+		errno = (int)-k;
+		return -1;
+	}
+	pthread_attr_t attr;
+	if (ev->sigev_notify_attributes)
+		attr = *ev->sigev_notify_attributes;
+	else
+		pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t th;
+	int err = pthread_create(&th, &attr, mq_reader_main, r);
+	if (!ev->sigev_notify_attributes)
+		pthread_attr_destroy(&attr);
+	if (err) {
+		det_mq_register(q, NULL);
+		close(r->sock);
+		free(r);
+		errno = EAGAIN;
+		return -1;
+	}
+	return 0;
 }

@@ -193,7 +193,7 @@ DET_IMPL int det_impl_waitid(idtype_t type, id_t id, siginfo_t *info, int option
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
 	int64_t r;
-	if (!det_input_begin(&op, t, DET_EV_PROC_WAIT, (uint32_t)options | 0x80000000u, DET_RA())) {
+	if (!det_input_begin(&op, t, DET_EV_PROC_WAIT, (uint32_t)options | DET_AUX_PROC_WAIT_WAITID, DET_RA())) {
 		do
 			r = BLOCKING(&op, det_sys(SYS_waitid, type, id, (long)&si, options, 0, 0));
 		while (r == -EINTR && !t->nsigs);

@@ -22,8 +22,10 @@
 #include "convert.h"
 #include "../supervisor/digest.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static inline uint64_t *count_of(struct conv *c, uint32_t obj)
 {
@@ -75,6 +77,26 @@ static int index_pids(struct conv *c)
 	return 0;
 }
 
+/* Whether the head, a wait that returned a child, says the child ended
+ * (exited or was killed), not that it stopped or went on: its data is the
+ * wait status (preload/wait.c), or waitid's siginfo (aux's top bit). */
+static int reports_end(const struct stream *s)
+{
+	for (uint32_t i = 0; i < s->npend; i++) {
+		const struct det_rec *p = s->pend[i];
+		if (p->kind != DET_REC_DATA)
+			continue;
+		int32_t w[3];
+		if (p->flags < sizeof(w))
+			return 1;
+		memcpy(w, p, sizeof(w));
+		if (s->head->aux & DET_AUX_PROC_WAIT_WAITID) /* si_code */
+			return w[2] == CLD_EXITED || w[2] == CLD_KILLED || w[2] == CLD_DUMPED;
+		return WIFEXITED(w[0]) || WIFSIGNALED(w[0]);
+	}
+	return 1;
+}
+
 /* What the head waits for: 0 if nothing (it may be emitted), else 1 with
  * the key. A count past the wanted position means that position was
  * skipped (forced): the event may go. */
@@ -105,9 +127,10 @@ static int blocked_on(struct conv *c, struct stream *s, uint32_t *obj, uint64_t 
 		*val = e->aux;
 		return 1;
 	}
-	if (e->kind == DET_EV_PROC_WAIT && s->head_result > 0 && s->head_result <= INT32_MAX) {
-		/* waitpid returned this child: everything its threads did came first
-		 * (the thread itself aside, if a pid says it is the child's) */
+	if (e->kind == DET_EV_PROC_WAIT && s->head_result > 0 && s->head_result <= INT32_MAX && reports_end(s)) {
+		/* waitpid returned this child's end: everything its threads did
+		 * came first (the thread itself aside, if a pid says it is the
+		 * child's) */
 		uint32_t p = pid_rank(c, (int32_t)s->head_result), self = p && s->pid == p;
 		if (p && c->pid_live[p - 1] > self) {
 			*obj = ENDED;

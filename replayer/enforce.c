@@ -576,7 +576,12 @@ int det_replay_polled(struct det_thread *t, uint16_t kind)
 		/* (a cancellation that acted in a sleep is recorded in its place) */
 		return e->kind == DET_EV_SLEEP || e->kind == DET_EV_SIGNAL || e->kind == DET_EV_THREAD_CANCELED;
 	}
-	return 1; /* past its end: parks there, as recorded */
+	/* Past its end. Strict: parks there, as recorded (the thread that ran
+	 * last runs on alone). Otherwise the loop goes on sleeping for real
+	 * until what it polls for comes (a child that polls for its tracer's
+	 * write, then exits: its last event was a sleep the replay made before
+	 * that write); its next other call parks it. */
+	return (det_hdr->flags & DET_F_STRICT) != 0;
 }
 
 /* A strict recording's BLOCK that is the thread's next event, taken alone

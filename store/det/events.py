@@ -137,6 +137,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('SCHED_YIELD', 119, 'NONE', 'INPUT', 'sched_yield'),
     EventKind('SLEEP', 120, 'NONE', 'INPUT', 'nanosleep, clock_nanosleep, usleep or sleep, skipped in replay; result = 0 or -errno'),
     EventKind('SIGNAL_SEND', 89, 'NONE', 'OTHER', "kill, sigqueue or tgkill to the program's own process: ordered, so that the signal's delivery (a SIGNAL event, or a sigwait) comes after it; aux = signal number; result = 0 or -errno"),
+    EventKind('PROC_STOP', 135, 'NONE', 'OTHER', 'kill, sigqueue or tgkill of SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU to another process of the program, or ptrace PTRACE_ATTACH or PTRACE_INTERRUPT of one: ordered, so that what the target did before it in the recording comes before it in replay too (a process stopped while it waits for its turn would hold back every event after that turn); aux = the signal, or PTRACE | the request; result = what the call returned, or -errno'),
     EventKind('SIGNAL_OUT', 44, 'NONE', 'INPUT', 'kill, sigqueue or tgkill to a process outside the program (never one of its processes or threads): not sent again in replay, where it may be gone or another; aux = signal number; result = 0 or -errno'),
     EventKind('SIGNAL', 121, 'NONE', 'INPUT', 'an asynchronous signal, delivered here; aux = signal number; result = si_code; data = sender pid, uid, value'),
     EventKind('SIGNAL_RETURN', 90, 'NONE', 'OTHER', "the program's handler of the SIGNAL event before it returned (not in strict mode, where the handler runs in that event's turn): ordered, so that what the handler wrote without a lock reaches other threads before their next events, as it did; none when the handler did not return (siglongjmp, exit); aux = signal number"),
@@ -172,6 +173,7 @@ EVENTS: tuple[EventKind, ...] = (
     EventKind('TIMER_QUERY', 131, 'NONE', 'INPUT', "what a timer has left: alarm, getitimer, setitimer, timer_gettime, timer_settime, timer_getoverrun, timerfd_gettime or timerfd_settime (replay skips sleeps and takes signals from the trace, so the kernel's timers there say something else); the call is made in replay too; aux = the call (preload/timer_state.c); result = what it returned, or -errno; data = the old or current value it wrote"),
     EventKind('FLOCK_TAKE', 132, 'FLOCK', 'ACQUIRE', "a file lock taken or tried (preload/file_locks.c): flock LOCK_SH or LOCK_EX, lockf F_LOCK or F_TLOCK, fcntl F_SETLK(W) or F_OFD_SETLK(W) of a read or write lock; who gets a file's lock first is an order between processes; aux = the call; result = 0, or -errno (EWOULDBLOCK, EAGAIN, EACCES: another held it; EINTR, EDEADLK)"),
     EventKind('FLOCK_DROP', 133, 'FLOCK', 'RELEASE', 'a file lock let go: flock LOCK_UN, lockf F_ULOCK, fcntl F_SETLK(W) or F_OFD_SETLK(W) of F_UNLCK; aux = the call; result = 0 or -errno'),
+    EventKind('MQ_NOTIFY', 136, 'NONE', 'INPUT', "mq_notify: a queue takes one registration at a time, and a message sent in the recording used it up; replay's stand-in queue gets no message, so the kernel is asked only while recording (SIGEV_THREAD: det's reader thread, preload/timers.c); result = 0 or -errno"),
     EventKind('SHM_ATTACH', 134, 'NONE', 'INPUT', "shmat's outcome: replay attaches its stand-in for the segment (SYSV_GET) only where the recording's attached (a segment removed with nobody attached is gone: EINVAL); result = 0 or -errno"),
 )
 
@@ -273,6 +275,7 @@ SYSCONF = 118
 SCHED_YIELD = 119
 SLEEP = 120
 SIGNAL_SEND = 89
+PROC_STOP = 135
 SIGNAL_OUT = 44
 SIGNAL = 121
 SIGNAL_RETURN = 90
@@ -308,6 +311,7 @@ IOCTL = 130
 TIMER_QUERY = 131
 FLOCK_TAKE = 132
 FLOCK_DROP = 133
+MQ_NOTIFY = 136
 SHM_ATTACH = 134
 
 # Named values of an event's aux field (DET_AUX).
@@ -315,12 +319,14 @@ AUX_THREAD_CANCELED_IN_CALL = 0
 AUX_THREAD_CANCELED_TESTCANCEL = 1
 AUX_THREAD_CANCELED_ELSEWHERE = 2
 AUX_STDIO_WRITE_SHARED = 1
+AUX_PROC_WAIT_WAITID = 2147483648
 AUX_GETRANDOM_CALL = 0
 AUX_GETRANDOM_RANDOM_DEVICE = 2
 AUX_GETRANDOM_DEVICE_ENTROPY = 3
 AUX_GETRANDOM_ARC4RANDOM = 4
 AUX_GETRANDOM_TEMP_NAME = 5
 AUX_GETRANDOM_AT_RANDOM = 1
+AUX_PROC_STOP_PTRACE = 65536
 
 BY_NUMBER: dict[int, EventKind] = {e.number: e for e in EVENTS}
 OBJ_BY_NUMBER: dict[int, ObjKind] = {o.number: o for o in OBJKINDS}
