@@ -25,7 +25,7 @@ from pathlib import Path
 
 CACHE_NAME = "detcheck-quick.json"
 CACHE_ENTRIES = 256
-VERSION = 3  # of what an entry holds; bump when quick() finds more or differently
+VERSION = 4  # of what an entry holds; bump when quick() finds more or differently
 
 
 def _cache_file() -> Path | None:
@@ -65,20 +65,22 @@ def _store(f: Path | None, cache: dict) -> None:
 
 
 def compute(path: str) -> dict:
-    """{static, det_cc, syscalls: [names], atomics: count, sites: [[address, bytes in hex]]} of the
-    program's own code."""
+    """{static, det_cc, syscalls: [names], atomics: count, sites: [[address, bytes in hex]], random:
+    count of rdrand/rdseed} of the program's own code."""
     from .elf import read_elf
     from .patch import site_bytes
     from .scan import QUICK_PATTERN, candidates, scan
 
     elf = read_elf(path)
-    out = {"static": elf.static, "det_cc": elf.det_cc is not None, "syscalls": [], "atomics": 0, "sites": []}
+    out = {"static": elf.static, "det_cc": elf.det_cc is not None, "syscalls": [], "atomics": 0, "sites": [],
+           "random": 0}
     if not candidates(elf, QUICK_PATTERN):
         return out  # no place such an instruction could start: no disassembly
     result = scan(elf, quick=True)
     out["syscalls"] = [s.detail for s in result.sites if s.kind == "syscall"]
     atomics = [s.address for s in result.sites if s.kind == "atomic"]
     out["atomics"] = len(atomics)
+    out["random"] = sum(1 for s in result.sites if s.kind in ("rdrand", "rdseed"))
     out["sites"] = [[a, code.hex()] for a, code in site_bytes(elf, atomics)]
     return out
 
@@ -141,6 +143,19 @@ def atomics_unseen(path: str, env: dict[str, str]) -> int:
     return int(found.get("atomics") or 0)
 
 
+def random_unrecorded(path: str) -> int:
+    """How many rdrand/rdseed instructions the program at path has in its
+    own code: the CPU's random numbers, which no recording holds (0 when
+    that is not known)."""
+    found = known(path)
+    return int(found.get("random") or 0) if isinstance(found, dict) and not found.get("unreadable") else 0
+
+
+def random_line(name: str, n: int) -> str:
+    return (f"{name}: its code has {n} rdrand/rdseed instruction{'s' if n != 1 else ''}: the CPU's random numbers "
+            "are not in the trace, so a replay draws others; `detcheck " + name + "` says where")
+
+
 def check_and_remember(path: str) -> dict | None:
     """compute(path), kept in the cache."""
     from .elf import BadInput
@@ -167,6 +182,9 @@ def unseen_line(found: dict | None, name: str, mode: str, left: int, opt_out: bo
     if not found or found.get("unreadable") or found.get("static"):
         return None  # (a static program goes to detrec --ptrace, with its own line)
     parts = []
+    if n := int(found.get("random") or 0):
+        parts.append(f"{n} rdrand/rdseed instruction{'s' if n > 1 else ''} (the CPU's random numbers: not in the "
+                     "trace, a replay draws others)")
     calls = found["syscalls"]
     if calls:
         names = sorted(set(calls))

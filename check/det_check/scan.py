@@ -60,10 +60,11 @@ _LOCKABLE_0F = rb"\x0f[\xb0\xb1\xc0\xc1\xc7\xab\xb3\xbb\xba]"
 QUICK_PATTERN = re.compile(
     rb"\x0f\x05|\x0f\x34|\xcd\x80"  # syscall, sysenter, int $0x80
     rb"|\xf0\x66?[\x40-\x4f]?(?:" + _LOCKABLE + rb"|" + _LOCKABLE_0F + rb")[\x00-\xbf]"  # lock, memory operand
-    rb"|[\x86\x87][\x00-\xbf]",  # xchg with memory (locked without a prefix)
+    rb"|[\x86\x87][\x00-\xbf]"  # xchg with memory (locked without a prefix)
+    rb"|\x0f\xc7[\xf0-\xff]",  # rdrand, rdseed
     re.S)
 FULL_PATTERN = re.compile(
-    QUICK_PATTERN.pattern + rb"|\x0f\x31|\x0f\x01\xf9|\x0f\xa2|\x0f\xc7[\xf0-\xff]",  # rdtsc(p), cpuid, rdrand/seed
+    QUICK_PATTERN.pattern + rb"|\x0f\x31|\x0f\x01\xf9|\x0f\xa2",  # rdtsc(p), cpuid
     re.S)
 _CALL_REL = re.compile(rb"\xe8", re.S)  # call rel32
 _CALL_GOT = re.compile(rb"\xff\x15", re.S)  # call *disp32(%rip)
@@ -263,9 +264,11 @@ def _site(elf: Elf, insns: list, i: int, addr: int, size: int, mnem: str, ops: s
         return Site("syscall", addr, text, syscall_name(num), num)
     if mnem.startswith("lock ") or (mnem == "xchg" and "[" in ops):
         return Site("atomic", addr, text)
+    if mnem in ("rdrand", "rdseed"):
+        return Site(mnem, addr, text)
     if quick:
         return None
-    if mnem in ("rdtsc", "rdtscp", "rdrand", "rdseed", "cpuid"):
+    if mnem in ("rdtsc", "rdtscp", "cpuid"):
         return Site(mnem, addr, text)
     if mnem == "call" and calls:
         direct, slot = _call_target(addr, size, ops)

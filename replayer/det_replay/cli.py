@@ -211,9 +211,11 @@ def _run(tr: Trace, rep: Replayer, exe: str, m: dict, rec: dict | None, total: i
                 say_now(line)
             said = len(lines)
         from det.analysis import HINT_SECONDS, race_hint
-        from det.check.quick import atomics_unseen
+        from det.check.quick import atomics_unseen, random_line, random_unrecorded
 
         hint = race_hint(tr, names(), reason, what, seq, HINT_SECONDS, atomics_unseen(exe, m.get("env") or {}))
+        if n := random_unrecorded(exe):
+            hint = [random_line(os.path.basename(exe), n)] + hint
         return result(EXIT_DIVERGED, done, False, lines + hint, diverged=True, said=said)
 
     # (det.analysis and det.names are imported only for a replay that did not match: start-up, issue 25)

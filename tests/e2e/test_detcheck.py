@@ -217,3 +217,24 @@ def test_detrec_warns_once(tmp_path: Path):
     assert len(unseen) == 1 and "1 raw syscall instruction (getpid)" in unseen[0], r.stderr.decode()
     r = detrec("-q", "-o", tmp_path / "quiet.db", "--", spin, env=env)
     assert r.returncode == 0 and r.stderr == b""
+
+
+def test_rdrand_named_when_recording_and_when_the_replay_differs(tmp_path: Path):
+    """A program that prints a number the CPU drew (rdrand): no recording
+    holds it (no preload sees the instruction; CPUID faulting, which would
+    let det hide it, is not on these machines), so every replay prints
+    another. detrec says so in one line before the program runs, in every
+    mode, and detreplay names it as the cause, not a data race."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    prog = _require(PROGRAMS / "rdrand_draw")
+    for mode in ([], ["--strict"]):
+        trace = tmp_path / f"rd{len(mode)}.db"
+        r = detrec(*mode, "-o", trace, "--", prog, env=env)
+        assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+        unseen = _unseen(r.stderr)
+        assert len(unseen) == 1 and "1 rdrand/rdseed instruction (the CPU's random numbers" in unseen[0], \
+            r.stderr.decode()
+        rr = run([BIN / "detreplay", trace], env=env, timeout=120)
+        assert rr.returncode != 0 and rr.stdout != r.stdout, rr.stderr.decode()
+        assert "rdrand_draw: its code has 1 rdrand/rdseed instruction: the CPU's random numbers are not in " \
+               "the trace" in rr.stderr.decode(), rr.stderr.decode()
