@@ -583,7 +583,7 @@ static int det_spawn(struct det_thread *t, pid_t *pidp, const char *file, int se
 		uint64_t mine = claim;
 		atomic_compare_exchange_strong(&me->spawn_claim, &mine, 0);
 	}
-	pid_t got = end_create(&op, idx, r == 0 ? pid : -(int64_t)r);
+	pid_t got = end_create(&op, idx, r == 0 ? pid : -(int64_t)r, 0);
 	if (got < 0)
 		return -got;
 	if (pidp)

@@ -79,15 +79,18 @@ int begin_create(struct det_thread *t, struct det_op *op, uint16_t kind, uint64_
 		if (*idx >= det_hdr->max_procs)
 			det_fatal("too many processes: %u (this run allows %u, detrec --max-threads raises it)", *idx + 1,
 				  det_hdr->max_procs);
-		if (det_strict)
+		/* (a fork's child becomes runnable once it exists: its parent's
+		 * at-fork handlers may give the turn away first) */
+		if (det_strict && kind != DET_EV_PROC_FORK)
 			det_ops.strict_created(*child);
 	}
 	prepare_child(t, *idx, *child, op);
 	return 0;
 }
 
-/* The creating call returned `res` (the child's real pid, or -error). */
-pid_t end_create(struct det_op *op, uint32_t idx, int64_t res)
+/* The creating call returned `res` (the child's real pid, or -error);
+ * ended: replay has ended its event already (fork_with_handlers). */
+pid_t end_create(struct det_op *op, uint32_t idx, int64_t res, int ended)
 {
 	struct det_proc *p = proc_at(idx);
 	if (res > 0) {
@@ -105,8 +108,34 @@ pid_t end_create(struct det_op *op, uint32_t idx, int64_t res)
 		det_ops.diverge(op->t, DET_DIV_RESULT, op->kind, NULL, op->ra,
 			    res > 0 ? "a process start that failed in the recording worked"
 				    : "a process start that worked in the recording failed");
-	det_ops.replay_end(op, op->rec->result);
+	if (!ended)
+		det_ops.replay_end(op, op->rec->result);
 	return (pid_t)op->rec->result;
+}
+
+/* libc's fork, whose at-fork handlers the program registered run inside
+ * it: a prepare handler that locks a mutex another thread holds waits for
+ * that thread, which in strict mode needs the turn this thread holds (it
+ * waited for ever). Their calls are events in the parent, after the fork's
+ * own, which replay ends first so that they can take their turns; the
+ * child's handlers run before det starts the child and pass through. */
+int det_in_forked_child(const struct det_thread *t)
+{
+	return det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != t->fork_parent;
+}
+
+static pid_t fork_with_handlers(struct det_thread *t, struct det_op *op)
+{
+	if (det_replaying())
+		det_ops.replay_end(op, op->rec->result);
+	t->fork_parent = (int32_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	t->depth = 0;
+	pid_t pid = real.fork();
+	int e = errno;
+	t->depth = 1;
+	t->fork_parent = 0;
+	errno = e;
+	return pid;
 }
 
 /* exit_signal: the signal the parent gets when the child ends. SIGCHLD is
@@ -123,7 +152,8 @@ static pid_t det_fork(struct det_thread *t, uint64_t ra, int exit_signal)
 		errno = (int)-r;
 		return -1;
 	}
-	pid_t pid = exit_signal == SIGCHLD ? real.fork() : (pid_t)det_sys(SYS_clone, exit_signal, 0, 0, 0, 0, 0);
+	pid_t pid = exit_signal == SIGCHLD ? fork_with_handlers(t, &op)
+					   : (pid_t)det_sys(SYS_clone, exit_signal, 0, 0, 0, 0, 0);
 	if (pid < 0 && exit_signal != SIGCHLD) {
 		errno = -pid;
 		pid = -1;
@@ -133,7 +163,9 @@ static pid_t det_fork(struct det_thread *t, uint64_t ra, int exit_signal)
 		return 0;
 	}
 	int e = errno;
-	pid_t r = end_create(&op, idx, pid > 0 ? pid : -(int64_t)e);
+	if (pid > 0 && det_strict && !det_replaying())
+		det_ops.strict_created(child);
+	pid_t r = end_create(&op, idx, pid > 0 ? pid : -(int64_t)e, exit_signal == SIGCHLD);
 	if (r < 0) {
 		errno = (int)-r;
 		return -1;

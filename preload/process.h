@@ -30,6 +30,6 @@ DET_HIDDEN void start_process(struct det_thread *t, uint32_t idx, uint32_t num, 
 DET_HIDDEN int begin_create(struct det_thread *t, struct det_op *op, uint16_t kind, uint64_t ra, uint32_t *child,
 			    uint32_t *idx);
 /* The creating call returned `res` (the child's real pid, or -error) (fork.c). */
-DET_HIDDEN pid_t end_create(struct det_op *op, uint32_t idx, int64_t res);
+DET_HIDDEN pid_t end_create(struct det_op *op, uint32_t idx, int64_t res, int ended);
 
 #endif /* DET_PROCESS_H */

@@ -71,6 +71,8 @@ struct det_thread {
 	uint32_t num;
 	uint32_t active;   /* attached to the region: events are recorded/enforced */
 	uint32_t depth;    /* > 0 inside the runtime: nested calls pass through */
+	int32_t fork_parent; /* in libc's fork: the forking process's pid; its at-fork handlers' calls are
+			      * events there, and pass through in the child (preload/fork.c) */
 	uint32_t exited;   /* its exit event is done */
 	uint64_t idx;      /* events so far (= index of the next one) */
 	/* record: this thread's ring */
@@ -245,6 +247,9 @@ DET_HIDDEN void det_signals_at_call(void);
 DET_HIDDEN void det_replay_signals_attached(struct det_thread *t);
 
 /* Enter the runtime from an interposed call: NULL means "pass through". */
+/* Inside libc's fork, the child's at-fork handlers (fork.c). */
+DET_HIDDEN int det_in_forked_child(const struct det_thread *t);
+
 static inline struct det_thread *det_enter(void)
 {
 	struct det_thread *t = &det_tls;
@@ -254,7 +259,7 @@ static inline struct det_thread *det_enter(void)
 		if (!t->active)
 			return NULL;
 	}
-	if (det_unlikely(t->depth))
+	if (det_unlikely(t->depth | (uint32_t)t->fork_parent) && (t->depth || det_in_forked_child(t)))
 		return NULL;
 	t->depth = 1;
 	if (det_unlikely(t->sigs_held))

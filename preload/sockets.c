@@ -551,6 +551,31 @@ static int overfills(int fd, size_t want)
 	return want > (size_t)(cap - queued);
 }
 
+/* Replay of a write into the program's own pipe that never came back (its
+ * writer died in it): its bytes may have reached the pipe first, and a
+ * reader read them with a count the trace holds (a child killed by its
+ * parent's death signal right after it wrote). What fits goes in now
+ * without blocking (a write that blocked on a full pipe stays blocked as
+ * it was); a reader that is gone takes nothing, and no SIGPIPE comes of it. */
+static void write_what_fits(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct sigpipe_hold quiet = sigpipe_hold();
+	for (int i = 0; i < iovcnt; i++) {
+		for (size_t off = 0; off < iov[i].iov_len;) {
+			struct pollfd p = {fd, POLLOUT, 0};
+			if (det_sys(SYS_poll, (long)&p, 1, 0, 0, 0, 0) != 1 || !(p.revents & POLLOUT))
+				goto full; /* (ready: a write of PIPE_BUF bytes at most does not block) */
+			size_t k = iov[i].iov_len - off < PIPE_BUF ? iov[i].iov_len - off : PIPE_BUF;
+			long n = det_sys(SYS_write, fd, (long)((const char *)iov[i].iov_base + off), (long)k, 0, 0, 0);
+			if (n <= 0)
+				goto full;
+			off += (size_t)n;
+		}
+	}
+full:
+	sigpipe_release(quiet, 1);
+}
+
 static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec *iov, int iovcnt,
 				ssize_t (*perform)(void *ctx), void *ctx, int message, uint64_t ra)
 {
@@ -578,8 +603,11 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		return ret_of(res);
 	}
 	int64_t res = op.rec->result;
-	if (res == DET_RESULT_PENDING) /* the writer died in it (a SIGPIPE, a kill) */
+	if (res == DET_RESULT_PENDING) { /* the writer died in it (a SIGPIPE, a kill) */
+		if (det_own_pipe(fd))
+			write_what_fits(fd, iov, iovcnt);
 		det_ops.replay_vanish(&op);
+	}
 	/* The write is a hand-off (det_kind_handoff): the readers after it in
 	 * the order wait for it. Its turn is over once the thread is here (what
 	 * it did before is done), so it says so before it writes: a write
