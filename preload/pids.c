@@ -447,8 +447,10 @@ static long ptrace_live(void *arg)
 static long ptrace_translated(struct ptrace_args *p, uint64_t ra)
 {
 	long r;
+	if (det_tls.nstops) /* (replay: an attach it made, sent now: see det_stops_send) */
+		det_stops_send(&det_tls);
 	if ((p->req == PTRACE_ATTACH || p->req == PTRACE_INTERRUPT) && det_pid_of_program(p->pid)) {
-		r = det_stop_in_order(DET_AUX_PROC_STOP_PTRACE | (uint32_t)p->req, ra, ptrace_live, p);
+		r = det_stop_in_order(DET_AUX_PROC_STOP_PTRACE | (uint32_t)p->req, p->pid, 0, ra, ptrace_live, p);
 		if (r < 0) {
 			errno = (int)-r;
 			return -1;

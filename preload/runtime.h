@@ -122,6 +122,13 @@ struct det_thread {
 	const void *cancel_cond;    /* a condition wait: its wake-up is logged, the mutex held again */
 	const void *cancel_mutex;
 	uint32_t canceled;          /* its THREAD_CANCELED is done */
+	/* replay: stops of other processes it made (PROC_STOP), not sent yet
+	 * (signals.c det_stops_send) */
+	struct det_stop {
+		uint32_t aux;
+		int32_t pid, tid; /* live */
+	} stops[4];
+	uint32_t nstops;
 	uint32_t in_testcancel;     /* in pthread_testcancel, its call testcancel_calls... */
 	uint32_t testcancel_calls;  /* ...since its event testcancel_idx - 1 */
 	uint64_t testcancel_idx;
@@ -359,10 +366,13 @@ DET_HIDDEN int det_kill_live(pid_t pid, int sig, uint64_t ra);
 DET_HIDDEN int det_sigqueue_live(pid_t pid, int sig, union sigval value, uint64_t ra);
 DET_HIDDEN int det_tgkill_live(pid_t tgid, pid_t tid, int sig, uint64_t ra);
 DET_HIDDEN int det_tkill_live(pid_t tid, int sig, uint64_t ra);
-/* call(arg), a call that stops another process of the program, made in its
- * place in the order (a PROC_STOP event, aux as events.def says); returns
- * what it returned, -errno on failure (in replay: what it returned then). */
-DET_HIDDEN long det_stop_in_order(uint32_t aux, uint64_t ra, long (*call)(void *), void *arg);
+/* call(arg), a call that stops another process of the program (pid, or
+ * thread tid of it: live ids), made in its place in the order (a PROC_STOP
+ * event, aux as events.def says); returns what it returned, -errno on
+ * failure (in replay: what it returned then). Replay sends the stop at the
+ * thread's next wait, ptrace or signal (det_stops_send). */
+DET_HIDDEN long det_stop_in_order(uint32_t aux, pid_t pid, pid_t tid, uint64_t ra, long (*call)(void *), void *arg);
+DET_HIDDEN void det_stops_send(struct det_thread *t);
 DET_HIDDEN int det_sigqueueinfo_live(pid_t pid, pid_t tid, int sig, const siginfo_t *info, uint64_t ra);
 DET_HIDDEN int det_pid_is_program(pid_t pid);
 /* Replay: the thread is past its last recorded event, parked; the program

@@ -43,7 +43,8 @@
  *    One to a process outside the program (never one of its processes or
  *    threads: det_pid_of_program) is a SIGNAL_OUT input, not sent in replay.
  *    One that stops another of its processes is a PROC_STOP event, sent in
- *    its place in the order (det_stop_in_order).
+ *    its place in the order when recording (det_stop_in_order); replay
+ *    sends it at the sender's next wait, ptrace request or signal.
  *  - Recording notes how the program dies: while the program has no handler
  *    for a signal that ends it and that a thread brings on itself (a fault,
  *    abort), det keeps an entry of its own for it, which writes into the
@@ -1063,7 +1064,35 @@ static int send_outside(pid_t pid, pid_t tid, int sig, int code, union sigval va
 	return 0;
 }
 
-long det_stop_in_order(uint32_t aux, uint64_t ra, long (*call)(void *), void *arg)
+/*
+ * Replay of a stop (PROC_STOP) waits for the sender's next call that can
+ * see it: a wait, a ptrace request, a signal. When it was recorded the
+ * stop reached the target some time after the call, and the target made
+ * the events it had come to meanwhile (a tracee past the attach, at its
+ * next sleep); sent at the call's own turn it could stop the target before
+ * them, while the wait that saw the stop comes after them in the order:
+ * both waited for ever. By the sender's next such call the events before
+ * it are done, as recorded. Per thread: a tracer is the thread that
+ * attached.
+ */
+static void stop_now(const struct det_stop *s)
+{
+	if (s->aux & DET_AUX_PROC_STOP_PTRACE)
+		real.ptrace((enum __ptrace_request)(s->aux & 0xffff), s->pid, NULL, NULL);
+	else if (s->tid)
+		det_sys(SYS_tgkill, s->pid, s->tid, s->aux, 0, 0, 0);
+	else
+		det_sys(SYS_kill, s->pid, s->aux, 0, 0, 0, 0);
+}
+
+void det_stops_send(struct det_thread *t)
+{
+	for (uint32_t i = 0; i < t->nstops; i++)
+		stop_now(&t->stops[i]);
+	t->nstops = 0;
+}
+
+long det_stop_in_order(uint32_t aux, pid_t pid, pid_t tid, uint64_t ra, long (*call)(void *), void *arg)
 {
 	struct det_thread *t = det_enter();
 	if (!t)
@@ -1071,9 +1100,12 @@ long det_stop_in_order(uint32_t aux, uint64_t ra, long (*call)(void *), void *ar
 	struct det_op op = {0};
 	long r;
 	if (det_input_begin(&op, t, DET_EV_PROC_STOP, aux, ra)) {
-		if (op.rec->result >= 0)
-			call(arg);
 		r = op.rec->result;
+		if (r >= 0) {
+			if (t->nstops == sizeof(t->stops) / sizeof(t->stops[0]))
+				det_stops_send(t);
+			t->stops[t->nstops++] = (struct det_stop){aux, pid, tid};
+		}
 		det_input_end(&op, r, NULL, 0);
 	} else {
 		det_ops.rec_release_begin(&op); /* (placed before the target stops) */
@@ -1108,13 +1140,15 @@ static int send_signal(pid_t pid, pid_t tid, int sig, int code, union sigval val
 		       uint64_t ra)
 {
 	det_init();
+	if (det_unlikely(det_tls.nstops)) /* (replay: the stops it made before this signal) */
+		det_stops_send(&det_tls);
 	pid_t me = (pid_t)det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	pid_t my_tid = (pid_t)det_sys(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	if (pid > 0 && pid != me && !det_pid_of_program(pid) && !(tid && det_pid_of_program(tid)))
 		return send_outside(pid, tid, sig, code, value, given, ra);
 	if (pid > 0 && pid != me && stopping_signal(sig)) {
 		struct live_send s = {pid, tid, sig, code, value, given};
-		long r = det_stop_in_order((uint32_t)sig, ra, send_live_call, &s);
+		long r = det_stop_in_order((uint32_t)sig, pid, tid, ra, send_live_call, &s);
 		if (r < 0) {
 			errno = (int)-r;
 			return -1;

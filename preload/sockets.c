@@ -622,7 +622,10 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 	 * thread whose first event comes after the BLOCK. */
 	uint64_t pipe = res > 0 ? det_own_pipe(fd) : 0;
 	const struct det_sched *after = done_first ? NULL : det_sched_peek(t, t->idx + 1);
-	int hands_on = after && after->kind == DET_EV_BLOCK && pipe;
+	/* (the BLOCK names the call that gave the turn up: a sleep's or a
+	 * wait's that comes next is not this write's, and taken here it let
+	 * the events after it run before the thread got to that call) */
+	int hands_on = after && after->kind == DET_EV_BLOCK && after->aux == DET_EV_WRITE && pipe;
 	if (hands_on) {
 		det_input_end(&op, res, NULL, 0);
 		det_ops.replay_take_block(t);

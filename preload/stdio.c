@@ -28,6 +28,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,55 @@
  * before the call returns, and that read must come after it in the order.
  * (The result is logged when the call returns; "pending" if it never did.) */
 
+/*
+ * Replay of a stdio call that never came back (its writer died in it: a
+ * SIGPIPE, a kill) on the program's own pipe: what it flushed before the
+ * writer died may have reached a reader, which read it with a count the
+ * trace holds (a big fwrite into `| head -c 1000`: head read the start,
+ * left, and the writer died of SIGPIPE in the same call). The call is made
+ * again through a second, non-blocking opening of the pipe put in the
+ * FILE's place, SIGPIPE held: what fits goes in, nothing blocks, and then
+ * the thread vanishes as recorded.
+ */
+static __thread struct {
+	int fd;   /* the non-blocking opening, or -1 */
+	int prog; /* the FILE's own descriptor */
+	uint64_t mask;
+} dying = {-1, -1, 0};
+
+static int dying_call_begin(FILE *f)
+{
+	int fd = f ? fileno(f) : -1;
+	if (fd < 0 || !det_own_pipe(fd))
+		return 0;
+	char path[40];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	long nb = det_sys(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_NONBLOCK | O_CLOEXEC, 0, 0, 0);
+	if (nb < 0)
+		return 0;
+	uint64_t pipe = 1ull << (SIGPIPE - 1);
+	det_sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&pipe, (long)&dying.mask, 8, 0, 0);
+	dying.fd = (int)nb;
+	dying.prog = fd;
+	f->_fileno = (int)nb;
+	return 1;
+}
+
+static void dying_call_end(FILE *f)
+{
+	if (dying.fd < 0)
+		return;
+	f->_fileno = dying.prog;
+	det_sys(SYS_close, dying.fd, 0, 0, 0, 0, 0);
+	dying.fd = -1;
+	uint64_t pipe = 1ull << (SIGPIPE - 1), pending = 0;
+	if (!(dying.mask & pipe) && det_sys(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) == 0 && (pending & pipe)) {
+		struct timespec zero = {0, 0}; /* (the reader was gone: not this call's SIGPIPE to die of) */
+		det_sys(SYS_rt_sigtimedwait, (long)&pipe, 0, (long)&zero, 8, 0, 0);
+	}
+	det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&dying.mask, 0, 8, 0, 0);
+}
+
 static struct det_out_lock *stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
 {
 	/* A FILE on a stream other processes write too (stdout inherited
@@ -53,8 +103,11 @@ static struct det_out_lock *stdio_begin(struct det_op *op, struct det_thread *t,
 	struct det_out_lock *shared = f ? shared_out(fileno(f)) : NULL;
 	det_acquire_begin(op, t, DET_EV_STDIO_WRITE, f, DET_OBJ_FILE, ra);
 	if (det_replaying()) {
-		if (op->rec->result == DET_RESULT_PENDING) /* it died in this call: a SIGPIPE, a kill */
-			det_ops.replay_vanish(op);
+		if (op->rec->result == DET_RESULT_PENDING) { /* it died in this call: a SIGPIPE, a kill */
+			if (!dying_call_begin(f))
+				det_ops.replay_vanish(op);
+			return NULL; /* (made again, then stdio_end vanishes) */
+		}
 		if (f && det_ops.replay_free_running()) {
 			/* Its place in the order was taken before it ran, so the
 			 * recording's next events did not wait for it to end: nor
@@ -97,6 +150,10 @@ static int stdio_end(struct det_op *op, FILE *f, struct det_out_lock *shared, in
 	if (shared)
 		shared_out_unlock(shared);
 	if (det_replaying()) {
+		if (op->rec && op->rec->result == DET_RESULT_PENDING) {
+			dying_call_end(f);
+			det_ops.replay_vanish(op);
+		}
 		if (op->rec) {
 			det_acquire_end(op, op->rec->result);
 		} else {

@@ -133,6 +133,7 @@ static pid_t det_wait4(struct det_thread *t, pid_t pid, int *status, int options
 	}
 	int64_t r = op.rec->result;
 	pid_t lost = 0;
+	det_stops_send(t); /* (a stop it made, which this wait may see) */
 	if (r > 0) {
 		if (op.rec->data_len == sizeof(d))
 			memcpy(&d, det_replay_data(op.rec), sizeof(d));
@@ -203,6 +204,7 @@ DET_IMPL int det_impl_waitid(idtype_t type, id_t id, siginfo_t *info, int option
 	} else {
 		r = op.rec->result;
 		pid_t lost = 0;
+		det_stops_send(t);
 		if (r == 0 && op.rec->data_len == sizeof(si)) {
 			memcpy(&si, det_replay_data(op.rec), sizeof(si));
 			if (si.si_pid)

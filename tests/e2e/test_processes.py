@@ -356,3 +356,19 @@ def test_fork_whose_handlers_take_a_lock_another_thread_holds(tmp_path: Path, mo
     out = record(trace, program("fork_atfork_lock"), mode=tuple(mode))
     assert out == b"child exited 5, counter 5000\n"
     replays_identically(trace, out, 3)
+
+
+@pytest.mark.parametrize("how", ["raw", "stdio"])
+def test_reader_took_the_start_of_a_write_its_writer_died_in(how: str, tmp_path: Path) -> None:
+    """big_write | head -c 1000 | wc -c: one 400 kB write (write(2), or one
+    fwrite) fills the pipe, head reads the start and exits, and the writer
+    dies of SIGPIPE in that same call, which never came back. Replay skipped
+    such a call, and head's read came back short, 4 replays of 4 (a plain
+    shell pipeline stalled the same way under load). Now the call is made
+    again, without blocking, before the writer vanishes."""
+    trace = tmp_path / f"{how}.db"
+    out = record(trace, "/bin/sh", "-c", f"{program('big_write')} {how} | head -c 1000 | wc -c")
+    assert out == b"1000\n"
+    (status,), = query(trace, "SELECT status FROM processes WHERE exe = 'big_write'")
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPIPE
+    replays_identically(trace, out, 3)
