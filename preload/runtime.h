@@ -728,6 +728,39 @@ static inline long det_sys(long n, long a, long b, long c, long d, long e, long 
 	return ret;
 }
 
+/*
+ * A replayed write into a pipe or socket whose reader is gone. The recording's
+ * write went in (its count stands), so the program must not die of the
+ * SIGPIPE the kernel sends now: a reader whose reads replay from the trace (a
+ * FIFO opened by path) does not wait for the bytes and may close first. The
+ * thread blocks SIGPIPE around the writes and takes back one that they raised
+ * (the kernel sends it to the writing thread). (sockets.c, stdio.c)
+ */
+struct det_sigpipe_hold {
+	uint64_t mask;	 /* the thread's signal mask before */
+	int had_pending; /* a SIGPIPE the program blocked was pending before */
+};
+
+static inline struct det_sigpipe_hold det_sigpipe_hold(void)
+{
+	uint64_t pipe = 1ull << (SIGPIPE - 1), pending = 0;
+	struct det_sigpipe_hold h = {0, 0};
+	det_sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&pipe, (long)&h.mask, 8, 0, 0);
+	if (h.mask & pipe) /* the program blocks it: one pending is its own */
+		h.had_pending = det_sys(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) == 0 && (pending & pipe);
+	return h;
+}
+
+static inline void det_sigpipe_release(struct det_sigpipe_hold h, int broke)
+{
+	uint64_t pipe = 1ull << (SIGPIPE - 1), pending = 0;
+	if (broke && !h.had_pending && det_sys(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) == 0 && (pending & pipe)) {
+		struct timespec zero = {0, 0};
+		det_sys(SYS_rt_sigtimedwait, (long)&pipe, 0, (long)&zero, 8, 0, 0);
+	}
+	det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&h.mask, 0, 8, 0, 0);
+}
+
 /* A lock of det's own for rare, short sections (tables a few calls share):
  * a waiter gives its CPU up rather than spin (the holder may need it). */
 static inline void det_spin_lock(_Atomic int *l)

@@ -476,39 +476,6 @@ static ssize_t do_writev(void *p)
 	return real.writev(a->fd, a->iov, a->iovcnt);
 }
 
-/*
- * A replayed write into a pipe or socket whose reader is gone. The recording's
- * write went in (its count stands), so the program must not die of the
- * SIGPIPE the kernel sends now: a reader whose reads replay from the trace (a
- * FIFO opened by path) does not wait for the bytes and may close first. The
- * thread blocks SIGPIPE around the writes and takes back one that they raised
- * (the kernel sends it to the writing thread).
- */
-struct sigpipe_hold {
-	uint64_t mask;	 /* the thread's signal mask before */
-	int had_pending; /* a SIGPIPE the program blocked was pending before */
-};
-
-static struct sigpipe_hold sigpipe_hold(void)
-{
-	uint64_t pipe = 1ull << (SIGPIPE - 1), pending = 0;
-	struct sigpipe_hold h = {0, 0};
-	det_sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&pipe, (long)&h.mask, 8, 0, 0);
-	if (h.mask & pipe) /* the program blocks it: one pending is its own */
-		h.had_pending = det_sys(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) == 0 && (pending & pipe);
-	return h;
-}
-
-static void sigpipe_release(struct sigpipe_hold h, int broke)
-{
-	uint64_t pipe = 1ull << (SIGPIPE - 1), pending = 0;
-	if (broke && !h.had_pending && det_sys(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) == 0 && (pending & pipe)) {
-		struct timespec zero = {0, 0};
-		det_sys(SYS_rt_sigtimedwait, (long)&pipe, 0, (long)&zero, 8, 0, 0);
-	}
-	det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&h.mask, 0, 8, 0, 0);
-}
-
 /* Replay of a send on a socket pair of the program's own whose whole
  * message went in the recording: the same call again (its ancillary data,
  * SCM_RIGHTS descriptors, and a datagram's boundary go with it), waiting
@@ -518,7 +485,7 @@ static void resend_message(int fd, ssize_t (*perform)(void *ctx), void *ctx)
 	for (;;) {
 		ssize_t n = perform(ctx);
 		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
-			return; /* sent, or the reader is gone: the recording's count stands (sigpipe_hold) */
+			return; /* sent, or the reader is gone: the recording's count stands (det_sigpipe_hold) */
 		if (errno == EAGAIN) {
 			struct pollfd p = {fd, POLLOUT, 0};
 			det_sys(SYS_poll, (long)&p, 1, -1, 0, 0, 0);
@@ -559,7 +526,7 @@ static int overfills(int fd, size_t want)
  * it was); a reader that is gone takes nothing, and no SIGPIPE comes of it. */
 static void write_what_fits(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct sigpipe_hold quiet = sigpipe_hold();
+	struct det_sigpipe_hold quiet = det_sigpipe_hold();
 	for (int i = 0; i < iovcnt; i++) {
 		for (size_t off = 0; off < iov[i].iov_len;) {
 			struct pollfd p = {fd, POLLOUT, 0};
@@ -573,7 +540,7 @@ static void write_what_fits(int fd, const struct iovec *iov, int iovcnt)
 		}
 	}
 full:
-	sigpipe_release(quiet, 1);
+	det_sigpipe_release(quiet, 1);
 }
 
 static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec *iov, int iovcnt,
@@ -636,10 +603,10 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		shared = NULL;
 	if (done_first && !hands_on)
 		det_input_end(&op, res, NULL, 0);
-	struct sigpipe_hold quiet = {0, 0};
+	struct det_sigpipe_hold quiet = {0, 0};
 	int broke = 0; /* a write found the reader gone */
 	if (res > 0)
-		quiet = sigpipe_hold();
+		quiet = det_sigpipe_hold();
 	if (message && res > 0 && (size_t)res == want) {
 		resend_message(fd, perform, ctx);
 		iovcnt = 0; /* sent: the recording's count stands */
@@ -681,7 +648,7 @@ static ssize_t det_write_stream(struct det_thread *t, int fd, const struct iovec
 		i++;
 	}
 	if (res > 0)
-		sigpipe_release(quiet, broke);
+		det_sigpipe_release(quiet, broke);
 	if (shared)
 		shared_out_unlock(shared);
 	if (!done_first && !hands_on)

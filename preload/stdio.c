@@ -58,8 +58,8 @@
 static __thread struct {
 	int fd;   /* the non-blocking opening, or -1 */
 	int prog; /* the FILE's own descriptor */
-	uint64_t mask;
-} dying = {-1, -1, 0};
+	struct det_sigpipe_hold quiet;
+} dying = {-1, -1, {0, 0}};
 
 static int dying_call_begin(FILE *f)
 {
@@ -71,8 +71,7 @@ static int dying_call_begin(FILE *f)
 	long nb = det_sys(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_NONBLOCK | O_CLOEXEC, 0, 0, 0);
 	if (nb < 0)
 		return 0;
-	uint64_t pipe = 1ull << (SIGPIPE - 1);
-	det_sys(SYS_rt_sigprocmask, SIG_BLOCK, (long)&pipe, (long)&dying.mask, 8, 0, 0);
+	dying.quiet = det_sigpipe_hold();
 	dying.fd = (int)nb;
 	dying.prog = fd;
 	f->_fileno = (int)nb;
@@ -86,12 +85,7 @@ static void dying_call_end(FILE *f)
 	f->_fileno = dying.prog;
 	det_sys(SYS_close, dying.fd, 0, 0, 0, 0, 0);
 	dying.fd = -1;
-	uint64_t pipe = 1ull << (SIGPIPE - 1), pending = 0;
-	if (!(dying.mask & pipe) && det_sys(SYS_rt_sigpending, (long)&pending, 8, 0, 0, 0, 0) == 0 && (pending & pipe)) {
-		struct timespec zero = {0, 0}; /* (the reader was gone: not this call's SIGPIPE to die of) */
-		det_sys(SYS_rt_sigtimedwait, (long)&pipe, 0, (long)&zero, 8, 0, 0);
-	}
-	det_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&dying.mask, 0, 8, 0, 0);
+	det_sigpipe_release(dying.quiet, 1); /* (the reader was gone: not this call's SIGPIPE to die of) */
 }
 
 static struct det_out_lock *stdio_begin(struct det_op *op, struct det_thread *t, FILE *f, uint64_t ra)
