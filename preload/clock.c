@@ -45,6 +45,18 @@ static void ts_of(int64_t ns, struct timespec *ts)
 	ts->tv_nsec = ns % 1000000000;
 }
 
+/* The clock as the event names it. A CPU-time clock of a process or
+ * thread carries that one's id (pthread_getcpuclockid and
+ * clock_getcpuclockid build it from the live id): the event names it by the
+ * recorded id, which is what replay's live one is made into. */
+static uint32_t clock_aux(clockid_t clk)
+{
+	if (clk >= 0 || (clk & 3) == 3) /* a fixed clock, or a descriptor's (CLOCKFD) */
+		return (uint32_t)clk;
+	pid_t id = (pid_t) ~(clk >> 3), rec = det_pid_to_rec(id);
+	return id == 0 || rec == id ? (uint32_t)clk : ((uint32_t)~rec << 3) | ((uint32_t)clk & 7);
+}
+
 DET_IMPL int det_impl_clock_gettime(clockid_t clk, struct timespec *ts)
 {
 	struct det_thread *t = det_enter();
@@ -52,7 +64,7 @@ DET_IMPL int det_impl_clock_gettime(clockid_t clk, struct timespec *ts)
 		return real.clock_gettime(clk, ts);
 	struct det_op op = {0};
 	int64_t res;
-	if (det_input_begin(&op, t, DET_EV_CLOCK_GETTIME, (uint32_t)clk, DET_RA())) {
+	if (det_input_begin(&op, t, DET_EV_CLOCK_GETTIME, clock_aux(clk), DET_RA())) {
 		res = op.rec->result;
 	} else if (det_tsc_trapped) {
 		/* the vDSO reads the TSC, which faults now: ask the kernel */

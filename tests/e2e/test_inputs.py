@@ -626,3 +626,15 @@ def test_message_queue_sender_that_exits_replays(tmp_path: Path, mode: list[str]
     r = detrec("-q", *mode, "-o", trace, "--", program("msg_handoff"), "sysv-fork", "40")
     assert r.returncode == 0, r.stderr.decode() + r.stdout.decode()
     replays_identical(trace, 3)
+
+
+@pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
+def test_cpu_clock_of_a_thread_replays(tmp_path: Path, mode: list[str]) -> None:
+    """thread_cpu_clock: pthread_getcpuclockid's clock holds the worker's
+    kernel thread id, another one in replay, which took the read for one of
+    another clock and diverged at once. The event names the clock by the
+    recorded id now."""
+    trace = tmp_path / "cpuclock.db"
+    r = detrec("-q", *mode, "-o", trace, "--", program("thread_cpu_clock"))
+    assert r.returncode == 0 and r.stdout.startswith(b"worker's CPU time read: yes"), r.stderr.decode()
+    replays_identical(trace, 3)
