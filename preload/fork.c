@@ -113,17 +113,17 @@ pid_t end_create(struct det_op *op, uint32_t idx, int64_t res, int ended)
 	return (pid_t)op->rec->result;
 }
 
+int det_in_forked_child(const struct det_thread *t)
+{
+	return det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != t->fork_parent;
+}
+
 /* libc's fork, whose at-fork handlers the program registered run inside
  * it: a prepare handler that locks a mutex another thread holds waits for
  * that thread, which in strict mode needs the turn this thread holds (it
  * waited for ever). Their calls are events in the parent, after the fork's
  * own, which replay ends first so that they can take their turns; the
  * child's handlers run before det starts the child and pass through. */
-int det_in_forked_child(const struct det_thread *t)
-{
-	return det_sys(SYS_getpid, 0, 0, 0, 0, 0, 0) != t->fork_parent;
-}
-
 static pid_t fork_with_handlers(struct det_thread *t, struct det_op *op)
 {
 	if (det_replaying())

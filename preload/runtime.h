@@ -253,10 +253,10 @@ DET_HIDDEN void det_replay_signals_now(struct det_thread *t);
 DET_HIDDEN void det_signals_at_call(void);
 DET_HIDDEN void det_replay_signals_attached(struct det_thread *t);
 
-/* Enter the runtime from an interposed call: NULL means "pass through". */
 /* Inside libc's fork, the child's at-fork handlers (fork.c). */
 DET_HIDDEN int det_in_forked_child(const struct det_thread *t);
 
+/* Enter the runtime from an interposed call: NULL means "pass through". */
 static inline struct det_thread *det_enter(void)
 {
 	struct det_thread *t = &det_tls;

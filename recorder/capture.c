@@ -222,7 +222,6 @@ static int ring_consistent(struct det_sup *s, uint32_t i, uint32_t ring, uint64_
 	return 0;
 }
 
-/* The kernel thread behind a slot is gone (or a zombie: it runs nothing). */
 /* Thread i called exec and its new image will go on as it (preload/exec.c,
  * process.c resume_exec): its old kernel id is gone meanwhile (a thread
  * other than the first takes the process's id), but its ring is still its
@@ -236,6 +235,7 @@ static int resumes_after_exec(struct det_sup *s, struct det_slot *sl, uint32_t i
 	return atomic_load(&p->state) == DET_PS_EXEC && atomic_load(&p->exec_thread) == i + 1;
 }
 
+/* The kernel thread behind a slot is gone (or a zombie: it runs nothing). */
 static int thread_gone(struct det_sup *s, struct det_slot *sl)
 {
 	uint32_t proc = sl->proc;
