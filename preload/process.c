@@ -253,14 +253,19 @@ static void replay_kill_in_turn(pid_t rec_pid, int sig)
 		    WTERMSIG(p->rec_status) == sig)
 			idx = i;
 	}
-	if (idx == UINT32_MAX)
-		return;
+	if (idx != UINT32_MAX)
+		det_replay_wait_threads_of(idx, UINT32_MAX, 0);
+}
+
+void det_replay_wait_threads_of(uint32_t idx, uint32_t except, int made)
+{
 	for (uint32_t i = 0; i < det_hdr->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
-		if (s->proc != idx)
+		uint32_t st = atomic_load(&s->state);
+		if (s->proc != idx || i == except || (made && st != DET_TS_RUNNING && st != DET_TS_STARTING))
 			continue;
-		/* (polled: the target's events wake only the threads that wait
-		 * for them in the order, and this is no event) */
+		/* (polled: their events wake only the threads that wait for
+		 * them in the order, and this is no event) */
 		while (det_ops.replay_done_count(i) < s->sched_count &&
 		       atomic_load(&proc_at(idx)->state) != DET_PS_GONE) {
 			struct timespec ts = {0, 1000 * 1000};
