@@ -39,7 +39,7 @@ from det.trace import Trace, kind_name
 from det.trust import sha256_file
 from det.watchdog import watched
 
-from .checks import check_binary, replay_order, say
+from .checks import check_binary, replay_order, say, stops_processes
 from .native import Replayer
 from .view import PackedView, open_view
 
@@ -100,7 +100,7 @@ def replay(trace_path: str, relaxed: bool = False, force: bool = False, forward:
         total = tr.event_count()
         if rec is None:
             say(f"warning: {trace_path} is incomplete: {UNFINISHED}; replaying the {total} events it has")
-        relaxed, strict = replay_order(m, relaxed)
+        relaxed, strict = replay_order(m, relaxed, relaxed and stops_processes(tr))
         rep = Replayer(Path(trace_path), tr.complete, relaxed, strict, backend)
         sym = Symbolizer(tr.modules())
         try:
