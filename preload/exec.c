@@ -320,7 +320,7 @@ static int det_exec(struct det_thread *t, const char *call, int dirfd, const cha
 		 * recorded, and their events in the trace all came before that:
 		 * some after the exec's own place (a thread that started while the
 		 * exec ran), so they are done first, or never. */
-		det_replay_wait_threads_of(det_proc, t->num, 1);
+		det_replay_wait_threads_of(det_proc, t->num, 1, UINT64_MAX);
 	}
 	struct det_proc *p = proc_at(det_proc);
 	t->slot->resume_idx = t->idx;

@@ -78,6 +78,10 @@ struct det_mode_ops {
 	int (*replay_wait_due)(struct det_thread *t, const struct det_sched *e, long ns);
 	/* Events thread `num` has done so far in this run (any process's thread). */
 	uint64_t (*replay_done_count)(uint32_t num);
+	/* The recorded place (seq) of thread `num`'s next event, or UINT64_MAX:
+	 * it has done them all, or the feeder has not written it yet (its place
+	 * is after every event the feeder wrote). */
+	uint64_t (*replay_next_seq)(uint32_t num);
 	__attribute__((noreturn)) void (*diverge)(struct det_thread *t, uint32_t reason, uint16_t got_kind,
 						  const void *got_addr, uint64_t ra, const char *what);
 	void (*replay_attach)(struct det_thread *t);

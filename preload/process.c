@@ -254,10 +254,16 @@ static void replay_kill_in_turn(pid_t rec_pid, int sig)
 			idx = i;
 	}
 	if (idx != UINT32_MAX)
-		det_replay_wait_threads_of(idx, UINT32_MAX, 0);
+		det_replay_wait_threads_of(idx, UINT32_MAX, 0, UINT64_MAX);
 }
 
-void det_replay_wait_threads_of(uint32_t idx, uint32_t except, int made)
+static int still_before(uint32_t i, const struct det_slot *s, uint64_t before)
+{
+	return before == UINT64_MAX ? det_ops.replay_done_count(i) < s->sched_count
+				    : det_ops.replay_next_seq(i) < before;
+}
+
+void det_replay_wait_threads_of(uint32_t idx, uint32_t except, int made, uint64_t before)
 {
 	for (uint32_t i = 0; i < det_hdr->threads_recorded; i++) {
 		struct det_slot *s = det_shm_slot(det_hdr, i);
@@ -266,8 +272,7 @@ void det_replay_wait_threads_of(uint32_t idx, uint32_t except, int made)
 			continue;
 		/* (polled: their events wake only the threads that wait for
 		 * them in the order, and this is no event) */
-		while (det_ops.replay_done_count(i) < s->sched_count &&
-		       atomic_load(&proc_at(idx)->state) != DET_PS_GONE) {
+		while (still_before(i, s, before) && atomic_load(&proc_at(idx)->state) != DET_PS_GONE) {
 			struct timespec ts = {0, 1000 * 1000};
 			det_sys(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
 		}

@@ -32,8 +32,8 @@ DET_HIDDEN int begin_create(struct det_thread *t, struct det_op *op, uint16_t ki
 /* The creating call returned `res` (the child's real pid, or -error) (fork.c). */
 DET_HIDDEN pid_t end_create(struct det_op *op, uint32_t idx, int64_t res, int ended);
 /* Replay: until the threads of process idx but `except` (made: only those
- * made so far, not an image's to come) have done their recorded events (or
- * the process is gone). */
-DET_HIDDEN void det_replay_wait_threads_of(uint32_t idx, uint32_t except, int made);
+ * made so far, not an image's to come) have done their recorded events
+ * before place `before` (UINT64_MAX: all of them), or the process is gone. */
+DET_HIDDEN void det_replay_wait_threads_of(uint32_t idx, uint32_t except, int made, uint64_t before);
 
 #endif /* DET_PROCESS_H */

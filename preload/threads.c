@@ -23,6 +23,7 @@
  */
 #include "threads.h"
 #include "locks.h"
+#include "process.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,9 +38,26 @@
 /* ------------------------------------------------------------------ */
 /* threads */
 
+/* Replay: a thread ends for the kernel where the recording ended it, after
+ * its process's other threads have done their events before its exit's
+ * place. Its own events before that place may all be inputs (sigwait,
+ * reads), which replay takes from the trace without waiting, and its exit
+ * waits only for the events in the order: gone early, it was not there for
+ * a call that named it (timer_create's SIGEV_THREAD_ID, tgkill,
+ * sched_setaffinity: EINVAL or ESRCH where the recording's call worked). */
+static void exit_in_place(struct det_thread *t)
+{
+	if (!det_replaying() || !det_ops.replay_free_running() || t->idx >= t->sched_count)
+		return;
+	const struct det_sched *e = det_sched_at(t, t->idx);
+	if (e->kind == DET_EV_THREAD_EXIT)
+		det_replay_wait_threads_of(det_proc, t->num, 0, e->seq);
+}
+
 static void det_exit_event(struct det_thread *t, uint64_t ra)
 {
 	struct det_op op = {.id = t->slot->obj};
+	exit_in_place(t);
 	det_release_begin(&op, t, DET_EV_THREAD_EXIT, NULL, DET_OBJ_THREAD, ra);
 	if (det_strict) { /* its joiners try again, and find it exiting */
 		atomic_store(&t->slot->state, DET_TS_EXITING);

@@ -642,6 +642,18 @@ uint64_t det_replay_done_count(uint32_t num)
 	return turns->done_count(num);
 }
 
+uint64_t det_replay_next_seq(uint32_t num)
+{
+	struct det_slot *s = det_shm_slot(det_hdr, num);
+	uint64_t done = turns->done_count(num);
+	uint64_t f = atomic_load_explicit(&s->sched_filled, memory_order_acquire);
+	if (done >= atomic_load(&s->sched_count) || (uint32_t)(f >> DET_FILLED_BITS) != atomic_load(&det_hdr->sched_gen) ||
+	    done >= (f & DET_FILLED_MASK))
+		return UINT64_MAX;
+	const struct det_sched *w = (const struct det_sched *)((const char *)det_hdr + s->sched_off);
+	return w[done & (s->sched_window - 1)].seq;
+}
+
 const struct det_sched *det_replay_input(struct det_op *op)
 {
 	struct det_thread *t = op->t;
@@ -832,6 +844,7 @@ static const struct det_mode_ops replay_ops = {
 	.replay_pending = det_replay_pending,
 	.replay_wait_due = det_replay_wait_due,
 	.replay_done_count = det_replay_done_count,
+	.replay_next_seq = det_replay_next_seq,
 	.replay_attach = det_replay_attach,
 	.replay_resume = det_replay_resume,
 	.replay_reset = det_replay_reset,

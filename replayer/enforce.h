@@ -44,6 +44,7 @@ DET_HIDDEN const struct det_sched *det_replay_pending(struct det_thread *t, uint
 DET_HIDDEN int det_replay_wait_due(struct det_thread *t, const struct det_sched *e, long ns);
 /* How many events thread `num` (of any of the program's processes) has done. */
 DET_HIDDEN uint64_t det_replay_done_count(uint32_t num);
+DET_HIDDEN uint64_t det_replay_next_seq(uint32_t num);
 DET_HIDDEN __attribute__((noreturn)) void det_diverge(struct det_thread *t, uint32_t reason,
 						     uint16_t got_kind, const void *got_addr,
 						     uint64_t ra, const char *what);

@@ -616,6 +616,25 @@ def test_queue_notification_in_a_new_thread(tmp_path: Path) -> None:
     replays_identical(strict, 2)
 
 
+def test_timer_for_a_thread_that_only_waits_for_its_signals(tmp_path: Path) -> None:
+    """timer_thread_id: a timer signals one thread (SIGEV_THREAD_ID), which
+    takes four signals with sigwaitinfo and ends. Its events after saying its
+    id are all inputs, so replay let it end before the main thread's
+    timer_create named it (EINVAL): 3 relaxed replays of 4 failed. A thread
+    now ends for the kernel after its process's other threads have done
+    their events before its exit's place."""
+    want = b"the thread took 4 signals of its timer\n"
+    trace = tmp_path / "timer.db"
+    r = detrec("-q", "-o", trace, "--", program("timer_thread_id"))
+    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+    replays_identical(trace, 3)
+    replays_identical(trace, 4, "--relaxed")
+    strict = tmp_path / "timer-strict.db"
+    r = detrec("-q", "--strict", "-o", strict, "--", program("timer_thread_id"))
+    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+    replays_identical(strict, 2)
+
+
 @pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
 def test_message_queue_sender_that_exits_replays(tmp_path: Path, mode: list[str]) -> None:
     """A child process sends through a System V queue, then _exits. In strict
