@@ -605,13 +605,20 @@ def test_queue_notification_in_a_new_thread(tmp_path: Path) -> None:
     takes the kernel's note (an input), and the registration is one too:
     replay's stand-in queue gets no message to use it up."""
     want = "".join(f"round {i}: message {i} (priority {i + 1})\n" for i in range(5)).encode()
-    trace = tmp_path / "notify.db"
-    r = detrec("-q", "-o", trace, "--", program("mq_notify_thread"))
+    replays_in_each_mode(tmp_path, "mq_notify_thread", want, relaxed=2)
+
+
+def replays_in_each_mode(tmp_path: Path, name: str, want: bytes, relaxed: int) -> None:
+    """Program `name` prints `want` recorded in the default mode, and in
+    each replay of it (3 ordered, `relaxed` relaxed); recorded in strict
+    mode too, and replayed twice."""
+    trace = tmp_path / f"{name}.db"
+    r = detrec("-q", "-o", trace, "--", program(name))
     assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
     replays_identical(trace, 3)
-    replays_identical(trace, 2, "--relaxed")
-    strict = tmp_path / "notify-strict.db"
-    r = detrec("-q", "--strict", "-o", strict, "--", program("mq_notify_thread"))
+    replays_identical(trace, relaxed, "--relaxed")
+    strict = tmp_path / f"{name}-strict.db"
+    r = detrec("-q", "--strict", "-o", strict, "--", program(name))
     assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
     replays_identical(strict, 2)
 
@@ -623,16 +630,7 @@ def test_timer_for_a_thread_that_only_waits_for_its_signals(tmp_path: Path) -> N
     timer_create named it (EINVAL): 3 relaxed replays of 4 failed. A thread
     now ends for the kernel after its process's other threads have done
     their events before its exit's place."""
-    want = b"the thread took 4 signals of its timer\n"
-    trace = tmp_path / "timer.db"
-    r = detrec("-q", "-o", trace, "--", program("timer_thread_id"))
-    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
-    replays_identical(trace, 3)
-    replays_identical(trace, 4, "--relaxed")
-    strict = tmp_path / "timer-strict.db"
-    r = detrec("-q", "--strict", "-o", strict, "--", program("timer_thread_id"))
-    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
-    replays_identical(strict, 2)
+    replays_in_each_mode(tmp_path, "timer_thread_id", b"the thread took 4 signals of its timer\n", relaxed=4)
 
 
 @pytest.mark.parametrize("mode", [[], ["--strict"]], ids=["default", "strict"])
