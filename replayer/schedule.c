@@ -178,9 +178,13 @@ static void order_next(struct order *o, uint32_t flags, struct det_sched *e, uin
 		 * recorded order (its handler's end, or where a handler that
 		 * siglongjmp'd out went on). Out of it, the poller skipped its
 		 * sleeps before the handler ran and slept once more than
-		 * recorded. */
+		 * recorded. A thread that takes its signals with sigwait is
+		 * signalled as well: a sender that sleeps between two kills
+		 * sent the second after the first was taken (out of it, the two
+		 * came while one was pending, made one, and the second sigwait
+		 * waited for ever). */
 		struct last_event me = {t + 1, 0, idx};
-		if (e->kind == DET_EV_SIGNAL)
+		if (e->kind == DET_EV_SIGNAL || e->kind == DET_EV_SIGWAIT)
 			o->sig_thread = t + 1;
 		if (o->sig_thread == t + 1)
 			o->signalled = me;

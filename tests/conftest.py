@@ -81,6 +81,21 @@ def replays_identically(trace: Path, recorded: bytes, n: int = 10, mode: tuple[s
         assert rr.stdout == recorded, f"replay {i + 1} {mode}: output differs\n{rr.stdout!r}\n{recorded!r}"
 
 
+def replays_in_each_mode(tmp_path: Path, name: str, want: bytes, relaxed: int) -> None:
+    """Test program `name` prints `want` recorded in the default mode and in
+    each replay of that (3 ordered, `relaxed` relaxed); recorded in strict
+    mode too, and replayed twice."""
+    trace = tmp_path / f"{name}.db"
+    r = detrec("-q", "-o", trace, "--", program(name))
+    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+    replays_identically(trace, want, 3)
+    replays_identically(trace, want, relaxed, ("--relaxed",))
+    strict = tmp_path / f"{name}-strict.db"
+    r = detrec("-q", "--strict", "-o", strict, "--", program(name))
+    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
+    replays_identically(strict, want, 2)
+
+
 def case_replays(tmp_path: Path, prog: str, case: str, mode: tuple[str, ...], n: int = 3) -> None:
     """Record program `prog` with argument `case` (in mode) in tmp_path: it
     exits 0, as it does when it sees what Linux does; then replay it n

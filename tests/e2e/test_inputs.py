@@ -14,7 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DETREC, detrec, detreplay, outcome, program, program_pid, query, replays_identically
+from conftest import (
+    DETREC,
+    detrec,
+    detreplay,
+    outcome,
+    program,
+    program_pid,
+    query,
+    replays_identically,
+    replays_in_each_mode,
+)
 from det import events as ev
 
 REPLAYS = 10
@@ -606,21 +616,6 @@ def test_queue_notification_in_a_new_thread(tmp_path: Path) -> None:
     replay's stand-in queue gets no message to use it up."""
     want = "".join(f"round {i}: message {i} (priority {i + 1})\n" for i in range(5)).encode()
     replays_in_each_mode(tmp_path, "mq_notify_thread", want, relaxed=2)
-
-
-def replays_in_each_mode(tmp_path: Path, name: str, want: bytes, relaxed: int) -> None:
-    """Program `name` prints `want` recorded in the default mode, and in
-    each replay of it (3 ordered, `relaxed` relaxed); recorded in strict
-    mode too, and replayed twice."""
-    trace = tmp_path / f"{name}.db"
-    r = detrec("-q", "-o", trace, "--", program(name))
-    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
-    replays_identical(trace, 3)
-    replays_identical(trace, relaxed, "--relaxed")
-    strict = tmp_path / f"{name}-strict.db"
-    r = detrec("-q", "--strict", "-o", strict, "--", program(name))
-    assert (r.returncode, r.stdout) == (0, want), r.stderr.decode()
-    replays_identical(strict, 2)
 
 
 def test_timer_for_a_thread_that_only_waits_for_its_signals(tmp_path: Path) -> None:
