@@ -51,10 +51,14 @@
  *    thread's slot the signal, the instruction, a fault's address and where
  *    the program called det or a library (note_crash), then restores the
  *    default action and dies of it as natively. Replay installs none (a
- *    debugger would see the fault twice). The thread that took such a
- *    signal last is the one the program ended in if it died of it
- *    (det_hdr->ran_last: maybe inside a call det wraps, whose event never
- *    completed).
+ *    debugger would see the fault twice), but for a standby replica
+ *    (DET_F_HOLD_FAULTS, detrec --follow --standby): there the entry notes
+ *    it the same way and then holds the thread in place for good, so gdb
+ *    attaches to the program's state at the fault that ended the
+ *    recording (the other threads wait at their next calls into det).
+ *    The thread that took such a signal last is the one the program ended
+ *    in if it died of it (det_hdr->ran_last: maybe inside a call det
+ *    wraps, whose event never completed).
  *  - SIGTRAP's int3 at a trapped atomic (trapped_atomics.c) is handled
  *    first, by det; the program cannot block SIGTRAP then (keep_trap).
  *    Under gdb the trap is ud2's SIGILL (det_trap_sig), the same way.
@@ -65,6 +69,7 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,10 +361,21 @@ static int self_inflicted(int sig, const siginfo_t *info)
 
 /* A signal whose default action ends the program, which recording watches
  * while the program has no handler for it. */
+static int fatal_sig(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT || sig == SIGSYS;
+}
+
 static int watch_fatal(int sig)
 {
-	return det_mode == DET_MODE_RECORD &&
-	       (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT || sig == SIGSYS);
+	return det_mode == DET_MODE_RECORD && fatal_sig(sig);
+}
+
+/* A standby replica's (DET_F_HOLD_FAULTS): the same signals, held for gdb
+ * before the replica dies of them as the program did. */
+static int hold_fatal(int sig)
+{
+	return det_mode == DET_MODE_REPLAY && det_hdr && (det_hdr->flags & DET_F_HOLD_FAULTS) && fatal_sig(sig);
 }
 
 /* The program's own code: its executable's executable segments. */
@@ -451,8 +467,17 @@ static void note_crash(struct det_thread *t, int sig, const siginfo_t *info, voi
  * it, and die of it with the default action. */
 static void die_as_natively(struct det_thread *t, int sig, siginfo_t *info, void *ucv)
 {
-	if (watch_fatal(sig))
+	if (watch_fatal(sig) || hold_fatal(sig))
 		note_crash(t, sig, info, ucv);
+	if (hold_fatal(sig)) {
+		/* held here for good, the fault's frame under this one: the
+		 * other threads go on to their next calls into det, which the
+		 * recording does not have, and wait there (the replica ends
+		 * the program when its standby time is up) */
+		static uint32_t held;
+		for (;;)
+			det_sys(SYS_futex, (long)&held, FUTEX_WAIT_PRIVATE, 0, 0, 0, 0);
+	}
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	real.sigaction(sig, &dfl, NULL);
 	if (!is_fault(sig, info)) /* (a fault happens again as the handler returns) */
@@ -785,7 +810,7 @@ DET_IMPL int det_impl_sigaction(int sig, const struct sigaction *act, struct sig
 	int handled = (act->sa_flags & SA_SIGINFO) ? act->sa_sigaction != NULL
 						   : act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
 	int keep_entry = (sig == SIGSEGV && det_tsc_trapped) || (sig == det_trap_sig && det_traps_patched) ||
-			 (watch_fatal(sig) && act->sa_handler == SIG_DFL);
+			 ((watch_fatal(sig) || hold_fatal(sig)) && act->sa_handler == SIG_DFL);
 	if (handled || keep_entry) {
 		mine.sa_sigaction = det_sig_entry;
 		mine.sa_flags = (act->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
@@ -1343,7 +1368,8 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *found)
 	return 0;
 }
 
-/* Recording: det's entry for each watched signal still at its default. */
+/* Recording (and a standby replica): det's entry for each watched signal
+ * still at its default. */
 static void watch_fatal_signals(void)
 {
 	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS};
@@ -1351,7 +1377,7 @@ static void watch_fatal_signals(void)
 		dl_iterate_phdr(find_prog_text, NULL);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		struct sigaction cur;
-		if (!watch_fatal(sigs[i]) || real.sigaction(sigs[i], NULL, &cur) != 0 ||
+		if (!(watch_fatal(sigs[i]) || hold_fatal(sigs[i])) || real.sigaction(sigs[i], NULL, &cur) != 0 ||
 		    (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler != SIG_DFL))
 			continue;
 		if (cur.sa_flags & SA_SIGINFO)

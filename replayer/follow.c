@@ -29,7 +29,9 @@
  *    once the replica has done the event that read them.
  *  - A thread's number of events (its slot's sched_count) stays
  *    DET_SCHED_OPEN until the END chunk came: then each is set to the
- *    events in the log, and no more come.
+ *    events in the log, and no more come. A standby's stay open until it
+ *    is released: its threads wait at their next events, the program's
+ *    state when the recording ended (detrec --follow --standby).
  *  - The follower stops (with a message, the program goes on) on what it
  *    cannot follow: a thread or object number beyond the region's, the
  *    replica more than max_lag events behind the log.
@@ -106,6 +108,8 @@ struct follower {
 	_Atomic uint64_t captured, fed;
 	_Atomic int ready, all_fed, stopped;
 	_Atomic int stop;
+	_Atomic int hold;     /* a standby: the counts stay open at END until released */
+	_Atomic int end_read; /* the END chunk came (for det_sup_follow_release) */
 	pthread_mutex_t mu; /* the samples */
 	struct {
 		uint64_t captured, at;
@@ -182,6 +186,17 @@ static void procs_known(struct det_sup *s, const struct det_proc *p, uint32_t n)
 	}
 }
 
+/* Every thread's events are in the log (its END came): each count is
+ * final (an exiting replica waits for the others' to be done,
+ * replayer/enforce.c det_replay_before_exit). Called again it writes the
+ * same counts: END and a standby's release may both come to it. */
+static void close_counts(struct det_sup *s)
+{
+	struct follower *f = s->follow;
+	for (uint32_t t = 0; t < f->nth; t++)
+		atomic_store(&sup_slot(s, t)->sched_count, f->th[t].events);
+}
+
 /* Read the chunks written since the last look: 0, or -1 (stop following). */
 static int read_log(struct det_sup *s)
 {
@@ -234,11 +249,9 @@ static int read_log(struct det_sup *s)
 		}
 		case DET_LOG_END:
 			f->ended = 1;
-			/* every thread's events are in the log now: its count is
-			 * final (an exiting replica waits for the others' to be
-			 * done, replayer/enforce.c det_replay_before_exit) */
-			for (uint32_t t = 0; t < f->nth; t++)
-				atomic_store(&sup_slot(s, t)->sched_count, f->th[t].events);
+			atomic_store(&f->end_read, 1);
+			if (!atomic_load(&f->hold))
+				close_counts(s);
 			break;
 		default:
 			break;
@@ -699,6 +712,26 @@ SUP_EXPORT int det_sup_follow_run(struct det_sup *s)
 		syscall(SYS_futex, &h->feed_kick, FUTEX_WAIT, kick, &ts, NULL, 0);
 	}
 	return 0;
+}
+
+/* A warm standby (detrec --follow --standby): when the log ends, every
+ * thread of the replica stays at its next event, the program's state as of
+ * the recording's last event, until det_sup_follow_release (the program
+ * ended well: the replica ends as it did). */
+SUP_EXPORT void det_sup_follow_hold(struct det_sup *s)
+{
+	if (s->follow)
+		atomic_store(&s->follow->hold, 1);
+}
+
+SUP_EXPORT void det_sup_follow_release(struct det_sup *s)
+{
+	struct follower *f = s->follow;
+	if (!f)
+		return;
+	atomic_store(&f->hold, 0);
+	if (atomic_load(&f->end_read))
+		close_counts(s);
 }
 
 SUP_EXPORT void det_sup_follow_stop(struct det_sup *s)

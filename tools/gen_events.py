@@ -27,7 +27,7 @@ REFUSED_RE = re.compile(r"^DET_RAWSYS_REFUSED\((\w+)\)$")
 
 # The #defines Python needs: whole names, or prefixes ending in "_".
 CONSTANTS = ("DET_F_", "DET_SIG_", "DET_FILE_", "DET_SHM_ENV", "DET_SYSCALL_SITES_ENV", "DET_EXIT_STOPPED",
-             "DET_RESULT_PENDING", "DET_MARK_WINDOW", "DET_ATOMIC_TRAPPED")
+             "DET_RESULT_PENDING", "DET_MARK_WINDOW", "DET_ATOMIC_TRAPPED", "DET_FILLED_BITS")
 # The enums Python needs: enum name -> (the Python name, the prefix its members drop). A state enum
 # becomes {value: "name"}; an SQL-order enum becomes the tuple of its names in order (its _COUNT
 # left out), so a Python table of statements can be checked against it.

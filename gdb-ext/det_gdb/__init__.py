@@ -2,12 +2,15 @@
 
 Loaded by `detreplay --gdb` (replayer/det_replay/gdb.py), which starts gdb
 with an init script that imports this package and calls
-`start_or_say(CONFIG.json)`. It defines the `det` commands (`help det`),
+`start_or_say(CONFIG.json)`; by `detreplay --follow --gdb`
+(replayer/det_replay/follow_gdb.py), which attaches gdb to a live replica
+and calls `attach_or_say(CONFIG.json)` (det_gdb.live). It defines the `det` commands (`help det`),
 stops the replaying program at recorded events and keeps gdb's own commands
 (breakpoints, watchpoints, continue, next, bt, info threads) working inside
 the enforced schedule.
 
 The package: session (the replay under gdb and how it moves the program),
+live (gdb attached to a live replica),
 frames (whose code a frame is in), output (the program's output, shown
 once), args (the commands' arguments), pointers
 (names for heap objects), reexec (going back by re-execution), snapshots
@@ -39,7 +42,7 @@ import sys
 
 import gdb
 
-from det_gdb import commands, session
+from det_gdb import commands, live, session
 from det_gdb.frames import frame_kind, user_frame, where
 from det_gdb.output import Relay
 from det_gdb.pointers import pointer_expression
@@ -79,6 +82,8 @@ def step_hook() -> None:
     """Run by gdb's hook-next/hook-step/hook-until/hook-advance (see start)."""
     if session.SESSION is not None:
         session.SESSION.step_out_of_det()
+    elif live.REPLICA is not None:
+        live.step_out_of_det()
 
 
 def gdb_quote(s: str) -> str:
@@ -154,3 +159,20 @@ def start_or_say(config_path: str) -> None:
         print(str(e) if str(e).startswith("det:") else f"det: {e}", file=sys.stderr)
     except (OSError, ValueError, KeyError) as e:
         print(f"det: cannot start the replay: {e}", file=sys.stderr)
+
+
+def attach_or_say(config_path: str) -> None:
+    """The init script's entry when gdb attached to a live replica: det's
+    commands defined, where the replica is said; a failure in one line."""
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            cfg = json.load(f)
+        for p in reversed(cfg.get("pythonpath", [])):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        commands.register()
+        live.start(cfg)
+    except gdb.GdbError as e:
+        print(str(e) if str(e).startswith("det:") else f"det: {e}", file=sys.stderr)
+    except (OSError, ValueError, KeyError, gdb.error) as e:
+        print(f"det: cannot look at the replica: {e}", file=sys.stderr)

@@ -161,13 +161,12 @@ class Session:
 
     def _slots(self) -> gdb.Value:
         if self.slot_base is None:
-            self.slot_base = gdb.parse_and_eval("(struct det_slot *)((char *)det_hdr + det_hdr->slots_off)")
+            self.slot_base = region_slots()
         return self.slot_base
 
     def _state_names(self) -> dict[int, str]:
         if not self.states:
-            t = gdb.lookup_type("enum det_thread_state")
-            self.states = {int(f.enumval): f.name.lower().removeprefix("det_ts_") for f in t.fields()}
+            self.states = thread_state_names()
         return self.states
 
     def live(self) -> list:
@@ -713,6 +712,20 @@ class Session:
             raise gdb.GdbError(f"det: T{num} stopped before its call returned to the program; not stepping")
 
 
+def region_slots() -> gdb.Value:
+    """The replay region's thread slots, in the program's memory (libdet.so's det_hdr)."""
+    return gdb.parse_and_eval("(struct det_slot *)((char *)det_hdr + det_hdr->slots_off)")
+
+
+def thread_state_names() -> dict[int, str]:
+    """enum det_thread_state's values by number: running, parked, ..."""
+    t = gdb.lookup_type("enum det_thread_state")
+    return {int(f.enumval): f.name.lower().removeprefix("det_ts_") for f in t.fields()}
+
+
+NO_REPLAY = "det: no replay loaded (start gdb with `detreplay --gdb TRACE`)"  # (det_gdb.live words it for a replica)
+
+
 def prefilter(clauses: list[tuple[int | None, int | None, int | None, int | None]]) -> tuple[int, int, int, int]:
     """det_gdb_control's (stop_seq, stop_thread, stop_kind, stop_obj) for a set of wanted stops.
 
@@ -746,7 +759,7 @@ def prefilter(clauses: list[tuple[int | None, int | None, int | None, int | None
 
 def session() -> Session:
     if SESSION is None:
-        raise gdb.GdbError("det: no replay loaded (start gdb with `detreplay --gdb TRACE`)")
+        raise gdb.GdbError(NO_REPLAY)
     return SESSION
 
 

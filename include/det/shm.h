@@ -58,6 +58,8 @@ enum det_turns_backend {
 #define DET_F_NOTRACE   0x40 /* nobody reads the rings (detrun): a full ring is simply overwritten */
 #define DET_F_ALL_ORDERED 0x80 /* replay under gdb: inputs too wait for their place in one order, so a
 				    * stop before event N is there (inputs run ahead otherwise) */
+#define DET_F_HOLD_FAULTS 0x100 /* replay (a standby replica): a fatal signal at its default action stops
+				 * the whole process for gdb first (detrec --follow --standby) */
 
 /* The record clock packs the thread count and, in strict mode, the next
  * event number, so a create takes its sequence number and its child's

@@ -291,6 +291,10 @@ struct det_follow_state {
 struct det_sup *det_sup_follow_new(const char *log_path, uint32_t max_threads, uint32_t flags,
 				   uint64_t data_bytes, uint64_t max_lag, char *err, uint32_t errlen);
 int det_sup_follow_run(struct det_sup *s);
+/* A standby: at the log's END every thread stays at its next event until
+ * det_sup_follow_release (call hold before det_sup_follow_run). */
+void det_sup_follow_hold(struct det_sup *s);
+void det_sup_follow_release(struct det_sup *s);
 void det_sup_follow_stop(struct det_sup *s);
 void det_sup_follow_state(struct det_sup *s, struct det_follow_state *out);
 

@@ -32,6 +32,7 @@ from det.watchdog import watched
 from .atomics import patched_env
 from .engine import INTERRUPT, OUTLIVE_S, PCT_K, Options, RunResult, RunTimeout, record_run
 from .keep import keep_ran
+from .replica import STANDBY_S
 
 if TYPE_CHECKING:  # (annotations only: det.verdict is imported when a trace is verified)
     from det.verdict import Verifier
@@ -326,6 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "divergence is said the moment it happens, the replica's lag at the end (and on SIGUSR1)")
     p.add_argument("--follow-max-lag", type=int, default=0, metavar="N",
                    help="with --follow: stop the replica once it is more than N events behind (default: never)")
+    p.add_argument("--standby", type=float, nargs="?", const=STANDBY_S, default=None, metavar="SECONDS",
+                   help="with --follow: a warm standby: when the program dies (killed, crashed, timed out), the "
+                        "replica holds its state at the recording's last event (a crash: at its fault) for "
+                        f"`detreplay --follow --gdb` for SECONDS (default {STANDBY_S:g}), then ends")
     p.add_argument("-q", "--quiet", action="store_true", help="no messages from detrec itself")
     p.add_argument("--max-threads", type=int, default=4096, metavar="N", help="threads a run may create (default 4096)")
     p.add_argument("--max-objects", type=int, default=1 << 20, metavar="N",
@@ -386,6 +391,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error("--seed must be a positive number")
     if ns.follow_max_lag and not ns.follow:
         p.error("--follow-max-lag goes with --follow")
+    if ns.standby is not None and not ns.follow:
+        p.error("--standby goes with --follow")
+    if ns.standby is not None and ns.standby <= 0:
+        p.error("--standby needs a number of seconds, more than 0")
     if ns.follow_max_lag < 0:
         p.error("--follow-max-lag needs a number of events, 0 or more")
     if ns.follow and (ns.until_fail or ns.runs is not None or ns.logical or ns.strict or ns.chaos):
@@ -435,7 +444,7 @@ def main(argv: list[str] | None = None, verify: Verifier | None = None) -> int:
                        outputs=(output_source(1), output_source(2)),
                        strict=ns.strict or ns.logical, logical=ns.logical, quantum=ns.quantum,
                        pct_depth=ns.depth, pct_k=ns.pct_k or PCT_K, follow=ns.follow,
-                       follow_max_lag=ns.follow_max_lag)
+                       follow_max_lag=ns.follow_max_lag, standby=ns.standby or 0.0)
         patched = patched_env(exe, ns.program, mode, None, say, opt_out=ns.no_patch_atomics, asked=ns.patch_atomics,
                               quiet=ns.quiet)
         if patched is not None:

@@ -201,6 +201,7 @@ class Options:
     delay_us: int = 200        # chaos in parallel: the longest pause at an event
     follow: bool = False       # --follow: a live replica replays the run as it is recorded (det.record.replica)
     follow_max_lag: int = 0    # --follow-max-lag: events the replica may fall behind (0: any number)
+    standby: float = 0.0       # --standby: seconds a replica holds a dead program's state (0: it does not)
     env: dict[str, str] | None = None  # the program's environment (None: detrec's own)
     cwd: str | None = None     # its working directory (None: detrec's own)
 
@@ -450,7 +451,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
             if threading.current_thread() is threading.main_thread():  # (before the replica: a test waits for it)
                 signal.signal(signal.SIGUSR1,
                               lambda *_: _say(replica.now() if replica is not None else "replica: starting"))
-            replica = Replica(writer.log, opts.follow_max_lag)
+            replica = Replica(writer.log, opts.follow_max_lag, opts.standby)
         timed_out = False
         rc = None
 
@@ -517,7 +518,7 @@ def capture_run(exe: str, argv: list[str], out: Path, opts: Options,
         if replica is not None:
             if line := replica.poll():
                 _say(line)
-            replica.program_ended()
+            replica.program_ended(rc)
         with INTERRUPT.lock:
             INTERRUPT.programs.discard(prog)
         out_info, err_info = prog.outputs()

@@ -9,6 +9,9 @@ Rules of this module:
  - Whatever happens to the replica is one `detrec: replica ...` line (a
    divergence is said by the replica itself the moment it happens); detrec's
    exit status stays the program's.
+ - A standby (--standby) holds a program that died: detrec leaves it
+   running, in a session of its own, and says how to attach gdb to it; the
+   replica ends itself when its time is up and removes its directory then.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from det.errors import DetError
 from det.launch import describe_status
 
 CATCH_UP_S = 30.0  # how long detrec waits at the end for the replica to catch up
+STANDBY_S = 600.0  # how long a standby holds a dead program's state by default
 
 
 def _detreplay() -> list[str]:
@@ -38,9 +42,10 @@ def _detreplay() -> list[str]:
 
 
 class Replica:
-    def __init__(self, log: Path, max_lag: int = 0) -> None:
+    def __init__(self, log: Path, max_lag: int = 0, standby: float = 0.0) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="det-follow-"))
         self.status_path = self.dir / "status.json"
+        self.standby = standby
         # the log by descriptor: detrec removes it once the trace is written,
         # and the replica may still be reading it then
         fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
@@ -48,7 +53,11 @@ class Replica:
             cmd = _detreplay() + ["--follow", f"/dev/fd/{fd}", "--status", str(self.status_path)]
             if max_lag:
                 cmd += ["--max-lag", str(max_lag)]
-            self.proc = subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL)
+            if standby:
+                cmd += ["--standby", f"{standby:g}"]
+            # (a standby outlives detrec: not in its terminal's process group)
+            self.proc = subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                                         start_new_session=bool(standby))
         finally:
             os.close(fd)
         self.said = False  # its end was said
@@ -88,16 +97,39 @@ class Replica:
         return (f"replica {st.get('state')}: {st.get('done')} of {st.get('captured')} events done, "
                 f"{st.get('lag_events')} events / {st.get('lag_s')} s behind")
 
-    def program_ended(self) -> None:
+    def program_ended(self, returncode: int | None) -> None:
         self.at_end = self.status()
+        if self.standby:  # (the replica holds the program's state when it died: rc < 0)
+            tmp = self.dir / "primary.json.tmp"
+            tmp.write_text(json.dumps({"returncode": returncode}) + "\n")
+            os.replace(tmp, self.dir / "primary.json")
+
+    def _held(self, wait_s: float) -> dict[str, object] | None:
+        """A standby's status once it holds the program's state, or None
+        when it ended instead (or did not get there in wait_s)."""
+        deadline = time.monotonic() + wait_s
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            st = self.status()
+            if st.get("state") == "holding":
+                return st
+            time.sleep(0.02)
+        return None
 
     def finish(self, returncode: int | None, wait_s: float = CATCH_UP_S) -> str:
         """After the recording (the program ended with returncode, None: not
         known): let it catch up (at most wait_s), then the line that says how
         it went."""
         t0 = time.monotonic()
+        if self.standby and (returncode is None or returncode < 0) and (st := self._held(wait_s)) is not None:
+            at = ""
+            if st.get("held_at") == "fault":
+                who = f"T{st['fault_thread']} " if "fault_thread" in st else ""
+                at = f" ({who}stopped at the {st.get('fault_signal') or 'signal'} the program died of)"
+            return (f"replica holds the program's state at the recording's last event{at}, {st.get('done')} of "
+                    f"{st.get('captured')} events: `detreplay --follow --gdb {self.proc.pid}` attaches gdb to it; "
+                    f"it ends in {self.standby:g} s, or with `kill {self.proc.pid}`")
         try:
-            self.proc.wait(wait_s)
+            self.proc.wait(max(0.0, wait_s - (time.monotonic() - t0)))
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

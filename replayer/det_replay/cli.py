@@ -377,13 +377,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay inside gdb, stopped at the first event, with det's commands (`help det`); "
                         "arguments after -- go to gdb")
     p.add_argument("-g", type=int, metavar="N", dest="goto", help="with --gdb: stop at event N instead (implies --gdb)")
-    p.add_argument("--follow", metavar="LOG",
+    p.add_argument("--follow", metavar="LOG", nargs="?", const="",
                    help="a live replica: replay the recording being written to the capture log LOG while "
-                        "detrec makes it (detrec --follow starts this itself)")
+                        "detrec makes it (detrec --follow starts this itself); with --gdb: attach gdb to a "
+                        "running replica (detreplay --follow [PID] --gdb; PID: the replica's or its detrec's, "
+                        "needed only when several run)")
     p.add_argument("--status", metavar="FILE",
                    help="with --follow: keep the replica's progress and lag in FILE (JSON)")
     p.add_argument("--max-lag", type=int, default=0, metavar="N",
                    help="with --follow: stop the replica when it is more than N events behind (default: never)")
+    p.add_argument("--standby", type=float, default=0.0, metavar="SECONDS",
+                   help="with --follow LOG: when the program dies, hold its state at the last event for SECONDS "
+                        "(detrec --follow --standby passes it)")
     return p
 
 
@@ -395,9 +400,26 @@ def main(argv: list[str] | None = None) -> int:
     ns = p.parse_args(argv)
     if ns.stall is not None and not ns.stall > 0:
         p.error("--stall needs a positive number of seconds")
+    if ns.follow is not None and ns.gdb:
+        if ns.follow == "" and ns.trace:  # (detreplay --follow --gdb PID: the pid came as TRACE)
+            ns.follow, ns.trace = ns.trace, None
+        if ns.trace or ns.goto is not None or ns.status is not None or ns.max_lag or ns.standby or ns.relaxed:
+            p.error("--follow --gdb attaches gdb to a running replica: no TRACE, -g, --status, --max-lag, "
+                    "--standby or --relaxed")
+        from .follow_gdb import attach_gdb
+
+        try:
+            return attach_gdb(ns.follow, gdb_args)
+        except DetError as e:
+            say(str(e))
+            return e.status
     if ns.follow is not None:
-        if ns.trace or ns.gdb or ns.goto is not None or gdb_args:
-            p.error("--follow replays the log being written: no TRACE, no --gdb")
+        if not ns.follow:
+            p.error("--follow needs the capture log (LOG) to replay, or --gdb to attach to a running replica")
+        if ns.trace or ns.goto is not None or gdb_args:
+            p.error("--follow replays the log being written: no TRACE, no -g")
+        if ns.standby < 0:
+            p.error("--standby needs a number of seconds, 0 or more")
         if ns.max_lag < 0:
             p.error("--max-lag needs a number of events, 0 or more")
         from .follow import follow
@@ -405,14 +427,14 @@ def main(argv: list[str] | None = None) -> int:
         with watched():
             try:
                 return follow(Path(ns.follow), Path(ns.status) if ns.status else None, relaxed=ns.relaxed,
-                              max_lag=ns.max_lag, quiet=ns.quiet)
+                              max_lag=ns.max_lag, quiet=ns.quiet, standby=ns.standby)
             except DetError as e:
                 say(str(e))
                 return e.status
             except KeyboardInterrupt:
                 return 130
-    elif ns.status is not None or ns.max_lag:
-        p.error("--status and --max-lag go with --follow")
+    elif ns.status is not None or ns.max_lag or ns.standby:
+        p.error("--status, --max-lag and --standby go with --follow")
     try:
         if ns.trace:
             ns.trace = str(ensure_trace(tracedir.resolve(ns.trace), quiet=ns.quiet, trust=ns.trust))

@@ -139,6 +139,8 @@ def lib() -> ctypes.CDLL:
         "det_sup_follow_new": (P, [C, U32, U32, U64, U64, C, U32]),
         "det_sup_follow_run": (I, [P]),
         "det_sup_follow_stop": (None, [P]),
+        "det_sup_follow_hold": (None, [P]),
+        "det_sup_follow_release": (None, [P]),
         "det_sup_follow_state": (None, [P, ctypes.POINTER(FollowState)]),
         "det_file_identity": (I, [C, C, U32]),
         "det_schedule_build": (I, [C, ctypes.POINTER(C), U32, ctypes.POINTER(TableSum), C, U32]),

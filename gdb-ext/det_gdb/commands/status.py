@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gdb
 
+from det_gdb import live as replica
 from det_gdb.frames import thread_where
 from det_gdb.registry import DetCommand, command
 from det_gdb.session import running
@@ -21,9 +22,15 @@ Usage: det status
 The current event and total, the thread about to do it, and for every
 thread its next recorded event with its source line, what it holds, and
 whether it waits for its turn. At the end of a recording that hung, the
-deadlock cycle (or what every thread waits for)."""
+deadlock cycle (or what every thread waits for). Attached to a live
+replica (detreplay --follow --gdb): how far behind the recording it is,
+and every thread's state, events done and what it waits for."""
 
     def invoke(self, arg: str, from_tty: bool) -> None:
+        if replica.REPLICA is not None:  # (gdb attached to a live replica: no trace, its status and slots)
+            for ln in replica.status_lines():
+                print(ln)
+            return
         s = running()
         live = s.live()
         pos = s.pos or s.position_from(live)
