@@ -1,5 +1,18 @@
 #!/usr/bin/env python3
 """bench/follow.py (make bench, bench/run.py --only follow): detrec --follow,
+a live replica beside the recording (issue 29). For a lock loop, and for
+memcached and nginx with a thread pool under the tests' own clients
+(tests/servers.py, bounded load): the program's speed natively, recorded,
+and recorded with a replica, and the replica's lag (the most, the mean,
+where it stood when the load ended and when the program ended).
+
+Rules: as bench/run.py's: medians of alternating runs, targets printed and
+never asserted. The servers run twice: nothing pinned (the program, the
+replica, detrec's capture and the client share both cores of this machine:
+what a replica costs without a core of its own), and pinned apart (server
+and detrec on CPU 0, the replica on CPU 1, the client free on both: the
+target's case, less the client's share of CPU 1).
+"""bench/follow.py (make bench, bench/run.py --only follow): detrec --follow,
 a live replica beside the recording (issue 29). For a lock loop and for
 memcached under the tests' own client (tests/servers.py, bounded load):
 the program's speed recorded with and without a replica (and native), and
@@ -29,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DETREC = ROOT / ".venv" / "bin" / "detrec"
 sys.path.insert(0, str(ROOT / "tests"))
-from servers import free_port, memcached_argv, memcached_load, server_dir, wait_port  # noqa: E402 - after its path
+from servers import SERVERS, ab_load, free_port, memcached_load, server_dir, wait_port  # noqa: E402 - after its path
 
 LAG = re.compile(r"replica followed all (\d+) events: lag at most (\d+) events / ([\d.]+) s \(mean ([\d.]+) s\)"
                  r"(?:; (\d+) events / ([\d.]+) s behind when the program ended)?")
@@ -88,23 +101,70 @@ def _say_lag(lags: list[dict[str, float]], runs: int, diverged: int) -> None:
                                                                             else ""), flush=True)
 
 
-def memcached(runs: int, conns: int, ops: int) -> None:
+def _tree(pid: int) -> list[int]:
+    """pid and its descendants."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += kids.get(p, [])
+    return out
+
+
+def pin_replica_apart(detrec_pid: int) -> bool:
+    """The replica (detreplay --follow and its program, every thread) on
+    CPU 1; detrec and the recorded program stay on CPU 0 (started so)."""
+    replicas = [p for p in _tree(detrec_pid) if b"--follow\0/dev/fd/" in _cmdline(p)]
+    for r in replicas:
+        for p in _tree(r):
+            for tid in os.listdir(f"/proc/{p}/task") if os.path.isdir(f"/proc/{p}/task") else []:
+                try:
+                    os.sched_setaffinity(int(tid), {1})
+                except OSError:
+                    pass
+    return bool(replicas)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def server(name: str, runs: int, load, work: int, unit: str, pinned: bool) -> None:
+    """A server (tests/servers.py's recipe) natively, recorded, and recorded
+    with a replica, under the same bounded load: its rate, and the lag."""
+    srv = SERVERS[name]
     rates: dict[str, list[float]] = {"native": [], "record": [], "follow": []}
     lags, diverged, mid = [], 0, []
+    on_cpu0 = (lambda: os.sched_setaffinity(0, {0})) if pinned else None
     for _ in range(runs):
         for mode in ("native", "record", "follow"):
-            with server_dir("bench-mc") as d:
+            with server_dir(f"bench-{name}") as d:
                 port = free_port()
-                cmd = memcached_argv(d, port)
+                if srv.files is not None:
+                    srv.files(d, port)
+                cmd = srv.argv(d, port)
                 if mode != "native":
-                    cmd = [str(DETREC), *(["--follow"] if mode == "follow" else []), "-o", str(d / "mc.db"), "--",
+                    cmd = [str(DETREC), *(["--follow"] if mode == "follow" else []), "-o", str(d / "s.db"), "--",
                            *cmd]
-                p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=on_cpu0)
                 wait_port(port, p)
                 time.sleep(0.3)
+                if mode == "follow" and pinned and not pin_replica_apart(p.pid):
+                    print("  (no replica found to pin)")
                 a = time.monotonic()
-                memcached_load(d, port, conns=conns, ops=ops)
-                rates[mode].append(2 * conns * ops / (time.monotonic() - a))
+                load(d, port)
+                rates[mode].append(work / (time.monotonic() - a))
                 if mode == "follow":
                     os.kill(p.pid, signal.SIGUSR1)  # the lag at the end of the load
                     time.sleep(0.2)
@@ -123,8 +183,8 @@ def memcached(runs: int, conns: int, ops: int) -> None:
                     else:
                         lags.append(lag)
     med = {k: statistics.median(v) for k, v in rates.items()}
-    print(f"  native {med['native']:.0f} ops/s | recorded {med['record']:.0f} ops/s "
-          f"({med['record'] / med['native']:.2f}x) | recorded with a replica {med['follow']:.0f} ops/s "
+    print(f"  native {med['native']:.0f} {unit} | recorded {med['record']:.0f} {unit} "
+          f"({med['record'] / med['native']:.2f}x) | recorded with a replica {med['follow']:.0f} {unit} "
           f"({med['follow'] / med['record']:.2f}x of recorded without one, {med['follow'] / med['native']:.2f}x "
           "native)")
     if mid:
@@ -144,9 +204,17 @@ def main() -> int:
         iters = 1000000 // scale
         print(f"# mutex_counter {iters} (2 threads), {ns.runs} runs each", flush=True)
         lock_loop(ns.runs, Path(d), iters)
-        print(f"# memcached -t 4 under the tests' client: 16 connections x {600 // scale} set+get, {ns.runs} runs each",
-              flush=True)
-        memcached(ns.runs, 16, 600 // scale)
+        conns, ops = 16, 600 // scale
+        for pinned in (False, True):
+            how = ("server and detrec on CPU 0, the replica on CPU 1, the client on either" if pinned
+                   else "nothing pinned")
+            print(f"# memcached -t 4 under the tests' client: {conns} connections x {ops} set+get, {ns.runs} runs "
+                  f"each; {how}", flush=True)
+            server("memcached", ns.runs, lambda d, port: memcached_load(d, port, conns=conns, ops=ops),
+                   2 * conns * ops, "ops/s", pinned)
+            print(f"# nginx, one worker with a thread pool (aio threads), under ab: 3 files x 400 requests, "
+                  f"-c 16, {ns.runs} runs each; {how}", flush=True)
+            server("nginx_pool", ns.runs, ab_load, 3 * 400, "requests/s", pinned)
     print("# targets: replica lag <= 100 ms at steady load; primary with a replica >= 0.9x of recording without one "
           "(given a core of its own: not here, see the docstring)")
     return 0
