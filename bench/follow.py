@@ -12,17 +12,6 @@ replica, detrec's capture and the client share both cores of this machine:
 what a replica costs without a core of its own), and pinned apart (server
 and detrec on CPU 0, the replica on CPU 1, the client free on both: the
 target's case, less the client's share of CPU 1).
-"""bench/follow.py (make bench, bench/run.py --only follow): detrec --follow,
-a live replica beside the recording (issue 29). For a lock loop and for
-memcached under the tests' own client (tests/servers.py, bounded load):
-the program's speed recorded with and without a replica (and native), and
-the replica's lag (the most, the mean, and where it stood when the program
-ended).
-
-Rules: as bench/run.py's: medians of alternating runs, targets printed and
-never asserted. Nothing is pinned: on this 2-core machine the program, the
-replica, detrec's capture and (memcached) the client share both cores, so
-the with-replica figures are what a replica costs without a core of its own.
 """
 
 from __future__ import annotations
