@@ -58,6 +58,12 @@ class Server:
 def record(srv: Server, d: Path, *mode: str) -> tuple[Path, float]:
     """Start the server under detrec, load it, stop it with SIGINT to detrec;
     the trace and the seconds detrec took to end after the signal."""
+    trace, took, _ = record_said(srv, d, *mode)
+    return trace, took
+
+
+def record_said(srv: Server, d: Path, *mode: str) -> tuple[Path, float, str]:
+    """record(), and what detrec said."""
     port = free_port()
     srv.files(d, port)
     trace = d / f"{srv.name}{'-strict' if mode else ''}.det"
@@ -76,7 +82,7 @@ def record(srv: Server, d: Path, *mode: str) -> tuple[Path, float]:
             proc.wait()
     assert proc.returncode == 0, err.decode()
     assert b"trace saved" in err, err.decode()
-    return trace, took
+    return trace, took, err.decode(errors="replace")
 
 
 # ---------------------------------------------------------------- nginx

@@ -29,9 +29,11 @@ import ctypes
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,6 +46,7 @@ from det.native import FollowState, Region, lib, log_meta
 from det.symbols import Symbolizer
 
 from .checks import say
+from .replica_files import FILES_NOTE, private_files
 
 MAX_THREADS = 1024  # threads the replica has room for
 DATA_BYTES = 64 << 20  # its input data ring
@@ -94,13 +97,15 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 PR_SET_PTRACER, PR_SET_PTRACER_ANY = 0x59616D61, ctypes.c_ulong(-1)
 
 
-def replica_child() -> None:
+def replica_child(upper: str) -> None:
     """In the replica's child before the program: gdb may attach from
     anywhere (Yama's ptrace_scope 1 lets only ancestors; without Yama the
-    call fails and changes nothing), and a network of its own."""
+    call fails and changes nothing), a network of its own, and files of its
+    own (det.replay.replica_files)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0)
     own_network(libc)
+    private_files(upper)
 
 
 def own_network(libc: ctypes.CDLL) -> None:
@@ -187,6 +192,7 @@ def follow(log_path: Path, status: Path | None, relaxed: bool = False, max_lag: 
     flags = (DET_F_RELAXED if relaxed else 0) | (DET_F_HOLD_FAULTS if standby else 0)
     rep = Follower(log_path, flags, max_lag, hold=bool(standby))
     prog = None
+    own = Path(tempfile.mkdtemp(prefix="det-replica-files-"))  # (its upper layers' tmpfs: the child's alone)
     try:
         while not rep.state().ready:
             if rep.error or time.monotonic() > deadline:
@@ -195,9 +201,13 @@ def follow(log_path: Path, status: Path | None, relaxed: bool = False, max_lag: 
         # The replica's output is hashed, not shown (the program's own is);
         # its stdin is empty: a program that reads stdin diverges there.
         devnull = os.open(os.devnull, os.O_RDONLY)
+        (own / "upper").mkdir()
         prog = Program(m["binary"], m["argv"], m["env"], m["cwd"], rep.fd, False, devnull,
-                       (m.get("stdout"), m.get("stderr")), preexec=replica_child)
+                       (m.get("stdout"), m.get("stderr")), preexec=lambda: replica_child(str(own / "upper")))
         prog.region = rep
+        shared = _shared_files(own / FILES_NOTE)
+        if shared and not quiet:
+            say(f"replica shares {', '.join(shared)} with the program: what it writes there, the program's files get")
         about = {"program_pid": prog.pid, "detrec_pid": os.getppid(), "binary": m["binary"],
                  "argv": m["argv"], "standby_s": standby}
         return _watch(rep, prog, status, quiet, about, standby)
@@ -206,6 +216,15 @@ def follow(log_path: Path, status: Path | None, relaxed: bool = False, max_lag: 
             prog.kill()
             prog.wait()
         rep.close()
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def _shared_files(note: Path) -> list[str]:
+    """What the replica's child could not give it a copy of (replica_files.FILES_NOTE)."""
+    try:
+        return note.read_text().split()
+    except OSError:
+        return ["/ (the replica could not say what it shares)"]
 
 
 FAULT_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT, signal.SIGSYS)

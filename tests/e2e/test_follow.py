@@ -225,3 +225,20 @@ def test_detreplay_follow_bad_input(tmp_path: Path) -> None:
         r = detreplay(*args, timeout=30)
         err = r.stderr.decode()
         assert r.returncode == 2 and "Traceback" not in err and err.strip(), err
+
+
+def test_replica_leaves_the_programs_files_alone(tmp_path: Path) -> None:
+    """A replica runs the program's code beside it, in the same directory:
+    its log lines and pid file go to a copy of its own (an overlay), never
+    into the program's files (before: every line twice, and an unlink that
+    found the other's file gone)."""
+    for i in range(3):
+        r = detrec("--follow", "-o", tmp_path / f"w{i}.db", "--", program("follow_writes"), cwd=tmp_path)
+        err = r.stderr.decode()
+        assert r.returncode == 0 and r.stdout == b"files as expected\n", err
+        assert re.search(r"^detrec: replica followed all \d+ events", err, re.M), err
+        assert "replica shares" not in err, err
+    lines = (tmp_path / "log.txt").read_text().splitlines()
+    want = [f"T{t} line {n}" for t in (0, 1) for n in range(200)]
+    assert sorted(lines) == sorted(want * 3), f"{len(lines)} lines, want {len(want) * 3}"
+    assert not (tmp_path / "run.pid").exists()
