@@ -168,7 +168,8 @@ def server(name: str, runs: int, load, work: int, unit: str, pinned: bool) -> No
                     if lag is None:
                         diverged += 1
                         said = [x for x in text.splitlines() if "replica" in x and "following:" not in x]
-                        print(f"  ({said[-1] if said else 'no replica line'})")
+                        why = [x for x in said if x.startswith("detreplay: replica")]  # (the replica's own word)
+                        print(f"  ({(why or said)[-1] if said else 'no replica line'})")
                     else:
                         lags.append(lag)
     med = {k: statistics.median(v) for k, v in rates.items()}
