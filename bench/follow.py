@@ -9,9 +9,10 @@ where it stood when the load ended and when the program ended).
 Rules: as bench/run.py's: medians of alternating runs, targets printed and
 never asserted. The servers run twice: nothing pinned (the program, the
 replica, detrec's capture and the client share both cores of this machine:
-what a replica costs without a core of its own), and pinned apart (server
-and detrec on CPU 0, the replica on CPU 1, the client free on both: the
-target's case, less the client's share of CPU 1).
+what a replica costs without a core of its own), and pinned apart (server,
+detrec and the client, the bench's own threads and ab, on CPU 0, the
+replica alone on CPU 1: the target's case, a replica with a core of its
+own; every mode of the row runs so, native too).
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def _tree(pid: int) -> list[int]:
 
 def pin_replica_apart(detrec_pid: int) -> bool:
     """The replica (detreplay --follow and its program, every thread) on
-    CPU 1; detrec and the recorded program stay on CPU 0 (started so)."""
+    CPU 1; detrec and the recorded program stay on CPU 0 (started so, as
+    the bench's client runs)."""
     replicas = [p for p in _tree(detrec_pid) if b"--follow\0/dev/fd/" in _cmdline(p)]
     for r in replicas:
         for p in _tree(r):
@@ -135,7 +137,6 @@ def server(name: str, runs: int, load, work: int, unit: str, pinned: bool) -> No
     srv = SERVERS[name]
     rates: dict[str, list[float]] = {"native": [], "record": [], "follow": []}
     lags, diverged, mid = [], 0, []
-    on_cpu0 = (lambda: os.sched_setaffinity(0, {0})) if pinned else None
     for _ in range(runs):
         for mode in ("native", "record", "follow"):
             with server_dir(f"bench-{name}") as d:
@@ -146,7 +147,7 @@ def server(name: str, runs: int, load, work: int, unit: str, pinned: bool) -> No
                 if mode != "native":
                     cmd = [str(DETREC), *(["--follow"] if mode == "follow" else []), "-o", str(d / "s.db"), "--",
                            *cmd]
-                p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=on_cpu0)
+                p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 wait_port(port, p)
                 time.sleep(0.3)
                 if mode == "follow" and pinned and not pin_replica_apart(p.pid):
@@ -196,8 +197,8 @@ def main() -> int:
         lock_loop(ns.runs, Path(d), iters)
         conns, ops = 16, 600 // scale
         for pinned in (False, True):
-            how = ("server and detrec on CPU 0, the replica on CPU 1, the client on either" if pinned
-                   else "nothing pinned")
+            how = ("server, detrec and the client on CPU 0, the replica on CPU 1" if pinned else "nothing pinned")
+            os.sched_setaffinity(0, {0} if pinned else range(os.cpu_count() or 1))  # (the client: this process)
             print(f"# memcached -t 4 under the tests' client: {conns} connections x {ops} set+get, {ns.runs} runs "
                   f"each; {how}", flush=True)
             server("memcached", ns.runs, lambda d, port: memcached_load(d, port, conns=conns, ops=ops),

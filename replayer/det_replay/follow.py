@@ -222,7 +222,7 @@ def follow(log_path: Path, status: Path | None, relaxed: bool = False, max_lag: 
 def _shared_files(note: Path) -> list[str]:
     """What the replica's child could not give it a copy of (replica_files.FILES_NOTE)."""
     try:
-        return note.read_text().split()
+        return note.read_text().splitlines()
     except OSError:
         return ["/ (the replica could not say what it shares)"]
 
