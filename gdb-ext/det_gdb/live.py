@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Iterator
 
 import gdb
 
@@ -60,15 +61,11 @@ class Replica:
         if int(gdb.parse_and_eval("(unsigned long)det_hdr")) == 0:
             return ["det: the replica's program has not attached to its region yet"]
         names = session.thread_state_names()
-        base = session.region_slots()
         gdb_threads = {t.ptid[1]: t for t in gdb.selected_inferior().threads()}
         held = self.status().get("state") == "holding"
         lines = []
-        for i in range(int(gdb.parse_and_eval("det_hdr->threads_recorded"))):
-            s = base[i]
+        for i, s in used_slots():
             state = names.get(int(s["state"]), "?")
-            if state == "free":
-                break  # (threads are numbered as created: the rest are free too)
             done = int(s["done"])
             what = state
             kind = int(s["blocked_kind"])
@@ -122,18 +119,24 @@ def step_out_of_det() -> None:
         raise gdb.GdbError("det: the thread stopped before its call into det returned to the program; not stepping")
 
 
+def used_slots() -> Iterator[tuple[int, gdb.Value]]:
+    """The region's slots of the threads that have started: (number, slot).
+    A replica's region has room for more threads than its program makes."""
+    base = session.region_slots()
+    for i in range(int(gdb.parse_and_eval("det_hdr->threads_recorded"))):
+        if int(base[i]["state"]) == 0:
+            return  # (free: threads are numbered as created, so the rest are too)
+        yield i, base[i]
+
+
 def held_fault() -> tuple[gdb.InferiorThread, gdb.Frame | None, str] | None:
     """A standby held at the signal its program died of: the thread (its
-    slot has the signal, noted by det's entry: preload/signals.c), the frame
-    the signal came in (gdb's frame under <signal handler called>, or the
-    newest one once a detach let the handler return and the fault wait as
-    a pending signal) and the signal's name."""
-    base = session.region_slots()
+    slot has the signal, noted by det's entry, which holds the thread in
+    place: preload/signals.c), the frame the signal came in (its pc is the
+    one noted: gdb's frame under <signal handler called>) and the signal's
+    name."""
     lwps = {t.ptid[1]: t for t in gdb.selected_inferior().threads()}
-    for i in range(int(gdb.parse_and_eval("det_hdr->threads_recorded"))):
-        s = base[i]
-        if int(s["state"]) == 0:
-            break  # (free: the rest are too)
+    for _, s in used_slots():
         sig = int(s["crash_sig"])
         th = lwps.get(int(s["ktid"]))
         if not sig or th is None:
