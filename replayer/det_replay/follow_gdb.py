@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import tempfile
 from pathlib import Path
 
-from det import paths
 from det.errors import DetError
 
-from .gdb import EXT_DIR, find_gdb
+from .gdb import extension_config, find_gdb, run_with_extension
 
 LIVE_STATES = ("following", "holding")
 
@@ -86,26 +83,10 @@ def pick_replica(which: str) -> tuple[Path, dict]:
 def attach_gdb(which: str, gdb_args: list[str]) -> int:
     """Attach gdb to the replica's program; returns gdb's exit status."""
     gdb = find_gdb()
-    if not (EXT_DIR / "det_gdb" / "__init__.py").exists():
-        raise DetError(f"{EXT_DIR}: det's gdb extension is missing", status=2)
     status, info = pick_replica(which)
     with tempfile.TemporaryDirectory(prefix="detreplay-follow-gdb-") as d:
         config = Path(d) / "config.json"
-        config.write_text(json.dumps({
-            "status": str(status), "replica_pid": info["pid"], "binary": info.get("binary"),
-            "pythonpath": [str(EXT_DIR), str(paths.PYTHON_DIR)],
-            "skip_files": [f"{d}/*" for d in paths.SOURCE_DIRS],
-        }))
-        init = Path(d) / "init.gdb"
-        init.write_text("python\nimport sys\n"
-                        f"sys.path.insert(0, {str(EXT_DIR)!r})\n"
-                        "import det_gdb\n"
-                        f"det_gdb.attach_or_say({str(config)!r})\n"
-                        "end\n")
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (gdb handles Ctrl-C: it stops the program)
-        try:
-            proc = subprocess.Popen([gdb, "-q", "-p", str(info["program_pid"]), "-x", str(init), *gdb_args],
-                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-            return proc.wait()
-        finally:
-            signal.signal(signal.SIGINT, old)
+        config.write_text(json.dumps({"status": str(status), "replica_pid": info["pid"], "binary": info.get("binary"),
+                                      **extension_config()}))
+        return run_with_extension(gdb, Path(d), "attach_or_say", config, gdb_args,
+                                  gdb_opts=("-p", str(info["program_pid"])))

@@ -42,11 +42,40 @@ EXT_DIR = paths.GDB_EXT_DIR
 
 
 def find_gdb() -> str:
+    """gdb's path, det's extension beside it checked."""
     name = os.environ.get("DET_GDB", "gdb")
     path = shutil.which(name)
     if not path:
         raise DetError(f"{name}: gdb is not installed (Debian: apt-get install gdb)", status=2)
+    if not (EXT_DIR / "det_gdb" / "__init__.py").exists():
+        raise DetError(f"{EXT_DIR}: det's gdb extension is missing", status=2)
     return path
+
+
+def extension_config() -> dict[str, list[str]]:
+    """What det_gdb's config needs in every form: where det's Python is, and
+    det's own sources (not the user's: `step` does not enter them)."""
+    return {"pythonpath": [str(EXT_DIR), str(paths.PYTHON_DIR)],
+            "skip_files": [f"{src}/*" for src in paths.SOURCE_DIRS]}
+
+
+def run_with_extension(gdb: str, d: Path, entry: str, config: Path, gdb_args: list[str],
+                       first: str = "", gdb_opts: tuple[str, ...] = ()) -> int:
+    """Run gdb with an init script (in d) that imports det_gdb and calls
+    det_gdb.<entry>(config), after `first` (gdb commands); gdb handles
+    Ctrl-C (it stops the program), this process only waits. gdb's exit status."""
+    init = d / "init.gdb"
+    init.write_text(first + "python\nimport sys\n"
+                    f"sys.path.insert(0, {str(EXT_DIR)!r})\n"
+                    "import det_gdb\n"
+                    f"det_gdb.{entry}({str(config)!r})\n"
+                    "end\n")
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen([gdb, "-q", *gdb_opts, "-x", str(init), *gdb_args], preexec_fn=_default_sigint)
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def check_goto(tr: Trace, goto: int | None) -> None:
@@ -66,8 +95,6 @@ def run_gdb(trace_path: str, relaxed: bool = False, force: bool = False, goto: i
     """Start gdb on the replaying program; returns gdb's exit status."""
     gdb = find_gdb()
     path = Path(trace_path).resolve()
-    if not (EXT_DIR / "det_gdb" / "__init__.py").exists():
-        raise DetError(f"{EXT_DIR}: det's gdb extension is missing", status=2)
     with contextlib.ExitStack() as cleanup:
         with Trace(path) as tr:
             view = open_view(tr, host_files)
@@ -112,31 +139,14 @@ def _run_gdb(gdb: str, path: Path, exe: str, meta: dict, complete: bool, stdin: 
                 "goto": goto,
                 "binary": here(exe),
                 "exec_wrapper": [sys.executable, "-I", "-S", str(EXT_DIR / "det_exec.py"), str(spec)],
-                "pythonpath": [str(EXT_DIR), str(paths.PYTHON_DIR)],
                 "site_packages": sorted({site["purelib"], site["platlib"]}),
-                "skip_files": [f"{d}/*" for d in paths.SOURCE_DIRS],
+                **extension_config(),
             }))
-            init = Path(d) / "init.gdb"
-            init.write_text(
-                # a packed trace: gdb reads the program's libraries where the program sees them
-                (f"set sysroot {view.root}\n" if view is not None else "") +
-                "python\n"
-                "import sys\n"
-                f"sys.path.insert(0, {str(EXT_DIR)!r})\n"
-                "import det_gdb\n"
-                f"det_gdb.start_or_say({str(config)!r})\n"
-                "end\n"
-            )
-            # gdb handles Ctrl-C (it stops the program); this process only waits.
             if view is not None:
                 view.keep_chroot_across_exec()  # gdb's exec wrapper chroots the program
-            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                proc = subprocess.Popen([gdb, "-q", "-x", str(init), *(gdb_args or [])],
-                                        preexec_fn=_default_sigint)
-                return proc.wait()
-            finally:
-                signal.signal(signal.SIGINT, old)
+            # a packed trace: gdb reads the program's libraries where the program sees them
+            first = f"set sysroot {view.root}\n" if view is not None else ""
+            return run_with_extension(gdb, Path(d), "start_or_say", config, gdb_args or [], first)
     finally:
         rep.close()
 
